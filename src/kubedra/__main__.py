@@ -1,0 +1,5 @@
+"""``python -m kubedra``."""
+
+from kubedra.cli import entrypoint
+
+entrypoint()

@@ -1,0 +1,1 @@
+"""The structured allocator: the device decisions kube-scheduler makes, as a pure library."""

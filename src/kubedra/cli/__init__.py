@@ -1,0 +1,31 @@
+"""The command line: one thin module per subcommand; the library never prints."""
+
+from __future__ import annotations
+
+import sys
+
+from kubedra.cli.app import build_app
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run kubedra with ``argv`` (without the program name) and return the exit status."""
+    app = build_app()
+    try:
+        app(args=argv if argv is not None else sys.argv[1:], prog_name="kubedra", standalone_mode=False)
+    except SystemExit as exc:  # typer.Exit and explicit exits
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
+    except Exception as exc:
+        exit_code = getattr(exc, "exit_code", None)
+        if isinstance(exit_code, int):
+            show = getattr(exc, "show", None)
+            if callable(show):
+                show()
+            return exit_code
+        raise
+    return 0
+
+
+def entrypoint() -> None:
+    """The ``kubedra`` console script."""
+    sys.exit(main())

@@ -1,0 +1,521 @@
+"""The internal resource.k8s.io/v1 model: msgspec structs shaped exactly like the Kubernetes JSON.
+
+Field names follow the v1 JSON names (camelCase, with Kubernetes' own spellings such as ``shareID``),
+so ``msgspec.convert(document, ResourceSlice)`` reads a v1 object and ``to_builtins`` writes it back.
+Quantities stay strings here (as on the wire); :mod:`kubedra.objects.quantity` parses them where
+arithmetic is needed. Beta and legacy shapes are converted to these structs before decoding.
+
+Unknown fields are refused in the DRA kinds (a typo such as ``expresion`` is an error, as in
+``kubectl --validate=strict``); metadata, Node and Pod keep only what kubedra reads.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, ClassVar
+
+import msgspec
+
+# --------------------------------------------------------------------------------------------------
+# Base classes
+
+
+class Spec(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, forbid_unknown_fields=True, gc=False):
+    """A strict part of a DRA object: unknown fields are errors."""
+
+
+class Loose(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True, gc=False):
+    """A part of a core object where kubedra reads a subset and ignores the rest."""
+
+
+# --------------------------------------------------------------------------------------------------
+# meta/v1 and core/v1 parts
+
+
+class OwnerReference(Loose):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(Loose):
+    name: str = ""
+    generate_name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    generation: int | None = None
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    owner_references: list[OwnerReference] = []
+    finalizers: list[str] = []
+
+
+class NodeSelectorRequirement(Spec):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class NodeSelectorTerm(Spec):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(Spec):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class Condition(Loose):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# DeviceClass
+
+
+class CELDeviceSelector(Spec):
+    expression: str
+
+
+class DeviceSelector(Spec):
+    cel: CELDeviceSelector | None = None
+
+
+class OpaqueDeviceConfiguration(Spec):
+    driver: str
+    parameters: Any = None
+
+
+class DeviceClassConfiguration(Spec):
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceClassSpec(Spec):
+    selectors: list[DeviceSelector] = []
+    config: list[DeviceClassConfiguration] = []
+    extended_resource_name: str | None = None
+
+
+class DeviceClass(Spec):
+    KIND: ClassVar[str] = "DeviceClass"
+    api_version: str = "resource.k8s.io/v1"
+    kind: str = "DeviceClass"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DeviceClassSpec = msgspec.field(default_factory=DeviceClassSpec)
+
+
+# --------------------------------------------------------------------------------------------------
+# ResourceSlice
+
+
+class DeviceAttribute(Spec):
+    """Exactly one of the typed values is set (``version`` is a semver string)."""
+
+    int: builtins.int | None = None
+    bool: builtins.bool | None = None
+    string: str | None = None
+    version: str | None = None
+    # DRAListTypeAttributes (1.36 alpha)
+    ints: list[builtins.int] | None = None
+    bools: list[builtins.bool] | None = None
+    strings: list[str] | None = None
+    versions: list[str] | None = None
+
+
+class CapacityRequestPolicyRange(Spec):
+    min: str
+    max: str | None = None
+    step: str | None = None
+
+
+class CapacityRequestPolicy(Spec):
+    default: str | None = None
+    valid_values: list[str] = []
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
+class DeviceCapacity(Spec):
+    value: str
+    request_policy: CapacityRequestPolicy | None = None
+
+
+class Counter(Spec):
+    value: str
+
+
+class CounterSet(Spec):
+    name: str
+    counters: dict[str, Counter] = {}
+
+
+class DeviceCounterConsumption(Spec):
+    counter_set: str
+    counters: dict[str, Counter] = {}
+
+
+class DeviceTaint(Spec):
+    key: str
+    value: str = ""
+    effect: str = ""
+    time_added: str | None = None
+
+
+class Device(Spec):
+    name: str
+    attributes: dict[str, DeviceAttribute] = {}
+    capacity: dict[str, DeviceCapacity] = {}
+    consumes_counters: list[DeviceCounterConsumption] = []
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    taints: list[DeviceTaint] = []
+    binds_to_node: bool | None = None
+    binding_conditions: list[str] = []
+    binding_failure_conditions: list[str] = []
+    allow_multiple_allocations: bool | None = None
+
+
+class ResourcePool(Spec):
+    name: str
+    generation: int = 0
+    resource_slice_count: int = 0
+
+
+class ResourceSliceSpec(Spec):
+    driver: str
+    pool: ResourcePool
+    node_name: str | None = None
+    node_selector: NodeSelector | None = None
+    all_nodes: bool | None = None
+    per_device_node_selection: bool | None = None
+    devices: list[Device] = []
+    shared_counters: list[CounterSet] = []
+
+
+class ResourceSlice(Spec, kw_only=True):
+    KIND: ClassVar[str] = "ResourceSlice"
+    api_version: str = "resource.k8s.io/v1"
+    kind: str = "ResourceSlice"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ResourceSliceSpec
+
+
+# --------------------------------------------------------------------------------------------------
+# ResourceClaim and ResourceClaimTemplate
+
+
+class DeviceToleration(Spec):
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class CapacityRequirements(Spec):
+    requests: dict[str, str] = {}
+
+
+class ExactDeviceRequest(Spec):
+    device_class_name: str = ""
+    selectors: list[DeviceSelector] = []
+    allocation_mode: str = ""
+    count: int | None = None
+    admin_access: bool | None = None
+    tolerations: list[DeviceToleration] = []
+    capacity: CapacityRequirements | None = None
+
+
+class DeviceSubRequest(Spec):
+    name: str
+    device_class_name: str = ""
+    selectors: list[DeviceSelector] = []
+    allocation_mode: str = ""
+    count: int | None = None
+    tolerations: list[DeviceToleration] = []
+    capacity: CapacityRequirements | None = None
+
+
+class DeviceRequest(Spec):
+    name: str
+    exactly: ExactDeviceRequest | None = None
+    first_available: list[DeviceSubRequest] = []
+
+
+class DeviceConstraint(Spec):
+    requests: list[str] = []
+    match_attribute: str | None = None
+    distinct_attribute: str | None = None
+
+
+class DeviceClaimConfiguration(Spec):
+    requests: list[str] = []
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceClaim(Spec):
+    requests: list[DeviceRequest] = []
+    constraints: list[DeviceConstraint] = []
+    config: list[DeviceClaimConfiguration] = []
+
+
+class ResourceClaimSpec(Spec):
+    devices: DeviceClaim = msgspec.field(default_factory=DeviceClaim)
+
+
+class DeviceRequestAllocationResult(Spec):
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool | None = None
+    tolerations: list[DeviceToleration] = []
+    binding_conditions: list[str] = []
+    binding_failure_conditions: list[str] = []
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+    consumed_capacity: dict[str, str] = {}
+
+
+class DeviceAllocationConfiguration(Spec):
+    source: str
+    requests: list[str] = []
+    opaque: OpaqueDeviceConfiguration | None = None
+
+
+class DeviceAllocationResult(Spec):
+    results: list[DeviceRequestAllocationResult] = []
+    config: list[DeviceAllocationConfiguration] = []
+
+
+class AllocationResult(Spec):
+    devices: DeviceAllocationResult = msgspec.field(default_factory=DeviceAllocationResult)
+    node_selector: NodeSelector | None = None
+    allocation_timestamp: str | None = None
+
+
+class ResourceClaimConsumerReference(Spec):
+    resource: str
+    name: str
+    uid: str
+    api_group: str = ""
+
+
+class NetworkDeviceData(Spec):
+    interface_name: str = ""
+    ips: list[str] = []
+    hardware_address: str = ""
+
+
+class AllocatedDeviceStatus(Spec):
+    driver: str
+    pool: str
+    device: str
+    share_id: str | None = msgspec.field(default=None, name="shareID")
+    conditions: list[Condition] = []
+    data: Any = None
+    network_data: NetworkDeviceData | None = None
+
+
+class ResourceClaimStatus(Spec):
+    allocation: AllocationResult | None = None
+    reserved_for: list[ResourceClaimConsumerReference] = []
+    devices: list[AllocatedDeviceStatus] = []
+
+
+class ResourceClaim(Spec):
+    KIND: ClassVar[str] = "ResourceClaim"
+    api_version: str = "resource.k8s.io/v1"
+    kind: str = "ResourceClaim"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
+    status: ResourceClaimStatus = msgspec.field(default_factory=ResourceClaimStatus)
+
+
+class ResourceClaimTemplateSpec(Spec):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
+
+
+class ResourceClaimTemplate(Spec):
+    KIND: ClassVar[str] = "ResourceClaimTemplate"
+    api_version: str = "resource.k8s.io/v1"
+    kind: str = "ResourceClaimTemplate"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ResourceClaimTemplateSpec = msgspec.field(default_factory=ResourceClaimTemplateSpec)
+
+
+# --------------------------------------------------------------------------------------------------
+# DeviceTaintRule
+
+
+class DeviceTaintSelector(Spec):
+    device_class_name: str | None = None
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+    selectors: list[DeviceSelector] = []
+
+
+class DeviceTaintRuleSpec(Spec):
+    taint: DeviceTaint
+    device_selector: DeviceTaintSelector | None = None
+
+
+class DeviceTaintRuleStatus(Spec):
+    conditions: list[Condition] = []
+
+
+class DeviceTaintRule(Spec, kw_only=True):
+    KIND: ClassVar[str] = "DeviceTaintRule"
+    api_version: str = "resource.k8s.io/v1"
+    kind: str = "DeviceTaintRule"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DeviceTaintRuleSpec
+    status: DeviceTaintRuleStatus | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# core/v1 Node and Pod: the subset that scheduling reads
+
+
+class Taint(Loose):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+    time_added: str | None = None
+
+
+class Toleration(Loose):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class NodeSpec(Loose):
+    taints: list[Taint] = []
+    unschedulable: bool | None = None
+
+
+class NodeStatus(Loose):
+    capacity: dict[str, str] = {}
+    allocatable: dict[str, str] = {}
+
+
+class Node(Loose):
+    KIND: ClassVar[str] = "Node"
+    api_version: str = "v1"
+    kind: str = "Node"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+class ResourceClaimRef(Loose):
+    """``containers[].resources.claims[]``: a pod claim by name, optionally one request of it."""
+
+    name: str
+    request: str = ""
+
+
+class ResourceRequirements(Loose):
+    limits: dict[str, str] = {}
+    requests: dict[str, str] = {}
+    claims: list[ResourceClaimRef] = []
+
+
+class Container(Loose):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+
+
+class PodResourceClaim(Loose):
+    name: str
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class NodeAffinity(Loose):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+
+
+class Affinity(Loose):
+    node_affinity: NodeAffinity | None = None
+
+
+class PodSpec(Loose):
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    resource_claims: list[PodResourceClaim] = []
+    node_name: str = ""
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
+    scheduler_name: str = ""
+    priority: int | None = None
+    restart_policy: str = ""
+
+
+class PodResourceClaimStatus(Loose):
+    name: str
+    resource_claim_name: str | None = None
+
+
+class ContainerExtendedResourceRequest(Loose):
+    container_name: str
+    resource_name: str
+    request_name: str
+
+
+class PodExtendedResourceClaimStatus(Loose):
+    resource_claim_name: str
+    request_mappings: list[ContainerExtendedResourceRequest] = []
+
+
+class PodStatus(Loose):
+    phase: str = ""
+    conditions: list[Condition] = []
+    resource_claim_statuses: list[PodResourceClaimStatus] = []
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
+    nominated_node_name: str = ""
+
+
+class Pod(Loose):
+    KIND: ClassVar[str] = "Pod"
+    api_version: str = "v1"
+    kind: str = "Pod"
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+
+DRA_KINDS: tuple[type[Spec], ...] = (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate, DeviceTaintRule)
+CORE_KINDS: tuple[type[Loose], ...] = (Node, Pod)
+
+KubeObject = DeviceClass | ResourceSlice | ResourceClaim | ResourceClaimTemplate | DeviceTaintRule | Node | Pod
+
+
+def to_dict(obj: msgspec.Struct) -> dict[str, Any]:
+    """The object as Kubernetes JSON: ``apiVersion`` and ``kind`` first, empty fields omitted."""
+    body = msgspec.to_builtins(obj)
+    assert isinstance(body, dict)
+    api_version = getattr(obj, "api_version", None)
+    kind = getattr(obj, "kind", None)
+    if api_version is None or kind is None:
+        return body
+    body.pop("apiVersion", None)
+    body.pop("kind", None)
+    return {"apiVersion": api_version, "kind": kind, **body}

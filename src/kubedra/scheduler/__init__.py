@@ -1,0 +1,1 @@
+"""Pure pod scheduling with DRA: claim lifecycle, extended resources, filtering, scoring, explain."""

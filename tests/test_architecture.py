@@ -1,0 +1,71 @@
+"""The core stays pure: no adapter is imported from objects, cel, allocator, cluster, scheduler or sim."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import kubedra
+
+SRC = Path(kubedra.__file__).parent
+CORE = ["objects", "cel", "allocator", "cluster", "scheduler", "sim"]
+FORBIDDEN = [
+    "grpc",
+    "prometheus_client",
+    "pynvml",
+    "typer",
+    "rich",
+    "click",
+    "httpx",
+    "lightkube.core",
+    "lightkube.config",
+    "kubedra.cli",
+    "kubedra.kube",
+    "kubedra.driver",
+    "kubedra.metrics",
+]
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def _is_forbidden(module: str) -> bool:
+    if module == "lightkube" or (module.startswith("lightkube.") and not module.startswith(
+        ("lightkube.models", "lightkube.resources", "lightkube.codecs")
+    )):
+        return True
+    return any(module == f or module.startswith(f + ".") for f in FORBIDDEN)
+
+
+@pytest.mark.parametrize("room", CORE)
+def test_core_imports_no_adapter(room: str) -> None:
+    offenders = [
+        f"{path.relative_to(SRC)} imports {module}"
+        for path in sorted((SRC / room).rglob("*.py"))
+        for module in _imports(path)
+        if _is_forbidden(module)
+    ]
+    assert offenders == []
+
+
+def test_the_check_catches_an_adapter_import(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import grpc\nfrom rich.console import Console\nfrom lightkube import Client\n")
+    assert [m for m in _imports(bad) if _is_forbidden(m)] == ["grpc", "rich.console", "lightkube"]
+
+
+def test_public_api_is_what_all_lists() -> None:
+    public = {name for name in dir(kubedra) if not name.startswith("_")} - {
+        "objects", "cel", "allocator", "cluster", "scheduler", "sim", "cli",
+    }
+    assert public == set(kubedra.__all__) - {"__version__"}
