@@ -1,0 +1,131 @@
+"""The cluster as data: every object the scheduler reads, indexed once and kept up to date incrementally.
+
+``ClusterState`` is the in-memory stand-in for the API server plus the scheduler's informers: nodes in inventory
+order, slices, classes, taint rules, claims, templates and pods, and the indexes the scheduler needs (slices per node,
+devices in use). It is mutated only through its methods, so the indexes never drift from the objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from kubedra.objects.model import (
+    AllocationResult,
+    DeviceClass,
+    DeviceTaintRule,
+    Node,
+    Pod,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from kubedra.objects.quantity import Quantity
+from kubedra.scheduler.nodefit import NodeUsage
+
+
+def _key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+@dataclass
+class PodRecord:
+    """A pod and what the simulation knows about it beyond the object itself."""
+
+    pod: Pod
+    requests: dict[str, Quantity]
+    arrive_at: float = 0.0
+    run_for: float | None = None
+    owner: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+    pending_reason: str = ""
+    claim_keys: list[str] = field(default_factory=list)
+    extended_claim_key: str = ""
+
+    @property
+    def key(self) -> str:
+        return _key(self.pod.metadata.namespace, self.pod.metadata.name)
+
+
+@dataclass
+class ClusterState:
+    """Objects by key plus the derived indexes; see the module docstring."""
+
+    nodes: dict[str, Node] = field(default_factory=dict)
+    usage: dict[str, NodeUsage] = field(default_factory=dict)
+    slices: list[ResourceSlice] = field(default_factory=list)
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    taint_rules: list[DeviceTaintRule] = field(default_factory=list)
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)
+    templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
+    pods: dict[str, PodRecord] = field(default_factory=dict)
+    # Node-local devices: "driver/pool/device" -> node, and per node how many exist and how many are dedicated
+    # to an allocation right now (for scoring and the report).
+    device_node: dict[str, str] = field(default_factory=dict)
+    devices_in_use: dict[str, int] = field(default_factory=dict)
+    devices_total: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        nodes: Iterable[Node],
+        slices: Iterable[ResourceSlice],
+        classes: Iterable[DeviceClass],
+        taint_rules: Iterable[DeviceTaintRule] = (),
+        claims: Iterable[ResourceClaim] = (),
+        templates: Iterable[ResourceClaimTemplate] = (),
+    ) -> ClusterState:
+        state = cls()
+        for node in nodes:
+            state.nodes[node.metadata.name] = node
+            state.usage[node.metadata.name] = NodeUsage()
+        state.slices = list(slices)
+        for device_class in classes:
+            state.classes[device_class.metadata.name] = device_class
+        state.taint_rules = list(taint_rules)
+        for claim in claims:
+            state.claims[_key(claim.metadata.namespace, claim.metadata.name)] = claim
+        for template in templates:
+            state.templates[_key(template.metadata.namespace, template.metadata.name)] = template
+        for slice_ in state.slices:
+            node_name = slice_.spec.node_name
+            if not node_name:
+                continue
+            prefix = f"{slice_.spec.driver}/{slice_.spec.pool.name}/"
+            for device in slice_.spec.devices:
+                state.device_node[prefix + device.name] = node_name
+            state.devices_total[node_name] = state.devices_total.get(node_name, 0) + len(slice_.spec.devices)
+        return state
+
+    # ---------------------------------------------------------------------------------------------- claims
+
+    def put_claim(self, claim: ResourceClaim) -> None:
+        self.claims[_key(claim.metadata.namespace, claim.metadata.name)] = claim
+
+    def delete_claim(self, key: str) -> None:
+        self.claims.pop(key, None)
+
+    def allocated_claims(self) -> Iterator[ResourceClaim]:
+        return (c for c in self.claims.values() if c.status.allocation is not None)
+
+    def note_allocation(self, allocation: AllocationResult, sign: int) -> None:
+        """Keep the per-node count of dedicated devices in step with allocations (+1) and releases (-1)."""
+        for result in allocation.devices.results:
+            if result.admin_access or result.share_id:
+                continue
+            node = self.device_node.get(f"{result.driver}/{result.pool}/{result.device}")
+            if node is not None:
+                self.devices_in_use[node] = self.devices_in_use.get(node, 0) + sign
+
+    # ---------------------------------------------------------------------------------------------- pods
+
+    def add_pod(self, record: PodRecord) -> None:
+        self.pods[record.key] = record
+
+    def bind(self, record: PodRecord, node: str) -> None:
+        self.usage[node].add(record.requests)
+
+    def unbind(self, record: PodRecord, node: str) -> None:
+        self.usage[node].remove(record.requests)

@@ -1,0 +1,187 @@
+"""The simulator's fast path: free devices per node and per selector signature, kept up to date incrementally.
+
+Running the structured allocator on every node for every pod is what makes kube-scheduler spend milliseconds per
+pod. Most GPU pods ask for N devices of one class (with the same selectors), nothing else; for those, a node can take
+the pod exactly when it has N free devices that match — provided the node's devices are plain (no counters, no
+shared capacity, no taints that matter, no binding conditions, complete and valid pools). The index answers that in
+O(1) per node; the allocator then runs only on the chosen node, so the decision (which devices) stays upstream's.
+
+For anything else the index still gives a necessary condition (too few matching free devices → no), and the exact
+allocator decides. Selector results per device are computed once per signature and reused for the whole run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kubedra.cel import CelError, CompileCache, DeviceView
+from kubedra.objects.model import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
+
+# (class name, request selector expressions)
+Signature = tuple[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Demand:
+    signature: Signature
+    count: int
+
+
+@dataclass
+class _Device:
+    key: str
+    node: str
+    view: DeviceView
+    plain: bool
+
+
+def _is_plain_device(slice_: ResourceSlice, index: int) -> bool:
+    device = slice_.spec.devices[index]
+    return not (
+        device.consumes_counters
+        or device.allow_multiple_allocations
+        or device.binds_to_node
+        or device.binding_conditions
+        or any(t.effect in ("NoSchedule", "NoExecute") for t in device.taints)
+    )
+
+
+class DeviceIndex:
+    """See the module docstring. Built once per simulation from the cluster's slices and classes."""
+
+    def __init__(self, slices: Sequence[ResourceSlice], classes: Mapping[str, DeviceClass], cel: CompileCache) -> None:
+        self._classes = classes
+        self._cel = cel
+        self._devices: list[_Device] = []
+        self._exact_nodes: set[str] = set()
+        self._in_use: set[str] = set()
+        self._free: dict[Signature, dict[str, int]] = {}
+        self._matching: dict[Signature, frozenset[str]] = {}
+        self._failed: set[Signature] = set()
+        self._signatures_of: dict[str, list[Signature]] = {}
+        self._device_node: dict[str, str] = {}
+        self._build(slices)
+
+    def _build(self, slices: Sequence[ResourceSlice]) -> None:
+        newest: dict[tuple[str, str], int] = {}
+        for s in slices:
+            pool = (s.spec.driver, s.spec.pool.name)
+            newest[pool] = max(newest.get(pool, s.spec.pool.generation), s.spec.pool.generation)
+        counts: dict[tuple[str, str], int] = {}
+        expected: dict[tuple[str, str], int] = {}
+        names: dict[tuple[str, str], set[str]] = {}
+        broken: set[tuple[str, str]] = set()
+        local_nodes: dict[tuple[str, str], set[str]] = {}
+        any_shared = False
+        for s in slices:
+            pool = (s.spec.driver, s.spec.pool.name)
+            if s.spec.pool.generation != newest[pool]:
+                continue
+            counts[pool] = counts.get(pool, 0) + 1
+            expected[pool] = s.spec.pool.resource_slice_count
+            if not s.spec.node_name:
+                any_shared = any_shared or bool(s.spec.devices)
+                broken.add(pool)
+                continue
+            local_nodes.setdefault(pool, set()).add(s.spec.node_name)
+            seen = names.setdefault(pool, set())
+            for i, device in enumerate(s.spec.devices):
+                if device.name in seen:
+                    broken.add(pool)
+                seen.add(device.name)
+                key = f"{s.spec.driver}/{s.spec.pool.name}/{device.name}"
+                self._devices.append(_Device(key, s.spec.node_name, DeviceView(s.spec.driver, device),
+                                             _is_plain_device(s, i)))
+                self._device_node[key] = s.spec.node_name
+        broken |= {pool for pool, n in counts.items() if n != expected[pool]}
+        nodes_with_devices = {d.node for d in self._devices}
+        impure = {d.node for d in self._devices if not d.plain}
+        for pool in broken:
+            impure |= local_nodes.get(pool, set())
+        # A network-attached slice can serve any node, so with one around no node's count is exact.
+        self._exact_nodes = set() if any_shared else nodes_with_devices - impure
+
+    # ------------------------------------------------------------------------------------------ queries
+
+    def demand(self, claims: Sequence[ResourceClaim]) -> Demand | None:
+        """The claims as N devices of one signature, or None when they ask for more than that."""
+        signature: Signature | None = None
+        count = 0
+        for claim in claims:
+            devices = claim.spec.devices
+            if devices.constraints:
+                return None
+            for request in devices.requests:
+                exact = request.exactly
+                if exact is None or exact.admin_access or exact.capacity is not None:
+                    return None
+                if exact.allocation_mode not in ("", "ExactCount"):
+                    return None
+                this: Signature = (exact.device_class_name, tuple(s.cel.expression for s in exact.selectors if s.cel))
+                if len(this[1]) != len(exact.selectors) or (signature is not None and this != signature):
+                    return None
+                signature = this
+                count += 1 if exact.count is None else exact.count
+        if signature is None or not self._ensure(signature):
+            return None
+        return Demand(signature, count)
+
+    def free(self, signature: Signature, node: str) -> int:
+        return self._free[signature].get(node, 0)
+
+    def exact(self, node: str) -> bool:
+        """Whether free counts on this node decide feasibility for a plain demand."""
+        return node in self._exact_nodes
+
+    # ------------------------------------------------------------------------------------------ upkeep
+
+    def _ensure(self, signature: Signature) -> bool:
+        if signature in self._free:
+            return True
+        if signature in self._failed:
+            return False
+        class_name, request_exprs = signature
+        device_class = self._classes.get(class_name)
+        if device_class is None:
+            self._failed.add(signature)
+            return False
+        exprs = [s.cel.expression for s in device_class.spec.selectors if s.cel] + list(request_exprs)
+        try:
+            programs = [self._cel.compile(e) for e in exprs]
+            matching = frozenset(d.key for d in self._devices if all(p.evaluate(d.view) for p in programs))
+        except CelError:
+            self._failed.add(signature)  # the exact allocator reports the error in its own words
+            return False
+        free: dict[str, int] = {}
+        for key in matching:
+            self._signatures_of.setdefault(key, []).append(signature)
+            if key not in self._in_use:
+                node = self._device_node[key]
+                free[node] = free.get(node, 0) + 1
+        self._free[signature] = free
+        self._matching[signature] = matching
+        return True
+
+    def _mark(self, allocation: AllocationResult, in_use: bool) -> None:
+        for result in allocation.devices.results:
+            if result.admin_access or result.share_id:
+                continue
+            key = f"{result.driver}/{result.pool}/{result.device}"
+            node = self._device_node.get(key)
+            if node is None or (key in self._in_use) == in_use:
+                continue
+            if in_use:
+                self._in_use.add(key)
+            else:
+                self._in_use.discard(key)
+            delta = -1 if in_use else 1
+            for signature in self._signatures_of.get(key, ()):
+                counts = self._free[signature]
+                counts[node] = counts.get(node, 0) + delta
+
+    def allocated(self, allocation: AllocationResult) -> None:
+        self._mark(allocation, in_use=True)
+
+    def released(self, allocation: AllocationResult) -> None:
+        self._mark(allocation, in_use=False)

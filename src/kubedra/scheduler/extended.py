@@ -1,0 +1,175 @@
+"""Extended resources served by DRA (KEP-5004): ``nvidia.com/gpu: 2`` without a device plugin.
+
+Per node, as kube-scheduler decides it: a node that advertises the resource in ``status.allocatable`` serves it the old
+way (NodeResourcesFit counts it); otherwise a DeviceClass whose ``extendedResourceName`` (or implicit name
+``deviceclass.resource.kubernetes.io/<class>``) matches serves it through one special ResourceClaim per pod, allocated
+after the pod's own claims. Request names are ``container-<i>-request-<j>``: ``i`` indexes init containers then
+containers, ``j`` the resource among the container's sorted request names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kubedra.objects.model import (
+    ContainerExtendedResourceRequest,
+    DeviceClaim,
+    DeviceClass,
+    DeviceRequest,
+    ExactDeviceRequest,
+    Node,
+    ObjectMeta,
+    OwnerReference,
+    Pod,
+    ResourceClaim,
+    ResourceClaimSpec,
+)
+from kubedra.objects.quantity import Quantity
+from kubedra.scheduler.nodefit import IMPLICIT_DEVICE_CLASS_PREFIX, is_extended_resource
+
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+MAX_GENERATED_NAME_BASE = 58
+
+
+def claim_name_base(pod_name: str) -> str:
+    """The ``generateName`` of a pod's special claim, truncated as the API server's name generator does."""
+    return f"{pod_name}-extended-resources-"[:MAX_GENERATED_NAME_BASE]
+
+
+class ExtendedResourceMap:
+    """Extended resource name → DeviceClass name.
+
+    When two classes claim the same name the newer class wins (``metadata.creationTimestamp``; without timestamps,
+    the later document), and a tie goes to the lexicographically lower class name — upstream's rule.
+    """
+
+    def __init__(self, classes: Sequence[DeviceClass]) -> None:
+        chosen: dict[str, tuple[str, int, DeviceClass]] = {}
+        for order, device_class in enumerate(classes):
+            name = device_class.spec.extended_resource_name
+            if not name:
+                continue
+            stamp = device_class.metadata.creation_timestamp or ""
+            current = chosen.get(name)
+            if current is None or self._newer(stamp, order, device_class, current):
+                chosen[name] = (stamp, order, device_class)
+        self._explicit = {name: entry[2].metadata.name for name, entry in chosen.items()}
+        self._classes = {c.metadata.name for c in classes}
+
+    @staticmethod
+    def _newer(stamp: str, order: int, candidate: DeviceClass, current: tuple[str, int, DeviceClass]) -> bool:
+        cur_stamp, cur_order, cur_class = current
+        if stamp and cur_stamp and stamp != cur_stamp:
+            return stamp > cur_stamp
+        if not stamp and not cur_stamp and order != cur_order:
+            return order > cur_order
+        return candidate.metadata.name < cur_class.metadata.name
+
+    def class_for(self, resource: str) -> str | None:
+        if resource in self._explicit:
+            return self._explicit[resource]
+        if resource.startswith(IMPLICIT_DEVICE_CLASS_PREFIX):
+            name = resource[len(IMPLICIT_DEVICE_CLASS_PREFIX):]
+            return name if name in self._classes else None
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self._explicit) or bool(self._classes)
+
+
+@dataclass(frozen=True)
+class ExtendedRequest:
+    """One container's request for one extended resource."""
+
+    container_index: int  # among init containers + containers
+    container_name: str
+    resource: str
+    request_index: int  # among the container's sorted request names
+    count: int
+
+    @property
+    def request_name(self) -> str:
+        return f"container-{self.container_index}-request-{self.request_index}"
+
+
+def extended_requests(pod: Pod) -> list[ExtendedRequest]:
+    """Every non-zero integer extended-resource request, ordered by resource name then container."""
+    found: list[ExtendedRequest] = []
+    containers = [*pod.spec.init_containers, *pod.spec.containers]
+    for index, container in enumerate(containers):
+        requests = dict(container.resources.limits)
+        requests.update(container.resources.requests)
+        names = sorted(requests)
+        for position, name in enumerate(names):
+            if not is_extended_resource(name):
+                continue
+            amount = Quantity.parse(requests[name])
+            if amount.sign() <= 0 or not amount.is_integer():
+                continue
+            found.append(ExtendedRequest(index, container.name, name, position, amount.as_int64()))
+    found.sort(key=lambda r: (r.resource, r.container_index))
+    return found
+
+
+def dra_served_resources(
+    requests: Sequence[ExtendedRequest], node: Node, mapping: ExtendedResourceMap
+) -> frozenset[str]:
+    """The extended resources this node serves through DRA for this pod (not advertised by a device plugin)."""
+    allocatable = node.status.allocatable
+    return frozenset(
+        r.resource for r in requests if r.resource not in allocatable and mapping.class_for(r.resource) is not None
+    )
+
+
+def special_claim(
+    pod: Pod, requests: Sequence[ExtendedRequest], served: frozenset[str], mapping: ExtendedResourceMap, name: str
+) -> ResourceClaim | None:
+    """The in-memory special claim for the resources ``served`` by DRA on one node, or None if there are none."""
+    device_requests: list[DeviceRequest] = []
+    for request in requests:
+        if request.resource not in served:
+            continue
+        class_name = mapping.class_for(request.resource)
+        assert class_name is not None
+        device_requests.append(
+            DeviceRequest(
+                name=request.request_name,
+                exactly=ExactDeviceRequest(
+                    device_class_name=class_name, allocation_mode="ExactCount", count=request.count
+                ),
+            )
+        )
+    if not device_requests:
+        return None
+    metadata = ObjectMeta(
+        name=name,
+        generate_name=claim_name_base(pod.metadata.name),
+        namespace=pod.metadata.namespace,
+        annotations={EXTENDED_CLAIM_ANNOTATION: "true"},
+        owner_references=[
+            OwnerReference(
+                api_version="v1",
+                kind="Pod",
+                name=pod.metadata.name,
+                uid=pod.metadata.uid,
+                controller=True,
+                block_owner_deletion=True,
+            )
+        ],
+    )
+    return ResourceClaim(metadata=metadata, spec=ResourceClaimSpec(devices=DeviceClaim(requests=device_requests)))
+
+
+def request_mappings(
+    requests: Sequence[ExtendedRequest], served: frozenset[str]
+) -> list[ContainerExtendedResourceRequest]:
+    """``pod.status.extendedResourceClaimStatus.requestMappings`` for the served resources."""
+    return [
+        ContainerExtendedResourceRequest(
+            container_name=r.container_name, resource_name=r.resource, request_name=r.request_name
+        )
+        for r in requests
+        if r.resource in served
+    ]
+

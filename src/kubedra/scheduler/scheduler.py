@@ -1,0 +1,329 @@
+"""One scheduling attempt for one pod, the way kube-scheduler's framework runs it with the DynamicResources plugin.
+
+PreFilter resolves the pod's claims (they must exist; an allocated claim must still accept the pod) and its extended
+resources; Filter checks each node — node rules first, then the nodeSelector of claims already allocated, then the
+allocator for the claims still to allocate, plus the special claim of KEP-5004 last; Score picks among feasible nodes.
+As kube-scheduler does, Filter stops after ``numFeasibleNodesToFind`` feasible nodes and the next attempt starts
+where this one stopped. A ``DeviceIndex`` answers plain GPU demands without the allocator; the allocator then runs on
+the chosen node only.
+The outcome is data (``Placement``, ``Unschedulable`` or ``Failed``); applying it is the caller's business.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.objects.model import AllocationResult, ContainerExtendedResourceRequest, Node, ResourceClaim
+from kubedra.objects.selection import node_selector_matches
+from kubedra.scheduler.claims import can_be_reserved, is_reserved_for, key_of
+from kubedra.scheduler.device_index import Demand, DeviceIndex
+from kubedra.scheduler.extended import (
+    ExtendedRequest,
+    ExtendedResourceMap,
+    dra_served_resources,
+    extended_requests,
+    request_mappings,
+    special_claim,
+)
+from kubedra.scheduler.nodefit import node_fit_reason
+from kubedra.scheduler.scoring import DeviceUse, Policy, node_score, pick
+
+SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_PERCENTAGE = 5
+
+
+class AllocatorInputError(Exception):
+    """The allocator refused the input itself (a CEL error, an unknown mode): scheduling of the pod is aborted."""
+
+
+class NodeAllocator(Protocol):
+    """One allocator per attempt (upstream builds one in PreFilter), asked once per node."""
+
+    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
+        """Allocations for ``claims`` on ``node``; None if they do not fit; raises AllocatorInputError on bad input."""
+        ...
+
+
+class DraBackend(Protocol):
+    """The device side of the cluster: hands out allocators over the current allocated state."""
+
+    def begin(self) -> NodeAllocator: ...
+
+
+@dataclass(frozen=True)
+class Placement:
+    node: str
+    allocations: dict[str, AllocationResult]  # claim key -> new allocation (claims allocated by this attempt)
+    special_claim: ResourceClaim | None = None
+    special_allocation: AllocationResult | None = None
+    mappings: list[ContainerExtendedResourceRequest] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Unschedulable:
+    message: str  # "0/3 nodes are available: ..." or the PreFilter reason
+    reasons: dict[str, list[str]] = field(default_factory=dict)  # reason -> nodes
+
+
+@dataclass(frozen=True)
+class Failed:
+    message: str
+
+
+Outcome = Placement | Unschedulable | Failed
+
+
+def summarize(reasons: dict[str, list[str]], node_count: int) -> str:
+    """kube-scheduler's FitError text: ``0/N nodes are available: <count> <reason>, ...`` sorted."""
+    parts = sorted(f"{len(nodes)} {reason}" for reason, nodes in reasons.items())
+    return f"0/{node_count} nodes are available: {', '.join(parts)}."
+
+
+class Scheduler:
+    """Schedules pods against a ``ClusterState``; pure apart from the seeded tie-breaking."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        backend: DraBackend,
+        policy: Policy,
+        rng: random.Random,
+        index: DeviceIndex | None = None,
+    ) -> None:
+        self.state = state
+        self.backend = backend
+        self.policy = policy
+        self.rng = rng
+        self.index = index
+        self.extended_map = ExtendedResourceMap(list(state.classes.values()))
+        self._next_start = 0
+
+    def refresh_classes(self) -> None:
+        self.extended_map = ExtendedResourceMap(list(self.state.classes.values()))
+
+    # ------------------------------------------------------------------------------------------ PreFilter
+
+    def _pod_claims(self, record: PodRecord) -> list[ResourceClaim] | str:
+        pod = record.pod
+        claims: list[ResourceClaim] = []
+        generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+        for pod_claim in pod.spec.resource_claims:
+            if pod_claim.resource_claim_name:
+                name = pod_claim.resource_claim_name
+            elif pod_claim.resource_claim_template_name:
+                maybe = generated.get(pod_claim.name)
+                if not maybe:
+                    return f"waiting for the ResourceClaim of pod claim {pod_claim.name!r} to be created"
+                name = maybe
+            else:
+                continue
+            claim = self.state.claims.get(key_of(pod.metadata.namespace, name))
+            if claim is None:
+                return f'resourceclaim "{name}" not found'
+            if claim.status.allocation is not None and not can_be_reserved(claim) and not is_reserved_for(claim, pod):
+                return "resourceclaim in use"
+            claims.append(claim)
+        return claims
+
+    def _missing_class(self, claims: Sequence[ResourceClaim]) -> str | None:
+        for claim in claims:
+            if claim.status.allocation is not None:
+                continue
+            for request in claim.spec.devices.requests:
+                names = (
+                    [(request.name, request.exactly.device_class_name)]
+                    if request.exactly
+                    else [(f"{request.name}/{s.name}", s.device_class_name) for s in request.first_available]
+                )
+                for qualified, class_name in names:
+                    if class_name and class_name not in self.state.classes:
+                        return f"request {qualified}: device class {class_name} does not exist"
+        return None
+
+    # ------------------------------------------------------------------------------------------ the attempt
+
+    def schedule(self, record: PodRecord) -> Outcome:
+        """Try to place one pod: PreFilter, then Filter over nodes, then Score among the feasible ones."""
+        resolved = self._pod_claims(record)
+        if isinstance(resolved, str):
+            return Unschedulable(resolved)
+        claims = resolved
+        missing = self._missing_class(claims)
+        if missing:
+            return Unschedulable(missing)
+        extended = extended_requests(record.pod) if self.extended_map else []
+        to_allocate = [c for c in claims if c.status.allocation is None]
+        attempt = _Attempt(
+            record=record,
+            claims=claims,
+            to_allocate=to_allocate,
+            extended=extended,
+            allocator=self.backend.begin() if (to_allocate or extended) else None,
+        )
+        names = list(self.state.nodes)
+        wanted = 1 if self.policy is Policy.FIRST_FIT else feasible_nodes_to_find(len(names))
+        start = 0 if self.policy is Policy.FIRST_FIT else self._next_start % max(1, len(names))
+        reasons: dict[str, list[str]] = {}
+        feasible: list[_Feasible] = []
+        processed = 0
+        for offset in range(len(names)):
+            node_name = names[(start + offset) % len(names)]
+            processed += 1
+            verdict = self._filter_node(attempt, self.state.nodes[node_name])
+            if isinstance(verdict, Failed):
+                return verdict
+            if isinstance(verdict, str):
+                reasons.setdefault(verdict, []).append(node_name)
+                continue
+            feasible.append(verdict)
+            if len(feasible) >= wanted:
+                break
+        if self.policy is not Policy.FIRST_FIT and names:
+            self._next_start = (start + processed) % len(names)
+        while feasible:
+            chosen = self._choose(record, feasible)
+            if not chosen.deferred:
+                return self._placement(attempt, chosen, chosen.results)
+            assert attempt.allocator is not None
+            results = self._allocate(attempt.allocator, self.state.nodes[chosen.node], chosen.batch)
+            if isinstance(results, Failed):
+                return results
+            if results is not None:
+                return self._placement(attempt, chosen, results)
+            reasons.setdefault("cannot allocate all claims", []).append(chosen.node)
+            feasible.remove(chosen)
+        return Unschedulable(summarize(reasons, len(self.state.nodes)), reasons)
+
+    def _placement(self, attempt: _Attempt, chosen: _Feasible, results: list[AllocationResult] | None) -> Placement:
+        allocations: dict[str, AllocationResult] = {}
+        special_allocation = None
+        if results is not None:
+            for claim, allocation in zip(attempt.to_allocate, results, strict=False):
+                allocations[key_of(claim.metadata.namespace, claim.metadata.name)] = allocation
+            if chosen.special is not None:
+                special_allocation = results[-1]
+        return Placement(
+            node=chosen.node,
+            allocations=allocations,
+            special_claim=chosen.special,
+            special_allocation=special_allocation,
+            mappings=request_mappings(attempt.extended, chosen.served) if chosen.special is not None else [],
+        )
+
+    @staticmethod
+    def _allocate(
+        allocator: NodeAllocator, node: Node, batch: Sequence[ResourceClaim]
+    ) -> list[AllocationResult] | Failed | None:
+        try:
+            results = allocator.allocate(node, batch)
+        except AllocatorInputError as exc:
+            return Failed(str(exc))
+        if results is None or len(results) != len(batch):
+            return None
+        return results
+
+    def _filter_node(self, attempt: _Attempt, node: Node) -> str | Failed | _Feasible:
+        name = node.metadata.name
+        record = attempt.record
+        served = (
+            dra_served_resources(attempt.extended, node, self.extended_map) if attempt.extended else frozenset()
+        )
+        reason = node_fit_reason(record.pod, record.requests, node, self.state.usage[name], served)
+        if reason:
+            return reason
+        for claim in attempt.claims:
+            allocation = claim.status.allocation
+            if allocation is not None and allocation.node_selector is not None and not node_selector_matches(
+                allocation.node_selector, name, node.metadata.labels
+            ):
+                return "resourceclaim not available on the node"
+        batch, special = attempt.batch_for(served, self.extended_map)
+        if not batch or attempt.allocator is None:
+            return _Feasible(name, None, None, served, batch)
+        if self.index is not None:
+            demand = attempt.demand_for(served, batch, self.index)
+            if demand is not None:
+                if self.index.free(demand.signature, name) < demand.count:
+                    return "cannot allocate all claims"
+                if self.index.exact(name):
+                    return _Feasible(name, None, special, served, batch, deferred=True)
+        results = self._allocate(attempt.allocator, node, batch)
+        if isinstance(results, Failed):
+            return results
+        if results is None:
+            return "cannot allocate all claims"
+        return _Feasible(name, results, special, served, batch)
+
+    def _choose(self, record: PodRecord, feasible: list[_Feasible]) -> _Feasible:
+        if self.policy is Policy.FIRST_FIT or len(feasible) == 1:
+            return feasible[0]
+        scored: list[tuple[float, str]] = []
+        by_name = {entry.node: entry for entry in feasible}
+        for entry in feasible:
+            added = sum(_devices_asked(claim) for claim in entry.batch)
+            total = self.state.devices_total.get(entry.node, 0)
+            devices = DeviceUse(total, self.state.devices_in_use.get(entry.node, 0) + added) if total else None
+            score = node_score(self.policy, self.state.nodes[entry.node], self.state.usage[entry.node],
+                               record.requests, devices)
+            scored.append((score, entry.node))
+        return by_name[pick(scored, self.rng)]
+
+
+def _devices_asked(claim: ResourceClaim) -> int:
+    """Devices a claim takes for scoring purposes (``All`` and subrequests counted as one)."""
+    return sum(
+        (request.exactly.count or 1) if request.exactly is not None else 1 for request in claim.spec.devices.requests
+    )
+
+
+def feasible_nodes_to_find(node_count: int) -> int:
+    """kube-scheduler's adaptive ``numFeasibleNodesToFind`` (percentageOfNodesToScore unset)."""
+    if node_count < MIN_FEASIBLE_NODES_TO_FIND:
+        return node_count
+    percentage = max(MIN_FEASIBLE_PERCENTAGE, 50 - node_count // 125)
+    return max(MIN_FEASIBLE_NODES_TO_FIND, node_count * percentage // 100)
+
+
+@dataclass
+class _Feasible:
+    node: str
+    results: list[AllocationResult] | None
+    special: ResourceClaim | None
+    served: frozenset[str]
+    batch: list[ResourceClaim]
+    deferred: bool = False
+
+
+@dataclass
+class _Attempt:
+    """What PreFilter worked out for one pod, shared by the Filter calls of one attempt."""
+
+    record: PodRecord
+    claims: list[ResourceClaim]
+    to_allocate: list[ResourceClaim]
+    extended: list[ExtendedRequest]
+    allocator: NodeAllocator | None
+    _batches: dict[frozenset[str], tuple[list[ResourceClaim], ResourceClaim | None]] = field(default_factory=dict)
+    _demands: dict[frozenset[str], Demand | None] = field(default_factory=dict)
+
+    def batch_for(
+        self, served: frozenset[str], mapping: ExtendedResourceMap
+    ) -> tuple[list[ResourceClaim], ResourceClaim | None]:
+        """The claims to allocate on a node: the pod's own, then its special claim if DRA serves anything there."""
+        if served not in self._batches:
+            special = (
+                special_claim(self.record.pod, self.extended, served, mapping, SPECIAL_CLAIM_IN_MEMORY_NAME)
+                if served else None
+            )
+            self._batches[served] = ([*self.to_allocate, *([special] if special else [])], special)
+        return self._batches[served]
+
+    def demand_for(self, served: frozenset[str], batch: list[ResourceClaim], index: DeviceIndex) -> Demand | None:
+        if served not in self._demands:
+            self._demands[served] = index.demand(batch)
+        return self._demands[served]

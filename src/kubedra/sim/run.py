@@ -1,0 +1,226 @@
+"""The run loop: pods arrive, get their claims, are scheduled, run, finish and free their devices — in simulated time.
+
+Events are processed in time order (ties in the order they were created). After every batch of events at one instant
+the scheduling queue is drained once, as kube-scheduler's active queue would be; pods that do not fit wait in the
+unschedulable pool until a pod finishes (the cluster event that can make room), exactly once per such event.
+Nothing here reads a clock: time is the events' own.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.objects.model import (
+    PodExtendedResourceClaimStatus,
+    PodResourceClaimStatus,
+    ResourceClaim,
+)
+from kubedra.scheduler.claims import (
+    allocate_and_reserve,
+    claim_from_template,
+    claim_key,
+    key_of,
+    random_suffix,
+    release,
+)
+from kubedra.scheduler.extended import claim_name_base
+from kubedra.scheduler.scheduler import Failed, Placement, Scheduler
+
+ARRIVE = 0
+FINISH = 1
+
+
+@dataclass(frozen=True)
+class Event:
+    """One line of the timeline: what happened to which pod or claim, and when (seconds from the start)."""
+
+    time: float
+    type: str  # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted
+    object: str  # "Pod ns/name" or "ResourceClaim ns/name"
+    node: str = ""
+    message: str = ""
+
+
+@dataclass
+class SimulationResult:
+    state: ClusterState
+    events: list[Event]
+    order: list[str]  # pod keys in arrival order
+    end_time: float
+
+
+@dataclass
+class Simulation:
+    """Drives a ``Scheduler`` over arrivals; call ``run`` once."""
+
+    state: ClusterState
+    scheduler: Scheduler
+    rng: random.Random
+    on_release: Callable[[ResourceClaim], None] | None = None
+    on_allocate: Callable[[ResourceClaim], None] | None = None
+    events: list[Event] = field(default_factory=list)
+    _queue: list[tuple[float, int, int, str]] = field(default_factory=list)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
+    _active: list[str] = field(default_factory=list)
+    _unschedulable: list[str] = field(default_factory=list)
+    _order: list[str] = field(default_factory=list)
+    _now: float = 0.0
+
+    def add(self, record: PodRecord) -> None:
+        self.state.add_pod(record)
+        self._order.append(record.key)
+        heapq.heappush(self._queue, (record.arrive_at, next(self._seq), ARRIVE, record.key))
+
+    def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
+        total = len(self._order)
+        done = 0
+        while self._queue:
+            self._now = self._queue[0][0]
+            freed = False
+            while self._queue and self._queue[0][0] == self._now:
+                _, _, kind, key = heapq.heappop(self._queue)
+                if kind == ARRIVE:
+                    self._arrive(self.state.pods[key])
+                else:
+                    self._finish(self.state.pods[key])
+                    freed = True
+            if freed:
+                self._active.extend(self._unschedulable)
+                self._unschedulable.clear()
+            done += self._drain()
+            if progress is not None:
+                progress(done, total)
+        return SimulationResult(self.state, self.events, self._order, self._now)
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+
+    def _arrive(self, record: PodRecord) -> None:
+        pod = record.pod
+        statuses = list(pod.status.resource_claim_statuses)
+        for pod_claim in pod.spec.resource_claims:
+            if not pod_claim.resource_claim_template_name:
+                continue
+            template = self.state.templates.get(key_of(pod.metadata.namespace, pod_claim.resource_claim_template_name))
+            if template is None:
+                continue  # the scheduler reports the pod as waiting for its claim
+            claim = claim_from_template(pod, pod_claim, template, self.rng)
+            self.state.put_claim(claim)
+            statuses.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=claim.metadata.name))
+            self.events.append(Event(self._now, "Created", f"ResourceClaim {claim_key(claim)}",
+                                     message=f"from template {pod_claim.resource_claim_template_name}"))
+        if statuses:
+            status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses)
+            record.pod = msgspec.structs.replace(pod, status=status)
+        record.pod = msgspec.structs.replace(
+            record.pod, status=msgspec.structs.replace(record.pod.status, phase="Pending")
+        )
+        self._active.append(record.key)
+
+    def _drain(self) -> int:
+        scheduled = 0
+        active, self._active = self._active, []
+        for key in active:
+            record = self.state.pods[key]
+            outcome = self.scheduler.schedule(record)
+            if isinstance(outcome, Placement):
+                self._bind(record, outcome)
+                scheduled += 1
+            else:
+                message = outcome.message
+                if isinstance(outcome, Failed):
+                    message = f"error: {message}"
+                if message != record.pending_reason:
+                    kind = "Failed" if isinstance(outcome, Failed) else "Pending"
+                    self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
+                record.pending_reason = message
+                self._unschedulable.append(key)
+        return scheduled
+
+    def _bind(self, record: PodRecord, placement: Placement) -> None:
+        pod = record.pod
+        keys = list(self._claim_keys(record))
+        for key in keys:
+            claim = self.state.claims[key]
+            allocation = placement.allocations.get(key)
+            updated = allocate_and_reserve(claim, allocation, pod)
+            self.state.put_claim(updated)
+            if allocation is not None:
+                self._allocated(updated, placement.node)
+        status = pod.status
+        if placement.special_claim is not None and placement.special_allocation is not None:
+            base = claim_name_base(pod.metadata.name)
+            meta = msgspec.structs.replace(placement.special_claim.metadata, name=base + random_suffix(self.rng))
+            special = msgspec.structs.replace(placement.special_claim, metadata=meta)
+            special = allocate_and_reserve(special, placement.special_allocation, pod)
+            self.state.put_claim(special)
+            self._allocated(special, placement.node)
+            record.extended_claim_key = claim_key(special)
+            keys.append(record.extended_claim_key)
+            status = msgspec.structs.replace(
+                status,
+                extended_resource_claim_status=PodExtendedResourceClaimStatus(
+                    resource_claim_name=special.metadata.name, request_mappings=placement.mappings
+                ),
+            )
+        record.claim_keys = keys
+        spec = msgspec.structs.replace(pod.spec, node_name=placement.node)
+        status = msgspec.structs.replace(status, phase="Running")
+        record.pod = msgspec.structs.replace(pod, spec=spec, status=status)
+        record.started_at = self._now
+        record.pending_reason = ""
+        self.state.bind(record, placement.node)
+        self.events.append(Event(self._now, "Scheduled", f"Pod {record.key}", node=placement.node,
+                                 message=f"Successfully assigned {record.key} to {placement.node}"))
+        if record.run_for is not None:
+            heapq.heappush(self._queue, (self._now + record.run_for, next(self._seq), FINISH, record.key))
+
+    def _claim_keys(self, record: PodRecord) -> Sequence[str]:
+        pod = record.pod
+        generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+        keys = []
+        for pod_claim in pod.spec.resource_claims:
+            name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
+            if name:
+                keys.append(key_of(pod.metadata.namespace, name))
+        return keys
+
+    def _allocated(self, claim: ResourceClaim, node: str) -> None:
+        assert claim.status.allocation is not None
+        self.state.note_allocation(claim.status.allocation, +1)
+        if self.on_allocate is not None:
+            self.on_allocate(claim)
+        devices = ", ".join(r.device for r in claim.status.allocation.devices.results)
+        self.events.append(Event(self._now, "Allocated", f"ResourceClaim {claim_key(claim)}", node=node,
+                                 message=devices))
+
+    def _finish(self, record: PodRecord) -> None:
+        pod = record.pod
+        node = pod.spec.node_name
+        status = msgspec.structs.replace(pod.status, phase="Succeeded")
+        record.pod = msgspec.structs.replace(pod, status=status)
+        record.finished_at = self._now
+        self.state.unbind(record, node)
+        self.events.append(Event(self._now, "Finished", f"Pod {record.key}", node=node))
+        for key in record.claim_keys:
+            claim = self.state.claims.get(key)
+            if claim is None:
+                continue
+            outcome = release(claim, record.pod)
+            if outcome.deallocated is not None:
+                self.state.note_allocation(outcome.deallocated, -1)
+                if self.on_release is not None:
+                    self.on_release(claim)
+                self.events.append(Event(self._now, "Deallocated", f"ResourceClaim {key}", node=node))
+            if outcome.claim is None:
+                self.state.delete_claim(key)
+                self.events.append(Event(self._now, "Deleted", f"ResourceClaim {key}",
+                                         message="generated claim of a finished pod"))
+            else:
+                self.state.put_claim(outcome.claim)
