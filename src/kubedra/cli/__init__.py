@@ -11,7 +11,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run kubedra with ``argv`` (without the program name) and return the exit status."""
     app = build_app()
     try:
-        app(args=argv if argv is not None else sys.argv[1:], prog_name="kubedra", standalone_mode=False)
+        result = app(args=argv if argv is not None else sys.argv[1:], prog_name="kubedra", standalone_mode=False)
     except SystemExit as exc:  # typer.Exit and explicit exits
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
                 show()
             return exit_code
         raise
-    return 0
+    # Without standalone mode click returns the code of typer.Exit instead of raising it.
+    return result if isinstance(result, int) else 0
 
 
 def entrypoint() -> None:

@@ -57,6 +57,15 @@ class SimulationResult:
 
 
 @dataclass
+class JobProgress:
+    """A Job's pods not yet created; the next one starts when a running pod of the Job succeeds."""
+
+    waiting: list[PodRecord]
+    work_queue: bool  # completions unset: the first success ends the Job
+    done: bool = False
+
+
+@dataclass
 class Simulation:
     """Drives a ``Scheduler`` over arrivals; call ``run`` once."""
 
@@ -71,12 +80,21 @@ class Simulation:
     _active: list[str] = field(default_factory=list)
     _unschedulable: list[str] = field(default_factory=list)
     _order: list[str] = field(default_factory=list)
+    _jobs: dict[str, JobProgress] = field(default_factory=dict)
     _now: float = 0.0
 
     def add(self, record: PodRecord) -> None:
+        """A pod that arrives at ``record.arrive_at``."""
         self.state.add_pod(record)
         self._order.append(record.key)
         heapq.heappush(self._queue, (record.arrive_at, next(self._seq), ARRIVE, record.key))
+
+    def add_job(self, records: Sequence[PodRecord], parallelism: int, work_queue: bool) -> None:
+        """A Job: ``parallelism`` pods arrive together, each later one when a running one succeeds."""
+        progress = JobProgress(waiting=list(records[parallelism:]), work_queue=work_queue)
+        for record in records[:parallelism]:
+            self.add(record)
+            self._jobs[record.key] = progress
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
         total = len(self._order)
@@ -208,6 +226,17 @@ class Simulation:
         record.finished_at = self._now
         self.state.unbind(record, node)
         self.events.append(Event(self._now, "Finished", f"Pod {record.key}", node=node))
+        self._release_claims(record, node)
+        job = self._jobs.pop(record.key, None)
+        if job is not None:
+            job.done = job.done or job.work_queue
+            if job.waiting and not job.done:
+                successor = job.waiting.pop(0)
+                successor.arrive_at = self._now
+                self.add(successor)
+                self._jobs[successor.key] = job
+
+    def _release_claims(self, record: PodRecord, node: str) -> None:
         for key in record.claim_keys:
             claim = self.state.claims.get(key)
             if claim is None:

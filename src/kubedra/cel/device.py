@@ -1,0 +1,136 @@
+"""What a selector sees of one device, built once and reused by every selector that looks at it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kubedra.cel.cost import Bounds
+from kubedra.cel.errors import CelRuntimeError
+from kubedra.cel.protos import protos
+from kubedra.cel.values import quantity_key, semver_key
+from kubedra.objects.model import Device, DeviceAttribute
+from kubedra.objects.quantity import Quantity
+from kubedra.objects.semver import Semver
+
+if TYPE_CHECKING:
+    from kubedra.cel.environment import Environment
+
+
+def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
+    """``domain/id`` → (domain, id); a bare id lands in the driver's domain (upstream parseQualifiedName)."""
+    domain, sep, ident = name.partition("/")
+    return (domain, ident) if sep else (driver, name)
+
+
+class DeviceView:
+    """The ``device`` variable's value for one device; the activation is built lazily, once per environment."""
+
+    def __init__(self, driver: str, device: Device) -> None:
+        self.driver = driver
+        self.device = device
+        self._data: dict[bool, dict[str, Any] | CelRuntimeError] = {}
+        self._activations: dict[int, tuple[Environment, Any]] = {}
+        self._bounds: Bounds | None = None
+
+    def activation(self, environment: Environment) -> Any:
+        """The cel activation for ``environment``; raises ``CelRuntimeError`` when a value cannot be read."""
+        cached = self._activations.get(id(environment))
+        if cached is not None and cached[0] is environment:
+            return cached[1]
+        options = environment.options
+        data = self.data(lists=options.list_type_attributes)
+        if not options.consumable_capacity:
+            data = {k: v for k, v in data.items() if k != "device.allowMultipleAllocations"}
+        activation = environment.env.Activation(data)
+        self._activations[id(environment)] = (environment, activation)
+        return activation
+
+    def data(self, *, lists: bool) -> dict[str, Any]:
+        """The variables as plain values and messages (raises ``CelRuntimeError`` for a bad value)."""
+        built = self._data.get(lists)
+        if built is None:
+            try:
+                built = self._build(lists)
+            except CelRuntimeError as exc:
+                built = exc
+            self._data[lists] = built
+        if isinstance(built, CelRuntimeError):
+            raise built
+        return built
+
+    def bounds(self) -> Bounds:
+        """This device's actual sizes, for the cost guard."""
+        if self._bounds is None:
+            attributes = self._group(self.device.attributes)
+            capacity = self._group(self.device.capacity)
+            strings = [len(a.string) for a in self.device.attributes.values() if a.string is not None]
+            strings += [len(s) for a in self.device.attributes.values() for s in (a.strings or [])]
+            lists = [len(_list_value(a) or []) for a in self.device.attributes.values()]
+            self._bounds = Bounds(
+                domains=max(len(attributes), len(capacity)),
+                keys=max([len(v) for v in (*attributes.values(), *capacity.values())], default=0),
+                value_length=max(strings, default=0),
+                list_length=max(lists, default=0),
+            )
+        return self._bounds
+
+    def _group(self, named: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        grouped: dict[str, dict[str, Any]] = {}
+        for name, value in named.items():
+            domain, ident = split_qualified_name(name, self.driver)
+            grouped.setdefault(domain, {})[ident] = value
+        return grouped
+
+    def _build(self, lists: bool) -> dict[str, Any]:
+        p = protos()
+        attributes: dict[str, dict[str, Any]] = {}
+        for name, attribute in self.device.attributes.items():
+            domain, ident = split_qualified_name(name, self.driver)
+            attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute, lists, p)
+        capacity: dict[str, dict[str, Any]] = {}
+        for name, cap in self.device.capacity.items():
+            domain, ident = split_qualified_name(name, self.driver)
+            try:
+                q = Quantity.parse(cap.value)
+            except ValueError as exc:
+                raise CelRuntimeError(f"capacity {name}: {exc}") from None
+            capacity.setdefault(domain, {})[ident] = p.quantity(value=quantity_key(q))
+        return {
+            "device.driver": self.driver,
+            "device.attributes": attributes,
+            "device.capacity": capacity,
+            "device.allowMultipleAllocations": bool(self.device.allow_multiple_allocations),
+        }
+
+
+def _list_value(attribute: DeviceAttribute) -> list[Any] | None:
+    for values in (attribute.ints, attribute.bools, attribute.strings, attribute.versions):
+        if values is not None:
+            return list(values)
+    return None
+
+
+def _semver(name: str, text: str, p: Any) -> Any:
+    try:
+        return p.semver(value=semver_key(Semver.parse(text)))
+    except ValueError as exc:
+        raise CelRuntimeError(f"attribute {name}: parse semantic version: {exc}") from None
+
+
+def _attribute_value(name: str, attribute: DeviceAttribute, lists: bool, p: Any) -> Any:
+    """The one value an attribute holds (upstream getAttributeValue); lists only with list-type attributes."""
+    if attribute.int is not None:
+        return attribute.int
+    if attribute.bool is not None:
+        return attribute.bool
+    if attribute.string is not None:
+        return attribute.string
+    if attribute.version is not None:
+        return _semver(name, attribute.version, p)
+    if lists:
+        if attribute.versions is not None:
+            return [_semver(name, v, p) for v in attribute.versions]
+        values = _list_value(attribute)
+        if values is not None:
+            return values
+    raise CelRuntimeError(f"attribute {name}: unsupported attribute value")
