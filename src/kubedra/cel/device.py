@@ -85,6 +85,8 @@ class DeviceView:
         p = protos()
         attributes: dict[str, dict[str, Any]] = {}
         for name, attribute in self.device.attributes.items():
+            if not lists and _list_value(attribute) is not None:
+                continue  # without DRAListTypeAttributes upstream leaves list attributes out of the CEL device
             domain, ident = split_qualified_name(name, self.driver)
             attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute, lists, p)
         capacity: dict[str, dict[str, Any]] = {}

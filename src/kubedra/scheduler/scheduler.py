@@ -33,12 +33,17 @@ from kubedra.scheduler.nodefit import node_fit_reason
 from kubedra.scheduler.scoring import DeviceUse, Policy, node_score, pick
 
 SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
+UNSCHEDULABLE_CLAIMS = "cannot allocate all claims"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 
 
 class AllocatorInputError(Exception):
     """The allocator refused the input itself (a CEL error, an unknown mode): scheduling of the pod is aborted."""
+
+
+class NodeRefusedError(Exception):
+    """Only this node cannot take the claims, for a reason worth reporting (invalid pools, a search timeout)."""
 
 
 class NodeAllocator(Protocol):
@@ -193,9 +198,9 @@ class Scheduler:
             results = self._allocate(attempt.allocator, self.state.nodes[chosen.node], chosen.batch)
             if isinstance(results, Failed):
                 return results
-            if results is not None:
+            if isinstance(results, list):
                 return self._placement(attempt, chosen, results)
-            reasons.setdefault("cannot allocate all claims", []).append(chosen.node)
+            reasons.setdefault(results, []).append(chosen.node)
             feasible.remove(chosen)
         return Unschedulable(summarize(reasons, len(self.state.nodes)), reasons)
 
@@ -218,13 +223,16 @@ class Scheduler:
     @staticmethod
     def _allocate(
         allocator: NodeAllocator, node: Node, batch: Sequence[ResourceClaim]
-    ) -> list[AllocationResult] | Failed | None:
+    ) -> list[AllocationResult] | Failed | str:
+        """The allocations, a Failed outcome for fatal input, or the node's reason for refusing."""
         try:
             results = allocator.allocate(node, batch)
         except AllocatorInputError as exc:
             return Failed(str(exc))
+        except NodeRefusedError as exc:
+            return str(exc)
         if results is None or len(results) != len(batch):
-            return None
+            return UNSCHEDULABLE_CLAIMS
         return results
 
     def _filter_node(self, attempt: _Attempt, node: Node) -> str | Failed | _Feasible:
@@ -249,14 +257,12 @@ class Scheduler:
             demand = attempt.demand_for(served, batch, self.index)
             if demand is not None:
                 if self.index.free(demand.signature, name) < demand.count:
-                    return "cannot allocate all claims"
+                    return UNSCHEDULABLE_CLAIMS
                 if self.index.exact(name):
                     return _Feasible(name, None, special, served, batch, deferred=True)
         results = self._allocate(attempt.allocator, node, batch)
-        if isinstance(results, Failed):
+        if isinstance(results, Failed | str):
             return results
-        if results is None:
-            return "cannot allocate all claims"
         return _Feasible(name, results, special, served, batch)
 
     def _choose(self, record: PodRecord, feasible: list[_Feasible]) -> _Feasible:
