@@ -6,4 +6,6 @@ from collections.abc import Callable
 
 import typer
 
-REGISTRARS: list[Callable[[typer.Typer], None]] = []
+from kubedra.cli import allocate, cel, convert, validate
+
+REGISTRARS: list[Callable[[typer.Typer], None]] = [allocate.register, cel.register, convert.register, validate.register]

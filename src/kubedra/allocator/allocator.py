@@ -1,0 +1,148 @@
+"""The Allocator: objects and allocated state in, one decision per node out.
+
+Upstream's contract (``structured.Allocator.Allocate``): a list with one result per claim when they fit, ``None``
+when they do not fit on this node (incomplete pools included), :class:`AllocationError` for fatal input,
+:class:`NodeAllocationFailed` for what only concerns this node, :class:`SearchBudgetExceeded` when the step or
+time budget runs out. Everything that does not depend on the claims (device entries, pools per node, selector
+verdicts, available counters) is computed once and reused by later calls.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+from kubedra.allocator.counters import PoolCounters, available_counters
+from kubedra.allocator.devices import DeviceEntry
+from kubedra.allocator.errors import INVALID_POOLS, NodeAllocationFailed
+from kubedra.allocator.features import Features
+from kubedra.allocator.pools import Pool, gather_pools
+from kubedra.allocator.results import build_result
+from kubedra.allocator.search import NodeView, Search
+from kubedra.allocator.selectors import Compiler, SelectorMemo
+from kubedra.allocator.state import AllocatedState
+from kubedra.objects.model import AllocationResult, DeviceClass, DeviceTaintRule, Node, ResourceClaim, ResourceSlice
+
+
+def _uuid4() -> str:
+    return str(uuid.uuid4())
+
+
+class Allocator:
+    """The structured allocator for one snapshot of slices, classes and allocated state."""
+
+    def __init__(  # noqa: PLR0917 - mirrors upstream NewAllocator
+        self,
+        features: Features,
+        state: AllocatedState,
+        classes: Mapping[str, DeviceClass],
+        slices: Sequence[ResourceSlice],
+        cel: Compiler,
+        taint_rules: Sequence[DeviceTaintRule] = (),
+        step_budget: int | None = None,
+        *,
+        share_ids: Callable[[], str] = _uuid4,
+        interrupt: Callable[[], bool] | None = None,
+    ) -> None:
+        self.features = features
+        self.state = state
+        self.classes = dict(classes)
+        self.slices = list(slices)
+        self.step_budget = step_budget
+        self.share_ids = share_ids
+        self.interrupt = interrupt
+        self.memo = SelectorMemo(cel)
+        self._rules = [r for r in taint_rules if self._rule_active(r)] if features.taint_rules_apply else []
+        self._on_node: dict[str, list[ResourceSlice]] = {}
+        self._shared: list[ResourceSlice] = []
+        for s in self.slices:
+            if s.spec.node_name:
+                self._on_node.setdefault(s.spec.node_name, []).append(s)
+            else:
+                self._shared.append(s)
+        self._entries: dict[int, list[DeviceEntry]] = {}
+        self._views: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
+        self._available: dict[tuple[str, str], tuple[int, dict[tuple[str, str], int]]] = {}
+        self.last_steps = 0
+        """``allocateOne`` calls of the last :meth:`allocate` (upstream's ``NumAllocateOneInvocations``)."""
+        self.total_steps = 0
+
+    def _rule_active(self, rule: DeviceTaintRule) -> bool:
+        # Since 1.37 a rule without deviceSelector selects no device; before, it selected every device.
+        return rule.spec.device_selector is not None or self.features.release < "1.37"
+
+    def entries(self, slice_: ResourceSlice) -> list[DeviceEntry]:
+        """The prepared devices of a slice (built on first use)."""
+        found = self._entries.get(id(slice_))
+        if found is None:
+            base = len(self._entries) << 10
+            found = [DeviceEntry(base + i, slice_, d, self._rules) for i, d in enumerate(slice_.spec.devices)]
+            self._entries[id(slice_)] = found
+        return found
+
+    def node_view(self, node: Node) -> NodeView:
+        """The pools of a node and its devices in search order (cached per node name and labels)."""
+        key = (node.metadata.name, tuple(sorted(node.metadata.labels.items())))
+        view = self._views.get(key)
+        if view is None:
+            slices = self._on_node.get(node.metadata.name, []) + self._shared
+            pools = gather_pools(slices, node, self.features, self.slices)
+            flat = [(e, p) for p in pools if p.usable for s in p.slices for e in self.entries(s)]
+            view = self._views[key] = NodeView(node, pools, flat)
+        return view
+
+    def _pool_counters(self, pool: Pool) -> PoolCounters:
+        key = (pool.driver, pool.name)
+        cached = self._available.get(key)
+        if cached is None or cached[0] != self.state.version:
+            entries = [e for s in (*pool.slices, *pool.other_slices) for e in self.entries(s)]
+            cached = (self.state.version, available_counters(pool, entries, self.state.is_allocated))
+            self._available[key] = cached
+        return PoolCounters(cached[1])
+
+    def new_search(self, node: Node, claims: Sequence[ResourceClaim]) -> Search:
+        """A prepared search (for :meth:`allocate` and for diagnosis)."""
+        search = Search(
+            self.node_view(node),
+            claims,
+            self.features,
+            self.classes,
+            self.state,
+            self.memo,
+            self.entries,
+            self._pool_counters,
+            self.share_ids,
+            self.step_budget,
+            self.interrupt,
+        )
+        search.prepare()
+        return search
+
+    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
+        """One result per claim if all claims fit on the node, ``None`` if they do not.
+
+        Raises:
+            AllocationError: fatal input (CEL errors, unknown class, unsupported mode, too many devices...).
+            NodeAllocationFailed: only this node is affected ("invalid resource pools were encountered").
+            SearchBudgetExceeded: the step (or time) budget ran out before an answer.
+        """
+        search = self.new_search(node, claims)
+        try:
+            found = search.run()
+        finally:
+            self.last_steps = search.steps
+            self.total_steps += search.steps
+        if not found:
+            if any(p.invalid for p in search.view.pools):
+                raise NodeAllocationFailed(INVALID_POOLS)
+            return None
+        return [
+            build_result(
+                claim,
+                search.slots[i],
+                search.results[i],
+                node.metadata.name,
+                binding_conditions=self.features.binding_and_status,
+            )
+            for i, claim in enumerate(claims)
+        ]

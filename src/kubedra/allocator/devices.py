@@ -1,0 +1,123 @@
+"""Per-device data computed once per Allocator: identity, parsed quantities, taints, attribute lookups, CEL view."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubedra.allocator.errors import AllocationError
+from kubedra.allocator.state import DeviceID
+from kubedra.allocator.taints import Taint, blocking_taints
+from kubedra.objects.model import Device, DeviceAttribute, DeviceCapacity, DeviceTaintRule, ResourceSlice
+from kubedra.objects.quantity import Quantity, QuantityError
+
+
+def parse_quantity(text: str, where: str) -> Quantity:
+    """A quantity from the input; a malformed one is a fatal input error naming where it is."""
+    try:
+        return Quantity.parse(text)
+    except QuantityError as exc:
+        raise AllocationError(f"{where}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityInfo:
+    """One capacity of a device with its request policy parsed."""
+
+    value: Quantity
+    default: Quantity | None
+    valid_values: tuple[Quantity, ...]
+    range_min: Quantity | None
+    range_max: Quantity | None
+    range_step: Quantity | None
+    has_policy: bool
+
+
+def _capacity(name: str, cap: DeviceCapacity, where: str) -> CapacityInfo:
+    where = f"{where}, capacity {name}"
+    policy = cap.request_policy
+    if policy is None:
+        return CapacityInfo(parse_quantity(cap.value, where), None, (), None, None, None, False)
+    rng = policy.valid_range
+    return CapacityInfo(
+        value=parse_quantity(cap.value, where),
+        default=parse_quantity(policy.default, where) if policy.default is not None else None,
+        valid_values=tuple(parse_quantity(v, where) for v in policy.valid_values),
+        range_min=parse_quantity(rng.min, where) if rng is not None else None,
+        range_max=parse_quantity(rng.max, where) if rng is not None and rng.max is not None else None,
+        range_step=parse_quantity(rng.step, where) if rng is not None and rng.step is not None else None,
+        has_policy=True,
+    )
+
+
+class DeviceEntry:
+    """One device of one slice, with everything the search reads prepared once."""
+
+    __slots__ = (
+        "_attrs",
+        "_view",
+        "capacity",
+        "consumes",
+        "device",
+        "has_binding_conditions",
+        "id",
+        "multi",
+        "per_device_nodes",
+        "slice",
+        "taints",
+        "uid",
+    )
+
+    def __init__(self, uid: int, slice_: ResourceSlice, device: Device, rules: Sequence[DeviceTaintRule]) -> None:
+        spec = slice_.spec
+        self.uid = uid
+        self.id = DeviceID(spec.driver, spec.pool.name, device.name)
+        self.device = device
+        self.slice = slice_
+        self.per_device_nodes = bool(spec.per_device_node_selection)
+        self.taints: tuple[Taint, ...] = blocking_taints(device.taints, rules, spec.driver, spec.pool.name, device.name)
+        where = f"ResourceSlice {slice_.metadata.name}, device {device.name}"
+        self.consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = tuple(
+            (
+                c.counter_set,
+                tuple(
+                    (name, parse_quantity(counter.value, f"{where}, counter {c.counter_set}/{name}").nanos)
+                    for name, counter in c.counters.items()
+                ),
+            )
+            for c in device.consumes_counters
+        )
+        self.capacity: dict[str, CapacityInfo] = {
+            name: _capacity(name, cap, where) for name, cap in device.capacity.items()
+        }
+        self.multi = bool(device.allow_multiple_allocations)
+        self.has_binding_conditions = bool(device.binding_conditions)
+        self._attrs: dict[str, DeviceAttribute | None] = {}
+        self._view: Any = None
+
+    def attribute(self, name: str) -> DeviceAttribute | None:
+        """Upstream's ``lookupAttribute``: the fully qualified name, else the bare id in the driver's domain."""
+        try:
+            return self._attrs[name]
+        except KeyError:
+            pass
+        attrs = self.device.attributes
+        found = attrs.get(name)
+        if found is None:
+            domain, sep, ident = name.partition("/")
+            if sep and domain == self.id.driver:
+                found = attrs.get(ident)
+        self._attrs[name] = found
+        return found
+
+    def view(self) -> Any:
+        """The CEL ``device`` variable, built on first use."""
+        if self._view is None:
+            from kubedra.cel import DeviceView
+
+            self._view = DeviceView(self.id.driver, self.device)
+        return self._view
+
+    def __repr__(self) -> str:
+        return f"DeviceEntry({self.id})"

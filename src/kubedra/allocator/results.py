@@ -1,0 +1,144 @@
+"""Allocation results as upstream builds them: device results, configs (class first, then claim), node selector."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from kubedra.allocator.errors import AllocationError
+from kubedra.allocator.requests import RequestData
+from kubedra.allocator.search import Result
+from kubedra.objects.model import (
+    AllocationResult,
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceRequestAllocationResult,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ResourceClaim,
+)
+
+
+def _chosen(slots: Sequence[Sequence[RequestData]]) -> list[RequestData]:
+    return [alternatives[alternatives[0].selected] for alternatives in slots]
+
+
+def _configs(claim: ResourceClaim, chosen: list[RequestData]) -> list[DeviceAllocationConfiguration]:
+    configs: list[DeviceAllocationConfiguration] = []
+    by_class: dict[str, tuple[int, int]] = {}
+    for rd in chosen:
+        class_name = rd.class_obj.metadata.name
+        span = by_class.get(class_name)
+        if span is not None:
+            for i in range(*span):
+                configs[i].requests.append(rd.full_name)
+            continue
+        start = len(configs)
+        for class_config in rd.class_obj.spec.config:
+            configs.append(
+                DeviceAllocationConfiguration(source="FromClass", requests=[rd.full_name], opaque=class_config.opaque)
+            )
+        by_class[class_name] = (start, len(configs))
+    picked = {rd.base: rd.full_name for rd in chosen if rd.parent is not None}
+    for claim_config in claim.spec.devices.config:
+        wanted = claim_config.requests
+        if not wanted:
+            configs.append(DeviceAllocationConfiguration(source="FromClaim", requests=[], opaque=claim_config.opaque))
+            continue
+        for request in claim.spec.devices.requests:
+            sub = picked.get(request.name)
+            if request.name in wanted or (sub is not None and sub in wanted):
+                configs.append(
+                    DeviceAllocationConfiguration(source="FromClaim", requests=list(wanted), opaque=claim_config.opaque)
+                )
+                break
+    for config in configs:
+        if config.requests and all(
+            r.name in config.requests or picked.get(r.name, "") in config.requests for r in claim.spec.devices.requests
+        ):
+            config.requests = []
+    return configs
+
+
+def _node_selector(results: list[Result], node_name: str, claim: ResourceClaim) -> NodeSelector | None:
+    fields: list[NodeSelectorRequirement] = []
+    expressions: list[NodeSelectorRequirement] = []
+    for _, entry, _, _ in results:
+        spec = entry.slice.spec
+        if spec.per_device_node_selection:
+            node, selector = entry.device.node_name, entry.device.node_selector
+        else:
+            node, selector = spec.node_name, spec.node_selector
+        if node is not None or entry.device.binds_to_node:
+            return NodeSelector(
+                node_selector_terms=[
+                    NodeSelectorTerm(
+                        match_fields=[NodeSelectorRequirement(key="metadata.name", operator="In", values=[node_name])]
+                    )
+                ]
+            )
+        if selector is None or not selector.node_selector_terms:
+            continue
+        if len(selector.node_selector_terms) > 1:
+            raise AllocationError(
+                f"create NodeSelector for claim {claim.metadata.name}: "
+                f"unsupported ResourceSlice.NodeSelector with {len(selector.node_selector_terms)} terms"
+            )
+        term = selector.node_selector_terms[0]
+        _merge(term.match_fields, fields)
+        _merge(term.match_expressions, expressions)
+    if fields or expressions:
+        return NodeSelector(node_selector_terms=[NodeSelectorTerm(match_expressions=expressions, match_fields=fields)])
+    return None
+
+
+def _merge(source: list[NodeSelectorRequirement], into: list[NodeSelectorRequirement]) -> None:
+    for req in source:
+        values = set(req.values)
+        if not any(r.key == req.key and r.operator == req.operator and set(r.values) == values for r in into):
+            into.append(msgspec.structs.replace(req, values=list(req.values)))
+
+
+def build_result(
+    claim: ResourceClaim,
+    slots: Sequence[Sequence[RequestData]],
+    results: list[Result],
+    node_name: str,
+    *,
+    binding_conditions: bool,
+) -> AllocationResult:
+    """The ``AllocationResult`` of one claim."""
+    devices: list[DeviceRequestAllocationResult] = []
+    for rd, entry, share_id, consumed in results:
+        device = entry.device
+        devices.append(
+            DeviceRequestAllocationResult(
+                request=rd.full_name,
+                driver=entry.id.driver,
+                pool=entry.id.pool,
+                device=entry.id.device,
+                admin_access=True if rd.admin else None,
+                tolerations=list(rd.tolerations),
+                binding_conditions=list(device.binding_conditions) if binding_conditions else [],
+                binding_failure_conditions=list(device.binding_failure_conditions) if binding_conditions else [],
+                share_id=share_id,
+                consumed_capacity={k: str(v) for k, v in consumed.items()} if consumed else {},
+            )
+        )
+    return AllocationResult(
+        devices=DeviceAllocationResult(results=devices, config=_configs(claim, _chosen(slots))),
+        node_selector=_node_selector(results, node_name, claim),
+    )
+
+
+def allocation_to_dict(result: AllocationResult) -> dict[str, Any]:
+    """Kubernetes JSON of a result; toleration operators are spelled out as the API server would."""
+    body = msgspec.to_builtins(result)
+    assert isinstance(body, dict)
+    for item in body.get("devices", {}).get("results", []):
+        for toleration in item.get("tolerations", []):
+            toleration.setdefault("operator", "Equal")
+    return body

@@ -1,0 +1,128 @@
+"""``kubedra allocate``: the device decisions kube-scheduler would make for some claims on one node."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import typer
+
+from kubedra.cli.output import (
+    EXIT_INVALID_INPUT,
+    OutputFormat,
+    default_format,
+    fail_invalid,
+    print_data,
+    print_warnings,
+)
+
+FILTER_TIMEOUT_S = 10.0
+"""kube-scheduler's default ``DynamicResourcesArgs.filterTimeout``."""
+
+
+def _fail(message: str) -> None:
+    from kubedra.cli.output import stderr_console
+
+    stderr_console().print(f"error: {message}", highlight=False, markup=False)
+    raise typer.Exit(EXIT_INVALID_INPUT)
+
+
+def run_allocate(files: list[str], node_name: str, gates: str, version: str, fmt: OutputFormat) -> int:
+    """Load, allocate, print; returns the exit status (0 allocated, 1 unschedulable, 2 error)."""
+    from kubedra.allocator import (
+        AllocatedState,
+        Allocator,
+        FeatureGateError,
+        Features,
+        allocate_on_node,
+        allocation_to_dict,
+        parse_gates,
+    )
+    from kubedra.cel import CelOptions, CompileCache
+    from kubedra.objects.errors import InvalidInputError
+    from kubedra.objects.load import load_paths
+    from kubedra.objects.model import DeviceClass, DeviceTaintRule, Node, ObjectMeta, ResourceClaim, ResourceSlice
+
+    try:
+        features = Features.for_release(version).with_gates(parse_gates(gates))
+    except FeatureGateError as exc:
+        _fail(str(exc))
+    try:
+        loaded = load_paths(files)
+    except InvalidInputError as exc:
+        fail_invalid(exc)
+    print_warnings(loaded.warnings)
+    claims = loaded.of_kind(ResourceClaim)
+    pending = [c for c in claims if c.status.allocation is None]
+    allocated = [c for c in claims if c.status.allocation is not None]
+    node = next((n for n in loaded.of_kind(Node) if n.metadata.name == node_name), None)
+    if node is None:
+        node = Node(metadata=ObjectMeta(name=node_name))
+    deadline = time.monotonic() + FILTER_TIMEOUT_S
+    allocator = Allocator(
+        features,
+        AllocatedState.from_claims(allocated, consumable_capacity=features.consumable_capacity),
+        {c.metadata.name: c for c in loaded.of_kind(DeviceClass)},
+        loaded.of_kind(ResourceSlice),
+        CompileCache(
+            CelOptions(
+                consumable_capacity=features.consumable_capacity, list_type_attributes=features.list_type_attributes
+            )
+        ),
+        loaded.of_kind(DeviceTaintRule),
+        interrupt=lambda: time.monotonic() > deadline,
+    )
+    decision = allocate_on_node(allocator, node, pending, allocated, explain=fmt is OutputFormat.table)
+    code = {"allocated": 0, "unschedulable": 1, "error": 2}[decision.result]
+    if fmt is OutputFormat.table:
+        _print_table(decision.result, decision.allocations, decision.message, decision.reasons, node_name)
+        return code
+    body: dict[str, Any] = {
+        "node": node_name,
+        "result": decision.result,
+        "allocations": {key: allocation_to_dict(a) for key, a in decision.allocations.items()},
+        "message": decision.message,
+    }
+    print_data(body, fmt)
+    return code
+
+
+def _print_table(result: str, allocations: dict[str, Any], message: str, reasons: list[str], node: str) -> None:
+    from kubedra.cli.output import stderr_console, stdout_console
+
+    out = stdout_console()
+    if result == "error":
+        stderr_console().print(f"error: {message}", highlight=False, markup=False)
+        return
+    if result == "unschedulable":
+        out.print(f"unschedulable on node {node}: {message}", highlight=False, markup=False)
+        for reason in reasons:
+            out.print(f"  {reason}", highlight=False, markup=False)
+        return
+    out.print(f"allocated on node {node}", highlight=False, markup=False)
+    for key, allocation in allocations.items():
+        for r in allocation.devices.results:
+            share = f" share {r.share_id}" if r.share_id else ""
+            out.print(f"  {key} -> {r.request} -> {r.driver}/{r.pool}/{r.device}{share}", highlight=False, markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``allocate`` to the application."""
+
+    @app.command("allocate")
+    def allocate(
+        files: list[str] = typer.Option(..., "-f", "--filename", help="YAML/JSON file or directory; repeatable."),  # noqa: B008 - typer's declaration style
+        node: str = typer.Option(..., "--node", help="Name of the node to allocate on."),
+        feature_gates: str = typer.Option(
+            "", "--feature-gates", help="Gate=bool,... overrides of the release defaults."
+        ),
+        kubernetes_version: str = typer.Option(
+            "1.37", "--kubernetes-version", help="Release whose gate defaults apply: 1.34|1.35|1.36|1.37."
+        ),
+        output: OutputFormat | None = typer.Option(  # noqa: B008
+            None, "-o", "--output", help="json, yaml or table (default: table on a terminal, else json)."
+        ),
+    ) -> None:
+        """Decide which devices the unallocated claims get on a node, exactly as kube-scheduler would."""
+        code = run_allocate(files, node, feature_gates, kubernetes_version, output or default_format())
+        raise typer.Exit(code)
