@@ -48,7 +48,7 @@ def run_allocate(files: list[str], node_name: str, gates: str, version: str, fmt
     except FeatureGateError as exc:
         _fail(str(exc))
     try:
-        loaded = load_paths(files)
+        loaded = load_paths(files, api_validation=False)
     except InvalidInputError as exc:
         fail_invalid(exc)
     print_warnings(loaded.warnings)

@@ -518,4 +518,9 @@ def to_dict(obj: msgspec.Struct) -> dict[str, Any]:
         return body
     body.pop("apiVersion", None)
     body.pop("kind", None)
+    # An empty status is omitted, as the API server omits it; so is the empty spec of a core object.
+    if body.get("status") == {}:
+        del body["status"]
+    if kind in ("Node", "Pod") and body.get("spec") == {}:
+        del body["spec"]
     return {"apiVersion": api_version, "kind": kind, **body}

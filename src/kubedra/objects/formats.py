@@ -1,0 +1,196 @@
+"""Kubernetes name and value formats, with apimachinery's own error wording.
+
+Each check returns the messages (``Invalid value: "x": …``, ``Too long: …``) for one value; an empty tuple
+means valid. Results are cached: names and versions repeat across devices. Quantities and semantic
+versions are checked by :mod:`kubedra.objects.quantity` and
+:mod:`kubedra.objects.semver` (looked up at call time, so this module has no import-order coupling).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import re
+from typing import Any
+
+from kubedra.objects import limits
+
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+_QUANTITY = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$")
+
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+    "end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+C_IDENTIFIER_MSG = (
+    "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric "
+    "characters or '_' (e.g. 'my_name',  or 'MY_NAME',  or 'MyName', regex used for validation is "
+    "'[A-Za-z_][A-Za-z0-9_]*')"
+)
+SEMVER_MSG = "must be a string compatible with semver.org spec 2.0.0"
+
+
+def show(value: Any) -> str:
+    """A value as Kubernetes quotes it in ``Invalid value: …``."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str | int | float | bool) else str(value)
+
+
+def invalid(value: Any, detail: str) -> str:
+    return f"Invalid value: {show(value)}: {detail}"
+
+
+def too_long(max_length: int) -> str:
+    return f"Too long: may not be more than {max_length} bytes"
+
+
+def too_many(count: int, max_items: int) -> str:
+    return f"Too many: {count}: must have at most {max_items} items"
+
+
+def required(detail: str = "") -> str:
+    return f"Required value: {detail}" if detail else "Required value"
+
+
+def unsupported(value: Any, supported: tuple[str, ...]) -> str:
+    options = ", ".join(f'"{s}"' for s in supported)
+    return f"Unsupported value: {show(value)}: supported values: {options}"
+
+
+@functools.lru_cache(maxsize=16384)
+def dns_label(value: str) -> tuple[str, ...]:
+    out = []
+    if len(value) > limits.DNS1123LabelMaxLength:
+        out.append(invalid(value, f"must be no more than {limits.DNS1123LabelMaxLength} characters"))
+    if not _LABEL.match(value):
+        out.append(invalid(value, LABEL_MSG))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=16384)
+def dns_subdomain(value: str, max_length: int = limits.DNS1123SubdomainMaxLength) -> tuple[str, ...]:
+    out = []
+    if len(value) > max_length:
+        out.append(invalid(value, f"must be no more than {max_length} characters"))
+    if not _SUBDOMAIN.match(value):
+        out.append(invalid(value, SUBDOMAIN_MSG))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=16384)
+def driver_name(value: str) -> tuple[str, ...]:
+    """``validateDriverName``: a DNS subdomain of at most 63 characters."""
+    if not value:
+        return (required(),)
+    out = []
+    if len(value) > limits.DriverNameMaxLength:
+        out.append(too_long(limits.DriverNameMaxLength))
+    out += [m for m in dns_subdomain(value) if "no more than" not in m]
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=16384)
+def c_identifier(value: str) -> tuple[str, ...]:
+    out = []
+    if len(value) > limits.DeviceMaxIDLength:
+        out.append(too_long(limits.DeviceMaxIDLength))
+    if not _C_IDENTIFIER.match(value):
+        out.append(invalid(value, C_IDENTIFIER_MSG))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=16384)
+def qualified_device_name(value: str, *, fully_qualified: bool = False) -> tuple[str, ...]:
+    """An attribute or capacity name: ``<id>`` or ``<domain>/<id>`` (``validateQualifiedName``)."""
+    parts = value.split("/")
+    if len(parts) == 1:
+        if fully_qualified:
+            return (required("a fully qualified name must be the domain and the name separated by a slash"),)
+        return c_identifier(value)
+    if len(parts) != 2:
+        return (invalid(value, "must be either <domain>/<name> or <name>"),)
+    domain, ident = parts
+    out = []
+    if not domain:
+        out.append(required("the domain must not be empty"))
+    else:
+        if len(domain) > limits.DeviceMaxDomainLength:
+            out.append(too_long(limits.DeviceMaxDomainLength))
+        out += [m for m in dns_subdomain(domain) if "no more than" not in m]
+    out += c_identifier(ident) if ident else [required("the name must not be empty")]
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=16384)
+def label_key(value: str) -> tuple[str, ...]:
+    """A Kubernetes qualified name (label key / taint key): ``[prefix/]name``."""
+    prefix, _, name = value.rpartition("/")
+    out: list[str] = []
+    if prefix:
+        out += dns_subdomain(prefix)
+    if not name:
+        return (*out, invalid(value, "name part must be non-empty"))
+    if len(name) > limits.QualifiedNameMaxLength:
+        out.append(invalid(value, f"name part must be no more than {limits.QualifiedNameMaxLength} characters"))
+    if not _QUALIFIED_NAME.match(name):
+        out.append(
+            invalid(
+                value,
+                "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+                "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+                "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+            )
+        )
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=16384)
+def quantity(value: str) -> tuple[str, ...]:
+    """A resource.Quantity, checked by :class:`kubedra.objects.quantity.Quantity` when it exists."""
+    try:
+        module: Any = importlib.import_module("kubedra.objects.quantity")
+    except ImportError:
+        module = None
+    if module is not None and hasattr(module, "Quantity"):
+        try:
+            module.Quantity.parse(value)
+        except (ValueError, ArithmeticError, getattr(module, "QuantityError", ValueError)):
+            return (invalid(value, "must be a quantity (e.g. 40Gi, 500m, 1e3)"),)
+        return ()
+    if not _QUANTITY.match(value):
+        return (invalid(value, "must be a quantity (e.g. 40Gi, 500m, 1e3)"),)
+    return ()
+
+
+@functools.lru_cache(maxsize=16384)
+def version(value: str) -> tuple[str, ...]:
+    """A version attribute: semver 2.0.0, checked by :mod:`kubedra.objects.semver` when it exists."""
+    out = []
+    if len(value) > limits.DeviceAttributeMaxValueLength:
+        out.append(too_long(limits.DeviceAttributeMaxValueLength))
+    try:
+        module: Any = importlib.import_module("kubedra.objects.semver")
+    except ImportError:
+        module = None
+    check = getattr(module, "validate_version_attribute", None)
+    if check is not None:
+        error = check(value)
+        if error:
+            out.append(invalid(value, str(error)))
+    elif not _SEMVER.match(value):
+        out.append(invalid(value, SEMVER_MSG))
+    return tuple(out)

@@ -1,0 +1,313 @@
+"""Loading Kubernetes objects: files, directories and stdin → v1 model objects, raw objects and warnings.
+
+Pipeline per document: safe parse (:mod:`.parse`) → dispatch on apiVersion/kind → beta → v1
+(:mod:`.beta`) or the legacy dialect (:mod:`.legacy`, converted once every document is read because
+its references cross documents) → decode into the model (:mod:`.decode`) → validation
+(:mod:`.validate`). Every problem of every document is collected and raised together as one
+:class:`InvalidInputError`; nothing else is ever raised for bad input.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TextIO, TypeVar
+
+from kubedra.objects import beta, legacy
+from kubedra.objects import model as m
+from kubedra.objects.decode import decode
+from kubedra.objects.errors import ConversionWarning, InvalidInputError, Location, Problem
+from kubedra.objects.parse import Document, ParseLimits, parse_text, too_big
+from kubedra.objects.validate import validate
+
+T = TypeVar("T")
+KubeObject = m.KubeObject
+SUFFIXES = (".yaml", ".yml", ".json")
+
+_V1_CLASSES: dict[str, type[Any]] = {
+    "DeviceClass": m.DeviceClass,
+    "ResourceClaim": m.ResourceClaim,
+    "ResourceClaimTemplate": m.ResourceClaimTemplate,
+    "ResourceSlice": m.ResourceSlice,
+    "DeviceTaintRule": m.DeviceTaintRule,
+}
+_CORE_CLASSES: dict[str, type[Any]] = {"Node": m.Node, "Pod": m.Pod}
+
+
+@dataclass(frozen=True)
+class RawObject:
+    """A document of a kind the loader does not model (Deployment, Job, NodePool, …), passed through untouched."""
+
+    location: Location
+    data: dict[str, Any]
+
+
+@dataclass
+class Loaded:
+    """What a load produced: v1 objects in document order, raw objects and the conversion warnings."""
+
+    objects: list[KubeObject] = field(default_factory=list)
+    raw: list[RawObject] = field(default_factory=list)
+    warnings: list[ConversionWarning] = field(default_factory=list)
+    _locations: dict[int, Location] = field(default_factory=dict, repr=False)
+
+    def location_of(self, obj: object) -> Location:
+        """Where ``obj`` (one of ``objects`` or ``raw``) came from: file, document index, ``Kind/name``."""
+        if isinstance(obj, RawObject):
+            return obj.location
+        return self._locations.get(id(obj), Location())
+
+    def of_kind(self, kind: type[T]) -> list[T]:
+        """The objects of one model class, in document order."""
+        return [o for o in self.objects if isinstance(o, kind)]
+
+
+def _object_name(data: dict[str, Any]) -> str:
+    kind = data.get("kind")
+    metadata = data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    if not isinstance(name, str) or not name:
+        name = metadata.get("generateName") if isinstance(metadata, dict) else None
+    kind_text = kind if isinstance(kind, str) else ""
+    return f"{kind_text or '?'}/{name}" if isinstance(name, str) and name else kind_text
+
+
+def _prefixed(prefix: str, path: str) -> str:
+    if not prefix:
+        return path
+    return f"{prefix}.{path}" if path and not path.startswith("[") else f"{prefix}{path}"
+
+
+@dataclass
+class _Slot:
+    """One output position: a decoded object, a raw object, or a legacy document awaiting conversion."""
+
+    obj: KubeObject | None = None
+    raw: RawObject | None = None
+    legacy_index: int | None = None
+    prefix: str = ""
+
+
+class _Builder:
+    def __init__(self, *, api_validation: bool = True) -> None:
+        self.api_validation = api_validation
+        self.slots: list[_Slot] = []
+        self.legacy_docs: list[legacy.LegacyDocument] = []
+        self.legacy_prefix: list[str] = []
+        self.warnings: list[ConversionWarning] = []
+        self.problems: list[Problem] = []
+        self.locations: dict[int, Location] = {}
+        self.files: dict[str, int] = {}
+
+    def problem(self, location: Location, message: str) -> None:
+        self.problems.append(Problem(location, message))
+
+    # -- dispatch ---------------------------------------------------------------------------------
+
+    def add_document(self, document: Document, source: str) -> None:
+        location = Location(source, document.index)
+        if document.data is None:
+            return
+        self.add_data(document.data, location, "")
+
+    def add_data(self, data: Any, location: Location, prefix: str) -> None:
+        kind_of_legacy = legacy.classify(data)
+        if kind_of_legacy is not None:
+            obj_name = _object_name(data) if isinstance(data, dict) else ""
+            self.slots.append(_Slot(legacy_index=len(self.legacy_docs), prefix=prefix))
+            self.legacy_docs.append(legacy.LegacyDocument(replace(location, object=obj_name), kind_of_legacy, data))
+            self.legacy_prefix.append(prefix)
+            return
+        if not isinstance(data, dict):
+            self.problem(
+                replace(location, field=prefix),
+                f"a document must be a mapping with apiVersion and kind, not {type(data).__name__}",
+            )
+            return
+        api_version, kind = data.get("apiVersion"), data.get("kind")
+        where = replace(location, object=_object_name(data))
+        if not isinstance(api_version, str) or not api_version:
+            self.problem(
+                replace(where, field=_prefixed(prefix, "apiVersion")), "Required value: every object needs apiVersion"
+            )
+            return
+        if not isinstance(kind, str) or not kind:
+            self.problem(replace(where, field=_prefixed(prefix, "kind")), "Required value: every object needs kind")
+            return
+        if kind.endswith("List") and isinstance(data.get("items"), list):
+            for i, item in enumerate(data["items"]):
+                self.add_data(item, location, _prefixed(prefix, f"items[{i}]"))
+            return
+        group, _, version = api_version.rpartition("/")
+        if group == "resource.k8s.io":
+            self.add_dra(data, kind, version, where, prefix)
+        elif group == "" and version == "v1" and kind in _CORE_CLASSES:
+            self.add_model(data, _CORE_CLASSES[kind], kind, where, prefix)
+        else:
+            self.slots.append(_Slot(raw=RawObject(where, data), prefix=prefix))
+
+    def add_dra(self, data: dict[str, Any], kind: str, version: str, where: Location, prefix: str) -> None:
+        served = beta.SERVED.get(kind)
+        if served is None:
+            self.problem(
+                replace(where, field=_prefixed(prefix, "kind")),
+                f'Unsupported value: "{kind}": resource.k8s.io kinds kubedra reads: '
+                + ", ".join(f'"{k}"' for k in beta.DRA_KINDS),
+            )
+            return
+        if version not in served:
+            self.problem(
+                replace(where, field=_prefixed(prefix, "apiVersion")),
+                f'Unsupported value: "resource.k8s.io/{version}": {kind} is served as '
+                + ", ".join(f'"resource.k8s.io/{v}"' for v in served),
+            )
+            return
+        if version != "v1":
+            converted = beta.to_v1(kind, version, data)
+            for path, message in converted.problems:
+                self.problem(replace(where, field=_prefixed(prefix, path)), message)
+            if converted.problems:
+                return
+            written, today, assumed = beta.describe(kind, version, converted.changes)
+            self.warnings.append(ConversionWarning(where, written, today, assumed, "beta-version"))
+            data = converted.document
+        self.add_model(data, _V1_CLASSES[kind], kind, where, prefix)
+
+    def add_model(self, data: dict[str, Any], cls: type[Any], kind: str, where: Location, prefix: str) -> None:
+        obj, problems = decode(data, cls, kind)
+        for path, message in problems:
+            self.problem(replace(where, field=_prefixed(prefix, path)), message)
+        if obj is None:
+            return
+        for path, message in validate(obj) if self.api_validation else ():
+            self.problem(replace(where, field=_prefixed(prefix, path)), message)
+        self.locations[id(obj)] = where
+        self.slots.append(_Slot(obj=obj, prefix=prefix))
+
+    # -- the end: legacy conversion, then the result -------------------------------------------------
+
+    def finish(self) -> Loaded:
+        if self.legacy_docs:
+            claims = [
+                (o.metadata.namespace or "default", o.metadata.name)
+                for o in self._objects()
+                if isinstance(o, m.ResourceClaim)
+            ]
+            result = legacy.convert(self.legacy_docs, claims)
+            self.warnings.extend(result.warnings)
+            self.problems.extend(result.problems)
+            for slot in self.slots:
+                if slot.legacy_index is None:
+                    continue
+                output = result.outputs.get(slot.legacy_index)
+                if output is None:
+                    continue
+                if output.raw is not None:
+                    slot.raw = RawObject(output.location, output.raw)
+                elif output.document is not None:
+                    self._decode_legacy(slot, output)
+        if self.problems:
+            raise InvalidInputError(sorted(self.problems, key=lambda p: self._order(p.location)))
+        warnings = sorted(self.warnings, key=lambda w: self._order(w.location))
+        loaded = Loaded(warnings=warnings, _locations=self.locations)
+        for slot in self.slots:
+            if slot.obj is not None:
+                loaded.objects.append(slot.obj)
+            elif slot.raw is not None:
+                loaded.raw.append(slot.raw)
+        return loaded
+
+    def _order(self, location: Location) -> tuple[int, int]:
+        """Input order of a location: files in the order they were read, then document index (a stable sort)."""
+        return self.files.get(location.file, len(self.files)), location.document or 0
+
+    def _objects(self) -> list[KubeObject]:
+        return [s.obj for s in self.slots if s.obj is not None]
+
+    def _decode_legacy(self, slot: _Slot, output: legacy.LegacyOutput) -> None:
+        document = output.document
+        assert document is not None
+        kind = str(document["kind"])
+        cls = _V1_CLASSES.get(kind) or _CORE_CLASSES[kind]
+        before = len(self.slots)
+        self.add_model(document, cls, kind, output.location, slot.prefix)
+        if len(self.slots) > before:  # add_model appended the object: move it into the legacy slot
+            slot.obj = self.slots.pop().obj
+
+
+def load_text(
+    text: str, *, source: str = "<string>", limits: ParseLimits | None = None, api_validation: bool = True
+) -> Loaded:
+    """Load one YAML (multi-document) or JSON text; raise InvalidInputError listing every problem.
+
+    ``api_validation=False`` keeps the shape checks (unknown fields, wrong types, conversions) but skips the API
+    server's rules on names, formats and limits — what the allocator itself accepts, as upstream's does.
+    """
+    builder = _Builder(api_validation=api_validation)
+    _add_text(builder, text, source, None, limits)
+    return builder.finish()
+
+
+def _add_text(builder: _Builder, text: str, source: str, json: bool | None, limits: ParseLimits | None) -> None:
+    builder.files.setdefault(source, len(builder.files))
+    documents, problems = parse_text(text, source, json=json, bounds=limits)
+    builder.problems.extend(problems)
+    for document in documents:
+        builder.add_document(document, source)
+
+
+def _files(path: str, builder: _Builder) -> list[str]:
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if n.lower().endswith(SUFFIXES))
+        files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+        if not files:
+            builder.problem(Location(path), "no .yaml, .yml or .json files in this directory")
+        return files
+    if not os.path.exists(path):
+        builder.problem(Location(path), "no such file or directory")
+        return []
+    return [path]
+
+
+def load_paths(
+    paths: Sequence[str],
+    *,
+    stdin: TextIO | None = None,
+    limits: ParseLimits | None = None,
+    api_validation: bool = True,
+) -> Loaded:
+    """Load files, directories (their ``*.yaml``, ``*.yml``, ``*.json``, sorted by name) and ``-`` (stdin).
+
+    See :func:`load_text` for ``api_validation``.
+    """
+    bounds = limits or ParseLimits()
+    builder = _Builder(api_validation=api_validation)
+    for path in paths:
+        if path == "-":
+            stream = stdin if stdin is not None else sys.stdin
+            text = stream.read(bounds.max_bytes + 1)
+            refused = too_big(len(text.encode("utf-8", "surrogatepass")), "<stdin>", bounds)
+            if refused is not None:
+                builder.problems.append(refused)
+                continue
+            _add_text(builder, text, "<stdin>", None, bounds)
+            continue
+        for file in _files(path, builder):
+            try:
+                size = os.path.getsize(file)
+                refused = too_big(size, file, bounds)
+                if refused is not None:
+                    builder.problems.append(refused)
+                    continue
+                with open(file, encoding="utf-8") as handle:
+                    text = handle.read()
+            except UnicodeDecodeError as exc:
+                builder.problem(Location(file), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+                continue
+            except OSError as exc:
+                builder.problem(Location(file), f"cannot read: {exc.strerror or exc}")
+                continue
+            _add_text(builder, text, file, True if file.lower().endswith(".json") else None, bounds)
+    return builder.finish()

@@ -1,0 +1,248 @@
+"""Text → documents, safely: ``yaml.safe_load`` semantics, bounded size, depth and alias expansion.
+
+Only plain YAML (maps, lists, scalars) is accepted: a tag that would construct an object is refused.
+A document is composed to a node graph first and measured before anything is constructed, so an
+alias bomb ("billion laughs") or a recursive alias is refused in time proportional to the *text*,
+never to its expansion. Timestamps stay strings (as in Kubernetes' YAML → JSON step), and a key
+that appears twice in one mapping is an error (as in ``kubectl --validate=strict``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import yaml
+
+from kubedra.objects import limits
+from kubedra.objects.errors import Location, Problem
+
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
+    """The safe loader (libyaml when available) without the implicit timestamp type."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """kubedra's safety limits for one input (a file or stdin)."""
+
+    max_bytes: int = limits.MaxFileBytes
+    max_depth: int = limits.MaxNestingDepth
+    max_nodes: int = limits.MaxExpandedNodes
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document of a stream; ``data`` is None for an empty document."""
+
+    index: int
+    data: Any
+
+
+class _NodeProblemError(Exception):
+    """Raised inside the node walk; frames add their path segment while it unwinds."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.segments: list[str] = []
+
+
+def _field_path(segments: list[str]) -> str:
+    path = ""
+    ordered = list(reversed(segments))
+    if len(ordered) > 12:
+        ordered = [*ordered[:12], "[...]"]
+    for segment in ordered:
+        if segment.startswith("["):
+            path += segment
+        else:
+            path += f".{segment}" if path else segment
+    return path
+
+
+def _key_segment(key: yaml.Node) -> str:
+    value = key.value if isinstance(key, yaml.ScalarNode) else "?"
+    text = str(value)
+    if text.replace("_", "").replace("-", "").isalnum():
+        return text
+    return f"[{text!r}]"
+
+
+class _Measure:
+    """Expanded size and depth of a node graph, memoised per node so aliases cost nothing extra."""
+
+    def __init__(self, bounds: ParseLimits) -> None:
+        self.bounds = bounds
+        self.sizes: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded nodes, height)
+
+    def visit(self, node: yaml.Node, depth: int) -> tuple[int, int]:
+        if depth > self.bounds.max_depth:
+            raise _NodeProblemError(
+                f"nested deeper than {self.bounds.max_depth} levels (line {node.start_mark.line + 1});"
+                " a recursive YAML alias also causes this"
+            )
+        known = self.sizes.get(id(node))
+        if known is not None:
+            size, height = known
+            if depth + height - 1 > self.bounds.max_depth:
+                raise _NodeProblemError(f"nested deeper than {self.bounds.max_depth} levels (through a YAML alias)")
+        elif isinstance(node, yaml.ScalarNode):
+            size, height = 1, 1
+        elif isinstance(node, yaml.SequenceNode):
+            size, height = 1, 1
+            for i, child in enumerate(node.value):
+                try:
+                    child_size, child_height = self.visit(child, depth + 1)
+                except _NodeProblemError as problem:
+                    problem.segments.append(f"[{i}]")
+                    raise
+                size += child_size
+                height = max(height, child_height + 1)
+        else:
+            assert isinstance(node, yaml.MappingNode)
+            size, height = self._mapping(node, depth)
+        self.sizes[id(node)] = (size, height)
+        if size > self.bounds.max_nodes:
+            raise _NodeProblemError(
+                f"expands to more than {self.bounds.max_nodes} values through YAML aliases (an alias bomb?)"
+            )
+        return size, height
+
+    def _mapping(self, node: yaml.MappingNode, depth: int) -> tuple[int, int]:
+        size, height = 1, 1
+        seen: set[object] = set()
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if key.value in seen:
+                    problem = _NodeProblemError(f'duplicate key "{key.value}" (line {key.start_mark.line + 1})')
+                    problem.segments.append(_key_segment(key))
+                    raise problem
+                seen.add(key.value)
+            for child in (key, value):
+                try:
+                    child_size, child_height = self.visit(child, depth + 1)
+                except _NodeProblemError as problem:
+                    problem.segments.append(_key_segment(key))
+                    raise
+                size += child_size
+                height = max(height, child_height + 1)
+        return size, height
+
+
+def _yaml_documents(text: str, source: str, bounds: ParseLimits) -> tuple[list[Document], list[Problem]]:
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    loader = _Loader(text)
+    index = 0
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            try:
+                _Measure(bounds).visit(node, 1)
+            except _NodeProblemError as problem:
+                where = Location(source, index, "", _field_path(problem.segments))
+                problems.append(Problem(where, f"document refused: {problem.message}"))
+                index += 1
+                continue
+            data = loader.construct_document(node)
+            documents.append(Document(index, data))
+            index += 1
+    except yaml.constructor.ConstructorError as exc:
+        problems.append(Problem(Location(source, index), _constructor_message(exc)))
+    except yaml.MarkedYAMLError as exc:
+        problems.append(Problem(Location(source, index), f"invalid YAML: {_mark_message(exc)}"))
+    except yaml.YAMLError as exc:
+        problems.append(Problem(Location(source, index), f"invalid YAML: {exc}"))
+    except RecursionError:
+        problems.append(Problem(Location(source, index), "document refused: nested too deeply"))
+    except (ValueError, TypeError, OverflowError) as exc:
+        problems.append(Problem(Location(source, index), f"invalid YAML value: {exc}"))
+    finally:
+        loader.dispose()
+    return documents, problems
+
+
+def _mark_message(exc: yaml.MarkedYAMLError) -> str:
+    parts = [p for p in (exc.context, exc.problem) if p]
+    mark = exc.problem_mark or exc.context_mark
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return "; ".join(parts) + where
+
+
+def _constructor_message(exc: yaml.constructor.ConstructorError) -> str:
+    problem = exc.problem or ""
+    mark = exc.problem_mark
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    if "constructor for the tag" in problem:
+        tag = problem.split("tag", 1)[1].strip().strip("'").replace("tag:yaml.org,2002:", "!!")
+        return (
+            f"YAML tag {tag} is not allowed{where}: only plain YAML is accepted "
+            "(mappings, lists, strings, numbers, booleans, null)"
+        )
+    return f"invalid YAML: {'; '.join(p for p in (exc.context, problem) if p)}{where}"
+
+
+def _depth_ok(data: Any, max_depth: int) -> bool:
+    """Iterative depth check for JSON data (JSON has no aliases, so size is bounded by the text)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            return False
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    return True
+
+
+def _json_documents(text: str, source: str, bounds: ParseLimits) -> tuple[list[Document], list[Problem]]:
+    try:
+        data = msgspec.json.decode(text)
+    except msgspec.DecodeError as exc:
+        return [], [Problem(Location(source, 0), f"invalid JSON: {exc}")]
+    except RecursionError:
+        return [], [Problem(Location(source, 0), f"document refused: nested deeper than {bounds.max_depth} levels")]
+    if not _depth_ok(data, bounds.max_depth):
+        return [], [Problem(Location(source, 0), f"document refused: nested deeper than {bounds.max_depth} levels")]
+    return [Document(0, data)], []
+
+
+def too_big(size: int, source: str, bounds: ParseLimits) -> Problem | None:
+    """The problem for an input of ``size`` bytes, if it is over the limit."""
+    if size <= bounds.max_bytes:
+        return None
+    return Problem(Location(source), f"input refused: {size} bytes is more than the limit of {bounds.max_bytes} bytes")
+
+
+def parse_text(
+    text: str, source: str, *, json: bool | None = None, bounds: ParseLimits | None = None
+) -> tuple[list[Document], list[Problem]]:
+    """The documents of ``text`` (YAML multi-document or JSON) and the problems that stopped any of them.
+
+    ``json=None`` sniffs: text starting with ``{`` is tried as JSON first, falling back to YAML.
+    """
+    bounds = bounds or ParseLimits()
+    size = len(text) if len(text) * 4 <= bounds.max_bytes else len(text.encode("utf-8", "surrogatepass"))
+    refused = too_big(size, source, bounds)
+    if refused is not None:
+        return [], [refused]
+    if json is None:
+        json = text.lstrip()[:1] == "{"
+        if json:
+            documents, problems = _json_documents(text, source, bounds)
+            if not problems or "refused" in problems[0].message:
+                return documents, problems
+            return _yaml_documents(text, source, bounds)
+    if json:
+        return _json_documents(text, source, bounds)
+    return _yaml_documents(text, source, bounds)
