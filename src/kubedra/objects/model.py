@@ -162,6 +162,7 @@ class CounterSet(Spec):
 class DeviceCounterConsumption(Spec):
     counter_set: str
     counters: dict[str, Counter] = {}
+    compatibility_groups: list[str] = []  # DRADeviceCompatibilityGroups (1.37 alpha): read, not acted on
 
 
 class DeviceTaint(Spec):
@@ -184,6 +185,7 @@ class Device(Spec):
     binding_conditions: list[str] = []
     binding_failure_conditions: list[str] = []
     allow_multiple_allocations: bool | None = None
+    node_allocatable_resources: dict[str, Any] | None = None  # DRANodeAllocatableResources (alpha): read only
 
 
 class ResourcePool(Spec):
@@ -201,6 +203,9 @@ class ResourceSliceSpec(Spec):
     per_device_node_selection: bool | None = None
     devices: list[Device] = []
     shared_counters: list[CounterSet] = []
+    # 1.37 alphas (DRAPartitionableDevicesType, DRAOptionalNodeOperations): read, not acted on
+    partition_type_attribute: str | None = None
+    skip_node_operations: list[str] = []
 
 
 class ResourceSlice(Spec, kw_only=True):
@@ -235,6 +240,7 @@ class ExactDeviceRequest(Spec):
     admin_access: bool | None = None
     tolerations: list[DeviceToleration] = []
     capacity: CapacityRequirements | None = None
+    derived_attributes: Any = None  # DRADerivedAttributes (1.37 alpha): read, not acted on
 
 
 class DeviceSubRequest(Spec):
@@ -245,6 +251,7 @@ class DeviceSubRequest(Spec):
     count: int | None = None
     tolerations: list[DeviceToleration] = []
     capacity: CapacityRequirements | None = None
+    derived_attributes: Any = None
 
 
 class DeviceRequest(Spec):
@@ -285,6 +292,7 @@ class DeviceRequestAllocationResult(Spec):
     binding_failure_conditions: list[str] = []
     share_id: str | None = msgspec.field(default=None, name="shareID")
     consumed_capacity: dict[str, str] = {}
+    skip_node_operations: list[str] = []
 
 
 class DeviceAllocationConfiguration(Spec):
