@@ -50,7 +50,14 @@ def _is_plain_device(slice_: ResourceSlice, index: int) -> bool:
 class DeviceIndex:
     """See the module docstring. Built once per simulation from the cluster's slices and classes."""
 
-    def __init__(self, slices: Sequence[ResourceSlice], classes: Mapping[str, DeviceClass], cel: CompileCache) -> None:
+    def __init__(
+        self,
+        slices: Sequence[ResourceSlice],
+        classes: Mapping[str, DeviceClass],
+        cel: CompileCache,
+        *,
+        taint_rules: bool = False,
+    ) -> None:
         self._classes = classes
         self._cel = cel
         self._devices: list[_Device] = []
@@ -62,6 +69,8 @@ class DeviceIndex:
         self._signatures_of: dict[str, list[Signature]] = {}
         self._device_node: dict[str, str] = {}
         self._build(slices)
+        if taint_rules:
+            self._exact_nodes = set()  # a DeviceTaintRule may taint any device: counts are only a bound then
 
     def _build(self, slices: Sequence[ResourceSlice]) -> None:
         newest: dict[tuple[str, str], int] = {}

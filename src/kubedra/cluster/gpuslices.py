@@ -1,0 +1,314 @@
+"""The ResourceSlices NVIDIA's DRA driver publishes for one node, built from a catalogue model.
+
+Without MIG: one slice with every full GPU ``gpu-<minor>`` (``GetDevice`` in ``deviceinfo.go``).
+With MIG (gate ``DynamicMIG``, Kubernetes >= 1.35 "split" layout, ``generateSplitResourceSlices``):
+slices holding only ``sharedCounters`` (one counter set ``gpu-<minor>-counter-set`` per GPU; NVIDIA puts
+them all in one slice, kubedra starts a new slice every 8 sets so a node with more than 8 GPUs stays within
+``ResourceSliceMaxCounterSets``), then one device-only slice per GPU with the full GPU (Hopper and newer
+only: an Ampere GPU in MIG mode cannot leave it without a reset, so NVIDIA does not offer it) and one
+device per MIG placement, ``gpu-<minor>-mig-<profile>-<profileID>-<start>``, devices sorted by name.
+Counters: the per-dimension maximum over all profiles (``multiprocessors``, ``copy-engines``, ...,
+``memory``) plus ``memory-slice-<i>`` = 1; the full GPU consumes all of them, a placement its profile's
+values and its own memory slices.
+
+``shares: N`` applies NVIDIA's ``--consumable-shares=N`` (``consumable_shares.go``) to every device.
+Objects shared between devices (attribute values) must be treated as immutable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from kubedra.cluster.catalogue import GpuModel, MigProfile
+from kubedra.objects.model import (
+    CapacityRequestPolicy,
+    CapacityRequestPolicyRange,
+    Counter,
+    CounterSet,
+    Device,
+    DeviceAttribute,
+    DeviceCapacity,
+    DeviceCounterConsumption,
+    ObjectMeta,
+    OwnerReference,
+    ResourcePool,
+    ResourceSlice,
+    ResourceSliceSpec,
+)
+
+DRIVER = "gpu.nvidia.com"
+MAX_COUNTER_SETS_PER_SLICE = 8
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+_BINARY_SUFFIXES = ((60, "Ei"), (50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki"))
+_CAPACITY_COUNTERS = (  # capacity name -> counter name (camelToDNSName)
+    ("copyEngines", "copy-engines"),
+    ("decoders", "decoders"),
+    ("encoders", "encoders"),
+    ("jpegEngines", "jpeg-engines"),
+    ("memory", "memory"),
+    ("multiprocessors", "multiprocessors"),
+    ("ofaEngines", "ofa-engines"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuNodeLayout:
+    """What every node of a pool carries: how many GPUs of which model, and how they are offered."""
+
+    model: GpuModel
+    count: int
+    driver_version: str
+    cuda_driver_version: str
+    mig: bool = False
+    shares: int | None = None
+
+
+def binary_si(value: int) -> str:
+    """Canonical BinarySI quantity of a non-negative integer, as ``resource.NewQuantity(v, BinarySI)`` prints it."""
+    if value >= 1024:
+        for shift, suffix in _BINARY_SUFFIXES:
+            if value % (1 << shift) == 0:
+                return f"{value >> shift}{suffix}"
+    return str(value)
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+def stable_uid(*parts: str) -> str:
+    """A UUID-shaped uid derived from the parts, so runs are reproducible."""
+    h = _digest(*parts)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def gpu_uuid(node: str, minor: int) -> str:
+    """NVML-style ``GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx``, deterministic from node and minor."""
+    return "GPU-" + stable_uid("gpu", node, str(minor))
+
+
+def name_suffix(*parts: str) -> str:
+    """Five characters from the Kubernetes random-name alphabet, deterministic from the parts."""
+    n = int(_digest(*parts)[:16], 16)
+    chars = []
+    for _ in range(5):
+        n, i = divmod(n, len(_SUFFIX_ALPHABET))
+        chars.append(_SUFFIX_ALPHABET[i])
+    return "".join(chars)
+
+
+def slice_name(node: str, index: int, total: int) -> str:
+    """``<index as hex, at least 5 digits>-<driver>-<node>-<5 chars>``: the kubelet plugin helper's generateName
+    (``resourceslicecontroller.go``) plus the API server's random suffix, made deterministic."""
+    width = max(5, len(f"{max(total - 1, 0):x}"))
+    return f"{index:0{width}x}-{DRIVER}-{node}-{name_suffix('slice', node, str(index))}"
+
+
+def pci_location(minor: int, count: int) -> tuple[str, str, int]:
+    """(pciBusID, pcieRoot, numaNode) for a GPU: two GPUs per PCIe root, first half on NUMA node 0."""
+    root = minor // 2
+    domain, slot = divmod(root, 8)
+    root_bus = 0x0F + 0x20 * slot
+    bus = root_bus + 1 + minor % 2
+    numa = 0 if minor < (count + 1) // 2 else 1
+    return f"{domain:04x}:{bus:02x}:00.0", f"pci{domain:04x}:{root_bus:02x}", numa
+
+
+def _common_attributes(layout: GpuNodeLayout) -> dict[str, DeviceAttribute]:
+    m = layout.model
+    return {
+        "architecture": DeviceAttribute(string=m.architecture),
+        "brand": DeviceAttribute(string=m.brand),
+        "cudaComputeCapability": DeviceAttribute(version=f"{m.compute_capability}.0"),
+        "cudaDriverVersion": DeviceAttribute(version=layout.cuda_driver_version),
+        "driverVersion": DeviceAttribute(version=layout.driver_version),
+        "productName": DeviceAttribute(string=m.product_name),
+    }
+
+
+def _mig_capacities(p: MigProfile) -> dict[str, int]:
+    return {
+        "copyEngines": p.copy_engines,
+        "decoders": p.decoders,
+        "encoders": p.encoders,
+        "jpegEngines": p.jpeg_engines,
+        "memory": p.memory_mib * 1024 * 1024,
+        "multiprocessors": p.multiprocessors,
+        "ofaEngines": p.ofa_engines,
+    }
+
+
+def max_capacities(model: GpuModel) -> dict[str, int]:
+    """Per-dimension maximum over all MIG profiles: the full GPU's capacity and its counter set's values."""
+    result: dict[str, int] = {}
+    for profile in model.mig_profiles:
+        for name, value in _mig_capacities(profile).items():
+            result[name] = max(result.get(name, 0), value)
+    return result
+
+
+def _counters(capacities: dict[str, int], start: int, size: int) -> dict[str, Counter]:
+    counters = {counter: Counter(value=binary_si(capacities[cap])) for cap, counter in _CAPACITY_COUNTERS}
+    for i in range(start, start + size):
+        counters[f"memory-slice-{i}"] = Counter(value="1")
+    return dict(sorted(counters.items()))
+
+
+def _shared_capacity(capacity: dict[str, DeviceCapacity], shares: int) -> dict[str, DeviceCapacity]:
+    """NVIDIA's ``applyConsumableShares`` for an integer N: memory becomes consumable, a ``shares`` capacity appears."""
+    result = dict(capacity)
+    memory = capacity.get("memory")
+    if memory is not None:
+        mib = 1024 * 1024
+        maximum = binary_si(_parse_binary_si(memory.value) // mib * mib)
+        result["memory"] = DeviceCapacity(
+            value=maximum,
+            request_policy=CapacityRequestPolicy(
+                default="0", valid_range=CapacityRequestPolicyRange(min="0", max=maximum, step="1Mi")
+            ),
+        )
+        n = str(shares)
+        result["shares"] = DeviceCapacity(
+            value=n,
+            request_policy=CapacityRequestPolicy(
+                default="1", valid_range=CapacityRequestPolicyRange(min="1", max=n, step="1")
+            ),
+        )
+    return dict(sorted(result.items()))
+
+
+def _parse_binary_si(text: str) -> int:
+    for shift, suffix in _BINARY_SUFFIXES:
+        if text.endswith(suffix):
+            return int(text[: -len(suffix)]) << shift
+    return int(text)
+
+
+def mig_device_suffix(profile: MigProfile, start: int) -> str:
+    """What follows ``gpu-<minor>`` in a MIG device name: ``-mig-<profile, RFC 1123>-<profileID>-<start>``."""
+    pname = profile.name.replace(".", "").lower().replace("+", "-")
+    return f"-mig-{pname}-{profile.profile_id}-{start}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Placement:
+    suffix: str
+    profile: DeviceAttribute
+    capacity: dict[str, DeviceCapacity]
+    counters: dict[str, Counter]
+
+
+class SliceFactory:
+    """Builds the slices of every node of one layout; the parts equal on every GPU are made once and shared."""
+
+    def __init__(self, layout: GpuNodeLayout) -> None:
+        self.layout = layout
+        model = layout.model
+        self.common = _common_attributes(layout)
+        self.type_gpu = DeviceAttribute(string="gpu")
+        self.type_mig = DeviceAttribute(string="mig")
+        self.full_counters: dict[str, Counter] = {}
+        self.placements: list[_Placement] = []
+        if not layout.mig:
+            self.full_capacity = self._capacity({"memory": model.memory_bytes})
+            return
+        maxima = max_capacities(model)
+        self.full_capacity = self._capacity(maxima)
+        self.full_counters = _counters(maxima, 0, model.memory_slices)
+        for profile in model.mig_profiles:
+            caps = _mig_capacities(profile)
+            capacity = self._capacity(caps)
+            name = DeviceAttribute(string=profile.name)
+            for start, size in profile.placements:
+                suffix = mig_device_suffix(profile, start)
+                self.placements.append(_Placement(suffix, name, capacity, _counters(caps, start, size)))
+        self.placements.sort(key=lambda p: p.suffix)  # NVIDIA publishes devices sorted by name
+
+    def _capacity(self, values: dict[str, int]) -> dict[str, DeviceCapacity]:
+        capacity = {name: DeviceCapacity(value=binary_si(v)) for name, v in values.items()}
+        return capacity if self.layout.shares is None else _shared_capacity(capacity, self.layout.shares)
+
+    def gpu_devices(self, node: str, minor: int) -> list[Device]:
+        """The devices of one GPU: the full GPU (unless an Ampere GPU in MIG mode) and its MIG placements."""
+        layout = self.layout
+        multiple = True if layout.shares is not None else None
+        bus_id, root, numa = pci_location(minor, layout.count)
+        uuid = gpu_uuid(node, minor)
+        placed = {
+            **self.common,
+            "resource.kubernetes.io/numaNode": DeviceAttribute(int=numa),
+            "resource.kubernetes.io/pciBusID": DeviceAttribute(string=bus_id),
+            "resource.kubernetes.io/pcieRoot": DeviceAttribute(string=root),
+        }
+        devices: list[Device] = []
+        name = f"gpu-{minor}"
+        if not layout.mig or layout.model.mig_toggle_without_reset:
+            attrs = dict(sorted({**placed, "type": self.type_gpu, "uuid": DeviceAttribute(string=uuid)}.items()))
+            consumes = []
+            if layout.mig:
+                consumes = [DeviceCounterConsumption(counter_set=f"{name}-counter-set", counters=self.full_counters)]
+            devices.append(
+                Device(
+                    name=name,
+                    attributes=attrs,
+                    capacity=self.full_capacity,
+                    consumes_counters=consumes,
+                    allow_multiple_allocations=multiple,
+                )
+            )
+        if not layout.mig:
+            return devices
+        mig_attrs = {**placed, "type": self.type_mig, "parentUUID": DeviceAttribute(string=uuid)}
+        by_profile: dict[int, dict[str, DeviceAttribute]] = {}
+        for p in self.placements:
+            if id(p.profile) not in by_profile:
+                by_profile[id(p.profile)] = dict(sorted({**mig_attrs, "profile": p.profile}.items()))
+            attrs = by_profile[id(p.profile)]
+            devices.append(
+                Device(
+                    name=name + p.suffix,
+                    attributes=attrs,
+                    capacity=p.capacity,
+                    consumes_counters=[
+                        DeviceCounterConsumption(counter_set=f"{name}-counter-set", counters=p.counters)
+                    ],
+                    allow_multiple_allocations=multiple,
+                )
+            )
+        return devices
+
+    def counter_set(self, minor: int) -> CounterSet:
+        """The shared counter set NVIDIA publishes for one MIG-partitionable GPU."""
+        return CounterSet(name=f"gpu-{minor}-counter-set", counters=self.full_counters)
+
+    def node_slices(self, node: str, node_uid: str) -> list[ResourceSlice]:
+        """Every ResourceSlice of the node's ``gpu.nvidia.com`` pool, counters first, ``resourceSliceCount`` set."""
+        count = self.layout.count
+        specs: list[tuple[list[Device], list[CounterSet]]] = []
+        if self.layout.mig:
+            sets = [self.counter_set(minor) for minor in range(count)]
+            for i in range(0, len(sets), MAX_COUNTER_SETS_PER_SLICE):
+                specs.append(([], sets[i : i + MAX_COUNTER_SETS_PER_SLICE]))
+            specs.extend((self.gpu_devices(node, minor), []) for minor in range(count))
+        else:
+            specs.append(([d for minor in range(count) for d in self.gpu_devices(node, minor)], []))
+        owner = [OwnerReference(api_version="v1", kind="Node", name=node, uid=node_uid, controller=True)]
+        return [
+            ResourceSlice(
+                metadata=ObjectMeta(name=slice_name(node, i, len(specs)), owner_references=owner),
+                spec=ResourceSliceSpec(
+                    driver=DRIVER,
+                    pool=ResourcePool(name=node, generation=1, resource_slice_count=len(specs)),
+                    node_name=node,
+                    devices=devices,
+                    shared_counters=sets,
+                ),
+            )
+            for i, (devices, sets) in enumerate(specs)
+        ]
+
+
+def node_slices(node: str, node_uid: str, layout: GpuNodeLayout) -> list[ResourceSlice]:
+    """One node's slices; use a SliceFactory directly for many nodes of the same layout."""
+    return SliceFactory(layout).node_slices(node, node_uid)

@@ -1,0 +1,286 @@
+"""``kubedra.io/v1alpha1`` NodePool: a compact inventory that expands into Nodes and NVIDIA-shaped ResourceSlices.
+
+A pool named ``a100`` with ``count: 4`` yields nodes ``a100-0`` .. ``a100-3`` (``<pool>-<index>``). Each node
+gets the ResourceSlices NVIDIA's ``gpu-kubelet-plugin`` publishes for it (gpu-drivers.md §1.3): driver
+``gpu.nvidia.com``, one pool named after the node, devices ``gpu-<minor>``. The layout of the slices
+themselves lives in :mod:`kubedra.cluster.gpuslices`; this module reads and checks the document.
+
+``devicePlugin: true`` models a node still on the device plugin: ``nvidia.com/gpu: <count>`` in its
+allocatable and no slices, so mixed clusters can be simulated during a migration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+import msgspec
+
+from kubedra.cluster import catalogue
+from kubedra.cluster.gpuslices import GpuNodeLayout, SliceFactory, stable_uid
+from kubedra.objects.errors import InvalidInputError, Location, Problem
+from kubedra.objects.model import Node, NodeSpec, NodeStatus, ObjectMeta, ResourceSlice, Taint
+
+API_VERSION = "kubedra.io/v1alpha1"
+KIND = "NodePool"
+DEFAULT_DRIVER_VERSION = "580.126.20"
+DEFAULT_CUDA_DRIVER_VERSION = "13.0.0"
+DEFAULT_PODS = "110"
+MAX_GPUS_PER_NODE = 64
+MAX_NODES_PER_POOL = 100_000
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+_QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$")
+_SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+_AT = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_FIELD = re.compile(r"^Object (?P<what>contains unknown|missing required) field `(?P<name>[^`]+)`$")
+
+
+class RawLike(Protocol):
+    """What the loader gives for kinds it does not model: where the document was, and its body."""
+
+    @property
+    def location(self) -> Location: ...
+
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+# --------------------------------------------------------------------------------------------------
+# Strict decoding shared with the workload expander
+
+
+class Strict(msgspec.Struct, rename="camel", kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """A kubedra-read document part: unknown fields are errors, as with ``kubectl --validate=strict``."""
+
+
+T = TypeVar("T")
+
+
+def object_location(raw: RawLike, kind: str) -> Location:
+    """The raw document's location naming ``Kind/name``."""
+    meta = raw.data.get("metadata")
+    name = meta.get("name", "") if isinstance(meta, dict) else ""
+    return Location(raw.location.file, raw.location.document, f"{kind}/{name}" if name else kind, "")
+
+
+def at(location: Location, field: str) -> Location:
+    """The same object, pointing at ``field``."""
+    return Location(location.file, location.document, location.object, field)
+
+
+def convert_strict(data: Any, kind: type[T], location: Location, problems: list[Problem]) -> T | None:
+    """``msgspec.convert`` that records a failure as a Problem with the field path instead of raising."""
+    try:
+        return msgspec.convert(data, kind)
+    except msgspec.ValidationError as err:
+        match = _AT.match(str(err))
+        assert match is not None
+        message, path = match["msg"], (match["path"] or "").lstrip(".")
+        field = _FIELD.match(message)
+        if field is not None:
+            path = f"{path}.{field['name']}" if path else field["name"]
+            unknown = field["what"] == "contains unknown"
+            message = f'unknown field "{field["name"]}"' if unknown else "Required value"
+        problems.append(Problem(at(location, path), message))
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# The document
+
+
+class PoolTaint(Strict, kw_only=True):
+    key: str
+    value: str = ""
+    effect: str
+
+
+class PoolGpu(Strict, kw_only=True):
+    model: str
+    count: int
+    driver_version: str = DEFAULT_DRIVER_VERSION
+    cuda_driver_version: str = DEFAULT_CUDA_DRIVER_VERSION
+
+
+class PoolMig(Strict, kw_only=True):
+    enabled: bool = False
+
+
+class PoolSharing(Strict, kw_only=True):
+    shares: int
+
+
+class NodePoolSpec(Strict, kw_only=True):
+    count: int
+    labels: dict[str, str] = {}
+    taints: list[PoolTaint] = []
+    allocatable: dict[str, str] = {}
+    gpu: PoolGpu | None = None
+    mig: PoolMig | None = None
+    sharing: PoolSharing | None = None
+    device_plugin: bool = False
+
+
+class NodePoolMeta(Strict, kw_only=True):
+    name: str
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+
+class NodePool(Strict, kw_only=True):
+    api_version: str
+    kind: str
+    metadata: NodePoolMeta
+    spec: NodePoolSpec
+
+
+def is_nodepool(data: dict[str, Any]) -> bool:
+    """Whether a raw document is a NodePool (of any apiVersion, so a wrong version is reported, not ignored)."""
+    return data.get("kind") == KIND and str(data.get("apiVersion", "")).startswith("kubedra.io/")
+
+
+def _label_problems(labels: dict[str, str], where: Location) -> list[Problem]:
+    problems = []
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/")
+        bad_prefix = prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))
+        if bad_prefix or not name or len(name) > 63 or not _LABEL_NAME.match(name):
+            problems.append(Problem(at(where, f"spec.labels[{key}]"), f"invalid label key {key!r}"))
+        if len(value) > 63 or not _LABEL_NAME.match(value):
+            problems.append(Problem(at(where, f"spec.labels[{key}]"), f"invalid label value {value!r}"))
+    return problems
+
+
+def _check_node(pool: NodePool, bad: Callable[[str, str], None]) -> None:
+    if pool.api_version != API_VERSION:
+        bad("apiVersion", f"unsupported apiVersion {pool.api_version!r} for NodePool; use {API_VERSION!r}")
+    name, spec = pool.metadata.name, pool.spec
+    if not name or len(name) > 200 or not _DNS_SUBDOMAIN.match(name):
+        bad("metadata.name", f"invalid pool name {name!r}: must be a lowercase DNS subdomain of at most 200 characters")
+    if not 0 <= spec.count <= MAX_NODES_PER_POOL:
+        bad("spec.count", f"must be between 0 and {MAX_NODES_PER_POOL}, got {spec.count}")
+    if "kubernetes.io/hostname" in spec.labels:
+        bad("spec.labels[kubernetes.io/hostname]", "is set per node to the node's name; remove it")
+    for i, taint in enumerate(spec.taints):
+        if not taint.key:
+            bad(f"spec.taints[{i}].key", "Required value")
+        if taint.effect not in TAINT_EFFECTS:
+            bad(
+                f"spec.taints[{i}].effect",
+                f"unsupported value {taint.effect!r}: must be one of {', '.join(TAINT_EFFECTS)}",
+            )
+    for resource, value in spec.allocatable.items():
+        if not _QUANTITY.match(value):
+            bad(f"spec.allocatable[{resource}]", f"invalid quantity {value!r}")
+    if "nvidia.com/gpu" in spec.allocatable:
+        bad(
+            "spec.allocatable[nvidia.com/gpu]",
+            "set spec.devicePlugin: true to advertise GPUs through the device plugin",
+        )
+
+
+def _check_gpu(spec: NodePoolSpec, bad: Callable[[str, str], None]) -> catalogue.GpuModel | None:
+    if spec.gpu is None:
+        for field, present in (("spec.mig", spec.mig), ("spec.sharing", spec.sharing)):
+            if present is not None:
+                bad(field, "needs spec.gpu")
+        if spec.device_plugin:
+            bad("spec.devicePlugin", "needs spec.gpu")
+        return None
+    gpu, model = spec.gpu, None
+    try:
+        model = catalogue.lookup(gpu.model)
+    except catalogue.UnknownGpuModelError as err:
+        bad("spec.gpu.model", str(err))
+    if not 1 <= gpu.count <= MAX_GPUS_PER_NODE:
+        bad("spec.gpu.count", f"must be between 1 and {MAX_GPUS_PER_NODE}, got {gpu.count}")
+    for field, version in (("driverVersion", gpu.driver_version), ("cudaDriverVersion", gpu.cuda_driver_version)):
+        if not _SEMVER.match(version):
+            bad(f"spec.gpu.{field}", f"invalid version {version!r}: must be a semantic version such as 580.126.20")
+    mig = spec.mig is not None and spec.mig.enabled
+    if mig and model is not None and not model.mig_capable:
+        bad("spec.mig.enabled", f"{model.name} ({model.product_name}) does not support MIG")
+    if spec.sharing is not None and spec.sharing.shares < 1:
+        bad("spec.sharing.shares", f"must be at least 1, got {spec.sharing.shares}")
+    if spec.device_plugin and (mig or spec.sharing is not None):
+        bad("spec.devicePlugin", "a device-plugin node publishes no ResourceSlices; drop spec.mig and spec.sharing")
+    return model
+
+
+def _check(pool: NodePool, where: Location) -> tuple[list[Problem], catalogue.GpuModel | None]:
+    """Every problem of one pool (field order), and its GPU model when it names a known one."""
+    problems: list[Problem] = []
+
+    def bad(field: str, message: str) -> None:
+        problems.append(Problem(at(where, field), message))
+
+    _check_node(pool, bad)
+    problems.extend(_label_problems(pool.spec.labels, where))
+    model = _check_gpu(pool.spec, bad)
+    return problems, model
+
+
+def _node(name: str, spec: NodePoolSpec) -> Node:
+    labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+    labels.update(spec.labels)
+    labels["kubernetes.io/hostname"] = name
+    allocatable = dict(spec.allocatable)
+    allocatable.setdefault("pods", DEFAULT_PODS)
+    if spec.device_plugin and spec.gpu is not None:
+        allocatable["nvidia.com/gpu"] = str(spec.gpu.count)
+    return Node(
+        metadata=ObjectMeta(name=name, uid=stable_uid("Node", name), labels=labels),
+        spec=NodeSpec(taints=[Taint(key=t.key, value=t.value, effect=t.effect) for t in spec.taints]),
+        status=NodeStatus(capacity=dict(allocatable), allocatable=allocatable),
+    )
+
+
+def expand_nodepools(raw_objects: list[RawLike]) -> tuple[list[Node], list[ResourceSlice]]:
+    """Nodes and ResourceSlices for every NodePool, in document then index order.
+
+    Raises InvalidInputError listing every problem (all pools are checked before any is expanded).
+    """
+    problems: list[Problem] = []
+    checked: list[tuple[NodePool, catalogue.GpuModel | None]] = []
+    seen: dict[str, Location] = {}
+    for raw in raw_objects:
+        where = object_location(raw, KIND)
+        pool = convert_strict(raw.data, NodePool, where, problems)
+        if pool is None:
+            continue
+        found, model = _check(pool, where)
+        problems.extend(found)
+        if pool.metadata.name in seen:
+            problems.append(
+                Problem(at(where, "metadata.name"), f"duplicate NodePool, first defined at {seen[pool.metadata.name]}")
+            )
+        seen.setdefault(pool.metadata.name, where)
+        if not found:
+            checked.append((pool, model))
+    if problems:
+        raise InvalidInputError(problems)
+    nodes: list[Node] = []
+    slices: list[ResourceSlice] = []
+    for pool, model in checked:
+        spec = pool.spec
+        factory = None
+        if model is not None and spec.gpu is not None and not spec.device_plugin:
+            layout = GpuNodeLayout(
+                model=model,
+                count=spec.gpu.count,
+                driver_version=spec.gpu.driver_version,
+                cuda_driver_version=spec.gpu.cuda_driver_version,
+                mig=spec.mig is not None and spec.mig.enabled,
+                shares=spec.sharing.shares if spec.sharing is not None else None,
+            )
+            factory = SliceFactory(layout)
+        for index in range(spec.count):
+            node = _node(f"{pool.metadata.name}-{index}", spec)
+            nodes.append(node)
+            if factory is not None:
+                slices.extend(factory.node_slices(node.metadata.name, node.metadata.uid))
+    return nodes, slices

@@ -1,0 +1,139 @@
+"""The apps/v1 and batch/v1 documents kubedra expands, read strictly: every field Kubernetes defines is accepted
+(those kubedra does not use are ignored), anything else is an error naming the field, as with
+``kubectl --validate=strict``. Also the two controller helpers they need: label selectors and the template hash.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+from kubedra.cluster.nodepool import Strict
+from kubedra.objects.model import ObjectMeta, PodSpec
+
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
+
+
+class SelectorRequirement(Strict, kw_only=True):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class LabelSelector(Strict, kw_only=True):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[SelectorRequirement] = []
+
+
+class PodTemplate(Strict, kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec
+
+
+class AppsSpec(Strict, kw_only=True):
+    replicas: int | None = None
+    selector: LabelSelector | None = None
+    template: PodTemplate
+    min_ready_seconds: Any = None
+    revision_history_limit: Any = None
+
+
+class DeploymentSpec(AppsSpec, kw_only=True):
+    strategy: Any = None
+    paused: Any = None
+    progress_deadline_seconds: Any = None
+
+
+class ReplicaSetSpec(AppsSpec, kw_only=True):
+    pass
+
+
+class Ordinals(Strict, kw_only=True):
+    start: int = 0
+
+
+class StatefulSetSpec(AppsSpec, kw_only=True):
+    service_name: Any = None
+    volume_claim_templates: Any = None
+    pod_management_policy: Any = None
+    update_strategy: Any = None
+    persistent_volume_claim_retention_policy: Any = None
+    ordinals: Ordinals | None = None
+
+
+class JobSpec(Strict, kw_only=True):
+    parallelism: int | None = None
+    completions: int | None = None
+    completion_mode: str = "NonIndexed"
+    suspend: bool = False
+    template: PodTemplate
+    selector: Any = None
+    manual_selector: Any = None
+    active_deadline_seconds: Any = None
+    backoff_limit: Any = None
+    backoff_limit_per_index: Any = None
+    max_failed_indexes: Any = None
+    pod_failure_policy: Any = None
+    success_policy: Any = None
+    ttl_seconds_after_finished: Any = None
+    pod_replacement_policy: Any = None
+    managed_by: Any = None
+
+
+class _Doc(Strict, kw_only=True):
+    api_version: str
+    kind: str
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    status: Any = None
+
+
+class DeploymentDoc(_Doc, kw_only=True):
+    spec: DeploymentSpec
+
+
+class ReplicaSetDoc(_Doc, kw_only=True):
+    spec: ReplicaSetSpec
+
+
+class StatefulSetDoc(_Doc, kw_only=True):
+    spec: StatefulSetSpec
+
+
+class JobDoc(_Doc, kw_only=True):
+    spec: JobSpec
+
+
+DOCUMENTS: dict[str, type[_Doc]] = {
+    "Deployment": DeploymentDoc,
+    "ReplicaSet": ReplicaSetDoc,
+    "StatefulSet": StatefulSetDoc,
+    "Job": JobDoc,
+}
+
+
+def selector_matches(selector: LabelSelector, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector semantics: matchLabels and every matchExpression must hold."""
+    if any(labels.get(k) != v for k, v in selector.match_labels.items()):
+        return False
+    for req in selector.match_expressions:
+        present = req.key in labels
+        ok = {
+            "In": present and labels.get(req.key) in req.values,
+            "NotIn": not present or labels.get(req.key) not in req.values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }.get(req.operator, False)
+        if not ok:
+            return False
+    return True
+
+
+def template_hash(template: PodTemplate) -> str:
+    """``pod-template-hash``: FNV-32a of the template, encoded as ``rand.SafeEncodeString`` does."""
+    data = json.dumps(msgspec.to_builtins(template), sort_keys=True, separators=(",", ":")).encode()
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return "".join(NAME_ALPHABET[ord(c) % len(NAME_ALPHABET)] for c in str(h))

@@ -1,0 +1,82 @@
+"""From loaded manifests to a runnable scenario: inventory (Nodes, slices, NodePools), classes, claims, workloads.
+
+The defaults a cluster with NVIDIA's DRA driver has are filled in: the chart's DeviceClasses (user classes of the
+same name replace them). Documents of kinds a simulation cannot use are reported as warnings, not dropped silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from kubedra.cluster.deviceclasses import default_device_classes, merge_device_classes
+from kubedra.cluster.nodepool import RawLike, expand_nodepools, is_nodepool
+from kubedra.objects.errors import InvalidInputError, Location, Problem
+from kubedra.objects.load import Loaded
+from kubedra.objects.model import (
+    DeviceClass,
+    DeviceTaintRule,
+    Node,
+    Pod,
+    ResourceClaim,
+    ResourceClaimTemplate,
+    ResourceSlice,
+)
+from kubedra.sim.workloads import Workloads, expand_workloads, is_workload
+
+
+@dataclass
+class Scenario:
+    nodes: list[Node]
+    slices: list[ResourceSlice]
+    classes: list[DeviceClass]
+    taint_rules: list[DeviceTaintRule]
+    claims: list[ResourceClaim]
+    templates: list[ResourceClaimTemplate]
+    workloads: Workloads
+    notes: list[str] = field(default_factory=list)
+
+
+def _with_namespace(claims: list[ResourceClaim]) -> list[ResourceClaim]:
+    return [
+        c if c.metadata.namespace else msgspec.structs.replace(
+            c, metadata=msgspec.structs.replace(c.metadata, namespace="default")
+        )
+        for c in claims
+    ]
+
+
+def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
+    """Raises InvalidInputError listing every problem (duplicate nodes, bad NodePools or workloads)."""
+    pool_docs: list[RawLike] = [r for r in loaded.raw if is_nodepool(r.data)]
+    workload_docs = [r for r in loaded.raw if is_workload(r.data)]
+    notes = [
+        f"{r.location}: {r.data.get('apiVersion', '?')} {r.data.get('kind', '?')} is not simulated; ignored"
+        for r in loaded.raw
+        if not is_nodepool(r.data) and not is_workload(r.data)
+    ]
+    pool_nodes, pool_slices = expand_nodepools(pool_docs)
+    nodes = [*loaded.of_kind(Node), *pool_nodes]
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for node in nodes:
+        if node.metadata.name in seen:
+            where = Location(object=f"Node/{node.metadata.name}")
+            if node in loaded.objects:
+                where = loaded.location_of(node)
+            problems.append(Problem(where, f"duplicate node name {node.metadata.name!r}"))
+        seen.add(node.metadata.name)
+    if problems:
+        raise InvalidInputError(problems)
+    workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
+    return Scenario(
+        nodes=nodes,
+        slices=[*loaded.of_kind(ResourceSlice), *pool_slices],
+        classes=merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass)),
+        taint_rules=loaded.of_kind(DeviceTaintRule),
+        claims=_with_namespace(loaded.of_kind(ResourceClaim)),
+        templates=loaded.of_kind(ResourceClaimTemplate),
+        workloads=workloads,
+        notes=notes,
+    )

@@ -1,0 +1,81 @@
+"""``simulate(scenario)``: wire the cluster state, the allocator, the device index and the scheduler, then run.
+
+One entry point for the CLI, the tests and the benchmarks, so all three exercise the same path.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubedra.allocator import Features
+from kubedra.cel import CelOptions, CompileCache
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.objects.model import Pod
+from kubedra.scheduler.device_index import DeviceIndex
+from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend
+from kubedra.scheduler.nodefit import pod_requests
+from kubedra.scheduler.scheduler import Scheduler
+from kubedra.scheduler.scoring import Policy
+from kubedra.sim.run import Simulation, SimulationResult
+from kubedra.sim.scenario import Scenario
+
+DEFAULT_POLICY = Policy.LEAST_ALLOCATED
+
+
+@dataclass(frozen=True)
+class Options:
+    policy: Policy = DEFAULT_POLICY
+    seed: int = 0
+    features: Features = field(default_factory=Features.for_release)
+    fast_path: bool = True  # the device index; off = the allocator on every node (for cross-checks)
+    step_budget: int = DEFAULT_STEP_BUDGET
+
+
+def _record(pod: Pod, arrive_at: float, run_for: float | None, owner: str) -> PodRecord:
+    return PodRecord(pod=pod, requests=pod_requests(pod), arrive_at=arrive_at, run_for=run_for, owner=owner)
+
+
+def prepare(scenario: Scenario, options: Options) -> Simulation:
+    """Everything ready to ``run()``; exposed so callers can observe or step the simulation."""
+    features = options.features
+    state = ClusterState.build(
+        nodes=scenario.nodes,
+        slices=scenario.slices,
+        classes=scenario.classes,
+        taint_rules=scenario.taint_rules,
+        claims=scenario.claims,
+        templates=scenario.templates,
+    )
+    cel = CompileCache(
+        CelOptions(consumable_capacity=features.consumable_capacity, list_type_attributes=features.list_type_attributes)
+    )
+    index = (
+        DeviceIndex(state.slices, state.classes, cel, taint_rules=bool(state.taint_rules))
+        if options.fast_path
+        else None
+    )
+    backend = AllocatorBackend(features, state, cel, index=index, step_budget=options.step_budget)
+    for claim in state.allocated_claims():
+        assert claim.status.allocation is not None
+        state.note_allocation(claim.status.allocation, +1)
+    rng = random.Random(options.seed)
+    scheduler = Scheduler(state, backend, options.policy, rng, index)
+    simulation = Simulation(
+        state, scheduler, rng, on_allocate=backend.claim_allocated, on_release=backend.claim_released
+    )
+    for arrival in scenario.workloads.arrivals:
+        simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner))
+    for job in scenario.workloads.jobs:
+        if job.suspended:
+            continue
+        records = [_record(pod, job.arrive_at, job.run_for, job.owner) for pod in job.pods]
+        simulation.add_job(records, job.parallelism, work_queue=job.completions is None)
+    return simulation
+
+
+def simulate(
+    scenario: Scenario, options: Options = Options(), progress: Callable[[int, int], None] | None = None
+) -> SimulationResult:
+    return prepare(scenario, options).run(progress)

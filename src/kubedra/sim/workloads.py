@@ -1,0 +1,396 @@
+"""Workloads users write (Deployment, StatefulSet, ReplicaSet, Job, Pod) expanded into the pods controllers create.
+
+Names follow the controllers: a Deployment's pods are ``<name>-<pod-template-hash>-<5 chars>`` (through its
+ReplicaSet ``<name>-<hash>``; the hash is an FNV-32a of the template, shaped like Kubernetes' but not
+byte-identical), a ReplicaSet's ``<name>-<5 chars>``, a StatefulSet's ``<name>-<ordinal>``, a Job's
+``<name>-<5 chars>`` (``<name>-<index>-<5 chars>`` when Indexed). The 5 characters come from the
+Kubernetes name alphabet, derived from ``seed``, the owner and an attempt counter, so runs repeat and one
+workload's names do not shift when another is added.
+
+Timing comes from annotations on the pod template or, failing that, the workload: ``kubedra.io/start-after``
+(arrival offset, default 0) and ``kubedra.io/run-for`` (run time, default: runs until the end). A Job is
+returned as a :class:`JobRun` - its pods in creation order, at most ``parallelism`` running at once - since
+when each starts depends on when earlier ones finish. Pods of long-running controllers (restartPolicy
+Always) with ``run-for`` are removed after that time, as a scale-down would.
+
+Pods of one workload share their template's lists (containers, resourceClaims): treat them as immutable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from kubedra.cluster.gpuslices import name_suffix, stable_uid
+from kubedra.cluster.nodepool import RawLike, at, convert_strict, object_location
+from kubedra.objects.errors import InvalidInputError, Location, Problem
+from kubedra.objects.model import ObjectMeta, OwnerReference, Pod, PodStatus
+from kubedra.sim.durations import DurationError, parse_duration
+from kubedra.sim.manifests import (
+    DOCUMENTS,
+    AppsSpec,
+    DeploymentDoc,
+    JobDoc,
+    PodTemplate,
+    ReplicaSetDoc,
+    StatefulSetDoc,
+    selector_matches,
+    template_hash,
+)
+
+START_AFTER = "kubedra.io/start-after"
+RUN_FOR = "kubedra.io/run-for"
+DEFAULT_NAMESPACE = "default"
+MAX_REPLICAS = 100_000
+WORKLOAD_KINDS = {
+    "Deployment": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "ReplicaSet": "apps/v1",
+    "Job": "batch/v1",
+    "Pod": "v1",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PodArrival:
+    """A pod that appears at ``arrive_at`` seconds and runs ``run_for`` seconds (None: until the end)."""
+
+    pod: Pod
+    arrive_at: float
+    run_for: float | None
+    owner: str  # "Deployment/default/web", "Pod/default/trainer"
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """A Job: ``pods`` in creation order; the first ``min(parallelism, len(pods))`` start at ``arrive_at``, each
+    later one when a running pod succeeds. ``completions`` None is a work queue: done when any pod succeeds."""
+
+    name: str
+    namespace: str
+    owner: str
+    arrive_at: float
+    run_for: float | None
+    parallelism: int
+    completions: int | None
+    pods: tuple[Pod, ...]
+    suspended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Workloads:
+    arrivals: list[PodArrival] = field(default_factory=list)
+    jobs: list[JobRun] = field(default_factory=list)
+
+
+def is_workload(data: dict[str, Any]) -> bool:
+    """Whether a raw document is a kind this module expands."""
+    return data.get("kind") in WORKLOAD_KINDS
+
+
+# --------------------------------------------------------------------------------------------------
+# Expansion
+
+
+class _Expander:
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.problems: list[Problem] = []
+        self.arrivals: list[tuple[float, int, PodArrival]] = []
+        self.jobs: list[tuple[float, int, JobRun]] = []
+        self.taken: set[tuple[str, str]] = set()
+        self.attempts: dict[str, int] = {}
+        self.sequence = 0
+
+    def bad(self, where: Location, field: str, message: str) -> None:
+        self.problems.append(Problem(at(where, field), message))
+
+    def unique(self, namespace: str, prefix: str, owner: str) -> str:
+        """``prefix`` + 5 name characters drawn from (seed, owner, attempt), free in the namespace."""
+        while True:
+            attempt = self.attempts.get(owner, 0)
+            self.attempts[owner] = attempt + 1
+            name = prefix + name_suffix(str(self.seed), owner, str(attempt))
+            if (namespace, name) not in self.taken:
+                self.taken.add((namespace, name))
+                return name
+
+    def timing(
+        self, where: Location, workload: ObjectMeta, template: ObjectMeta, prefix: str
+    ) -> tuple[float, float | None]:
+        values: list[float | None] = []
+        for key in (START_AFTER, RUN_FOR):
+            text, field = template.annotations.get(key), f"{prefix}metadata.annotations[{key}]"
+            if text is None:
+                text, field = workload.annotations.get(key), f"metadata.annotations[{key}]"
+            if text is None:
+                values.append(None)
+                continue
+            try:
+                seconds = parse_duration(text)
+            except DurationError as err:
+                self.bad(where, field, str(err))
+                values.append(None)
+                continue
+            if seconds < 0:
+                self.bad(where, field, f"must not be negative, got {text!r}")
+            values.append(max(seconds, 0.0))
+        return values[0] or 0.0, values[1]
+
+    def pod(
+        self, name: str, namespace: str, template: PodTemplate, labels: dict[str, str], owner: OwnerReference | None
+    ) -> Pod:
+        spec = msgspec.structs.replace(template.spec, node_name="")
+        if not spec.restart_policy:
+            spec.restart_policy = "Always"
+        annotations = dict(template.metadata.annotations)
+        return Pod(
+            metadata=ObjectMeta(
+                name=name,
+                namespace=namespace,
+                uid=stable_uid("Pod", namespace, name),
+                labels={**template.metadata.labels, **labels},
+                annotations=annotations,
+                owner_references=[owner] if owner else [],
+            ),
+            spec=spec,
+            status=PodStatus(phase="Pending"),
+        )
+
+    def add(self, arrive_at: float, arrival: PodArrival) -> None:
+        self.arrivals.append((arrive_at, self.sequence, arrival))
+        self.sequence += 1
+
+    def check_template(self, where: Location, kind: str, template: PodTemplate, restart: tuple[str, ...]) -> bool:
+        ok = True
+        if not template.spec.containers:
+            self.bad(where, "spec.template.spec.containers", "Required value")
+            ok = False
+        policy = template.spec.restart_policy
+        if kind == "Job" and not policy:
+            self.bad(where, "spec.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"')
+            ok = False
+        elif policy and policy not in restart:
+            allowed = ", ".join(f'"{p}"' for p in restart)
+            self.bad(
+                where, "spec.template.spec.restartPolicy", f'Unsupported value: "{policy}": supported values: {allowed}'
+            )
+            ok = False
+        return ok
+
+    def replicas(self, where: Location, kind: str, spec: AppsSpec) -> int | None:
+        replicas = 1 if spec.replicas is None else spec.replicas
+        ok = True
+        if not 0 <= replicas <= MAX_REPLICAS:
+            self.bad(where, "spec.replicas", f"must be between 0 and {MAX_REPLICAS}, got {replicas}")
+            ok = False
+        if spec.selector is None:
+            self.bad(where, "spec.selector", "Required value")
+            ok = False
+        elif not spec.selector.match_labels and not spec.selector.match_expressions:
+            self.bad(where, "spec.selector", f"Invalid value: empty selector is invalid for {kind.lower()}")
+            ok = False
+        elif not selector_matches(spec.selector, spec.template.metadata.labels):
+            self.bad(
+                where, "spec.template.metadata.labels", "Invalid value: `selector` does not match template `labels`"
+            )
+            ok = False
+        ok = self.check_template(where, kind, spec.template, ("Always",)) and ok
+        return replicas if ok else None
+
+    def apps(self, where: Location, doc: DeploymentDoc | ReplicaSetDoc | StatefulSetDoc, namespace: str) -> None:
+        kind, name, spec = doc.kind, doc.metadata.name, doc.spec
+        replicas = self.replicas(where, kind, spec)
+        arrive_at, run_for = self.timing(where, doc.metadata, spec.template.metadata, "spec.template.")
+        if replicas is None:
+            return
+        uid = doc.metadata.uid or stable_uid(kind, namespace, name)
+        owner_name = f"{kind}/{namespace}/{name}"
+        if isinstance(doc, StatefulSetDoc):
+            self.statefulset(where, doc, namespace, uid, (arrive_at, run_for))
+            return
+        labels: dict[str, str] = {}
+        rs_name, rs_uid = name, uid
+        if isinstance(doc, DeploymentDoc):
+            hash_ = template_hash(spec.template)
+            rs_name, labels = f"{name}-{hash_}", {"pod-template-hash": hash_}
+            rs_uid = stable_uid("ReplicaSet", namespace, rs_name)
+        ref = OwnerReference(
+            api_version="apps/v1",
+            kind="ReplicaSet",
+            name=rs_name,
+            uid=rs_uid,
+            controller=True,
+            block_owner_deletion=True,
+        )
+        for _ in range(replicas):
+            pod = self.pod(self.unique(namespace, f"{rs_name}-", owner_name), namespace, spec.template, labels, ref)
+            self.add(arrive_at, PodArrival(pod, arrive_at, run_for, owner_name))
+
+    def statefulset(
+        self, where: Location, doc: StatefulSetDoc, namespace: str, uid: str, timing: tuple[float, float | None]
+    ) -> None:
+        name, spec = doc.metadata.name, doc.spec
+        start = spec.ordinals.start if spec.ordinals else 0
+        revision = f"{name}-{template_hash(spec.template)}"
+        ref = OwnerReference(
+            api_version="apps/v1", kind="StatefulSet", name=name, uid=uid, controller=True, block_owner_deletion=True
+        )
+        for ordinal in range(start, start + (1 if spec.replicas is None else spec.replicas)):
+            pod_name = f"{name}-{ordinal}"
+            if (namespace, pod_name) in self.taken:
+                self.bad(where, "metadata.name", f"pod {namespace}/{pod_name} already exists")
+                return
+            self.taken.add((namespace, pod_name))
+            labels = {
+                "apps.kubernetes.io/pod-index": str(ordinal),
+                "controller-revision-hash": revision,
+                "statefulset.kubernetes.io/pod-name": pod_name,
+            }
+            pod = self.pod(pod_name, namespace, spec.template, labels, ref)
+            self.add(timing[0], PodArrival(pod, timing[0], timing[1], f"StatefulSet/{namespace}/{name}"))
+
+    def job(self, where: Location, doc: JobDoc, namespace: str) -> None:
+        name, spec = doc.metadata.name, doc.spec
+        ok = self.check_template(where, "Job", spec.template, ("OnFailure", "Never"))
+        arrive_at, run_for = self.timing(where, doc.metadata, spec.template.metadata, "spec.template.")
+        parallelism = 1 if spec.parallelism is None else spec.parallelism
+        completions = spec.completions
+        if spec.parallelism is None and completions is None:
+            completions = 1
+        for field_, value in (("spec.parallelism", parallelism), ("spec.completions", completions)):
+            if value is not None and not 0 <= value <= MAX_REPLICAS:
+                self.bad(where, field_, f"must be between 0 and {MAX_REPLICAS}, got {value}")
+                ok = False
+        indexed = spec.completion_mode == "Indexed"
+        if spec.completion_mode not in ("NonIndexed", "Indexed"):
+            self.bad(
+                where,
+                "spec.completionMode",
+                f'Unsupported value: "{spec.completion_mode}": supported values: "NonIndexed", "Indexed"',
+            )
+            ok = False
+        elif indexed and completions is None:
+            self.bad(where, "spec.completions", "Required value: when completion mode is Indexed")
+            ok = False
+        if not ok:
+            return
+        uid = doc.metadata.uid or stable_uid("Job", namespace, name)
+        ref = OwnerReference(
+            api_version="batch/v1", kind="Job", name=name, uid=uid, controller=True, block_owner_deletion=True
+        )
+        base = {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": name,
+            "controller-uid": uid,
+            "job-name": name,
+        }
+        pods = []
+        for i in range(parallelism if completions is None else completions):
+            labels, prefix = dict(base), f"{name}-"
+            if indexed:
+                labels["batch.kubernetes.io/job-completion-index"], prefix = str(i), f"{name}-{i}-"
+            pod = self.pod(
+                self.unique(namespace, prefix, f"Job/{namespace}/{name}"), namespace, spec.template, labels, ref
+            )
+            if indexed:
+                pod.metadata.annotations["batch.kubernetes.io/job-completion-index"] = str(i)
+            pods.append(pod)
+        run = JobRun(
+            name,
+            namespace,
+            f"Job/{namespace}/{name}",
+            arrive_at,
+            run_for,
+            parallelism,
+            completions,
+            tuple(pods),
+            spec.suspend,
+        )
+        self.jobs.append((arrive_at, self.sequence, run))
+        self.sequence += 1
+
+    def bare(self, where: Location, pod: Pod) -> None:
+        meta = pod.metadata
+        namespace = meta.namespace or DEFAULT_NAMESPACE
+        name = meta.name
+        if not name and not meta.generate_name:
+            self.bad(where, "metadata.name", "Required value: name or generateName is required")
+            return
+        if not name:
+            name = self.unique(namespace, meta.generate_name, f"Pod/{namespace}/{meta.generate_name}")
+        elif (namespace, name) in self.taken:
+            self.bad(where, "metadata.name", f"pod {namespace}/{name} already exists")
+            return
+        self.taken.add((namespace, name))
+        arrive_at, run_for = self.timing(where, meta, meta, "")
+        spec = msgspec.structs.replace(pod.spec)
+        if not spec.restart_policy:
+            spec.restart_policy = "Always"
+        new_meta = msgspec.structs.replace(
+            meta, name=name, namespace=namespace, uid=meta.uid or stable_uid("Pod", namespace, name)
+        )
+        status = msgspec.structs.replace(pod.status, phase=pod.status.phase or "Pending")
+        out = Pod(metadata=new_meta, spec=spec, status=status)
+        self.add(arrive_at, PodArrival(out, arrive_at, run_for, f"Pod/{namespace}/{name}"))
+
+    def raw(self, raw: RawLike) -> None:
+        kind = raw.data.get("kind")
+        where = object_location(raw, str(kind or "object"))
+        if kind not in WORKLOAD_KINDS:
+            self.bad(where, "kind", f"{kind!r} is not a workload kubedra expands ({', '.join(WORKLOAD_KINDS)})")
+            return
+        if raw.data.get("apiVersion") != WORKLOAD_KINDS[kind]:
+            self.bad(
+                where,
+                "apiVersion",
+                f"unsupported apiVersion {raw.data.get('apiVersion')!r} for {kind}; use {WORKLOAD_KINDS[kind]!r}",
+            )
+            return
+        if kind == "Pod":
+            pod = convert_strict(raw.data, Pod, where, self.problems)
+            if pod is not None:
+                self.bare(where, pod)
+            return
+        doc = convert_strict(raw.data, DOCUMENTS[kind], where, self.problems)
+        if doc is None:
+            return
+        if not doc.metadata.name:
+            self.bad(where, "metadata.name", "Required value")
+            return
+        namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
+        if isinstance(doc, JobDoc):
+            self.job(where, doc, namespace)
+        else:
+            assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc)
+            self.apps(where, doc, namespace)
+
+
+def expand_workloads(
+    raw_objects: Iterable[RawLike],
+    pods: Iterable[Pod] = (),
+    *,
+    seed: int = 0,
+    locate: Callable[[object], Location] | None = None,
+) -> Workloads:
+    """Pods and JobRuns for every workload, arrivals sorted by (arrive_at, input order, replica).
+
+    ``raw_objects`` are the loader's raw documents of the kinds in WORKLOAD_KINDS; ``pods`` are Pods the loader
+    already modelled (bare pods, taken before the raw documents); ``locate`` (``Loaded.location_of``) names
+    their files in problems. Raises InvalidInputError listing every problem.
+    """
+    expander = _Expander(seed)
+    for pod in pods:
+        name = pod.metadata.name or pod.metadata.generate_name
+        where = locate(pod) if locate is not None else Location()
+        expander.bare(Location(where.file, where.document, f"Pod/{name}"), pod)
+    for raw in raw_objects:
+        expander.raw(raw)
+    if expander.problems:
+        raise InvalidInputError(expander.problems)
+    arrivals = [a for _, _, a in sorted(expander.arrivals, key=lambda t: (t[0], t[1]))]
+    jobs = [j for _, _, j in sorted(expander.jobs, key=lambda t: (t[0], t[1]))]
+    return Workloads(arrivals, jobs)
