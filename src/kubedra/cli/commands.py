@@ -6,6 +6,12 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, validate
+from kubedra.cli import allocate, cel, convert, simulate, validate
 
-REGISTRARS: list[Callable[[typer.Typer], None]] = [allocate.register, cel.register, convert.register, validate.register]
+REGISTRARS: list[Callable[[typer.Typer], None]] = [
+    simulate.register,
+    allocate.register,
+    cel.register,
+    convert.register,
+    validate.register,
+]

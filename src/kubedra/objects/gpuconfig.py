@@ -10,7 +10,8 @@ nearest on a logarithmic scale (``5ms`` → ``Medium``); no interval → ``Defau
 ``sharing.maxSharableGPU: N`` has no API field. The closest real mechanism is consumable capacity as
 NVIDIA's ``--consumable-shares=N`` publishes it (``allowMultipleAllocations`` and a ``shares`` capacity
 of N, one share per claim); kubedra keeps N as the annotation ``kubedra.io/max-pods-per-device`` on the
-converted DeviceClass (and on claims of that class), which the simulator honours.
+converted DeviceClass (and on claims of that class), and the class selects GPUs published with N shares, so a
+claim takes one share and at most N pods share a GPU — real Kubernetes semantics, nothing simulator-only.
 """
 
 from __future__ import annotations
@@ -73,6 +74,14 @@ class GpuRequirements:
             out.append(f'{domain}.cudaComputeCapability.compareTo(semver("{self.compute_capability}")) >= 0')
         if self.memory is not None:
             out.append(f'device.capacity["{driver}"].memory.compareTo(quantity("{self.memory}")) >= 0')
+        if self.max_pods_per_device is not None:
+            # GPUs published with N consumable shares (NVIDIA's --consumable-shares=N); each claim takes one share
+            # (the shares request policy's default), so at most N claims — N pods — share one GPU.
+            capacity = f'device.capacity["{driver}"]'
+            out.append(
+                f'device.allowMultipleAllocations && "shares" in {capacity} && '
+                f'{capacity}.shares.compareTo(quantity("{self.max_pods_per_device}")) == 0'
+            )
         return out
 
 
@@ -211,9 +220,10 @@ def _read_max_sharable(spec: dict[str, Any], req: GpuRequirements) -> None:
             "no such field in any API. Closest real mechanisms: consumable capacity (allowMultipleAllocations and a "
             f"'shares' capacity of {value}, NVIDIA's --consumable-shares={value}) or one ResourceClaim shared by "
             f"up to {value} pods",
-            f"at most {value} pods per GPU, as consumable shares (each pod's claim takes one of {value}); recorded "
-            f'as annotation {MAX_PODS_ANNOTATION}: "{value}" on the DeviceClass and its claims, which the '
-            "simulator honours; time-slicing itself has no pod limit",
+            f"at most {value} pods per GPU, as consumable shares: the class selects GPUs published with "
+            f"allowMultipleAllocations and {value} shares, and each pod's claim takes one share (the request "
+            f'policy default); N is also recorded as annotation {MAX_PODS_ANNOTATION}: "{value}"; '
+            "time-slicing itself has no pod limit",
             "legacy-max-sharable",
         )
     )

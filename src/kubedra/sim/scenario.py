@@ -47,12 +47,18 @@ def _with_namespace(claims: list[ResourceClaim]) -> list[ResourceClaim]:
     ]
 
 
+def _describe(data: dict[str, object]) -> str:
+    if "kind" in data:
+        return f"{data.get('apiVersion', '')} {data['kind']}".strip()
+    return "a document that is not a Kubernetes object"
+
+
 def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
     """Raises InvalidInputError listing every problem (duplicate nodes, bad NodePools or workloads)."""
     pool_docs: list[RawLike] = [r for r in loaded.raw if is_nodepool(r.data)]
     workload_docs = [r for r in loaded.raw if is_workload(r.data)]
     notes = [
-        f"{r.location}: {r.data.get('apiVersion', '?')} {r.data.get('kind', '?')} is not simulated; ignored"
+        f"{r.location}: {_describe(r.data)} is not simulated; ignored"
         for r in loaded.raw
         if not is_nodepool(r.data) and not is_workload(r.data)
     ]
