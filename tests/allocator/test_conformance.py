@@ -10,18 +10,10 @@ from typing import Any
 import pytest
 from tests.conformance.cases import Case, load_cases, messages_match, normalize, share_ids
 
-from kubedra.allocator import (
-    AllocatedState,
-    AllocationError,
-    Allocator,
-    Features,
-    allocation_to_dict,
-)
-from kubedra.allocator.requests import claim_ref
-from kubedra.cel import CelOptions, CompileCache
+from kubedra.allocator import Features
+from kubedra.allocator.snapshot import Snapshot, decision_document
 from kubedra.cli import main
 from kubedra.objects.load import load_paths
-from kubedra.objects.model import DeviceClass, DeviceTaintRule, Node, ObjectMeta, ResourceClaim, ResourceSlice
 
 CASES = load_cases()
 EXIT = {"allocated": 0, "unschedulable": 1, "error": 2}
@@ -42,36 +34,8 @@ def _check(case: Case, actual: dict[str, Any]) -> None:
 def _via_api(case: Case) -> tuple[dict[str, Any], int]:
     loaded = load_paths([str(case.input_path)], api_validation=False)
     features = Features.for_release(case.kubernetes_version).with_gates(case.feature_gates)
-    claims = loaded.of_kind(ResourceClaim)
-    pending = [c for c in claims if c.status.allocation is None]
-    allocated = [c for c in claims if c.status.allocation is not None]
-    node = next(
-        (n for n in loaded.of_kind(Node) if n.metadata.name == case.node), Node(metadata=ObjectMeta(name=case.node))
-    )
-    allocator = Allocator(
-        features,
-        AllocatedState.from_claims(allocated, consumable_capacity=features.consumable_capacity),
-        {c.metadata.name: c for c in loaded.of_kind(DeviceClass)},
-        loaded.of_kind(ResourceSlice),
-        CompileCache(
-            CelOptions(
-                consumable_capacity=features.consumable_capacity, list_type_attributes=features.list_type_attributes
-            )
-        ),
-        loaded.of_kind(DeviceTaintRule),
-    )
-    out: dict[str, Any] = {"node": case.node, "allocations": {}, "message": ""}
-    try:
-        results = allocator.allocate(node, pending)
-    except AllocationError as exc:
-        out.update(result="error", message=str(exc))
-    else:
-        if results is None:
-            out.update(result="unschedulable", message="cannot allocate all claims")
-        else:
-            out["result"] = "allocated"
-            out["allocations"] = {claim_ref(c): allocation_to_dict(r) for c, r in zip(pending, results, strict=True)}
-    return out, allocator.last_steps
+    decision, allocator = Snapshot.from_objects(loaded.objects, case.node).decide(features)
+    return decision_document(case.node, decision), allocator.last_steps
 
 
 @pytest.mark.skipif(not CASES, reason="no conformance cases yet")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
+from kubedra.cel import CelOptions
+
 RELEASES = ("1.34", "1.35", "1.36", "1.37")
 DEFAULT_RELEASE = "1.37"
 
@@ -87,6 +89,10 @@ class Features:
             if spec.name not in values and spec.name != "release":
                 values[spec.name] = False
         return cls(release=release, **values)
+
+    def cel_options(self) -> CelOptions:
+        """The CEL environment these gates imply (``allowMultipleAllocations``, list-typed attributes)."""
+        return CelOptions(consumable_capacity=self.consumable_capacity, list_type_attributes=self.list_type_attributes)
 
     def with_gates(self, gates: Mapping[str, bool]) -> Features:
         """These features with Kubernetes gates switched (``{"DRAAdminAccess": False}``).

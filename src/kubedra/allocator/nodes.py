@@ -1,29 +1,19 @@
 """core/v1 node selection as the allocator needs it: ``nodeName``, ``allNodes`` or a ``NodeSelector``.
 
-Follows ``k8s.io/component-helpers/scheduling/corev1/nodeaffinity``: terms are ORed, a term's requirements are
-ANDed, an empty term matches nothing, ``Gt``/``Lt`` compare integers, ``matchFields`` knows ``metadata.name`` with
-``In``/``NotIn`` and one value. Unlike a plain matcher it reports the parse errors upstream reports.
+Matching itself is :mod:`kubedra.objects.selection` (shared with the scheduler); this module adds the parse errors
+upstream reports for selectors that API validation would have refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from kubedra.objects.model import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from kubedra.objects.model import Node, NodeSelector, NodeSelectorRequirement
+from kubedra.objects.selection import node_selector_matches, parse_int64
 
 _LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
 class NodeSelectorError(ValueError):
     """A selector that cannot be parsed (upstream's API validation normally prevents these)."""
-
-
-def _int64(text: str) -> int | None:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        return None
-    return value if -(2**63) <= value < 2**63 else None
 
 
 def _requirement_errors(req: NodeSelectorRequirement, path: str, *, field: bool) -> list[str]:
@@ -44,7 +34,7 @@ def _requirement_errors(req: NodeSelectorRequirement, path: str, *, field: bool)
     if op in ("Gt", "Lt"):
         if len(values) != 1:
             return [f"{path}.values: Invalid value: {values}: for 'Gt', 'Lt' operators, exactly one value is required"]
-        if _int64(values[0]) is None:
+        if parse_int64(values[0]) is None:
             return [
                 f"{path}.values[0]: Invalid value: {values[0]!r}: "
                 "for 'Gt', 'Lt' operators, the value must be an integer"
@@ -64,49 +54,12 @@ def selector_errors(selector: NodeSelector) -> list[str]:
     return errors
 
 
-def _label_matches(req: NodeSelectorRequirement, labels: Mapping[str, str]) -> bool:
-    op = req.operator
-    value = labels.get(req.key)
-    if op == "In":
-        return value is not None and value in req.values
-    if op == "NotIn":
-        return value is None or value not in req.values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if value is None:
-        return False
-    have, want = _int64(value), _int64(req.values[0])
-    if have is None or want is None:
-        return False
-    return have > want if op == "Gt" else have < want
-
-
-def _term_matches(term: NodeSelectorTerm, node: Node) -> bool:
-    labels = node.metadata.labels
-    if not all(_label_matches(req, labels) for req in term.match_expressions):
-        return False
-    name = node.metadata.name
-    if not name:
-        return True
-    for req in term.match_fields:
-        value = name if req.key == "metadata.name" else ""
-        if (value == req.values[0]) != (req.operator == "In"):
-            return False
-    return True
-
-
 def selector_matches(selector: NodeSelector, node: Node) -> bool:
     """Whether any non-empty term matches; raises :class:`NodeSelectorError` for an unparsable selector."""
     errors = selector_errors(selector)
     if errors:
         raise NodeSelectorError(errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
-    return any(
-        _term_matches(term, node)
-        for term in selector.node_selector_terms
-        if term.match_expressions or term.match_fields
-    )
+    return node_selector_matches(selector, node.metadata.name, node.metadata.labels)
 
 
 def node_matches(node: Node, node_name: str, all_nodes: bool, selector: NodeSelector | None) -> bool:

@@ -31,16 +31,20 @@ class DeviceView:
         self._data: dict[bool, dict[str, Any] | CelRuntimeError] = {}
         self._activations: dict[int, tuple[Environment, Any]] = {}
         self._bounds: Bounds | None = None
+        self._capacities: list[Quantity] = []
+        """The parsed capacities, registered with the environment before each run (see ``Values``)."""
 
     def activation(self, environment: Environment) -> Any:
         """The cel activation for ``environment``; raises ``CelRuntimeError`` when a value cannot be read."""
         cached = self._activations.get(id(environment))
         if cached is not None and cached[0] is environment:
+            environment.values.remember_quantities(self._capacities)
             return cached[1]
         options = environment.options
         data = self.data(lists=options.list_type_attributes)
         if not options.consumable_capacity:
             data = {k: v for k, v in data.items() if k != "device.allowMultipleAllocations"}
+        environment.values.remember_quantities(self._capacities)
         activation = environment.env.Activation(data)
         self._activations[id(environment)] = (environment, activation)
         return activation
@@ -90,13 +94,16 @@ class DeviceView:
             domain, ident = split_qualified_name(name, self.driver)
             attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute, lists, p)
         capacity: dict[str, dict[str, Any]] = {}
+        capacities: list[Quantity] = []
         for name, cap in self.device.capacity.items():
             domain, ident = split_qualified_name(name, self.driver)
             try:
                 q = Quantity.parse(cap.value)
             except ValueError as exc:
                 raise CelRuntimeError(f"capacity {name}: {exc}") from None
+            capacities.append(q)
             capacity.setdefault(domain, {})[ident] = p.quantity(value=quantity_key(q))
+        self._capacities = capacities
         return {
             "device.driver": self.driver,
             "device.attributes": attributes,

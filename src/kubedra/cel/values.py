@@ -60,9 +60,17 @@ class Values:
         key: str = message.value
         q = self._quantities.get(key)
         if q is None:
-            q = Quantity.parse(key)
+            # The nano spelling would read as a fraction (isInteger false); the canonical one reads like an API value.
+            q = Quantity.parse(Quantity.parse(key).canonical())
             self._remember(self._quantities, key, q)
         return q
+
+    def remember_quantities(self, quantities: list[Quantity]) -> None:
+        """Make a device's own capacities read back exactly as spelled, all of them at once (before each run)."""
+        if len(self._quantities) + len(quantities) > _MEMO_LIMIT:
+            self._quantities.clear()
+        for q in quantities:
+            self._quantities[quantity_key(q)] = q
 
     def semver(self, message: Any) -> Semver:
         key: str = message.value

@@ -29,61 +29,30 @@ def _fail(message: str) -> None:
 
 def run_allocate(files: list[str], node_name: str, gates: str, version: str, fmt: OutputFormat) -> int:
     """Load, allocate, print; returns the exit status (0 allocated, 1 unschedulable, 2 error)."""
-    from kubedra.allocator import (
-        AllocatedState,
-        Allocator,
-        FeatureGateError,
-        Features,
-        allocate_on_node,
-        allocation_to_dict,
-        parse_gates,
-    )
-    from kubedra.cel import CelOptions, CompileCache
+    from kubedra.allocator import FeatureGateError, Features, parse_gates
+    from kubedra.allocator.snapshot import Snapshot, decision_document
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
-    from kubedra.objects.model import DeviceClass, DeviceTaintRule, Node, ObjectMeta, ResourceClaim, ResourceSlice
 
     try:
         features = Features.for_release(version).with_gates(parse_gates(gates))
     except FeatureGateError as exc:
         _fail(str(exc))
     try:
+        # Shape checks only: the allocator takes what upstream's takes (API validation is `kubedra validate`).
         loaded = load_paths(files, api_validation=False)
     except InvalidInputError as exc:
         fail_invalid(exc)
     print_warnings(loaded.warnings)
-    claims = loaded.of_kind(ResourceClaim)
-    pending = [c for c in claims if c.status.allocation is None]
-    allocated = [c for c in claims if c.status.allocation is not None]
-    node = next((n for n in loaded.of_kind(Node) if n.metadata.name == node_name), None)
-    if node is None:
-        node = Node(metadata=ObjectMeta(name=node_name))
     deadline = time.monotonic() + FILTER_TIMEOUT_S
-    allocator = Allocator(
-        features,
-        AllocatedState.from_claims(allocated, consumable_capacity=features.consumable_capacity),
-        {c.metadata.name: c for c in loaded.of_kind(DeviceClass)},
-        loaded.of_kind(ResourceSlice),
-        CompileCache(
-            CelOptions(
-                consumable_capacity=features.consumable_capacity, list_type_attributes=features.list_type_attributes
-            )
-        ),
-        loaded.of_kind(DeviceTaintRule),
-        interrupt=lambda: time.monotonic() > deadline,
+    decision, _ = Snapshot.from_objects(loaded.objects, node_name).decide(
+        features, explain=fmt is OutputFormat.table, interrupt=lambda: time.monotonic() > deadline
     )
-    decision = allocate_on_node(allocator, node, pending, allocated, explain=fmt is OutputFormat.table)
     code = {"allocated": 0, "unschedulable": 1, "error": 2}[decision.result]
     if fmt is OutputFormat.table:
         _print_table(decision.result, decision.allocations, decision.message, decision.reasons, node_name)
         return code
-    body: dict[str, Any] = {
-        "node": node_name,
-        "result": decision.result,
-        "allocations": {key: allocation_to_dict(a) for key, a in decision.allocations.items()},
-        "message": decision.message,
-    }
-    print_data(body, fmt)
+    print_data(decision_document(node_name, decision), fmt)
     return code
 
 

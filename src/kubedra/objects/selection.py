@@ -14,11 +14,13 @@ from kubedra.objects.model import NodeSelector, NodeSelectorRequirement, NodeSel
 NODE_NAME_FIELD = "metadata.name"
 
 
-def _parse_int(text: str) -> int | None:
+def parse_int64(text: str) -> int | None:
+    """The value of a ``Gt``/``Lt`` operand, or None when it is not a base-10 int64."""
     try:
-        return int(text, 10)
+        value = int(text, 10)
     except ValueError:
         return None
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def requirement_matches(req: NodeSelectorRequirement, value: str | None) -> bool:
@@ -35,7 +37,7 @@ def requirement_matches(req: NodeSelectorRequirement, value: str | None) -> bool
     if op in ("Gt", "Lt"):
         if value is None or len(req.values) != 1:
             return False
-        have, want = _parse_int(value), _parse_int(req.values[0])
+        have, want = parse_int64(value), parse_int64(req.values[0])
         if have is None or want is None:
             return False
         return have > want if op == "Gt" else have < want
@@ -49,6 +51,8 @@ def term_matches(term: NodeSelectorTerm, node_name: str, labels: Mapping[str, st
     for req in term.match_expressions:
         if not requirement_matches(req, labels.get(req.key)):
             return False
+    if not node_name:
+        return True  # upstream matches fields only against a named node
     for req in term.match_fields:
         value = node_name if req.key == NODE_NAME_FIELD else None
         if not requirement_matches(req, value):

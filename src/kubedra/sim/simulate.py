@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubedra.allocator import Features
-from kubedra.cel import CelOptions, CompileCache
+from kubedra.cel import CompileCache
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import Pod
 from kubedra.scheduler.device_index import DeviceIndex
@@ -48,9 +48,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         claims=scenario.claims,
         templates=scenario.templates,
     )
-    cel = CompileCache(
-        CelOptions(consumable_capacity=features.consumable_capacity, list_type_attributes=features.list_type_attributes)
-    )
+    cel = CompileCache(features.cel_options())
     index = (
         DeviceIndex(state.slices, state.classes, cel, taint_rules=bool(state.taint_rules))
         if options.fast_path
