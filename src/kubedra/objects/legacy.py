@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -420,7 +421,8 @@ def _at_object(location: Location, obj: str) -> Location:
 
 
 def _suffix(location: Location) -> str:
-    digest = hashlib.sha256(f"{location.file}#{location.document}".encode()).digest()
+    """Five name characters from the file's base name and document index: the same wherever the file is read from."""
+    digest = hashlib.sha256(f"{os.path.basename(location.file)}#{location.document}".encode()).digest()
     return "".join(_NAME_ALPHABET[b % len(_NAME_ALPHABET)] for b in digest[:5])
 
 
