@@ -6,7 +6,8 @@ claim, ``None`` when the claims do not fit on the node, or raises ``AllocationEr
 """
 
 from kubedra.allocator.allocator import Allocator
-from kubedra.allocator.decision import Decision, allocate_on_node, diagnose
+from kubedra.allocator.decision import Decision, allocate_on_node
+from kubedra.allocator.diagnosis import diagnose
 from kubedra.allocator.errors import AllocationError, NodeAllocationFailed, SearchBudgetExceeded
 from kubedra.allocator.features import FeatureGateError, Features, parse_gates
 from kubedra.allocator.results import allocation_to_dict

@@ -6,10 +6,11 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, simulate, validate
+from kubedra.cli import allocate, cel, convert, explain, simulate, validate
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
+    explain.register,
     allocate.register,
     cel.register,
     convert.register,

@@ -40,7 +40,7 @@ HELP = " ".join(
 )
 
 
-def _default_inputs() -> list[str]:
+def default_inputs() -> list[str]:
     from kubedra.data import seed_dir
 
     data = seed_dir().parent
@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise typer.Exit(EXIT_INVALID_INPUT) from exc
         try:
-            loaded = load_paths(files or _default_inputs())
+            loaded = load_paths(files or default_inputs())
             scenario = build_scenario(loaded, seed=seed)
         except InvalidInputError as exc:
             fail_invalid(exc)

@@ -1,0 +1,450 @@
+"""``kubedra explain``: why a pod is pending (or where it runs), node by node, grouped so that 500 nodes read well.
+
+Upstream's scheduler says "0/500 nodes are available: 500 cannot allocate all claims". Here every node is run
+through the same checks in kube-scheduler's order — PreFilter (claims exist, may be reserved, classes exist), node
+rules (node name, selector/affinity, taints, cpu/memory/pods/device-plugin resources), the nodeSelector of claims
+already allocated, then the allocator for the claims still to allocate plus KEP-5004's special claim — and a node
+that fails the device step gets the allocator's diagnosis (which request, which selector and the values it reads,
+who holds the devices, which constraint, counter set, taint or capacity is in the way). Nodes with the same
+explanation form one group; the claims in the way are merged per group.
+
+Documented JSON shape (``as_dict``)::
+
+    pod:     {"pod": "ns/name", "phase": "Pending|Running|Succeeded", "node": str|null, "message": str,
+              "summary": str, "claims": [{"claim", "state", "devices", "reservedFor", "allocatedOn"}],
+              "groups": [{"check", "reason", "reasons": [str], "count": int, "nodes": [str], "heldBy": [str]}]}
+    claim:   {"claim": "ns/name", "state": "allocated|pending", "devices": [...], "allocatedOn": str,
+              "reservedFor": [...], "message": str, "pods": [<pod>...], "groups": [...]}
+
+``check`` is one of ``pod`` (PreFilter: applies to every node), ``node`` (node rules), ``allocation`` (a claim's
+existing allocation), ``devices`` (the allocator), ``error`` (input the allocator refuses) or ``fits``. Reasons
+name at most 5 claims in the way ("and K more"); ``heldBy`` (only when some) lists them all.
+Pure: state and allocator in, data out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from kubedra.allocator import AllocationError, Allocator, NodeAllocationFailed, SearchBudgetExceeded
+from kubedra.allocator.diagnosis import Issue, node_issues, owners_of, users_suffix
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.objects.model import (
+    AllocationResult,
+    DeviceRequestAllocationResult,
+    Node,
+    NodeSelector,
+    ResourceClaim,
+    ResourceClaimStatus,
+)
+from kubedra.objects.selection import node_selector_matches
+from kubedra.scheduler.claims import can_be_reserved, claim_key, is_reserved_for, key_of
+from kubedra.scheduler.extended import (
+    ExtendedRequest,
+    ExtendedResourceMap,
+    dra_served_resources,
+    extended_requests,
+    special_claim,
+)
+from kubedra.scheduler.nodefit import ZERO, NodeUsage, node_fit_reason
+
+SPECIAL = "<extended-resources>"
+FITS = "fits"
+CHECK_ORDER = {FITS: 0, "pod": 1, "error": 2, "node": 3, "allocation": 4, "devices": 5}
+
+
+@dataclass
+class Group:
+    """Nodes with the same explanation; ``issues`` carry the claims in the way, merged over the nodes."""
+
+    check: str
+    issues: list[Issue]
+    nodes: list[str] = field(default_factory=list)
+    users: list[dict[str, None]] = field(default_factory=list)
+
+    def reasons(self, labels: dict[str, str] | None = None, max_users: int = 5) -> list[str]:
+        out = []
+        for issue, users in zip(self.issues, self.users, strict=True):
+            subject = _subject(issue, labels or {})
+            out.append(subject + issue.text + users_suffix(list(users), issue.users_label, max_users))
+        return out
+
+
+def _subject(issue: Issue, labels: dict[str, str]) -> str:
+    if issue.claim.endswith("/" + SPECIAL):
+        resource = labels.get(issue.request.partition("/")[0], issue.request)
+        return f"extended resource {resource}: " if issue.request else "extended resources: "
+    parts = [f"claim {issue.claim}"] if issue.claim else []
+    if issue.request:
+        parts.append(f"request {issue.request}")
+    return (", ".join(parts) + ": ") if parts else ""
+
+
+@dataclass
+class ClaimLine:
+    claim: str
+    state: str  # allocated | pending | missing
+    devices: list[str] = field(default_factory=list)
+    reserved_for: list[str] = field(default_factory=list)
+    allocated_on: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "state": self.state, "devices": self.devices,
+                "reservedFor": self.reserved_for, "allocatedOn": self.allocated_on}
+
+
+@dataclass
+class PodExplanation:
+    pod: str
+    phase: str
+    node: str
+    message: str
+    summary: str
+    claims: list[ClaimLine]
+    groups: list[Group]
+    labels: dict[str, str] = field(default_factory=dict)  # special-claim request name -> extended resource
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pod": self.pod,
+            "phase": self.phase,
+            "node": self.node or None,
+            "message": self.message,
+            "summary": self.summary,
+            "claims": [c.as_dict() for c in self.claims],
+            "groups": [_group_dict(g, self.labels) for g in self.groups],
+        }
+
+
+@dataclass
+class ClaimExplanation:
+    claim: ClaimLine
+    message: str
+    pods: list[PodExplanation]
+    groups: list[Group]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.claim.as_dict(),
+            "message": self.message,
+            "pods": [p.as_dict() for p in self.pods],
+            "groups": [_group_dict(g, {}) for g in self.groups],
+        }
+
+
+def _group_dict(group: Group, labels: dict[str, str]) -> dict[str, Any]:
+    reasons = group.reasons(labels)
+    held = list(dict.fromkeys(u for users in group.users for u in users))
+    return {"check": group.check, "reason": "; ".join(reasons), "reasons": reasons,
+            "count": len(group.nodes), "nodes": group.nodes, **({"heldBy": held} if held else {})}
+
+
+# ---------------------------------------------------------------------------------------------- lookup
+
+
+@dataclass(frozen=True)
+class Lookup:
+    key: str | None  # the one object meant, or None
+    matches: list[str]  # when key is None: the ambiguous or close names
+
+
+def lookup(keys: Iterable[str], name: str, namespace: str | None = None) -> Lookup:
+    """``ns/name``, ``name`` with ``namespace``, or a name unique across namespaces; else close matches."""
+    keys = list(keys)
+    if namespace is None and "/" in name:
+        namespace, name = name.split("/", 1)
+    if namespace is not None:
+        wanted = key_of(namespace, name)
+        if wanted in keys:
+            return Lookup(wanted, [])
+    else:
+        same = [k for k in keys if k.split("/", 1)[1] == name]
+        if len(same) == 1:
+            return Lookup(same[0], [])
+        if same:
+            return Lookup(None, same)
+    scoped = [k for k in keys if namespace is None or k.startswith(namespace + "/")]
+    prefixed = [k for k in scoped if k.split("/", 1)[1].startswith(name)]
+    names = {k.split("/", 1)[1]: k for k in scoped}
+    close = [names[n] for n in difflib.get_close_matches(name, list(names), n=5, cutoff=0.6)]
+    return Lookup(None, list(dict.fromkeys([*prefixed[:10], *close])))
+
+
+# ---------------------------------------------------------------------------------------------- the checks
+
+
+@dataclass
+class _Attempt:
+    """What explaining one pod needs on every node (PreFilter's result)."""
+
+    record: PodRecord
+    claims: list[ResourceClaim]
+    to_allocate: list[ResourceClaim]
+    extended: list[ExtendedRequest]
+    mapping: ExtendedResourceMap
+    usage_without_pod: str = ""  # node whose usage excludes the pod (a running pod's own node)
+
+
+def _pod_claims(state: ClusterState, record: PodRecord) -> list[ResourceClaim] | str:
+    """PreFilter, with kube-scheduler's messages."""
+    pod = record.pod
+    generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    claims: list[ResourceClaim] = []
+    for pod_claim in pod.spec.resource_claims:
+        name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
+        if not name:
+            if pod_claim.resource_claim_template_name:
+                return f"waiting for the ResourceClaim of pod claim {pod_claim.name!r} to be created"
+            continue
+        claim = state.claims.get(key_of(pod.metadata.namespace, name))
+        if claim is None:
+            return f'resourceclaim "{name}" not found'
+        if claim.status.allocation is not None and not can_be_reserved(claim) and not is_reserved_for(claim, pod):
+            return "resourceclaim in use"
+        claims.append(claim)
+    for claim in claims:
+        if claim.status.allocation is not None:
+            continue
+        for request in claim.spec.devices.requests:
+            names = [(request.name, request.exactly.device_class_name)] if request.exactly else [
+                (f"{request.name}/{s.name}", s.device_class_name) for s in request.first_available]
+            for qualified, class_name in names:
+                if class_name and class_name not in state.classes:
+                    return f"request {qualified}: device class {class_name} does not exist"
+    return claims
+
+
+def _describe_selector(selector: NodeSelector) -> str:
+    names = [v for term in selector.node_selector_terms for f in term.match_fields
+             if f.key == "metadata.name" and f.operator == "In" for v in f.values]
+    if len(names) == 1 and len(selector.node_selector_terms) == 1:
+        return f"allocated on node {names[0]}"
+    return "allocated for other nodes"
+
+
+def _quantity(text: str | None) -> str:
+    return text if text is not None else "none"
+
+
+def _node_detail(reason: str, record: PodRecord, node: Node) -> str:
+    """kube-scheduler's reason plus what it compared (values that are the same across a node pool)."""
+    pod = record.pod
+    if reason.startswith("Insufficient "):
+        name = reason.removeprefix("Insufficient ")
+        have = node.status.allocatable.get(name)
+        want = record.requests.get(name, ZERO)
+        if have is None:
+            return f"{reason} (the pod requests {want}; the node does not advertise {name})"
+        return f"{reason} (the pod requests {want}; node allocatable {have})"
+    if reason == "Too many pods":
+        return f"{reason} (node allocatable pods {_quantity(node.status.allocatable.get('pods'))})"
+    if "node affinity/selector" in reason:
+        labels = node.metadata.labels
+        wrong = [f"{k}={v} (node: {labels.get(k, 'unset')})"
+                 for k, v in pod.spec.node_selector.items() if labels.get(k) != v]
+        return f"{reason}: nodeSelector {', '.join(wrong)}" if wrong else f"{reason}: required node affinity"
+    return reason
+
+
+class _Grouper:
+    """Collects (check, issues) per node into groups keyed by everything but the claims in the way."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[object, ...], Group] = {}
+
+    def add(self, node: str, check: str, issues: list[Issue]) -> None:
+        key = (check, *((i.claim, i.request, i.text, i.users_label) for i in issues))
+        group = self.found.get(key)
+        if group is None:
+            group = self.found[key] = Group(check, issues, users=[{} for _ in issues])
+        group.nodes.append(node)
+        for merged, issue in zip(group.users, issues, strict=True):
+            merged.update(dict.fromkeys(issue.users))
+
+    def groups(self) -> list[Group]:
+        return sorted(self.found.values(), key=lambda g: (CHECK_ORDER.get(g.check, 9), -len(g.nodes)))
+
+
+class _Explainer:
+    def __init__(self, state: ClusterState, allocator: Allocator) -> None:
+        self.state = state
+        self.allocator = allocator
+        self.mapping = ExtendedResourceMap(list(state.classes.values()))
+        self.owners = owners_of(list(state.allocated_claims()))
+
+    def check_node(self, attempt: _Attempt, node: Node) -> tuple[str, list[Issue]]:
+        """The first failing check on one node and its explanation, or (``fits``, [])."""
+        name = node.metadata.name
+        record = attempt.record
+        served = dra_served_resources(attempt.extended, node, self.mapping) if attempt.extended else frozenset()
+        usage = self.state.usage.get(name, NodeUsage())
+        if name == attempt.usage_without_pod:
+            usage = NodeUsage(dict(usage.requested), usage.pods)
+            usage.remove(record.requests)
+        reason = node_fit_reason(record.pod, record.requests, node, usage, served)
+        if reason:
+            return "node", [Issue("", "", _node_detail(reason, record, node))]
+        for claim in attempt.claims:
+            allocation = claim.status.allocation
+            if allocation is not None and allocation.node_selector is not None and not node_selector_matches(
+                allocation.node_selector, name, node.metadata.labels
+            ):
+                where = _describe_selector(allocation.node_selector)
+                text = f"node not selected by the claim's existing allocation ({where})"
+                return "allocation", [Issue(claim_key(claim), "", text)]
+        special = (special_claim(record.pod, attempt.extended, served, self.mapping, SPECIAL) if served else None)
+        batch = [*attempt.to_allocate, *([special] if special else [])]
+        if not batch:
+            return FITS, []
+        try:
+            results = self.allocator.allocate(node, batch)
+        except SearchBudgetExceeded as exc:
+            return "devices", [Issue("", "", f"timed out trying to allocate devices ({exc})")]
+        except NodeAllocationFailed as exc:
+            return "devices", [Issue("", "", str(exc))]
+        except AllocationError as exc:
+            return "error", [Issue("", "", str(exc))]
+        if results is not None and len(results) == len(batch):
+            return FITS, []
+        return "devices", node_issues(self.allocator, node, batch, self.owners)
+
+    def groups(self, attempt: _Attempt, skip: str = "") -> list[Group]:
+        grouper = _Grouper()
+        for name, node in self.state.nodes.items():
+            if name != skip:
+                grouper.add(name, *self.check_node(attempt, node))
+        return grouper.groups()
+
+    def attempt(self, record: PodRecord, claims: list[ResourceClaim], own_node: str = "") -> _Attempt:
+        extended = extended_requests(record.pod) if self.mapping else []
+        return _Attempt(record, claims, [c for c in claims if c.status.allocation is None], extended, self.mapping,
+                        own_node)
+
+
+def _device_label(result: DeviceRequestAllocationResult) -> str:
+    label = f"{result.driver}/{result.pool}/{result.device}"
+    if result.share_id:
+        shares = result.consumed_capacity.get("shares")
+        label += f" (share{' ' + shares if shares else ''})"
+    if result.admin_access:
+        label += " (admin)"
+    return label
+
+
+def _allocated_on(allocation: AllocationResult) -> str:
+    if allocation.node_selector is None:
+        return "all nodes"
+    return _describe_selector(allocation.node_selector).removeprefix("allocated on node ")
+
+
+def claim_line(claim: ResourceClaim) -> ClaimLine:
+    allocation = claim.status.allocation
+    reserved = [key_of(claim.metadata.namespace, r.name) for r in claim.status.reserved_for]
+    if allocation is None:
+        return ClaimLine(claim_key(claim), "pending", reserved_for=reserved)
+    return ClaimLine(claim_key(claim), "allocated", [_device_label(r) for r in allocation.devices.results],
+                     reserved, _allocated_on(allocation))
+
+
+def _pod_claim_lines(state: ClusterState, record: PodRecord) -> list[ClaimLine]:
+    pod = record.pod
+    generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    lines = []
+    for pod_claim in pod.spec.resource_claims:
+        name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
+        claim = state.claims.get(key_of(pod.metadata.namespace, name)) if name else None
+        if claim is None:
+            label = name or f"{pod_claim.name} (from template {pod_claim.resource_claim_template_name})"
+            lines.append(ClaimLine(key_of(pod.metadata.namespace, label), "missing"))
+        else:
+            lines.append(claim_line(claim))
+    special = state.claims.get(record.extended_claim_key) if record.extended_claim_key else None
+    if special is not None:
+        lines.append(claim_line(special))
+    return lines
+
+
+def _fits_summary(groups: Sequence[Group], total: int, verb: str) -> str:
+    fitting = sum(len(g.nodes) for g in groups if g.check == FITS)
+    return f"{fitting} of {total} nodes {verb}"
+
+
+def explain_pod(state: ClusterState, allocator: Allocator, key: str, *, policy: str = "") -> PodExplanation:
+    """Why the pod ``key`` (``ns/name``) is pending, or where it runs and which other nodes could run it."""
+    record = state.pods[key]
+    explainer = _Explainer(state, allocator)
+    phase = record.pod.status.phase or "Pending"
+    node = record.pod.spec.node_name
+    claims = _pod_claim_lines(state, record)
+    labels = {r.request_name: r.resource for r in extended_requests(record.pod)}
+    total = len(state.nodes)
+    if phase == "Succeeded":
+        message = f"finished on {node} after running from {record.started_at or 0:g}s to {record.finished_at or 0:g}s"
+        return PodExplanation(key, phase, node, message, "the pod has finished", claims, [], labels)
+    if phase == "Running":
+        resolved = _pod_claims(state, record)
+        hypothetical = [
+            msgspec.structs.replace(c, status=ResourceClaimStatus()) if c.status.allocation is not None and
+            len(c.status.reserved_for) <= 1 else c
+            for c in (resolved if isinstance(resolved, list) else [])
+        ]
+        unbound = dataclasses.replace(
+            record, pod=msgspec.structs.replace(record.pod, spec=msgspec.structs.replace(record.pod.spec, node_name=""))
+        )
+        groups = explainer.groups(explainer.attempt(unbound, hypothetical, node), skip=node)
+        by = f" by the {policy} policy" if policy else ""
+        message = (f"scheduled at {record.started_at or 0:g}s on {node}{by}, among the nodes where its node rules "
+                   "and claims fit at that time")
+        summary = _fits_summary(groups, total - 1, "other than its own could run it now")
+        return PodExplanation(key, phase, node, message, summary, claims, groups, labels)
+    resolved = _pod_claims(state, record)
+    if isinstance(resolved, str):
+        group = Group("pod", [Issue("", "", resolved)], list(state.nodes), [{}])
+        return PodExplanation(key, phase, node, record.pending_reason or resolved,
+                              f"0 of {total} nodes can run the pod now", claims, [group], labels)
+    groups = explainer.groups(explainer.attempt(record, resolved))
+    summary = _fits_summary(groups, total, "can run the pod now")
+    return PodExplanation(key, phase, node, record.pending_reason, summary, claims, groups, labels)
+
+
+def _uses(record: PodRecord, key: str) -> bool:
+    pod = record.pod
+    generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    for pod_claim in pod.spec.resource_claims:
+        name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
+        if name and key_of(pod.metadata.namespace, name) == key:
+            return True
+    return record.extended_claim_key == key
+
+
+def explain_claim(state: ClusterState, allocator: Allocator, key: str, *, policy: str = "") -> ClaimExplanation:
+    """The claim's allocation and users, the explanation of every pod using it, or (unused) where it could go."""
+    claim = state.claims[key]
+    line = claim_line(claim)
+    users = [k for k, record in state.pods.items() if _uses(record, key)]
+    pods = [explain_pod(state, allocator, k, policy=policy) for k in users]
+    if claim.status.allocation is not None:
+        message = f"allocated on {line.allocated_on}, reserved for {len(claim.status.reserved_for)} pod(s)"
+        return ClaimExplanation(line, message, pods, [])
+    if users:
+        pending = sum(1 for p in pods if p.phase == "Pending")
+        message = (f"not allocated: it is allocated when the first pod using it is scheduled; "
+                   f"{pending} of {len(pods)} pod(s) using it are pending")
+        return ClaimExplanation(line, message, pods, [])
+    owners = owners_of(list(state.allocated_claims()))
+    grouper = _Grouper()
+    for name, node in state.nodes.items():
+        try:
+            fits = allocator.allocate(node, [claim]) is not None
+            grouper.add(name, FITS, []) if fits else grouper.add(
+                name, "devices", node_issues(allocator, node, [claim], owners))
+        except AllocationError as exc:
+            grouper.add(name, "error", [Issue("", "", str(exc))])
+    message = "no pod uses this claim; a claim is allocated when the first pod using it is scheduled"
+    return ClaimExplanation(line, message, [], grouper.groups())
