@@ -7,7 +7,9 @@ updated in place as claims are allocated and released, which is the same state t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+import uuid
+from collections.abc import Callable, Sequence
 
 from kubedra.allocator import (
     AllocatedState,
@@ -29,6 +31,12 @@ DEFAULT_STEP_BUDGET = 1_000_000
 TIMED_OUT = "timed out trying to allocate devices"
 
 
+def seeded_share_ids(seed: int) -> Callable[[], str]:
+    """Version-4 UUIDs from a seeded stream: shareIDs look like the real ones and repeat run for run."""
+    rng = random.Random(f"kubedra-share-ids-{seed}")
+    return lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
 class AllocatorBackend:
     """A ``DraBackend`` (and ``NodeAllocator``) for the scheduler; also keeps the device index in step."""
 
@@ -40,6 +48,7 @@ class AllocatorBackend:
         *,
         index: DeviceIndex | None = None,
         step_budget: int = DEFAULT_STEP_BUDGET,
+        share_ids: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
         self.features = features
         self.index = index
@@ -47,7 +56,14 @@ class AllocatorBackend:
             state.allocated_claims(), consumable_capacity=features.consumable_capacity
         )
         self.allocator = Allocator(
-            features, self.allocated, state.classes, state.slices, cel, state.taint_rules, step_budget
+            features,
+            self.allocated,
+            state.classes,
+            state.slices,
+            cel,
+            state.taint_rules,
+            step_budget,
+            share_ids=share_ids,
         )
         if index is not None:
             for claim in state.allocated_claims():

@@ -14,7 +14,7 @@ from kubedra.cel import CompileCache
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import Pod
 from kubedra.scheduler.device_index import DeviceIndex
-from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend
+from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend, seeded_share_ids
 from kubedra.scheduler.nodefit import pod_requests
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
@@ -54,7 +54,9 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         if options.fast_path
         else None
     )
-    backend = AllocatorBackend(features, state, cel, index=index, step_budget=options.step_budget)
+    backend = AllocatorBackend(
+        features, state, cel, index=index, step_budget=options.step_budget, share_ids=seeded_share_ids(options.seed)
+    )
     for claim in state.allocated_claims():
         assert claim.status.allocation is not None
         state.note_allocation(claim.status.allocation, +1)
