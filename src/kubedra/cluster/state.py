@@ -7,7 +7,7 @@ devices in use). It is mutated only through its methods, so the indexes never dr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kubedra.objects.model import (
@@ -65,6 +65,8 @@ class ClusterState:
     device_node: dict[str, str] = field(default_factory=dict)
     devices_in_use: dict[str, int] = field(default_factory=dict)
     devices_total: dict[str, int] = field(default_factory=dict)
+    # Called with a node's name after the pods bound to it changed (the scheduler's node sets listen).
+    watchers: list[Callable[[str], None]] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -126,6 +128,10 @@ class ClusterState:
 
     def bind(self, record: PodRecord, node: str) -> None:
         self.usage[node].add(record.requests)
+        for watcher in self.watchers:
+            watcher(node)
 
     def unbind(self, record: PodRecord, node: str) -> None:
         self.usage[node].remove(record.requests)
+        for watcher in self.watchers:
+            watcher(node)

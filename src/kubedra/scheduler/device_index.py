@@ -12,11 +12,11 @@ allocator decides. Selector results per device are computed once per signature a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubedra.cel import CelError, CompileCache, DeviceView
-from kubedra.objects.model import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
+from kubedra.objects.model import AllocationResult, DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice
 
 # (class name, request selector expressions)
 Signature = tuple[str, tuple[str, ...]]
@@ -63,11 +63,16 @@ class DeviceIndex:
         self._devices: list[_Device] = []
         self._exact_nodes: set[str] = set()
         self._in_use: set[str] = set()
+        self._in_use_on: dict[str, set[str]] = {}  # node -> "<slice ordinal on the node>/<device>" in use
+        self._local: dict[str, str] = {}
         self._free: dict[Signature, dict[str, int]] = {}
         self._matching: dict[Signature, frozenset[str]] = {}
         self._failed: set[Signature] = set()
+        self._by_exprs: dict[tuple[str, ...], Signature] = {}
+        self._canonical: dict[Signature, Signature] = {}
         self._signatures_of: dict[str, list[Signature]] = {}
         self._device_node: dict[str, str] = {}
+        self.watchers: list[Callable[[str], None]] = []  # called with a node's name after its devices changed
         self._build(slices)
         if taint_rules:
             self._exact_nodes = set()  # a DeviceTaintRule may taint any device: counts are only a bound then
@@ -83,8 +88,11 @@ class DeviceIndex:
         broken: set[tuple[str, str]] = set()
         local_nodes: dict[tuple[str, str], set[str]] = {}
         any_shared = False
+        ordinal: dict[str, int] = {}
         for s in slices:
             pool = (s.spec.driver, s.spec.pool.name)
+            position = ordinal.get(s.spec.node_name or "", 0)
+            ordinal[s.spec.node_name or ""] = position + 1
             if s.spec.pool.generation != newest[pool]:
                 continue
             counts[pool] = counts.get(pool, 0) + 1
@@ -103,6 +111,7 @@ class DeviceIndex:
                 self._devices.append(_Device(key, s.spec.node_name, DeviceView(s.spec.driver, device),
                                              _is_plain_device(s, i)))
                 self._device_node[key] = s.spec.node_name
+                self._local[key] = f"{position}/{device.name}"
         broken |= {pool for pool, n in counts.items() if n != expected[pool]}
         nodes_with_devices = {d.node for d in self._devices}
         impure = {d.node for d in self._devices if not d.plain}
@@ -134,10 +143,26 @@ class DeviceIndex:
                 count += 1 if exact.count is None else exact.count
         if signature is None or not self._ensure(signature):
             return None
-        return Demand(signature, count)
+        return Demand(self._canonical.get(signature, signature), count)
+
+    def warm(self, specs: Iterable[ResourceClaimSpec], classes: Iterable[DeviceClass]) -> None:
+        """Evaluate selectors up front for the requests these claim specs make and for extended-resource classes,
+        so the first pods do not pay for the whole cluster's CEL evaluations."""
+        for spec in specs:
+            for request in spec.devices.requests:
+                exact = request.exactly
+                if exact is not None and all(s.cel for s in exact.selectors):
+                    self._ensure((exact.device_class_name, tuple(s.cel.expression for s in exact.selectors if s.cel)))
+        for device_class in classes:
+            if device_class.spec.extended_resource_name:
+                self._ensure((device_class.metadata.name, ()))
 
     def free(self, signature: Signature, node: str) -> int:
         return self._free[signature].get(node, 0)
+
+    def in_use_on(self, node: str) -> frozenset[str]:
+        """The node's devices dedicated to an allocation now, named by slice position and device (no pool)."""
+        return frozenset(self._in_use_on.get(node, ()))
 
     def exact(self, node: str) -> bool:
         """Whether free counts on this node decide feasibility for a plain demand."""
@@ -156,6 +181,12 @@ class DeviceIndex:
             self._failed.add(signature)
             return False
         exprs = [s.cel.expression for s in device_class.spec.selectors if s.cel] + list(request_exprs)
+        same = self._by_exprs.get(tuple(exprs))
+        if same is not None:  # another class with the same selectors (one class per extended resource, say)
+            self._free[signature] = self._free[same]
+            self._matching[signature] = self._matching[same]
+            self._canonical[signature] = same
+            return True
         try:
             programs = [self._cel.compile(e) for e in exprs]
             matching = frozenset(d.key for d in self._devices if all(p.evaluate(d.view) for p in programs))
@@ -170,24 +201,33 @@ class DeviceIndex:
                 free[node] = free.get(node, 0) + 1
         self._free[signature] = free
         self._matching[signature] = matching
+        self._by_exprs[tuple(exprs)] = signature
         return True
 
     def _mark(self, allocation: AllocationResult, in_use: bool) -> None:
+        touched: list[str] = []
         for result in allocation.devices.results:
-            if result.admin_access or result.share_id:
-                continue
             key = f"{result.driver}/{result.pool}/{result.device}"
             node = self._device_node.get(key)
+            if node is not None and node not in touched:
+                touched.append(node)
+            if result.admin_access or result.share_id:
+                continue
             if node is None or (key in self._in_use) == in_use:
                 continue
             if in_use:
                 self._in_use.add(key)
+                self._in_use_on.setdefault(node, set()).add(self._local[key])
             else:
                 self._in_use.discard(key)
+                self._in_use_on.get(node, set()).discard(self._local[key])
             delta = -1 if in_use else 1
             for signature in self._signatures_of.get(key, ()):
                 counts = self._free[signature]
                 counts[node] = counts.get(node, 0) + delta
+        for watcher in self.watchers:
+            for node in touched:
+                watcher(node)
 
     def allocated(self, allocation: AllocationResult) -> None:
         self._mark(allocation, in_use=True)

@@ -19,6 +19,7 @@ from typing import Protocol
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, ContainerExtendedResourceRequest, Node, ResourceClaim
 from kubedra.objects.selection import node_selector_matches
+from kubedra.scheduler.candidates import NodeSets, Verdicts, requests_key
 from kubedra.scheduler.claims import can_be_reserved, is_reserved_for, key_of
 from kubedra.scheduler.device_index import Demand, DeviceIndex
 from kubedra.scheduler.extended import (
@@ -36,6 +37,7 @@ SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
 UNSCHEDULABLE_CLAIMS = "cannot allocate all claims"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_PERCENTAGE = 5
+MAX_STATES = 4096  # remembered allocator answers per demand, by node state
 
 
 class AllocatorInputError(Exception):
@@ -107,6 +109,14 @@ class Scheduler:
         self.index = index
         self.extended_map = ExtendedResourceMap(list(state.classes.values()))
         self._next_start = 0
+        self.sets: NodeSets | None = None
+        if index is not None:
+            specs = [t.spec.spec for t in state.templates.values()]
+            specs += [c.spec for c in state.claims.values() if c.status.allocation is None]
+            index.warm(specs, state.classes.values())
+            self.sets = NodeSets(state, index)
+            state.watchers.append(self.sets.touch)
+            index.watchers.append(self.sets.touch)
 
     def refresh_classes(self) -> None:
         self.extended_map = ExtendedResourceMap(list(self.state.classes.values()))
@@ -170,6 +180,15 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
         )
+        if self.sets is not None:
+            fast = self._schedule_fast(attempt, self.sets)
+            if fast is not None:
+                return fast
+        return self._walk(attempt)
+
+    def _walk(self, attempt: _Attempt) -> Outcome:
+        """Filter node by node from the rotating start, then Score (the reference the node sets reproduce)."""
+        record = attempt.record
         names = list(self.state.nodes)
         wanted = 1 if self.policy is Policy.FIRST_FIT else feasible_nodes_to_find(len(names))
         start = 0 if self.policy is Policy.FIRST_FIT else self._next_start % max(1, len(names))
@@ -203,6 +222,118 @@ class Scheduler:
             reasons.setdefault(results, []).append(chosen.node)
             feasible.remove(chosen)
         return Unschedulable(summarize(reasons, len(self.state.nodes)), reasons)
+
+    def _schedule_fast(self, attempt: _Attempt, sets: NodeSets) -> Outcome | None:
+        """The same walk as ``schedule`` over node sets (see ``candidates``); None: take the node-by-node path.
+
+        Feasible nodes, the walk's length, scores, tie-breaking draws and allocator calls are exactly those of the
+        node-by-node walk; pods that fit nowhere go that way too, so their reasons are its reasons.
+        """
+        prepared = self._fast_candidates(attempt, sets)
+        if prepared is None:
+            return None
+        mask, undecided, verdicts, served = prepared
+        first_fit = self.policy is Policy.FIRST_FIT
+        wanted = 1 if first_fit else feasible_nodes_to_find(sets.count)
+        start = 0 if first_fit else self._next_start % max(1, sets.count)
+        batch, special = attempt.batch_for(served, self.extended_map)
+        while True:
+            window, processed = sets.window(mask, start, wanted)
+            unknown = window & undecided & ~verdicts.ok if verdicts is not None else 0
+            if not unknown:
+                break
+            assert attempt.allocator is not None
+            assert verdicts is not None
+            for i in sets.rotated(unknown, start):
+                answer = self._node_verdict(attempt.allocator, sets, verdicts, i, batch)
+                if isinstance(answer, Failed):
+                    return answer
+                if isinstance(answer, str):
+                    verdicts.bad |= 1 << i
+                    verdicts.reasons[i] = answer
+                    mask &= ~(1 << i)
+                else:
+                    verdicts.ok |= 1 << i
+        if not window:
+            return None
+        if not first_fit:
+            self._next_start = (start + processed) % sets.count
+        return self._fast_choose(attempt, sets, window, start, _Feasible("", None, special, served, batch))
+
+    def _node_verdict(
+        self, allocator: NodeAllocator, sets: NodeSets, verdicts: Verdicts, i: int, batch: list[ResourceClaim]
+    ) -> str | Failed | None:
+        """The allocator's answer on node ``i`` (None: fits), or a node alike's remembered answer."""
+        state_key = sets.state_key(i)
+        if state_key is not None and state_key in verdicts.by_state:
+            return verdicts.by_state[state_key]
+        answer = self._allocate(allocator, self.state.nodes[sets.names[i]], batch)
+        if isinstance(answer, Failed):
+            return answer
+        verdict = answer if isinstance(answer, str) else None
+        if state_key is not None:
+            if len(verdicts.by_state) >= MAX_STATES:
+                verdicts.by_state.clear()
+            verdicts.by_state[state_key] = verdict
+        return verdict
+
+    def _fast_candidates(
+        self, attempt: _Attempt, sets: NodeSets
+    ) -> tuple[int, int, Verdicts | None, frozenset[str]] | None:
+        """Nodes passing every check the index can decide, those only the allocator can, its cached answers."""
+        record = attempt.record
+        served: frozenset[str] = frozenset()
+        if attempt.extended:
+            if any(r.resource in sets.advertised for r in attempt.extended) or not sets.names:
+                return None  # device plugins serve some of it on some nodes: per-node batches
+            served = dra_served_resources(attempt.extended, self.state.nodes[sets.names[0]], self.extended_map)
+        mask = sets.static_mask(record.pod) & sets.fit_mask(record.requests, served)
+        for claim in attempt.claims:
+            allocation = claim.status.allocation
+            if allocation is not None and allocation.node_selector is not None:
+                mask &= sets.selector_mask(key_of(claim.metadata.namespace, claim.metadata.name), allocation)
+        batch, _ = attempt.batch_for(served, self.extended_map)
+        if not batch or attempt.allocator is None:
+            return mask, 0, None, served
+        demand = attempt.demand_for(served, batch, self.index) if self.index is not None else None
+        if demand is not None:
+            mask &= sets.free_mask(demand.signature, demand.count)
+        undecided = mask & ~sets.exact if demand is not None else mask
+        if not undecided:
+            return mask, 0, None, served
+        verdicts = sets.verdicts(batch)
+        if verdicts is None:
+            return None
+        return mask & ~verdicts.bad, undecided, verdicts, served
+
+    def _fast_choose(
+        self, attempt: _Attempt, sets: NodeSets, window: int, start: int, template: _Feasible
+    ) -> Outcome:
+        """Score the window's nodes by class, draw among ties as ``pick`` does, allocate on the chosen node."""
+        record = attempt.record
+        batch = template.batch
+        added = sum(_devices_asked(claim) for claim in batch)
+        rkey = requests_key(record.requests)
+        reasons: dict[str, list[str]] = {}
+        while window:
+            if self.policy is Policy.FIRST_FIT or window & (window - 1) == 0:
+                i = sets.kth_rotated(window, start, 0)
+            else:
+                tied = sets.best(window, self.policy, record.requests, rkey, added)
+                ties = tied.bit_count()
+                i = sets.kth_rotated(tied, start, 0 if ties == 1 else self.rng.choice(range(ties)))
+            name = sets.names[i]
+            chosen = _Feasible(name, None, template.special, template.served, batch, deferred=bool(batch))
+            if not batch or attempt.allocator is None:
+                return self._placement(attempt, chosen, None)
+            results = self._allocate(attempt.allocator, self.state.nodes[name], batch)
+            if isinstance(results, Failed):
+                return results
+            if isinstance(results, list):
+                return self._placement(attempt, chosen, results)
+            reasons.setdefault(results, []).append(name)
+            window &= ~(1 << i)
+        return Unschedulable(summarize(reasons, sets.count), reasons)
 
     def _placement(self, attempt: _Attempt, chosen: _Feasible, results: list[AllocationResult] | None) -> Placement:
         allocations: dict[str, AllocationResult] = {}

@@ -1,0 +1,343 @@
+"""Node sets as bitsets (bit i = the i-th node in inventory order), kept up to date as pods and devices move.
+
+The scheduler's Filter walks nodes from a rotating start until it has ``numFeasibleNodesToFind`` feasible ones;
+Score then picks the best, ties sampled. Done node by node in Python that is milliseconds per pod. Here each check is
+a set, cached by what it depends on and refreshed per node when that node changes:
+
+* static checks (nodeName, nodeSelector/affinity, taints) per pod shape — nodes never change in a simulation;
+* NodeResourcesFit per (requests, DRA-served extended resources), refreshed on bind/unbind;
+* the selector of an already allocated claim, per claim allocation;
+* "≥ N free devices of this signature" for plain demands (``DeviceIndex``), refreshed on allocation/release;
+* the allocator's verdict per (claims' specs, node), for demands the index cannot decide, refreshed per node when
+  its devices change — valid only when every pool lives on one node (then nothing else can change a node's answer);
+* score classes: nodes whose score inputs are equal (allocatable, requested cpu/memory, devices total/in use).
+
+The window of the first N feasible nodes from the start, the best score in it and the k-th tied node are then a few
+big-integer operations. The caller reproduces kube-scheduler's walk exactly with these (see ``Scheduler``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import msgspec
+
+from kubedra.cluster.state import ClusterState
+from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim, ResourceSlice
+from kubedra.objects.quantity import Quantity
+from kubedra.objects.selection import node_selector_matches
+from kubedra.scheduler.device_index import DeviceIndex, Signature
+from kubedra.scheduler.nodefit import affinity_reason, resources_reason, taint_reason
+from kubedra.scheduler.scoring import DeviceUse, Policy, node_score
+
+MAX_CACHED = 256  # shapes per cache; beyond that a cache starts over (bounded memory, still correct)
+
+RequestsKey = tuple[tuple[str, Quantity], ...]
+ScoreKey = tuple[str | None, str | None, Quantity | None, Quantity | None, int, int]
+
+
+def nth_bit(x: int, n: int) -> int:
+    """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest."""
+    lo, hi = 0, x.bit_length() - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if (x & ((2 << mid) - 1)).bit_count() > n:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def bits(x: int) -> Iterator[int]:
+    """Set bit positions, lowest first."""
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low
+
+
+@dataclass
+class Verdicts:
+    """The allocator's answers for one demand shape: nodes known to fit, known not to, and why not."""
+
+    ok: int = 0
+    bad: int = 0
+    reasons: dict[int, str] = field(default_factory=dict)
+    # (node device shape, devices in use) -> None (fits) or the reason: nodes alike get the same answer
+    by_state: dict[tuple[int, frozenset[str]], str | None] = field(default_factory=dict)
+
+
+def requests_key(requests: Mapping[str, Quantity]) -> RequestsKey:
+    return tuple(sorted(requests.items()))
+
+
+class NodeSets:
+    """See the module docstring. ``touch(node)`` must be called whenever a node's usage or devices change."""
+
+    def __init__(self, state: ClusterState, index: DeviceIndex) -> None:
+        self.state = state
+        self.index = index
+        self.names = list(state.nodes)
+        self.pos = {name: i for i, name in enumerate(self.names)}
+        self.count = len(self.names)
+        self.all = (1 << self.count) - 1
+        self.exact = sum(1 << i for i, n in enumerate(self.names) if index.exact(n))
+        self.verdicts_valid = _pools_are_node_local(state)
+        self.advertised = {r for node in state.nodes.values() for r in node.status.allocatable}
+        self.shape_of = _device_shapes(state, self.names) if self.verdicts_valid else [None] * self.count
+        self._static: dict[bytes, int] = {}
+        self._fit: dict[tuple[RequestsKey, frozenset[str]], tuple[Mapping[str, Quantity], int]] = {}
+        self._selectors: dict[str, tuple[AllocationResult, int]] = {}
+        self._free: dict[tuple[Signature, int], int] = {}
+        self._verdicts: dict[bytes, Verdicts] = {}
+        self._scores: dict[tuple[ScoreKey, RequestsKey, int, Policy], float] = {}
+        self._class_of: list[ScoreKey] = []
+        self._classes: dict[ScoreKey, int] = {}
+        for i, name in enumerate(self.names):
+            key = self._score_key(name)
+            self._class_of.append(key)
+            self._classes[key] = self._classes.get(key, 0) | (1 << i)
+
+    # ------------------------------------------------------------------------------------------ upkeep
+
+    def touch(self, name: str) -> None:
+        """A node's usage or devices changed: refresh every cached set's bit for it."""
+        i = self.pos.get(name)
+        if i is None:
+            return
+        bit = 1 << i
+        keep = self.all ^ bit
+        node = self.state.nodes[name]
+        usage = self.state.usage[name]
+        for fit_key, (requests, mask) in self._fit.items():
+            fits = resources_reason(requests, node, usage, fit_key[1]) is None
+            self._fit[fit_key] = (requests, (mask | bit) if fits else (mask & keep))
+        for (signature, wanted), mask in self._free.items():
+            fits = self.index.free(signature, name) >= wanted
+            self._free[(signature, wanted)] = (mask | bit) if fits else (mask & keep)
+        for verdicts in self._verdicts.values():
+            verdicts.ok &= keep
+            verdicts.bad &= keep
+            verdicts.reasons.pop(i, None)
+        key = self._score_key(name)
+        old = self._class_of[i]
+        if key != old:
+            rest = self._classes[old] & keep
+            if rest:
+                self._classes[old] = rest
+            else:
+                del self._classes[old]
+            self._classes[key] = self._classes.get(key, 0) | bit
+            self._class_of[i] = key
+
+    def _score_key(self, name: str) -> ScoreKey:
+        allocatable = self.state.nodes[name].status.allocatable
+        requested = self.state.usage[name].requested
+        return (
+            allocatable.get("cpu"),
+            allocatable.get("memory"),
+            requested.get("cpu"),
+            requested.get("memory"),
+            self.state.devices_total.get(name, 0),
+            self.state.devices_in_use.get(name, 0),
+        )
+
+    # ------------------------------------------------------------------------------------------ sets
+
+    def static_mask(self, pod: Pod) -> int:
+        """Nodes passing NodeName, NodeAffinity and TaintToleration (never change during a run)."""
+        spec = pod.spec
+        key = msgspec.json.encode((spec.node_name, spec.node_selector, spec.affinity, spec.tolerations))
+        mask = self._static.get(key)
+        if mask is None:
+            mask = 0
+            for i, name in enumerate(self.names):
+                node = self.state.nodes[name]
+                if spec.node_name and spec.node_name != name:
+                    continue
+                if affinity_reason(pod, node) is None and taint_reason(pod, node) is None:
+                    mask |= 1 << i
+            self._static = _bounded(self._static)
+            self._static[key] = mask
+        return mask
+
+    def fit_mask(self, requests: Mapping[str, Quantity], served: frozenset[str]) -> int:
+        """NodeResourcesFit; resources served through DRA are not counted, so they are left out of the key."""
+        if served:
+            requests = {name: amount for name, amount in requests.items() if name not in served}
+            served = frozenset()
+        key = (requests_key(requests), served)
+        found = self._fit.get(key)
+        if found is None:
+            mask = 0
+            for i, name in enumerate(self.names):
+                if resources_reason(requests, self.state.nodes[name], self.state.usage[name], served) is None:
+                    mask |= 1 << i
+            self._fit = _bounded(self._fit)
+            found = self._fit[key] = (dict(requests), mask)
+        return found[1]
+
+    def selector_mask(self, claim_key: str, allocation: AllocationResult) -> int:
+        """Nodes an allocated claim's ``nodeSelector`` admits."""
+        found = self._selectors.get(claim_key)
+        if found is not None and found[0] is allocation:
+            return found[1]
+        selector = allocation.node_selector
+        assert selector is not None
+        names = _node_names_only(selector.node_selector_terms)
+        if names is not None:
+            mask = 0
+            for name in names:
+                i = self.pos.get(name)
+                if i is not None:
+                    mask |= 1 << i
+        else:
+            mask = 0
+            for i, name in enumerate(self.names):
+                if node_selector_matches(selector, name, self.state.nodes[name].metadata.labels):
+                    mask |= 1 << i
+        self._selectors = _bounded(self._selectors, 4 * MAX_CACHED)
+        self._selectors[claim_key] = (allocation, mask)
+        return mask
+
+    def free_mask(self, signature: Signature, wanted: int) -> int:
+        """Nodes with at least ``wanted`` free devices of ``signature``."""
+        key = (signature, wanted)
+        mask = self._free.get(key)
+        if mask is None:
+            mask = 0
+            for i, name in enumerate(self.names):
+                if self.index.free(signature, name) >= wanted:
+                    mask |= 1 << i
+            self._free = _bounded(self._free)
+            self._free[key] = mask
+        return mask
+
+    def verdicts(self, batch: list[ResourceClaim]) -> Verdicts | None:
+        """The allocator's cached answers for these claims, or None when answers cannot be cached."""
+        if not self.verdicts_valid:
+            return None
+        key = b"\0".join(msgspec.json.encode(claim.spec) for claim in batch)
+        found = self._verdicts.get(key)
+        if found is None:
+            self._verdicts = _bounded(self._verdicts, MAX_CACHED // 4)
+            found = self._verdicts[key] = Verdicts()
+        return found
+
+    def state_key(self, i: int) -> tuple[int, frozenset[str]] | None:
+        """What the allocator's answer on node ``i`` depends on, when that is only its plain devices' use.
+
+        Nodes whose slices hold the same devices (names, attributes, capacity; pools complete, devices plain, no
+        taint rules) with the same ones in use get the same answer: CEL sees neither pool nor node, and the search
+        walks their devices in the same order.
+        """
+        shape = self.shape_of[i]
+        if shape is None or not self.exact >> i & 1:
+            return None
+        return shape, self.index.in_use_on(self.names[i])
+
+    # ------------------------------------------------------------------------------------------ walking
+
+    def window(self, mask: int, start: int, wanted: int) -> tuple[int, int]:
+        """The first ``wanted`` nodes of ``mask`` from ``start`` on (wrapping), and how many nodes the walk visited."""
+        hi = mask >> start
+        found = hi.bit_count()
+        if found >= wanted:
+            p = nth_bit(hi, wanted - 1)
+            return (hi & ((2 << p) - 1)) << start, p + 1
+        lo = mask & ((1 << start) - 1)
+        rest = wanted - found
+        if lo.bit_count() >= rest:
+            q = nth_bit(lo, rest - 1)
+            return (hi << start) | (lo & ((2 << q) - 1)), self.count - start + q + 1
+        return mask, self.count
+
+    @staticmethod
+    def rotated(mask: int, start: int) -> Iterator[int]:
+        """Positions of ``mask`` in walk order: from ``start`` up, then from 0."""
+        yield from bits(mask & ~((1 << start) - 1))
+        yield from bits(mask & ((1 << start) - 1))
+
+    @staticmethod
+    def kth_rotated(mask: int, start: int, k: int) -> int:
+        hi = mask >> start
+        found = hi.bit_count()
+        if k < found:
+            return start + nth_bit(hi, k)
+        return nth_bit(mask & ((1 << start) - 1), k - found)
+
+    def best(
+        self, window: int, policy: Policy, requests: Mapping[str, Quantity], rkey: RequestsKey, added: int
+    ) -> int:
+        """The nodes of ``window`` with the best score (as ``node_score`` computes it for each)."""
+        best_score: float | None = None
+        tied = 0
+        for key, members in self._classes.items():
+            inside = members & window
+            if not inside:
+                continue
+            cache_key = (key, rkey, added, policy)
+            score = self._scores.get(cache_key)
+            if score is None:
+                name = self.names[(inside & -inside).bit_length() - 1]
+                total = key[4]
+                devices = DeviceUse(total, key[5] + added) if total else None
+                score = node_score(policy, self.state.nodes[name], self.state.usage[name], requests, devices)
+                self._scores = _bounded(self._scores, 16 * MAX_CACHED)
+                self._scores[cache_key] = score
+            if best_score is None or score > best_score:
+                best_score, tied = score, inside
+            elif score == best_score:
+                tied |= inside
+        return tied
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _bounded(cache: dict[K, V], limit: int = MAX_CACHED) -> dict[K, V]:
+    return {} if len(cache) >= limit else cache
+
+
+def _node_names_only(terms: Sequence[NodeSelectorTerm]) -> set[str] | None:
+    """Node names when every term is exactly ``metadata.name In [...]`` (what allocations carry), else None."""
+    names: set[str] = set()
+    for term in terms:
+        if term.match_expressions or len(term.match_fields) != 1:
+            return None
+        field_ = term.match_fields[0]
+        if field_.key != "metadata.name" or field_.operator != "In":
+            return None
+        names.update(field_.values)
+    return names
+
+
+def _device_shapes(state: ClusterState, names: list[str]) -> list[int | None]:
+    """Per node, an id shared by nodes whose slices carry the same devices in the same order."""
+    on_node: dict[str, list[ResourceSlice]] = {}
+    for slice_ in state.slices:
+        on_node.setdefault(slice_.spec.node_name or "", []).append(slice_)
+    ids: dict[bytes, int] = {}
+    shapes: list[int | None] = []
+    for name in names:
+        slices = on_node.get(name, [])
+        key = msgspec.json.encode([(s.spec.driver, s.spec.pool.resource_slice_count, s.spec.devices) for s in slices])
+        shapes.append(ids.setdefault(key, len(ids)))
+    return shapes
+
+
+def _pools_are_node_local(state: ClusterState) -> bool:
+    """Whether each pool's slices all sit on one node, so only that node's devices change its allocator answers."""
+    nodes: dict[tuple[str, str], str] = {}
+    for slice_ in state.slices:
+        node = slice_.spec.node_name
+        if not node:
+            return False
+        pool = (slice_.spec.driver, slice_.spec.pool.name)
+        if nodes.setdefault(pool, node) != node:
+            return False
+    return True
+
