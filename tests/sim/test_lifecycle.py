@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from fixtures.scenarios import (
     SUFFIX,
     claim_of,
@@ -333,15 +332,6 @@ def test_a_pod_with_run_for_from_a_deployment_finishes_and_frees_its_gpu() -> No
 
 # ------------------------------------------------------------------------------------------------ queue order
 
-QUEUE_ORDER = (
-    "run.py puts pods arriving at the instant a pod finishes (new pods, a Job's successor) ahead of the pods "
-    "already waiting in the unschedulable pool (Simulation.run extends _active with _unschedulable after the "
-    "arrivals); kube-scheduler's activeQ sorts by priority then QueuedPodInfo.Timestamp, which "
-    "AddUnschedulableIfNotPresent refreshes to the failed attempt's time, so the older waiting pod goes first"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=QUEUE_ORDER)
 def test_a_pod_waiting_since_earlier_gets_the_freed_device_before_a_pod_arriving_at_that_instant() -> None:
     sim = run(
         nodepool("n", gpus=1),
@@ -354,7 +344,6 @@ def test_a_pod_waiting_since_earlier_gets_the_freed_device_before_a_pod_arriving
     assert sim.phase("newcomer") == "Pending"
 
 
-@pytest.mark.xfail(strict=True, reason=QUEUE_ORDER)
 def test_a_job_successor_does_not_jump_ahead_of_a_pod_that_was_already_waiting() -> None:
     # In Kubernetes the Job controller creates the successor after the finish, so it queues behind "other".
     sim = run(

@@ -79,6 +79,7 @@ class Simulation:
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     _active: list[str] = field(default_factory=list)
     _unschedulable: list[str] = field(default_factory=list)
+    _queued: dict[str, tuple[float, int]] = field(default_factory=dict)  # when a pod (re)entered the queue
     _order: list[str] = field(default_factory=list)
     _jobs: dict[str, JobProgress] = field(default_factory=dict)
     _now: float = 0.0
@@ -139,11 +140,24 @@ class Simulation:
         record.pod = msgspec.structs.replace(
             record.pod, status=msgspec.structs.replace(record.pod.status, phase="Pending")
         )
-        self._active.append(record.key)
+        self._enqueue(record.key)
+
+    def _enqueue(self, key: str) -> None:
+        self._active.append(key)
+        self._queued[key] = (self._now, next(self._seq))
+
+    def _queue_order(self, key: str) -> tuple[int, float, int]:
+        """kube-scheduler's activeQ order: higher priority first, then the earlier queue timestamp.
+
+        A pod that failed keeps the time of its failed attempt, so a pod waiting since earlier goes before one that
+        arrives at the instant a device is freed.
+        """
+        at, seq = self._queued[key]
+        return -(self.state.pods[key].pod.spec.priority or 0), at, seq
 
     def _drain(self) -> int:
         scheduled = 0
-        active, self._active = self._active, []
+        active, self._active = sorted(self._active, key=self._queue_order), []
         for key in active:
             record = self.state.pods[key]
             outcome = self.scheduler.schedule(record)
@@ -158,6 +172,7 @@ class Simulation:
                     kind = "Failed" if isinstance(outcome, Failed) else "Pending"
                     self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
                 record.pending_reason = message
+                self._queued[key] = (self._now, next(self._seq))
                 self._unschedulable.append(key)
         return scheduled
 
