@@ -95,7 +95,7 @@ def test_a_pod_is_scheduled_when_its_claims_exist() -> None:
     assert sim.phase("both") == "Running"
     assert sim.phase("templated") == "Running"
     assert sim.node_of("both") == "n-0"
-    assert sim.summary["pods"] == {"total": 2, "running": 2, "succeeded": 0, "pending": 0}
+    assert sim.summary["pods"] == {"total": 2, "running": 2, "succeeded": 0, "pending": 0, "deleted": 0}
 
 
 # ------------------------------------------------------------------------------------------------ allocation, sharing
@@ -314,7 +314,7 @@ def test_deployment_statefulset_and_replicaset_replicas_all_arrive_and_start_aft
     assert {scheduled[n] for n in web} == {0.0}
     assert scheduled["db-0"] == scheduled["db-1"] == 600.0
     assert {scheduled[n] for n in cache} == {5400.0}
-    assert sim.summary["pods"] == {"total": 7, "running": 7, "succeeded": 0, "pending": 0}
+    assert sim.summary["pods"] == {"total": 7, "running": 7, "succeeded": 0, "pending": 0, "deleted": 0}
     assert len(sim.claims) == 7
     owners = {n: sim.pods[n]["metadata"]["ownerReferences"][0]["kind"] for n in names}
     assert owners == {n: "StatefulSet" if n.startswith("db-") else "ReplicaSet" for n in names}
@@ -353,3 +353,21 @@ def test_a_job_successor_does_not_jump_ahead_of_a_pod_that_was_already_waiting()
         pod("other", template="one-gpu", start_after="1m"),
     )
     assert sim.timeline("Pod other") == [(60.0, "Pending"), (HOUR, "Scheduled")]
+
+
+# ------------------------------------------------------------------------------------------------ end of run-for
+
+def test_a_deployment_pod_ends_by_deletion_and_its_device_goes_to_the_next_pod() -> None:
+    """Deployment pods restart forever; ``run-for`` on one means the workload goes away, so its pods are deleted."""
+    sim = run(
+        nodepool("n", gpus=1),
+        claim_template("one-gpu"),
+        controller("Deployment", "web", 1, run_for="1h", template="one-gpu"),
+        pod("batch", template="one-gpu", start_after="1m", run_for="1h"),
+    )
+    deleted = [e for e in sim.events if e["type"] == "Deleted" and e["object"].startswith("Pod default/web-")]
+    assert len(deleted) == 1 and deleted[0]["seconds"] == 3600.0
+    assert not any(name.startswith("web-") for name in sim.pods)  # gone from the final objects
+    assert sim.summary["pods"]["deleted"] == 1
+    assert sim.timeline("Pod batch") == [(60.0, "Pending"), (3600.0, "Scheduled"), (7200.0, "Finished")]
+    assert sim.phase("batch") == "Succeeded"

@@ -27,7 +27,7 @@ def test_4000_pods_on_500_nodes_with_8_gpus_each() -> None:
     pods = sim.pods
     claims = sim.claims
     assert len(pods) == PODS
-    assert sim.summary["pods"] == {"total": PODS, "running": PODS, "succeeded": 0, "pending": 0}
+    assert sim.summary["pods"] == {"total": PODS, "running": PODS, "succeeded": 0, "pending": 0, "deleted": 0}
     assert len(claims) == PODS
 
     used: Counter[str] = Counter()

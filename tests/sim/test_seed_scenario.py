@@ -54,7 +54,7 @@ def test_the_legacy_dialect_is_converted_with_warnings(seed_run: tuple[Doc, Any,
 def test_every_seed_pod_is_scheduled(seed_run: tuple[Doc, Any, list[str]]) -> None:
     document, _, _ = seed_run
     summary = document["summary"]
-    assert summary["pods"] == {"total": 9, "running": 6, "succeeded": 3, "pending": 0}
+    assert summary["pods"] == {"total": 9, "running": 6, "succeeded": 3, "pending": 0, "deleted": 0}
     pods = _objects(document, "Pod")
     assert all(p["spec"].get("nodeName") for p in pods.values())
 

@@ -39,6 +39,7 @@ class PodRecord:
     owner: str = ""
     started_at: float | None = None
     finished_at: float | None = None
+    deleted: bool = False  # removed at the end of its run (a Deployment's, ReplicaSet's or StatefulSet's pod)
     pending_reason: str = ""
     claim_keys: list[str] = field(default_factory=list)
     extended_claim_key: str = ""

@@ -107,7 +107,7 @@ def build_report(result: SimulationResult, warnings: list[str] | None = None) ->
     lines: list[PodLine] = []
     for key in result.order:
         record = state.pods[key]
-        phase = record.pod.status.phase or "Pending"
+        phase = "Deleted" if record.deleted else (record.pod.status.phase or "Pending")
         devices = _pod_devices(record, state.claims) if phase == "Running" else []
         reason = record.pending_reason if phase == "Pending" else ""
         lines.append(PodLine(key, phase, record.pod.spec.node_name, devices, reason))
@@ -163,6 +163,7 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
             "running": phases.get("Running", 0),
             "succeeded": phases.get("Succeeded", 0),
             "pending": phases.get("Pending", 0),
+            "deleted": phases.get("Deleted", 0),
         },
         "claims": {"allocated": allocated_claims, "pending": len(state.claims) - allocated_claims},
         "devices": [
@@ -181,5 +182,5 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
 
 def _objects(state: ClusterState, order: list[str]) -> list[dict[str, Any]]:
     claims = [to_dict(c) for c in sorted(state.claims.values(), key=lambda c: (c.metadata.namespace, c.metadata.name))]
-    pods = [to_dict(state.pods[key].pod) for key in order]
+    pods = [to_dict(state.pods[key].pod) for key in order if not state.pods[key].deleted]
     return [*claims, *pods]

@@ -35,6 +35,7 @@ from kubedra.scheduler.scheduler import Failed, Placement, Scheduler
 
 ARRIVE = 0
 FINISH = 1
+DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
 
 
 @dataclass(frozen=True)
@@ -234,13 +235,20 @@ class Simulation:
                                  message=devices))
 
     def _finish(self, record: PodRecord) -> None:
+        """The end of ``run-for``: a Job's or bare pod succeeds and stays; a long-running controller's pod (whose
+        containers would restart forever) ends only by deletion, as when its workload is scaled down."""
         pod = record.pod
         node = pod.spec.node_name
-        status = msgspec.structs.replace(pod.status, phase="Succeeded")
-        record.pod = msgspec.structs.replace(pod, status=status)
         record.finished_at = self._now
         self.state.unbind(record, node)
-        self.events.append(Event(self._now, "Finished", f"Pod {record.key}", node=node))
+        if record.owner.startswith(DELETED_AT_END):
+            record.deleted = True
+            self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node,
+                                     message=f"run-for elapsed: {record.owner.split('/', 1)[0]} pods end by deletion"))
+        else:
+            status = msgspec.structs.replace(pod.status, phase="Succeeded")
+            record.pod = msgspec.structs.replace(pod, status=status)
+            self.events.append(Event(self._now, "Finished", f"Pod {record.key}", node=node))
         self._release_claims(record, node)
         job = self._jobs.pop(record.key, None)
         if job is not None:
