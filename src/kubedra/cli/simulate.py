@@ -84,7 +84,8 @@ def _table(report: Any, console: Console) -> None:
     console.print(devices)
     p, c = summary["pods"], summary["claims"]
     console.print(
-        f"pods: {p['running']} running, {p['succeeded']} succeeded, {p['pending']} pending of {p['total']}; "
+        f"pods: {p['running']} running, {p['succeeded']} succeeded, {p['deleted']} deleted, {p['pending']} pending "
+        f"of {p['total']}; "
         f"claims: {c['allocated']} allocated, {c['pending']} pending; shares in use: {summary['shares']}; "
         f"simulated time: {summary['simulatedTime']}",
         highlight=False,
