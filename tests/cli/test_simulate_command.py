@@ -115,7 +115,7 @@ def test_table_output_lists_pods_and_the_gpu_summary(
     assert "(share 1)" in out
     assert re.search(r"NVIDIA A100-SXM4-40GB\s+20\s+", out)
     assert re.search(r"NVIDIA H100 80GB HBM3\s+16\s+", out)
-    assert "pods: 6 running, 3 succeeded, 0 pending of 9" in out
+    assert "pods: 6 running, 3 succeeded, 0 deleted, 0 pending of 9" in out
     assert "simulated time: 2h2m" in out
 
 
@@ -168,7 +168,7 @@ def test_table_shows_the_pending_reason(
     code, out = _table(capsys, monkeypatch, *_files(tmp_path, replicas=3))
     assert code == 0
     assert re.search(r"default/web-\S+\s+Pending\s+-\s+0/2 nodes are available: 2 cannot allocate all claims\.", out)
-    assert "pods: 2 running, 0 succeeded, 1 pending of 3" in out
+    assert "pods: 2 running, 0 succeeded, 0 deleted, 1 pending of 3" in out
 
 
 def test_a_bad_nodepool_exits_2_naming_file_object_and_field(

@@ -1,0 +1,38 @@
+"""The focused generator profiles of the differential suite, one per test function."""
+
+from __future__ import annotations
+
+from .strategies import Profile
+
+ALL_LOCALITIES = ("node", "node", "all", "selector", "perdevice")
+
+POOLS = Profile(
+    generations=True, incomplete=True, invalid=True, localities=ALL_LOCALITIES, unguarded_selectors=True,
+    missing_class=True, versions=("1.36", "1.37"),
+)
+"""Pools: generations, incomplete and invalid pools, node selection, selectors, ExactCount and All."""
+
+REQUESTS = Profile(
+    max_pools=2, max_devices=4, first_available=True, constraints=True, config=True, max_requests=3,
+    localities=("node", "node", "all", "selector"),
+)
+"""Requests: firstAvailable, matchAttribute constraints scoped to (sub)requests, config, several claims."""
+
+COUNTERS_CAPACITY = Profile(
+    counters=True, consumable=True, allocated=True, constraints=True, invalid=True, max_requests=2,
+    localities=("node", "node", "all", "perdevice"), all_mode=True, versions=("1.36", "1.37"),
+)
+"""Partitionable devices and consumable capacity, with allocated (dedicated and shared) claims."""
+
+TAINTS_ADMIN = Profile(
+    taints=True, admin=True, allocated=True, binding=True, localities=("node", "node", "all", "selector"),
+    versions=("1.36", "1.37"),
+)
+"""Taints, tolerations, DeviceTaintRules, admin access, binding conditions, allocated state."""
+
+EVERYTHING = Profile(
+    generations=True, incomplete=True, invalid=True, localities=ALL_LOCALITIES, unguarded_selectors=True,
+    first_available=True, constraints=True, config=True, counters=True, consumable=True, taints=True,
+    admin=True, allocated=True, binding=True, missing_class=True, versions=("1.36", "1.37"), switch_gates=True,
+)
+"""Everything at once, with random feature gates switched away from the release's defaults."""

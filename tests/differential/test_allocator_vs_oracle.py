@@ -1,0 +1,91 @@
+"""Differential tests: kubedra's allocator and upstream's (the Go oracle) must decide alike on random valid inputs.
+
+Each test draws scenarios from one focused profile (profiles.py) and runs every example through
+both: results, allocations, config and nodeSelector must be identical, shareIDs present and
+distinct where upstream has them, error texts equal in their stable part. Inputs the oracle itself
+refuses as malformed are filtered out, not compared. Runs are reproducible (derandomize); set
+KUBEDRA_DIFF_EXAMPLES=N to run N examples per test instead of the CI default, and
+KUBEDRA_DIFF_SHRINK=1 to shrink a failing example (minutes; off in CI so that a failure reports
+fast) and KUBEDRA_DIFF_SAVE=DIR to keep the failing input (then `python -m tests.differential.keep`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, reject, settings
+from tests.conformance.oracle import go_available, oracle_path
+
+from . import profiles
+from .runner import OracleRejected, record_failure, run_both
+from .strategies import Scenario, scenarios
+
+pytestmark = [
+    pytest.mark.oracle,
+    pytest.mark.skipif(not go_available(), reason="go is not on PATH: the upstream oracle cannot be built"),
+]
+
+OVERRIDE = int(os.environ.get("KUBEDRA_DIFF_EXAMPLES", "0"))
+SHRINK = os.environ.get("KUBEDRA_DIFF_SHRINK", "") not in ("", "0")
+PER_TEST = 100
+"""CI default: ~0.1 s per example (both allocators), so the five tests stay near a minute on 2 cores."""
+
+
+def diff_settings(examples: int) -> Callable[[Any], Any]:
+    return settings(
+        max_examples=OVERRIDE or examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        phases=[Phase.explicit, Phase.generate] + ([Phase.shrink] if SHRINK else []),
+    )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _oracle_built() -> None:
+    for version in ("1.36", "1.37"):
+        assert oracle_path(version).exists(), f"{oracle_path(version)} missing: run tests/oracle/build.sh"
+
+
+def check(scenario: Scenario) -> None:
+    try:
+        outcome = run_both(scenario)
+    except OracleRejected:
+        reject()
+    if not outcome.agree:
+        record_failure(scenario, outcome)
+        raise AssertionError(outcome.describe(scenario))
+
+
+@diff_settings(PER_TEST)
+@given(scenarios(profiles.POOLS))
+def test_pools_selectors_and_modes(scenario: Scenario) -> None:
+    check(scenario)
+
+
+@diff_settings(PER_TEST)
+@given(scenarios(profiles.REQUESTS))
+def test_first_available_constraints_and_config(scenario: Scenario) -> None:
+    check(scenario)
+
+
+@diff_settings(PER_TEST)
+@given(scenarios(profiles.COUNTERS_CAPACITY))
+def test_counters_and_consumable_capacity(scenario: Scenario) -> None:
+    check(scenario)
+
+
+@diff_settings(PER_TEST)
+@given(scenarios(profiles.TAINTS_ADMIN))
+def test_taints_admin_access_and_allocated_state(scenario: Scenario) -> None:
+    check(scenario)
+
+
+@diff_settings(PER_TEST)
+@given(scenarios(profiles.EVERYTHING))
+def test_everything_with_random_gates(scenario: Scenario) -> None:
+    check(scenario)
