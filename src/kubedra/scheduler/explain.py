@@ -44,7 +44,7 @@ from kubedra.objects.model import (
     ResourceClaimStatus,
 )
 from kubedra.objects.selection import node_selector_matches
-from kubedra.scheduler.claims import can_be_reserved, claim_key, is_reserved_for, key_of
+from kubedra.scheduler.claims import claim_key, key_of
 from kubedra.scheduler.extended import (
     ExtendedRequest,
     ExtendedResourceMap,
@@ -53,6 +53,7 @@ from kubedra.scheduler.extended import (
     special_claim,
 )
 from kubedra.scheduler.nodefit import ZERO, NodeUsage, node_fit_reason
+from kubedra.scheduler.prefilter import prefilter_claims
 
 SPECIAL = "<extended-resources>"
 FITS = "fits"
@@ -189,35 +190,6 @@ class _Attempt:
     extended: list[ExtendedRequest]
     mapping: ExtendedResourceMap
     usage_without_pod: str = ""  # node whose usage excludes the pod (a running pod's own node)
-
-
-def _pod_claims(state: ClusterState, record: PodRecord) -> list[ResourceClaim] | str:
-    """PreFilter, with kube-scheduler's messages."""
-    pod = record.pod
-    generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
-    claims: list[ResourceClaim] = []
-    for pod_claim in pod.spec.resource_claims:
-        name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
-        if not name:
-            if pod_claim.resource_claim_template_name:
-                return f"waiting for the ResourceClaim of pod claim {pod_claim.name!r} to be created"
-            continue
-        claim = state.claims.get(key_of(pod.metadata.namespace, name))
-        if claim is None:
-            return f'resourceclaim "{name}" not found'
-        if claim.status.allocation is not None and not can_be_reserved(claim) and not is_reserved_for(claim, pod):
-            return "resourceclaim in use"
-        claims.append(claim)
-    for claim in claims:
-        if claim.status.allocation is not None:
-            continue
-        for request in claim.spec.devices.requests:
-            names = [(request.name, request.exactly.device_class_name)] if request.exactly else [
-                (f"{request.name}/{s.name}", s.device_class_name) for s in request.first_available]
-            for qualified, class_name in names:
-                if class_name and class_name not in state.classes:
-                    return f"request {qualified}: device class {class_name} does not exist"
-    return claims
 
 
 def _describe_selector(selector: NodeSelector) -> str:
@@ -388,7 +360,7 @@ def explain_pod(state: ClusterState, allocator: Allocator, key: str, *, policy: 
         message = f"finished on {node} after running from {record.started_at or 0:g}s to {record.finished_at or 0:g}s"
         return PodExplanation(key, phase, node, message, "the pod has finished", claims, [], labels)
     if phase == "Running":
-        resolved = _pod_claims(state, record)
+        resolved = prefilter_claims(state, record)
         hypothetical = [
             msgspec.structs.replace(c, status=ResourceClaimStatus()) if c.status.allocation is not None and
             len(c.status.reserved_for) <= 1 else c
@@ -403,7 +375,7 @@ def explain_pod(state: ClusterState, allocator: Allocator, key: str, *, policy: 
                    "and claims fit at that time")
         summary = _fits_summary(groups, total - 1, "other than its own could run it now")
         return PodExplanation(key, phase, node, message, summary, claims, groups, labels)
-    resolved = _pod_claims(state, record)
+    resolved = prefilter_claims(state, record)
     if isinstance(resolved, str):
         group = Group("pod", [Issue("", "", resolved)], list(state.nodes), [{}])
         return PodExplanation(key, phase, node, record.pending_reason or resolved,

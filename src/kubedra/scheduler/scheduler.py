@@ -20,7 +20,7 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, ContainerExtendedResourceRequest, Node, ResourceClaim
 from kubedra.objects.selection import node_selector_matches
 from kubedra.scheduler.candidates import NodeSets, Verdicts, requests_key
-from kubedra.scheduler.claims import can_be_reserved, is_reserved_for, key_of
+from kubedra.scheduler.claims import key_of
 from kubedra.scheduler.device_index import Demand, DeviceIndex
 from kubedra.scheduler.extended import (
     ExtendedRequest,
@@ -31,6 +31,7 @@ from kubedra.scheduler.extended import (
     special_claim,
 )
 from kubedra.scheduler.nodefit import node_fit_reason
+from kubedra.scheduler.prefilter import prefilter_claims
 from kubedra.scheduler.scoring import DeviceUse, Policy, node_score, pick
 
 SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
@@ -121,56 +122,14 @@ class Scheduler:
     def refresh_classes(self) -> None:
         self.extended_map = ExtendedResourceMap(list(self.state.classes.values()))
 
-    # ------------------------------------------------------------------------------------------ PreFilter
-
-    def _pod_claims(self, record: PodRecord) -> list[ResourceClaim] | str:
-        pod = record.pod
-        claims: list[ResourceClaim] = []
-        generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
-        for pod_claim in pod.spec.resource_claims:
-            if pod_claim.resource_claim_name:
-                name = pod_claim.resource_claim_name
-            elif pod_claim.resource_claim_template_name:
-                maybe = generated.get(pod_claim.name)
-                if not maybe:
-                    return f"waiting for the ResourceClaim of pod claim {pod_claim.name!r} to be created"
-                name = maybe
-            else:
-                continue
-            claim = self.state.claims.get(key_of(pod.metadata.namespace, name))
-            if claim is None:
-                return f'resourceclaim "{name}" not found'
-            if claim.status.allocation is not None and not can_be_reserved(claim) and not is_reserved_for(claim, pod):
-                return "resourceclaim in use"
-            claims.append(claim)
-        return claims
-
-    def _missing_class(self, claims: Sequence[ResourceClaim]) -> str | None:
-        for claim in claims:
-            if claim.status.allocation is not None:
-                continue
-            for request in claim.spec.devices.requests:
-                names = (
-                    [(request.name, request.exactly.device_class_name)]
-                    if request.exactly
-                    else [(f"{request.name}/{s.name}", s.device_class_name) for s in request.first_available]
-                )
-                for qualified, class_name in names:
-                    if class_name and class_name not in self.state.classes:
-                        return f"request {qualified}: device class {class_name} does not exist"
-        return None
-
     # ------------------------------------------------------------------------------------------ the attempt
 
     def schedule(self, record: PodRecord) -> Outcome:
         """Try to place one pod: PreFilter, then Filter over nodes, then Score among the feasible ones."""
-        resolved = self._pod_claims(record)
+        resolved = prefilter_claims(self.state, record)
         if isinstance(resolved, str):
             return Unschedulable(resolved)
         claims = resolved
-        missing = self._missing_class(claims)
-        if missing:
-            return Unschedulable(missing)
         extended = extended_requests(record.pod) if self.extended_map else []
         to_allocate = [c for c in claims if c.status.allocation is None]
         attempt = _Attempt(
