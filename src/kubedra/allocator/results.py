@@ -142,3 +142,14 @@ def allocation_to_dict(result: AllocationResult) -> dict[str, Any]:
         for toleration in item.get("tolerations", []):
             toleration.setdefault("operator", "Equal")
     return body
+
+
+def result_label(result: DeviceRequestAllocationResult) -> str:
+    """``driver/pool/device``, marked ``(share N)`` for a consumable-capacity share and ``(admin)`` for admin access."""
+    label = f"{result.driver}/{result.pool}/{result.device}"
+    if result.share_id:
+        shares = result.consumed_capacity.get("shares")
+        label += f" (share{' ' + shares if shares else ''})"
+    if result.admin_access:
+        label += " (admin)"
+    return label

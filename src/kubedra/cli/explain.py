@@ -11,7 +11,6 @@ from kubedra.cli.output import (
     EXIT_OK,
     OutputFormat,
     default_format,
-    fail_invalid,
     print_data,
     stderr_console,
     stdout_console,
@@ -47,24 +46,11 @@ MaxNodesOption = Annotated[int, typer.Option("--max-nodes", help="Node names sho
 
 def _simulate(files: list[str] | None, policy: Policy, seed: int, version: str, gates: str) -> tuple[Any, Any]:
     """The final state and the allocator over it; exits 2 on bad input."""
-    from kubedra.allocator import FeatureGateError, Features, parse_gates
-    from kubedra.cli.simulate import default_inputs
-    from kubedra.objects.errors import InvalidInputError
-    from kubedra.objects.load import load_paths
+    from kubedra.cli.simulate import load_scenario
     from kubedra.scheduler.dra import AllocatorBackend
-    from kubedra.sim.scenario import build_scenario
     from kubedra.sim.simulate import Options, prepare
 
-    try:
-        features = Features.for_release(version).with_gates(parse_gates(gates))
-    except FeatureGateError as exc:
-        stderr_console().print(f"error: {exc}", highlight=False, markup=False)
-        raise typer.Exit(EXIT_INVALID_INPUT) from exc
-    try:
-        loaded = load_paths(files or default_inputs())
-        scenario = build_scenario(loaded, seed=seed)
-    except InvalidInputError as exc:
-        fail_invalid(exc)
+    loaded, scenario, features = load_scenario(files, seed, version, gates)
     if loaded.warnings:
         stderr_console().print(
             f"Note: {len(loaded.warnings)} conversion warning(s); kubedra simulate prints them", highlight=False,

@@ -47,6 +47,26 @@ def default_inputs() -> list[str]:
     return [str(seed_dir()), str(Path(data) / "demo")]
 
 
+def load_scenario(files: list[str] | None, seed: int, version: str, gates: str) -> tuple[Any, Any, Any]:
+    """(loaded objects, scenario, features) for ``simulate`` and ``explain``; exits 2 on bad input."""
+    from kubedra.allocator import FeatureGateError, Features, parse_gates
+    from kubedra.objects.errors import InvalidInputError
+    from kubedra.objects.load import load_paths
+    from kubedra.sim.scenario import build_scenario
+
+    try:
+        features = Features.for_release(version).with_gates(parse_gates(gates))
+    except FeatureGateError as exc:
+        stderr_console().print(f"error: {exc}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_INVALID_INPUT) from exc
+    try:
+        loaded = load_paths(files or default_inputs())
+        scenario = build_scenario(loaded, seed=seed)
+    except InvalidInputError as exc:
+        fail_invalid(exc)
+    return loaded, scenario, features
+
+
 def _progress_run(run: Any, total_hint: int, show: bool) -> Any:
     if not show:
         return run(None)
@@ -119,23 +139,10 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--exact", help="Run the allocator on every node (no index); slower, same decisions.")
         ] = False,
     ) -> None:
-        from kubedra.allocator import FeatureGateError, Features, parse_gates
-        from kubedra.objects.errors import InvalidInputError
-        from kubedra.objects.load import load_paths
         from kubedra.sim.report import build_report
-        from kubedra.sim.scenario import build_scenario
         from kubedra.sim.simulate import Options, prepare
 
-        try:
-            features = Features.for_release(kubernetes_version).with_gates(parse_gates(feature_gates))
-        except FeatureGateError as exc:
-            stderr_console().print(f"error: {exc}", highlight=False, markup=False)
-            raise typer.Exit(EXIT_INVALID_INPUT) from exc
-        try:
-            loaded = load_paths(files or default_inputs())
-            scenario = build_scenario(loaded, seed=seed)
-        except InvalidInputError as exc:
-            fail_invalid(exc)
+        loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates)
         print_warnings(loaded.warnings)
         for note in scenario.notes:
             stderr_console().print(f"[yellow]Note:[/yellow] {note}", highlight=False)

@@ -34,10 +34,10 @@ import msgspec
 
 from kubedra.allocator import AllocationError, Allocator, NodeAllocationFailed, SearchBudgetExceeded
 from kubedra.allocator.diagnosis import Issue, node_issues, owners_of, users_suffix
+from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import (
     AllocationResult,
-    DeviceRequestAllocationResult,
     Node,
     NodeSelector,
     ResourceClaim,
@@ -299,16 +299,6 @@ class _Explainer:
                         own_node)
 
 
-def _device_label(result: DeviceRequestAllocationResult) -> str:
-    label = f"{result.driver}/{result.pool}/{result.device}"
-    if result.share_id:
-        shares = result.consumed_capacity.get("shares")
-        label += f" (share{' ' + shares if shares else ''})"
-    if result.admin_access:
-        label += " (admin)"
-    return label
-
-
 def _allocated_on(allocation: AllocationResult) -> str:
     if allocation.node_selector is None:
         return "all nodes"
@@ -320,7 +310,7 @@ def claim_line(claim: ResourceClaim) -> ClaimLine:
     reserved = [key_of(claim.metadata.namespace, r.name) for r in claim.status.reserved_for]
     if allocation is None:
         return ClaimLine(claim_key(claim), "pending", reserved_for=reserved)
-    return ClaimLine(claim_key(claim), "allocated", [_device_label(r) for r in allocation.devices.results],
+    return ClaimLine(claim_key(claim), "allocated", [result_label(r) for r in allocation.devices.results],
                      reserved, _allocated_on(allocation))
 
 

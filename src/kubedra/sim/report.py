@@ -11,8 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.objects.model import DeviceRequestAllocationResult, ResourceClaim, ResourceSlice, to_dict
+from kubedra.objects.model import ResourceClaim, ResourceSlice, to_dict
 from kubedra.sim.run import SimulationResult
 
 REPORT_API_VERSION = "kubedra.io/v1alpha1"
@@ -82,23 +83,13 @@ class _DeviceCatalog:
                 self.model[prefix + device.name] = label
 
 
-def _device_label(result: DeviceRequestAllocationResult) -> str:
-    label = f"{result.driver}/{result.pool}/{result.device}"
-    if result.share_id:
-        shares = result.consumed_capacity.get("shares")
-        label += f" (share{' ' + shares if shares else ''})"
-    if result.admin_access:
-        label += " (admin)"
-    return label
-
-
 def _pod_devices(record: PodRecord, claims: dict[str, ResourceClaim]) -> list[str]:
     devices: list[str] = []
     for key in record.claim_keys:
         claim = claims.get(key)
         if claim is None or claim.status.allocation is None:
             continue
-        devices.extend(_device_label(r) for r in claim.status.allocation.devices.results)
+        devices.extend(result_label(r) for r in claim.status.allocation.devices.results)
     return devices
 
 
