@@ -140,6 +140,104 @@ class _Measure:
         return size, height
 
 
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _SlowPathError(Exception):
+    """The document uses a YAML feature the fast builder leaves to PyYAML (merge keys, !!set, !!omap, complex keys)."""
+
+
+class _FastBuild(_Measure):
+    """Measure and construct in one walk: plain maps, lists and scalars, as ``construct_document`` would build them.
+
+    Strings (nearly every scalar in a manifest) are taken as they are; other scalars go through the loader's own
+    constructor, so ints, floats, booleans and nulls read exactly as PyYAML reads them and unknown tags are refused
+    the same way. Aliases are built once and shared, and their sizes are memoised, as in :class:`_Measure`.
+    """
+
+    def __init__(self, bounds: ParseLimits, loader: Any) -> None:
+        super().__init__(bounds)
+        self.loader = loader
+        self.objects: dict[int, Any] = {}
+
+    def build(self, node: yaml.Node, depth: int) -> Any:
+        if depth > self.bounds.max_depth:
+            raise _NodeProblemError(
+                f"nested deeper than {self.bounds.max_depth} levels (line {node.start_mark.line + 1});"
+                " a recursive YAML alias also causes this"
+            )
+        key = id(node)
+        if key in self.objects:
+            height = self.sizes[key][1]
+            if depth + height - 1 > self.bounds.max_depth:
+                raise _NodeProblemError(f"nested deeper than {self.bounds.max_depth} levels (through a YAML alias)")
+            return self.objects[key]
+        size, height = 1, 1
+        if isinstance(node, yaml.ScalarNode):
+            obj: Any = node.value if node.tag == _STR else self.loader.construct_object(node)
+        elif isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ:
+                raise _SlowPathError
+            obj = []
+            for i, child in enumerate(node.value):
+                try:
+                    obj.append(self.build(child, depth + 1))
+                except _NodeProblemError as problem:
+                    problem.segments.append(f"[{i}]")
+                    raise
+                child_size, child_height = self.sizes[id(child)]
+                size += child_size
+                height = max(height, child_height + 1)
+        else:
+            obj, size, height = self._build_mapping(node, depth)
+        self.sizes[key] = (size, height)
+        if size > self.bounds.max_nodes:
+            raise _NodeProblemError(
+                f"expands to more than {self.bounds.max_nodes} values through YAML aliases (an alias bomb?)"
+            )
+        self.objects[key] = obj
+        return obj
+
+    def _build_mapping(self, node: yaml.Node, depth: int) -> tuple[dict[Any, Any], int, int]:
+        if node.tag != _MAP:
+            raise _SlowPathError
+        obj: dict[Any, Any] = {}
+        size, height = 1, 1
+        seen: set[object] = set()
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE:
+                raise _SlowPathError
+            if key_node.value in seen:
+                problem = _NodeProblemError(f'duplicate key "{key_node.value}" (line {key_node.start_mark.line + 1})')
+                problem.segments.append(_key_segment(key_node))
+                raise problem
+            seen.add(key_node.value)
+            try:
+                key = self.build(key_node, depth + 1)
+                value = self.build(value_node, depth + 1)
+            except _NodeProblemError as problem:
+                problem.segments.append(_key_segment(key_node))
+                raise
+            obj[key] = value
+            for child in (key_node, value_node):
+                child_size, child_height = self.sizes[id(child)]
+                size += child_size
+                height = max(height, child_height + 1)
+        return obj, size, height
+
+
+def _construct(loader: Any, node: yaml.Node, bounds: ParseLimits) -> Any:
+    """The document's data: the fast builder, or PyYAML's constructor after a measuring pass for rarer YAML."""
+    try:
+        return _FastBuild(bounds, loader).build(node, 1)
+    except _SlowPathError:
+        _Measure(bounds).visit(node, 1)
+        return loader.construct_document(node)
+
+
 def _yaml_documents(text: str, source: str, bounds: ParseLimits) -> tuple[list[Document], list[Problem]]:
     documents: list[Document] = []
     problems: list[Problem] = []
@@ -149,13 +247,12 @@ def _yaml_documents(text: str, source: str, bounds: ParseLimits) -> tuple[list[D
         while loader.check_node():
             node = loader.get_node()
             try:
-                _Measure(bounds).visit(node, 1)
+                data = _construct(loader, node, bounds)
             except _NodeProblemError as problem:
                 where = Location(source, index, "", _field_path(problem.segments))
                 problems.append(Problem(where, f"document refused: {problem.message}"))
                 index += 1
                 continue
-            data = loader.construct_document(node)
             documents.append(Document(index, data))
             index += 1
     except yaml.constructor.ConstructorError as exc:
