@@ -50,7 +50,9 @@ HARNESS = UPSTREAM / "bin" / "upstream-bench"
 
 def ensure_harness() -> Path:
     """Build the Go harness when it is missing or older than any of its sources."""
-    sources = [*UPSTREAM.glob("*.go"), UPSTREAM / "go.mod", UPSTREAM / "go.sum"]
+    shared = UPSTREAM.parent.parent / "tests" / "oracle"  # package kube, used through a replace directive
+    sources = [*UPSTREAM.glob("*.go"), UPSTREAM / "go.mod", UPSTREAM / "go.sum", *shared.glob("kube/*.go"),
+               shared / "go.mod"]
     if not HARNESS.exists() or HARNESS.stat().st_mtime < max(p.stat().st_mtime for p in sources):
         subprocess.run([str(UPSTREAM / "build.sh")], check=True)
     return HARNESS

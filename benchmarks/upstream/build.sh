@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the side-by-side harness: bin/upstream-bench, kube-scheduler's DRA
-# Filter around k8s.io/dynamic-resource-allocation v0.37.2 (go.mod / go.sum).
+# Filter around k8s.io/dynamic-resource-allocation v0.37.2 (go.mod / go.sum),
+# with the input and allocated-state code of ../../tests/oracle/kube (replace
+# directive in go.mod).
 # Go's module and build caches are reused, so a rebuild with nothing changed
 # takes about a second. Quiet on success; on failure Go's output is shown and
 # the script exits non-zero.

@@ -203,7 +203,7 @@ func perCall(d time.Duration, n int) float64 {
 // allocatorName is the implementation NewAllocator picks for these features
 // (incubating by default in 1.37).
 func allocatorName(s *scheduler) string {
-	alloc, err := structured.NewAllocator(context.Background(), s.features, s.devices.gather(), s.w.classes, nil, s.cache)
+	alloc, err := structured.NewAllocator(context.Background(), s.features, s.devices.State(), s.w.classes, nil, s.cache)
 	if err != nil {
 		return "?"
 	}

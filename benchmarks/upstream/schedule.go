@@ -13,6 +13,8 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
+
+	"kubedra/tests/oracle/kube"
 )
 
 // filterTimeout is kube-scheduler's default DynamicResourcesArgs.filterTimeout.
@@ -35,7 +37,7 @@ type scheduler struct {
 	features structured.Features
 	cache    *cel.Cache
 	slices   []*resourceapi.ResourceSlice
-	devices  *allocatedDevices
+	devices  *kube.AllocatedDevices
 	extended *extendedClasses
 	podsOn   map[string]int64
 	maxPods  map[string]int64 // -1: the node sets no pods allocatable
@@ -62,7 +64,7 @@ func newScheduler(w *workload) *scheduler {
 		features:   allocatorFeatures(),
 		cache:      cel.NewCache(celCacheSize, celFeatures()),
 		slices:     w.slices,
-		devices:    newAllocatedDevices(),
+		devices:    kube.NewAllocatedDevices(allocatorFeatures().ConsumableCapacity),
 		extended:   newExtendedClasses(w.classOrder, w.classes),
 		podsOn:     map[string]int64{},
 		maxPods:    map[string]int64{},
@@ -70,7 +72,7 @@ func newScheduler(w *workload) *scheduler {
 		placements: map[string]string{},
 	}
 	if deviceTaintRules {
-		s.slices = taintedSlices(w.slices, w.taintRules)
+		s.slices = kube.ApplyDeviceTaintRules(w.slices, w.taintRules, taintRuleWithoutSelectorMatchesAll)
 	}
 	for _, node := range w.nodes {
 		s.maxPods[node.Name] = -1
@@ -80,7 +82,7 @@ func newScheduler(w *workload) *scheduler {
 	}
 	for _, k := range w.claimOrder {
 		if claim := w.claims[k]; claim.Status.Allocation != nil {
-			s.devices.add(claim.Status.Allocation)
+			s.devices.Add(claim.Status.Allocation)
 		}
 	}
 	return s
@@ -218,7 +220,7 @@ func (s *scheduler) schedule(pod *v1.Pod) podResult {
 	var alloc structured.Allocator
 	if len(toAllocate) > 0 || len(extReqs) > 0 {
 		t := time.Now()
-		alloc, err = structured.NewAllocator(ctx, s.features, s.devices.gather(), s.w.classes, s.slices, s.cache)
+		alloc, err = structured.NewAllocator(ctx, s.features, s.devices.State(), s.w.classes, s.slices, s.cache)
 		res.newAllocTime = time.Since(t)
 		if err != nil {
 			res.err = err
@@ -319,7 +321,7 @@ func (s *scheduler) bind(pod *v1.Pod, node *v1.Node, allocated []*resourceapi.Re
 	ref := resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID}
 	for i, claim := range allocated {
 		claim.Status.Allocation = &results[i]
-		s.devices.add(claim.Status.Allocation)
+		s.devices.Add(claim.Status.Allocation)
 	}
 	for _, pc := range pod.Spec.ResourceClaims {
 		name := ""
@@ -342,7 +344,7 @@ func (s *scheduler) bind(pod *v1.Pod, node *v1.Node, allocated []*resourceapi.Re
 		claim.Status.Allocation = &results[len(allocated)]
 		claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{ref}
 		s.w.claims[key(claim.Namespace, claim.Name)] = claim
-		s.devices.add(claim.Status.Allocation)
+		s.devices.Add(claim.Status.Allocation)
 		pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim.Name}
 	}
 	pod.Spec.NodeName = node.Name
@@ -384,7 +386,7 @@ func (s *scheduler) release(pod *v1.Pod) {
 			continue
 		}
 		if claim.Status.Allocation != nil {
-			s.devices.remove(claim.Status.Allocation)
+			s.devices.Remove(claim.Status.Allocation)
 			claim.Status.Allocation = nil
 		}
 		if owner := metav1.GetControllerOf(claim); owner != nil && owner.UID == pod.UID {

@@ -21,6 +21,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
+
+	"kubedra/tests/oracle/kube"
 )
 
 // filterTimeout mirrors kube-scheduler's default DynamicResourcesArgs.filterTimeout.
@@ -112,9 +114,9 @@ func allocate(in *inputs, wantStats bool) (*output, int) {
 
 	slices := in.slices
 	if in.gates.enabled("DRADeviceTaintRules") {
-		slices = applyDeviceTaintRules(slices, in.taintRules)
+		slices = kube.ApplyDeviceTaintRules(slices, in.taintRules, nilSelectorMatchesAll)
 	}
-	state := allocatedState(in.allocated, features.ConsumableCapacity)
+	state := kube.GatherAllocatedState(in.allocated, features.ConsumableCapacity)
 	cache := cel.NewCache(10, in.gates.celFeatures())
 	ctx, cancel := context.WithTimeout(context.Background(), filterTimeout)
 	defer cancel()
