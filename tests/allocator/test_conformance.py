@@ -1,4 +1,9 @@
-"""The conformance suite, run twice per case: through the Python API and through ``kubedra allocate -o json``."""
+"""The conformance suite, run twice per case: through the Python API and through ``kubedra allocate -o json``.
+
+Where a case records ``allocate_one_calls`` (upstream's ``NumAllocateOneInvocations``), the search must take
+exactly as many steps, in whichever variant upstream picks for the case's gates: combinations in incubating,
+permutations in stable (``diff-stable-check-permutations-*``). Cases record it only for 1.36 and later.
+"""
 
 from __future__ import annotations
 

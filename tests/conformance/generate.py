@@ -25,6 +25,8 @@ from .fixtures import Case
 from .oracle import run_oracle
 
 STEP_COUNT_PREFIX = "check-combinations"
+KEPT_PREFIX = "diff-"
+"""Cases kept by tests/differential/keep.py (not defined here): never rewritten, never reported as stale."""
 
 
 def all_definitions() -> list[Case]:
@@ -33,6 +35,9 @@ def all_definitions() -> list[Case]:
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise SystemExit(f"duplicate case names: {sorted(dupes)}")
+    clashing = sorted(n for n in names if n.startswith(KEPT_PREFIX))
+    if clashing:
+        raise SystemExit(f"case names with the prefix {KEPT_PREFIX!r} are reserved for kept cases: {clashing}")
     return cases
 
 
@@ -61,6 +66,9 @@ def write_case(case: Case) -> None:
 
 def main(argv: list[str]) -> int:
     wanted = set(argv)
+    kept = sorted(n for n in wanted if n.startswith(KEPT_PREFIX))
+    if kept:
+        raise SystemExit(f"{', '.join(kept)}: kept by tests/differential/keep.py, not generated here")
     for case in all_definitions():
         if wanted and case.name not in wanted:
             continue
@@ -70,7 +78,7 @@ def main(argv: list[str]) -> int:
     if not wanted:
         known = {c.name for c in all_definitions()}
         for folder in sorted(CASES_DIR.iterdir()):
-            if folder.is_dir() and folder.name not in known:
+            if folder.is_dir() and folder.name not in known and not folder.name.startswith(KEPT_PREFIX):
                 print(f"stale case folder (not generated): {folder.name}")
     return 0
 

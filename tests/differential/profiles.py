@@ -36,3 +36,17 @@ EVERYTHING = Profile(
     admin=True, allocated=True, binding=True, missing_class=True, versions=("1.36", "1.37"), switch_gates=True,
 )
 """Everything at once, with random feature gates switched away from the release's defaults."""
+
+OLDER_RELEASES = Profile(
+    generations=True, incomplete=True, invalid=True, localities=ALL_LOCALITIES, first_available=True,
+    constraints=True, config=True, counters=True, taints=True, admin=True, allocated=True, binding=True,
+    versions=("1.34", "1.35"), switch_gates=True,
+)
+"""1.34 and 1.35 (1.36's code with their gate defaults, on the 1.36 oracle), with gates switched."""
+
+STABLE = Profile(
+    max_pools=3, max_devices=4, generations=True, incomplete=True, invalid=True, localities=ALL_LOCALITIES,
+    first_available=True, constraints=True, config=True, counters=True, consumable=True, taints=True, admin=True,
+    allocated=True, binding=True, max_requests=3, versions=("1.36", "1.37"), stable=True,
+)
+"""Gates that select upstream's stable variant: permutations (step counts), matchAttribute only, no capacity."""

@@ -47,6 +47,8 @@ class Profile:
     max_requests: int = 2
     versions: tuple[str, ...] = ("1.37",)
     switch_gates: bool = False
+    stable: bool = False
+    """Gates that make upstream pick its stable variant (no consumable capacity, no binding conditions)."""
 
 
 @dataclass
@@ -128,6 +130,8 @@ def _policy(draw: Draw, name: str, value: str) -> Doc | None:
         picked = sorted(draw(st.sets(st.sampled_from(usable), min_size=1, max_size=3)), key=usable.index)
         return {"default": draw(st.sampled_from(picked)), "validValues": picked}
     low = usable[min(1, len(usable) - 1)]
+    if name == "cores" and rare(draw, 3):
+        low = "500m"  # fractional bounds: Value() integers, or milli values with DRAFractionalCapacityRange
     rng: Doc = {"min": low}
     if draw(st.booleans()):
         rng["max"] = value
@@ -383,12 +387,17 @@ def _taint_rule(draw: Draw, name: str, devices: list[tuple[str, str, Doc]]) -> D
 
 
 def _gates(draw: Draw, profile: Profile, version: str) -> dict[str, bool]:
-    if not profile.switch_gates:
-        return {}
-    gates = {}
-    for gate in v.SWITCHABLE_GATES[version]:
-        if rare(draw, 8):
-            gates[gate] = not v.gate_default(version, gate)
+    gates: dict[str, bool] = {}
+    if profile.switch_gates:
+        for gate in v.SWITCHABLE_GATES[version]:
+            if rare(draw, 8):
+                gates[gate] = not v.gate_default(version, gate)
+    if profile.stable:
+        for gate in v.STABLE_GATES:
+            gates[gate] = v.gate_default(version, gate) if draw(st.integers(0, 3)) else not v.gate_default(version, gate)
+        gates["DRAConsumableCapacity"] = False
+        gates[draw(st.sampled_from(["DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"]))] = False
+        gates = {g: on for g, on in gates.items() if on != v.gate_default(version, g)}
     return gates
 
 

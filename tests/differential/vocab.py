@@ -28,7 +28,7 @@ ATTRIBUTES: dict[str, tuple[str, tuple[Any, ...]]] = {
 }
 MEMORY = ("1Gi", "2Gi", "4Gi", "8Gi")
 CORES = ("2", "4", "8")
-CAPACITY_REQUESTS = {"memory": ("512Mi", "1Gi", "2Gi", "3Gi", "8Gi"), "cores": ("1", "2", "3")}
+CAPACITY_REQUESTS = {"memory": ("512Mi", "1Gi", "2Gi", "3Gi", "8Gi"), "cores": ("1", "2", "3", "700m", "1500m")}
 
 TAINT_KEYS = ("example.com/maintenance", "example.com/unhealthy")
 TAINT_VALUES = ("v1", "v2")
@@ -49,7 +49,13 @@ NODE_SELECTORS: tuple[Doc, ...] = (
 )
 
 # The gates whose switching changes what the allocator does, per release.
+_GATES_134 = (
+    "DRAAdminAccess", "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRADeviceTaints",
+    "DRAPartitionableDevices", "DRAPrioritizedList", "DRAResourceClaimDeviceStatus",
+)
 SWITCHABLE_GATES = {
+    "1.34": _GATES_134,
+    "1.35": (*_GATES_134, "DRADeviceTaintRules"),
     "1.36": (
         "DRAAdminAccess", "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRADeviceTaintRules",
         "DRADeviceTaints", "DRAPartitionableDevices", "DRAPrioritizedList", "DRAResourceClaimDeviceStatus",
@@ -60,10 +66,20 @@ SWITCHABLE_GATES = {
         "DRAFractionalCapacityRange",
     ),
 }
+_OFF_134 = {
+    "DRAConsumableCapacity": False, "DRADeviceBindingConditions": False, "DRADeviceTaints": False,
+    "DRAPartitionableDevices": False,
+}
 GATE_DEFAULTS = {
+    "1.34": _OFF_134,
+    "1.35": {**_OFF_134, "DRADeviceTaintRules": False},
     "1.36": {"DRADeviceTaintRules": False},
     "1.37": {"DRAFractionalCapacityRange": False},
 }
+
+
+STABLE_GATES = ("DRAAdminAccess", "DRAPrioritizedList", "DRAPartitionableDevices", "DRADeviceTaints")
+"""The features upstream's stable variant supports (``SupportedFeatures`` in ``allocator_stable.go``)."""
 
 
 def gate_default(version: str, gate: str) -> bool:

@@ -43,7 +43,11 @@ class Allocator:
         *,
         share_ids: Callable[[], str] = _uuid4,
         interrupt: Callable[[], bool] | None = None,
+        pool_order: Callable[[list[Pool]], list[Pool]] | None = None,
     ) -> None:
+        """``pool_order`` reorders the gathered pools of a node. Upstream's stable variant walks its pools in Go map
+        order, which is random; kubedra uses (driver, name) order, and a differential test passes ``pool_order`` to
+        reproduce any other order upstream may have taken."""
         self.features = features
         self.state = state
         self.classes = dict(classes)
@@ -51,12 +55,16 @@ class Allocator:
         self.step_budget = step_budget
         self.share_ids = share_ids
         self.interrupt = interrupt
-        self.memo = SelectorMemo(cel)
+        self.pool_order = pool_order
+        self.memo = SelectorMemo(cel, names_device=features.cel_error_names_device)
         self._rules = [r for r in taint_rules if self._rule_active(r)] if features.taint_rules_apply else []
         self._on_node: dict[str, list[ResourceSlice]] = {}
         self._shared: list[ResourceSlice] = []
+        # Upstream's NewAllocator splits slices by node name; v0.36.6 keeps every slice with sharedCounters
+        # with the slices of all nodes (``allocator_incubating.go``).
+        everywhere = features.counter_slices_everywhere
         for s in self.slices:
-            if s.spec.node_name:
+            if s.spec.node_name and not (everywhere and s.spec.shared_counters):
                 self._on_node.setdefault(s.spec.node_name, []).append(s)
             else:
                 self._shared.append(s)
@@ -76,7 +84,9 @@ class Allocator:
         found = self._entries.get(id(slice_))
         if found is None:
             base = len(self._entries) << 10
-            found = [DeviceEntry(base + i, slice_, d, self._rules) for i, d in enumerate(slice_.spec.devices)]
+            hide = self.features.stable
+            devices = slice_.spec.devices
+            found = [DeviceEntry(base + i, slice_, d, self._rules, hide_multi=hide) for i, d in enumerate(devices)]
             self._entries[id(slice_)] = found
         return found
 
@@ -85,8 +95,12 @@ class Allocator:
         key = (node.metadata.name, tuple(sorted(node.metadata.labels.items())))
         view = self._views.get(key)
         if view is None:
-            slices = self._on_node.get(node.metadata.name, []) + self._shared
+            # allocator_stable.go gathers pools from every slice, in input order.
+            stable = self.features.stable
+            slices = self.slices if stable else self._on_node.get(node.metadata.name, []) + self._shared
             pools = gather_pools(slices, node, self.features, self.slices)
+            if self.pool_order is not None:
+                pools = self.pool_order(pools)
             flat = [(e, p) for p in pools if p.usable for s in p.slices for e in self.entries(s)]
             view = self._views[key] = NodeView(node, pools, flat)
         return view
@@ -126,6 +140,7 @@ class Allocator:
             NodeAllocationFailed: only this node is affected ("invalid resource pools were encountered").
             SearchBudgetExceeded: the step (or time) budget ran out before an answer.
         """
+        self.last_steps = 0
         search = self.new_search(node, claims)
         try:
             found = search.run()
@@ -143,6 +158,7 @@ class Allocator:
                 search.results[i],
                 node.metadata.name,
                 binding_conditions=self.features.binding_and_status,
+                config_per_request=self.features.config_per_request,
             )
             for i, claim in enumerate(claims)
         ]

@@ -2,13 +2,14 @@
 
 Upstream's semantics, quirks included: a constraint without ``requests`` covers every request, ``"req"`` covers
 all its subrequests and ``"req/sub"`` only that one; match keeps the first device's value and a count; distinct
-remembers one value per *request name* (a later device of the same request replaces it). Versions are compared as
+remembers every device since 1.37 (one value per *request name* in 1.36). Versions are compared as
 strings (semver's minimal form makes that exact). With list-type attributes on, match means a non-empty common
 intersection and distinct means pairwise-disjoint sets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from kubedra.allocator.devices import DeviceEntry
@@ -112,41 +113,56 @@ class MatchAttribute(_Scoped):
 
 
 class DistinctAttribute(_Scoped):
-    """Every covered device has the attribute, with a value no other remembered device has."""
+    """Every covered device has the attribute, with a value no other remembered device has.
 
-    __slots__ = ("count", "lists", "values")
+    v0.37.2 (``incubating/constraint.go``) remembers every added device and checks the new one against all of
+    them. v0.36.6 (``per_request``) remembers one value per request name: a later device of the same request
+    replaces it, a removal forgets the request's value, and the first device is always accepted.
+    """
 
-    def __init__(self, attribute: str, requests: list[str], *, lists: bool = False) -> None:
+    __slots__ = ("count", "lists", "per_request", "stack", "values")
+
+    def __init__(self, attribute: str, requests: list[str], *, lists: bool = False, per_request: bool = False) -> None:
         super().__init__(attribute, requests)
         self.lists = lists
+        self.per_request = per_request
         self.count = 0
         self.values: dict[str, DeviceAttribute] = {}
+        self.stack: list[DeviceAttribute] = []
 
     def add(self, request: str, entry: DeviceEntry) -> bool:
         attr = entry.attribute(self.attribute)
         if attr is None:
             return False
-        if self.count and not self._distinct(attr):
-            return False
-        self.values[request] = attr
+        if self.per_request:
+            if self.count and not self._distinct(attr, self.values.values()):
+                return False
+            self.values[request] = attr
+        else:
+            if not self._distinct(attr, self.stack):
+                return False
+            self.stack.append(attr)
         self.count += 1
         return True
 
-    def _distinct(self, attr: DeviceAttribute) -> bool:
+    def _distinct(self, attr: DeviceAttribute, others: Iterable[DeviceAttribute]) -> bool:
         if self.lists:
             mine = as_set(attr)
             if mine is None:
                 return False
-            for other in self.values.values():
+            for other in others:
                 theirs = as_set(other)
                 if theirs is None or mine & theirs:
                     return False
             return True
         value = scalar(attr)
         if value is None:
-            return not self.values
-        return all(scalar(other) != value for other in self.values.values())
+            return not any(True for _ in others)
+        return all(scalar(other) != value for other in others)
 
     def remove(self, request: str, entry: DeviceEntry) -> None:  # noqa: ARG002
-        self.values.pop(request, None)
+        if self.per_request:
+            self.values.pop(request, None)
+        elif self.stack:
+            self.stack.pop()
         self.count -= 1

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from kubedra.allocator.errors import AllocationError
 from kubedra.allocator.state import DeviceID
 from kubedra.allocator.taints import Taint, blocking_taints
@@ -61,6 +63,7 @@ class DeviceEntry:
         "consumes",
         "device",
         "has_binding_conditions",
+        "hide_multi",
         "id",
         "multi",
         "per_device_nodes",
@@ -69,7 +72,15 @@ class DeviceEntry:
         "uid",
     )
 
-    def __init__(self, uid: int, slice_: ResourceSlice, device: Device, rules: Sequence[DeviceTaintRule]) -> None:
+    def __init__(
+        self,
+        uid: int,
+        slice_: ResourceSlice,
+        device: Device,
+        rules: Sequence[DeviceTaintRule],
+        *,
+        hide_multi: bool = False,
+    ) -> None:
         spec = slice_.spec
         self.uid = uid
         self.id = DeviceID(spec.driver, spec.pool.name, device.name)
@@ -93,6 +104,7 @@ class DeviceEntry:
         }
         self.multi = bool(device.allow_multiple_allocations)
         self.has_binding_conditions = bool(device.binding_conditions)
+        self.hide_multi = hide_multi
         self._attrs: dict[str, DeviceAttribute | None] = {}
         self._view: Any = None
 
@@ -112,11 +124,18 @@ class DeviceEntry:
         return found
 
     def view(self) -> Any:
-        """The CEL ``device`` variable, built on first use."""
+        """The CEL ``device`` variable, built on first use.
+
+        The stable variant (``allocator_stable.go`` ``selectorsMatch``) never passes ``allowMultipleAllocations``
+        to CEL, so there it reads as false (``hide_multi``).
+        """
         if self._view is None:
             from kubedra.cel import DeviceView
 
-            self._view = DeviceView(self.id.driver, self.device)
+            device = self.device
+            if self.hide_multi and device.allow_multiple_allocations:
+                device = msgspec.structs.replace(device, allow_multiple_allocations=None)
+            self._view = DeviceView(self.id.driver, device)
         return self._view
 
     def __repr__(self) -> str:

@@ -2,12 +2,22 @@
 
 Mirrors upstream's ``internal.Features``: kept alphabetical, and every flag changes at least one branch of the
 search (or, for ``extended_resource``, of the scheduler that calls it).
+
+Besides the gates, ``Features`` carries *which upstream code* kubedra mirrors, as a few explicit switches
+(properties below, each naming the upstream file it follows):
+
+* ``release`` picks the module version: ``k8s.io/dynamic-resource-allocation`` v0.37.2 for 1.37, v0.36.6 for
+  1.36 and earlier (1.34 and 1.35 have no oracle here; they run 1.36's code with their own gate defaults).
+* ``implementation`` is the variant ``structured.NewAllocator`` picks (``structured/allocator.go``
+  ``availableAllocators``): the first of stable, incubating, experimental whose ``SupportedFeatures`` cover every
+  enabled feature.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 
 from kubedra.cel import CelOptions
 
@@ -37,10 +47,10 @@ _GATES: dict[str, tuple[str | None, dict[str, tuple[bool, bool]]]] = {
     "DRAResourceClaimGranularStatusAuthorization": (None, {"1.36": _ON, "1.37": _ON}),
     "DRAResourcePoolStatus": (None, {"1.36": _OFF, "1.37": _OFF}),
     "DRAWorkloadResourceClaims": (None, {"1.36": _OFF, "1.37": _OFF}),
-    "DRADerivedAttributes": (None, {"1.37": _OFF}),
-    "DRADeviceCompatibilityGroups": (None, {"1.37": _OFF}),
-    "DRAFractionalCapacityRange": (None, {"1.37": _OFF}),
-    "DRAOptionalNodeOperations": (None, {"1.37": _OFF}),
+    "DRADerivedAttributes": ("derived_attributes", {"1.37": _OFF}),
+    "DRADeviceCompatibilityGroups": ("compatibility_groups", {"1.37": _OFF}),
+    "DRAFractionalCapacityRange": ("fractional_capacity_range", {"1.37": _OFF}),
+    "DRAOptionalNodeOperations": ("optional_node_operations", {"1.37": _OFF}),
     "DRAPartitionableDevicesType": (None, {"1.37": _OFF}),
 }
 
@@ -54,16 +64,117 @@ class Features:
     """The optional behaviours of the structured allocator (all on = the newest behaviour)."""
 
     admin_access: bool = True
+    compatibility_groups: bool = False
     consumable_capacity: bool = True
+    derived_attributes: bool = False
     device_binding_conditions: bool = True
     device_status: bool = True
     device_taint_rules: bool = True
     device_taints: bool = True
     extended_resource: bool = True
+    fractional_capacity_range: bool = False
     list_type_attributes: bool = False
+    optional_node_operations: bool = False
     partitionable_devices: bool = True
     prioritized_list: bool = True
     release: str = DEFAULT_RELEASE
+
+    # ---------------------------------------------------------------------------------- which upstream code
+
+    def _allocator_features(self) -> set[str]:
+        """The enabled ``structured.Features``, as that release's scheduler plugin fills them in
+        (``dynamicresources.AllocatorFeatures``; 1.36 passes neither list-type attributes nor the 1.37 gates)."""
+        enabled = {
+            name
+            for name, on in (
+                ("AdminAccess", self.admin_access),
+                ("PrioritizedList", self.prioritized_list),
+                ("PartitionableDevices", self.partitionable_devices),
+                ("DeviceTaints", self.device_taints),
+                ("DeviceBindingAndStatus", self.binding_and_status),
+                ("ConsumableCapacity", self.consumable_capacity),
+            )
+            if on
+        }
+        if self.release >= "1.37":
+            enabled |= {
+                name
+                for name, on in (
+                    ("FractionalCapacityRange", self.fractional_capacity_range),
+                    ("ListTypeAttributes", self.list_type_attributes),
+                    ("OptionalNodeOperations", self.optional_node_operations),
+                    ("DerivedAttributes", self.derived_attributes),
+                    ("CompatibilityGroups", self.compatibility_groups),
+                )
+                if on
+            }
+        return enabled
+
+    @cached_property
+    def implementation(self) -> str:
+        """``stable``, ``incubating`` or ``experimental``: the first whose ``SupportedFeatures`` (in
+        ``internal/<variant>/allocator_<variant>.go``) cover the enabled features (``structured/allocator.go``)."""
+        enabled = self._allocator_features()
+        for name, supported in _SUPPORTED[self.code]:
+            if enabled <= supported:
+                return name
+        return "experimental"
+
+    @property
+    def code(self) -> str:
+        """The release whose allocator code kubedra mirrors: ``1.37`` (v0.37.2) or ``1.36`` (v0.36.6, also for
+        1.34 and 1.35)."""
+        return "1.37" if self.release >= "1.37" else "1.36"
+
+    @property
+    def stable(self) -> bool:
+        """The stable variant (``internal/stable/allocator_stable.go``): permutations, not combinations; only
+        ``matchAttribute``; no capacity checks; slices in input order; counter slices relevant for every node."""
+        return self.implementation == "stable"
+
+    @property
+    def list_constraints(self) -> bool:
+        """Constraints compare list-type attributes as sets (``internal/experimental/constraint.go``)."""
+        return self.list_type_attributes and self.implementation == "experimental"
+
+    @property
+    def counter_slices_everywhere(self) -> bool:
+        """Every slice with ``sharedCounters`` is relevant for every node: ``pools_stable.go`` in both releases and
+        ``pools_incubating.go`` of v0.36.6 (``relevant = true``); v0.37.2's incubating gathers only pools with
+        devices for the node."""
+        return self.stable or self.code == "1.36"
+
+    @property
+    def distinct_per_request(self) -> bool:
+        """v0.36.6 ``incubating/constraint.go``: ``distinctAttribute`` remembers one value per request name (a later
+        device of the same request replaces it, removal forgets it); v0.37.2 compares against every device."""
+        return self.code == "1.36"
+
+    @property
+    def config_per_request(self) -> bool:
+        """v0.36.6 ``allocator_*.go`` result building: a claim config is appended once per request it names
+        (``continue``) and ``requests`` is never cleared; v0.37.2 appends it once and clears it when it covers all."""
+        return self.code == "1.36"
+
+    @property
+    def lenient_capacity(self) -> bool:
+        """v0.36.6 ``incubating/allocator_incubating.go`` and ``consumable_capacity.go``: capacity errors skip the
+        device instead of aborting, consumed amounts are not checked for sign, a range rounds in BinarySI, an
+        ``All`` request's capacity check counts allocated shares, and a share without ``consumedCapacity`` does not
+        make the device's capacity "in use" (``deviceCapacityInUse``)."""
+        return self.code == "1.36"
+
+    @property
+    def hides_compatibility_groups(self) -> bool:
+        """v0.37.2 ``pools_*.go``: with DRADeviceCompatibilityGroups off, slices whose devices name compatibility
+        groups are ignored (their pool then looks incomplete); v0.36.6 does not know the field."""
+        return self.code == "1.37" and not self.compatibility_groups
+
+    @property
+    def cel_error_names_device(self) -> bool:
+        """v0.37.2 ``selectorsMatch``: ``selector #i on device D: CEL runtime error`` with the optional-chaining hint
+        (``cel.EnhanceRuntimeError``); v0.36.6 names neither."""
+        return self.code == "1.37"
 
     @property
     def binding_and_status(self) -> bool:
@@ -91,8 +202,13 @@ class Features:
         return cls(release=release, **values)
 
     def cel_options(self) -> CelOptions:
-        """The CEL environment these gates imply (``allowMultipleAllocations``, list-typed attributes)."""
-        return CelOptions(consumable_capacity=self.consumable_capacity, list_type_attributes=self.list_type_attributes)
+        """The CEL environment the allocator compiles selectors in.
+
+        The allocator's cache compiles stored expressions (``cel/compile.go``: ``environment.StoredExpressions``),
+        which ignore the feature gates and keep the newest ``device`` declaration: ``allowMultipleAllocations``
+        compiles even with DRAConsumableCapacity off, in 1.36 and 1.37 alike. List-typed values follow the gate.
+        """
+        return CelOptions(consumable_capacity=True, list_type_attributes=self.list_type_attributes)
 
     def with_gates(self, gates: Mapping[str, bool]) -> Features:
         """These features with Kubernetes gates switched (``{"DRAAdminAccess": False}``).
@@ -117,6 +233,16 @@ class Features:
             for gate, (field_name, by_release) in _GATES.items()
             if field_name is not None and self.release in by_release and getattr(self, field_name)
         )
+
+
+_STABLE = frozenset(("AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"))
+_INCUBATING_136 = _STABLE | {"DeviceBindingAndStatus", "ConsumableCapacity"}
+_INCUBATING_137 = _INCUBATING_136 | {"FractionalCapacityRange"}
+_SUPPORTED: dict[str, tuple[tuple[str, frozenset[str]], ...]] = {
+    "1.36": (("stable", _STABLE), ("incubating", _INCUBATING_136)),
+    "1.37": (("stable", _STABLE), ("incubating", _INCUBATING_137)),
+}
+"""``SupportedFeatures`` of the stable and incubating variants per release (experimental supports everything)."""
 
 
 def gates_of(release: str) -> set[str]:

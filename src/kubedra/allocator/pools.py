@@ -6,6 +6,12 @@ only the newest generation is kept; a pool short of ``resourceSliceCount`` is ch
 cluster (a newer generation elsewhere makes it obsolete; still short means incomplete). Invalid pools (duplicate
 device or counter-set names, unknown counter references) are kept but never allocated from. Pools are sorted by
 driver then name, pools with binding conditions go last, slices are sorted by name.
+
+Two switches of :class:`Features`: with ``counter_slices_everywhere`` (``pools_stable.go``, and
+``pools_incubating.go`` of v0.36.6) every slice with ``sharedCounters`` is relevant for every node; the stable
+variant (``pools_stable.go``) neither sorts slices (they keep their input order) nor moves pools with binding
+conditions last. It does not sort pools either: it walks a Go map, so its pool order is random; kubedra keeps
+the (driver, name) order, one of the orders upstream may use.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ def _relevant(slice_: ResourceSlice, node: Node, features: Features) -> bool:
     spec = slice_.spec
     if not features.partitionable_devices and (spec.per_device_node_selection is not None or spec.shared_counters):
         return False
+    if spec.shared_counters and features.counter_slices_everywhere:
+        return True
     try:
         if spec.node_name or spec.all_nodes or spec.node_selector is not None:
             return node_matches(node, spec.node_name or "", bool(spec.all_nodes), spec.node_selector)
@@ -64,6 +72,10 @@ def _relevant(slice_: ResourceSlice, node: Node, features: Features) -> bool:
             f"failed to parse node selector: {exc}"
         ) from exc
     return False
+
+
+def _uses_compatibility_groups(slice_: ResourceSlice) -> bool:
+    return any(c.compatibility_groups for d in slice_.spec.devices for c in d.consumes_counters)
 
 
 def _is_counter_slice(slice_: ResourceSlice, features: Features) -> bool:
@@ -110,7 +122,8 @@ def _validate(  # noqa: PLR0912
 def _build(
     driver: str, name: str, slices: list[ResourceSlice], features: Features, all_in_pool: Sequence[ResourceSlice] | None
 ) -> Pool:
-    slices = sorted(slices, key=lambda s: s.metadata.name)
+    if not features.stable:
+        slices = sorted(slices, key=lambda s: s.metadata.name)
     pool = Pool(driver, name)
     device_slices = [s for s in slices if not _is_counter_slice(s, features)]
     counter_slices = [s for s in slices if _is_counter_slice(s, features)]
@@ -139,7 +152,10 @@ def gather_pools(  # noqa: PLR0912
 ) -> list[Pool]:
     """The pools a node can allocate from, in the order the search tries them."""
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+    hide = features.hides_compatibility_groups
     for s in slices_for_node:
+        if hide and _uses_compatibility_groups(s):
+            continue
         if not _relevant(s, node, features):
             continue
         key = (s.spec.driver, s.spec.pool.name)
@@ -161,7 +177,8 @@ def gather_pools(  # noqa: PLR0912
                 if s.spec.driver != driver or s.spec.pool.name != name:
                     continue
                 if s.spec.pool.generation == first.generation:
-                    everywhere.append(s)
+                    if not (hide and _uses_compatibility_groups(s)):
+                        everywhere.append(s)
                 elif s.spec.pool.generation > first.generation:
                     obsolete = True
                     break
@@ -171,7 +188,7 @@ def gather_pools(  # noqa: PLR0912
                 plain.append(Pool(driver, name, incomplete=True))
                 continue
             pool = _build(driver, name, slices, features, everywhere)
-        (binding if _has_binding_conditions(pool) else plain).append(pool)
+        (binding if not features.stable and _has_binding_conditions(pool) else plain).append(pool)
     plain.sort(key=lambda p: (p.driver, p.name))
     binding.sort(key=lambda p: (p.driver, p.name))
     return plain + binding

@@ -84,6 +84,10 @@ def build_request(  # noqa: PLR0917
 ) -> RequestData:
     """Validate one (sub)request; ``All`` requests get their device list from the search afterwards."""
     ref = claim_ref(claim)
+    if req.derived_attributes and features.code >= "1.37" and features.implementation != "experimental":
+        raise AllocationError(
+            f"claim {ref}, request {name}: cannot handle request with derived attributes, the feature is disabled"
+        )
     for i, selector in enumerate(req.selectors):
         if selector.cel is None:
             raise AllocationError(
@@ -120,21 +124,27 @@ def build_request(  # noqa: PLR0917
         num_devices=count if mode == "ExactCount" else 0,
         admin=bool(admin_field),
         tolerations=list(req.tolerations),
-        capacity=_capacity(ref, name, req),
+        capacity=None if features.stable else _capacity(ref, name, req),
         request_exprs=tuple(s.cel.expression for s in req.selectors if s.cel is not None),
         class_exprs=tuple(class_exprs),
     )
 
 
 def claim_constraints(claim: ResourceClaim, features: Features) -> list[Constraint]:
-    """The claim's constraints, fresh for one search."""
+    """The claim's constraints, fresh for one search.
+
+    The stable variant only knows ``matchAttribute`` (``allocator_stable.go``): a ``distinctAttribute`` constraint
+    is an "empty constraint" there.
+    """
     out: list[Constraint] = []
-    lists = features.list_type_attributes
+    lists = features.list_constraints
+    distinct = not features.stable
+    per_request = features.distinct_per_request
     for i, c in enumerate(claim.spec.devices.constraints):
         if c.match_attribute is not None:
             out.append(MatchAttribute(c.match_attribute, c.requests, lists=lists))
-        elif c.distinct_attribute is not None:
-            out.append(DistinctAttribute(c.distinct_attribute, c.requests, lists=lists))
+        elif c.distinct_attribute is not None and distinct:
+            out.append(DistinctAttribute(c.distinct_attribute, c.requests, lists=lists, per_request=per_request))
         else:
             raise AllocationError(
                 f"claim {claim_ref(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)"

@@ -26,7 +26,11 @@ def _chosen(slots: Sequence[Sequence[RequestData]]) -> list[RequestData]:
     return [alternatives[alternatives[0].selected] for alternatives in slots]
 
 
-def _configs(claim: ResourceClaim, chosen: list[RequestData]) -> list[DeviceAllocationConfiguration]:
+def _configs(
+    claim: ResourceClaim, chosen: list[RequestData], *, per_request: bool
+) -> list[DeviceAllocationConfiguration]:
+    """Class configs, then claim configs. v0.37.2 adds a claim config once and clears ``requests`` when it covers
+    every request; v0.36.6 (``per_request``) adds it once per request it names and never clears."""
     configs: list[DeviceAllocationConfiguration] = []
     by_class: dict[str, tuple[int, int]] = {}
     for rd in chosen:
@@ -54,7 +58,10 @@ def _configs(claim: ResourceClaim, chosen: list[RequestData]) -> list[DeviceAllo
                 configs.append(
                     DeviceAllocationConfiguration(source="FromClaim", requests=list(wanted), opaque=claim_config.opaque)
                 )
-                break
+                if not per_request:
+                    break
+    if per_request:
+        return configs
     for config in configs:
         if config.requests and all(
             r.name in config.requests or picked.get(r.name, "") in config.requests for r in claim.spec.devices.requests
@@ -109,6 +116,7 @@ def build_result(
     node_name: str,
     *,
     binding_conditions: bool,
+    config_per_request: bool = False,
 ) -> AllocationResult:
     """The ``AllocationResult`` of one claim."""
     devices: list[DeviceRequestAllocationResult] = []
@@ -129,7 +137,9 @@ def build_result(
             )
         )
     return AllocationResult(
-        devices=DeviceAllocationResult(results=devices, config=_configs(claim, _chosen(slots))),
+        devices=DeviceAllocationResult(
+            results=devices, config=_configs(claim, _chosen(slots), per_request=config_per_request)
+        ),
         node_selector=_node_selector(results, node_name, claim),
     )
 

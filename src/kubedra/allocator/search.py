@@ -1,9 +1,13 @@
-"""The depth-first search of the incubating allocator: combinations, not permutations, first solution wins.
+"""The depth-first search of upstream's allocator: first solution wins.
 
 ``allocateOne`` and ``allocateDevice`` upstream, step for step (the number of ``allocate_one`` calls matches
-upstream's ``NumAllocateOneInvocations``). What upstream recomputes on every visit is prepared once here: each
-request gets the list of devices that pass its static checks (selectors, per-device node selection, binding
-conditions, static capacity), in search order, and the search only walks that list.
+upstream's ``NumAllocateOneInvocations``). The incubating and experimental variants try combinations within a
+request (the next device starts after the previous one); the stable variant (``allocator_stable.go``, chosen
+when :attr:`Features.stable`) restarts at the first device every time, so it tries permutations.
+
+What upstream recomputes on every visit is prepared once here: each request gets the list of devices that pass
+its static checks (selectors, per-device node selection, binding conditions, static capacity), in search order,
+and the search only walks that list.
 """
 
 from __future__ import annotations
@@ -95,7 +99,11 @@ class Search:
         self.allocating: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, Quantity]] = {}
         self.counters: dict[tuple[str, str], PoolCounters] = {}
-        self.shared_ids = {s.device_id for s in state.allocated_shared}
+        self.stable = features.stable
+        self.lenient = features.lenient_capacity
+        self.fractional = features.fractional_capacity_range
+        # v0.37.2 counts a share without consumedCapacity as capacity in use; v0.36.6 does not.
+        self.shared_ids = {s.device_id for s in state.allocated_shared} if not self.lenient else set()
         self.refs = [claim_ref(c) for c in claims]
 
     # ------------------------------------------------------------------------------------------ preparation
@@ -113,7 +121,7 @@ class Search:
                         f"claim {ref}, request {request.name}: has subrequests, "
                         "but the DRAPrioritizedList feature is disabled"
                     )
-                if not f.consumable_capacity:
+                if not f.consumable_capacity and not self.stable:
                     if request.exactly is not None and request.exactly.capacity is not None:
                         raise AllocationError(
                             f"claim {ref}, request {request.name}: has capacity requests, "
@@ -174,8 +182,18 @@ class Search:
                     if verdict is not True:
                         raise verdict.error(ref)
                     if self.features.consumable_capacity:
+                        # v0.37.2 checks static capacity only (allocateDevice sees what is in use);
+                        # v0.36.6 already subtracts the capacity of allocated shares here.
+                        in_use = self.state.aggregated_capacity.get(entry.id) if self.lenient else None
                         try:
-                            ok = fits(rd.capacity, entry.capacity, None, None)
+                            ok = fits(
+                                rd.capacity,
+                                entry.capacity,
+                                in_use,
+                                None,
+                                lenient=self.lenient,
+                                fractional=self.fractional,
+                            )
                         except CapacityError as exc:
                             raise AllocationError(
                                 f"claim {ref}, request {rd.name}: "
@@ -282,7 +300,7 @@ class Search:
                 self.rollback(token)
             return done
         candidates = rd.candidates if rd.candidates is not None else self._candidates(rd)
-        first = bisect_left(rd.positions, start) if start else 0
+        first = bisect_left(rd.positions, start) if start and not self.stable else 0
         admin = rd.admin
         allocating = self.allocating
         allocated = self.state.allocated_devices
@@ -319,6 +337,8 @@ class Search:
                 entry.capacity,
                 self.state.aggregated_capacity.get(entry.id),
                 self.allocating_capacity.get(entry.id),
+                lenient=self.lenient,
+                fractional=self.fractional,
             )
         except CapacityError as exc:
             raise AllocationError(
@@ -382,6 +402,8 @@ class Search:
                     entry.capacity,
                     self.state.aggregated_capacity.get(device),
                     self.allocating_capacity.get(device),
+                    lenient=self.lenient,
+                    fractional=self.fractional,
                 )
             except CapacityError as exc:
                 self._undo(rd, entry, counters, added, marked, None)
@@ -392,7 +414,9 @@ class Search:
                 self._undo(rd, entry, counters, added, marked, None)
                 return None
             if multi:
-                consumed = consumed_capacity(rd.capacity, entry.capacity)
+                consumed = consumed_capacity(
+                    rd.capacity, entry.capacity, lenient=self.lenient, fractional=self.fractional
+                )
                 share_id = self.new_share_id()
                 existed = device in self.allocating_capacity
                 totals = self.allocating_capacity.setdefault(device, {})

@@ -3,7 +3,8 @@
 CEL results depend only on the device and the expressions, so a verdict computed once is reused by every
 request, claim and node that asks again. Errors are memoized too, as :class:`SelectorFailure` values, and raised
 only when the search reaches the device (where upstream would evaluate it), with upstream's message:
-``class X: selector #i on device D: CEL runtime error: ...`` or ``claim ns/name: selector #i ...``.
+``class X: selector #i on device D: CEL runtime error: ...`` or ``claim ns/name: selector #i ...`` (v0.36.6 says
+neither the device nor the "no such key" hint).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class SelectorFailure:
 
     __slots__ = ("detail", "device", "index", "owner", "runtime")
 
-    def __init__(self, owner: str | None, index: int, device: str, detail: str, *, runtime: bool) -> None:
+    def __init__(self, owner: str | None, index: int, device: str | None, detail: str, *, runtime: bool) -> None:
         self.owner = owner
         self.index = index
         self.device = device
@@ -38,9 +39,8 @@ class SelectorFailure:
     def error(self, claim: str) -> AllocationError:
         who = f"class {self.owner}" if self.owner is not None else f"claim {claim}"
         if self.runtime:
-            return AllocationError(
-                f"{who}: selector #{self.index} on device {self.device}: CEL runtime error: {self.detail}"
-            )
+            where = f" on device {self.device}" if self.device is not None else ""
+            return AllocationError(f"{who}: selector #{self.index}{where}: CEL runtime error: {self.detail}")
         return AllocationError(f"{who}: selector #{self.index}: CEL compile error: {self.detail}")
 
 
@@ -62,8 +62,9 @@ def enhance_runtime_error(text: str) -> str:
 class SelectorMemo:
     """Compiles each expression once and remembers every verdict."""
 
-    def __init__(self, compiler: Compiler) -> None:
+    def __init__(self, compiler: Compiler, *, names_device: bool = True) -> None:
         self._compiler = compiler
+        self._names_device = names_device
         self._programs: dict[str, Program | str] = {}
         self._by_class: dict[str, dict[int, Verdict]] = {}
         self._by_selectors: dict[tuple[str, ...], dict[int, Verdict]] = {}
@@ -92,6 +93,8 @@ class SelectorMemo:
             try:
                 matched = program.evaluate(entry.view())
             except CelRuntimeError as exc:
+                if not self._names_device:  # v0.36.6: neither the device nor the hint
+                    return SelectorFailure(owner, index, None, str(exc), runtime=True)
                 return SelectorFailure(owner, index, str(entry.id), enhance_runtime_error(str(exc)), runtime=True)
             if not matched:
                 return False
