@@ -60,6 +60,18 @@ def pod_key(pod: Pod) -> str:
     return key_of(pod.metadata.namespace, pod.metadata.name)
 
 
+def pod_owner_reference(pod: Pod) -> OwnerReference:
+    """The controller reference a claim made for a pod carries (template claims and KEP-5004's special claim)."""
+    return OwnerReference(
+        api_version="v1",
+        kind="Pod",
+        name=pod.metadata.name,
+        uid=pod.metadata.uid,
+        controller=True,
+        block_owner_deletion=True,
+    )
+
+
 def claim_from_template(
     pod: Pod, pod_claim: PodResourceClaim, template: ResourceClaimTemplate, rng: random.Random
 ) -> ResourceClaim:
@@ -73,16 +85,7 @@ def claim_from_template(
         namespace=pod.metadata.namespace,
         labels=dict(template.spec.metadata.labels),
         annotations=annotations,
-        owner_references=[
-            OwnerReference(
-                api_version="v1",
-                kind="Pod",
-                name=pod.metadata.name,
-                uid=pod.metadata.uid,
-                controller=True,
-                block_owner_deletion=True,
-            )
-        ],
+        owner_references=[pod_owner_reference(pod)],
     )
     return ResourceClaim(metadata=metadata, spec=template.spec.spec)
 

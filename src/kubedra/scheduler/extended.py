@@ -20,12 +20,12 @@ from kubedra.objects.model import (
     ExactDeviceRequest,
     Node,
     ObjectMeta,
-    OwnerReference,
     Pod,
     ResourceClaim,
     ResourceClaimSpec,
 )
 from kubedra.objects.quantity import Quantity
+from kubedra.scheduler.claims import pod_owner_reference
 from kubedra.scheduler.nodefit import IMPLICIT_DEVICE_CLASS_PREFIX, is_extended_resource
 
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
@@ -147,16 +147,7 @@ def special_claim(
         generate_name=claim_name_base(pod.metadata.name),
         namespace=pod.metadata.namespace,
         annotations={EXTENDED_CLAIM_ANNOTATION: "true"},
-        owner_references=[
-            OwnerReference(
-                api_version="v1",
-                kind="Pod",
-                name=pod.metadata.name,
-                uid=pod.metadata.uid,
-                controller=True,
-                block_owner_deletion=True,
-            )
-        ],
+        owner_references=[pod_owner_reference(pod)],
     )
     return ResourceClaim(metadata=metadata, spec=ResourceClaimSpec(devices=DeviceClaim(requests=device_requests)))
 
