@@ -108,6 +108,37 @@ def _print_pod(data: dict[str, Any], limit: int) -> None:
         _print_groups(data["groups"], limit, fits)
 
 
+def _explain(
+    kind: str,
+    name: str,
+    namespace: str | None,
+    files: list[str] | None,
+    policy: Policy,
+    seed: int,
+    version: str,
+    gates: str,
+    output: OutputFormat | None,
+    max_nodes: int,
+) -> None:
+    """Run the scenario, find the pod or claim, explain it, print it; exits 0 (or 2 when it does not exist)."""
+    from kubedra.scheduler.explain import explain_claim, explain_pod, lookup
+
+    state, allocator = _simulate(files, policy, seed, version, gates)
+    objects = state.pods if kind == "pod" else state.claims
+    found = lookup(objects, name, namespace)
+    if found.key is None:
+        _not_found(kind, name, found.matches, ambiguous=_ambiguous(found.matches, name))
+    assert found.key is not None
+    explain = explain_pod if kind == "pod" else explain_claim
+    data = explain(state, allocator, found.key, policy=policy.value).as_dict()
+    fmt = output or default_format()
+    if fmt is OutputFormat.table:
+        (_print_pod if kind == "pod" else _print_claim)(data, max_nodes)
+    else:
+        print_data(data, fmt)
+    raise typer.Exit(EXIT_OK)
+
+
 def register(app: typer.Typer) -> None:
     explain_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode="rich")
 
@@ -123,20 +154,7 @@ def register(app: typer.Typer) -> None:
         output: OutputOption = None,
         max_nodes: MaxNodesOption = 5,
     ) -> None:
-        from kubedra.scheduler.explain import explain_pod, lookup
-
-        state, allocator = _simulate(files, policy, seed, kubernetes_version, feature_gates)
-        found = lookup(state.pods, name, namespace)
-        if found.key is None:
-            _not_found("pod", name, found.matches, ambiguous=_ambiguous(found.matches, name))
-        assert found.key is not None
-        data = explain_pod(state, allocator, found.key, policy=policy.value).as_dict()
-        fmt = output or default_format()
-        if fmt is OutputFormat.table:
-            _print_pod(data, max_nodes)
-        else:
-            print_data(data, fmt)
-        raise typer.Exit(EXIT_OK)
+        _explain("pod", name, namespace, files, policy, seed, kubernetes_version, feature_gates, output, max_nodes)
 
     @explain_app.command("claim", help="Where a claim is allocated, or why not. " + HELP)
     def explain_claim_command(
@@ -150,20 +168,8 @@ def register(app: typer.Typer) -> None:
         output: OutputOption = None,
         max_nodes: MaxNodesOption = 5,
     ) -> None:
-        from kubedra.scheduler.explain import explain_claim, lookup
-
-        state, allocator = _simulate(files, policy, seed, kubernetes_version, feature_gates)
-        found = lookup(state.claims, name, namespace)
-        if found.key is None:
-            _not_found("resourceclaim", name, found.matches, ambiguous=_ambiguous(found.matches, name))
-        assert found.key is not None
-        data = explain_claim(state, allocator, found.key, policy=policy.value).as_dict()
-        fmt = output or default_format()
-        if fmt is OutputFormat.table:
-            _print_claim(data, max_nodes)
-        else:
-            print_data(data, fmt)
-        raise typer.Exit(EXIT_OK)
+        _explain("resourceclaim", name, namespace, files, policy, seed, kubernetes_version, feature_gates, output,
+                 max_nodes)
 
     app.add_typer(explain_app, name="explain", help="Why a pod is pending or where it runs; why a claim is not "
                   "allocated. Node by node, grouped.")
