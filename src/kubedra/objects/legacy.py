@@ -391,8 +391,9 @@ class _Converter:
             where,
             f"a bare list of Prometheus rules ({alerts})",
             "a monitoring.coreos.com/v1 PrometheusRule (passed through, not a DRA object)",
-            "wrapped in one rule group named after the file; metrics named kube_resourceclaim_* exist only in "
-            "kubedra's exporter, not upstream",
+            "wrapped in one rule group named after the file; the metrics it reads (kube_resourceclaim_pending, "
+            "kube_resourceclaim_allocated, node_dra_resource_available) exist nowhere upstream: kube-state-metrics "
+            "has only kube_pod_resourceclaim_info",
             "legacy-alert-rules",
         )
         self.result.outputs[i] = LegacyOutput(where, raw=raw)
