@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubedra.objects.load import load_text
-from kubedra.scheduler.dra import AllocatorBackend
+from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend
 from kubedra.scheduler.explain import explain_claim, explain_pod, lookup
 from kubedra.scheduler.scoring import Policy
 from kubedra.sim.scenario import build_scenario
@@ -85,9 +85,36 @@ spec:
 """
 
 
-def run(text: str) -> tuple[Any, Any]:
+def pod_of(name: str, claim_names: list[str], after: str = "0s") -> str:
+    """A pod using several existing claims (each pod claim is named after its ResourceClaim)."""
+    claims = ", ".join(f"{{name: {c}, resourceClaimName: {c}}}" for c in claim_names)
+    uses = ", ".join(f"{{name: {c}}}" for c in claim_names)
+    return f"""
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: ml, annotations: {{kubedra.io/start-after: {after}}}}}
+spec:
+  resourceClaims: [{claims}]
+  containers: [{{name: main, image: x, resources: {{requests: {{cpu: "1"}}, claims: [{uses}]}}}}]
+"""
+
+
+def taint_rule(name: str, selector: str, taint: str) -> str:
+    return f"""
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {{name: {name}}}
+spec:
+  deviceSelector: {selector}
+  taint: {taint}
+"""
+
+
+def run(text: str, step_budget: int = DEFAULT_STEP_BUDGET) -> tuple[Any, Any]:
     scenario = build_scenario(load_text(text))
-    simulation = prepare(scenario, Options(policy=Policy.FIRST_FIT))
+    simulation = prepare(scenario, Options(policy=Policy.FIRST_FIT, step_budget=step_budget))
     result = simulation.run()
     backend = simulation.scheduler.backend
     assert isinstance(backend, AllocatorBackend)
@@ -300,6 +327,247 @@ def test_claim_with_a_pending_pod_explains_the_pod() -> None:
     data = explain_claim(state, allocator, "ml/c").as_dict()
     assert [p["pod"] for p in data["pods"]] == ["ml/waiting"]
     assert data["pods"][0]["groups"][0]["check"] == "devices"
+
+
+def all_claim(name: str, selectors: str = "[]") -> str:
+    return f"""
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  devices:
+    requests: [{{name: gpu, exactly: {{deviceClassName: gpu, allocationMode: All, selectors: {selectors}}}}}]
+"""
+
+
+def test_allocation_mode_all_needs_every_matching_device_free() -> None:
+    text = (CLASS + node("n1") + slice_("n1", gpus(4)) + claim("a", 1) + claim("b", 1) + all_claim("c")
+            + pod("p-a", "a") + pod("p-b", "b") + pod("waiting", "c", after="1m"))
+    data = explain(text)
+    assert reasons(data) == [
+        "claim ml/c, request gpu: 4 devices match class gpu; allocationMode All needs every one of them, but 2 are "
+        "not free: 2 in use by ml/a, ml/b"
+    ]
+    assert data["groups"][0]["heldBy"] == ["ml/a", "ml/b"]
+
+
+def test_allocation_mode_all_is_blocked_by_a_tainted_device() -> None:
+    # Upstream puts every matching device into an All request and allocateDevice refuses the tainted one, so the
+    # whole request fails even though the other devices are free.
+    taint = "taints: [{key: bad, effect: NoSchedule}]"
+    devices = f"[{{name: gpu-0}}, {{name: gpu-1}}, {{name: gpu-2, {taint}}}, {{name: gpu-3, {taint}}}]"
+    text = CLASS + node("n1") + slice_("n1", devices) + all_claim("c") + pod("waiting", "c")
+    assert reasons(explain(text)) == [
+        "claim ml/c, request gpu: 4 devices match class gpu; allocationMode All needs every one of them, but 2 are "
+        "not free: taint bad:NoSchedule not tolerated (2 devices)"
+    ]
+
+
+def test_allocation_mode_all_with_one_device_not_free_reads_in_the_singular() -> None:
+    text = (CLASS + node("n1") + slice_("n1", gpus(4)) + claim("a", 1) + all_claim("c")
+            + pod("p-a", "a") + pod("waiting", "c", after="1m"))
+    assert reasons(explain(text)) == [
+        "claim ml/c, request gpu: 4 devices match class gpu; allocationMode All needs every one of them, but 1 is "
+        "not free: 1 in use by ml/a"
+    ]
+
+
+def test_allocation_mode_all_with_no_matching_device() -> None:
+    h100 = "[{cel: {expression: 'device.attributes[\"gpu.example.com\"].model == \"h100\"'}}]"
+    text = CLASS + node("n1") + node("n2") + slice_("n1", gpus(2)) + all_claim("c", h100) + pod("waiting", "c")
+    by_node = {n: g["reason"] for g in explain(text)["groups"] for n in g["nodes"]}
+    assert by_node == {
+        "n1": "claim ml/c, request gpu: 2 devices match class gpu, but no device matches selector #0 of the request "
+              '(device.attributes["gpu.example.com"].model == "h100"): 2 devices have model=a100',
+        "n2": "claim ml/c, request gpu: no devices are published for the node",
+    }
+
+
+BIG = """
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu-big}
+spec:
+  selectors:
+  - {cel: {expression: 'device.driver == "gpu.example.com"'}}
+  - {cel: {expression: 'device.capacity["gpu.example.com"].memory.compareTo(quantity("80Gi")) >= 0'}}
+"""
+
+FIRST_AVAILABLE = """
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: ml}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      firstAvailable:
+      - {name: big, deviceClassName: gpu-big, count: 1}
+      - {name: two-small, deviceClassName: gpu, count: 2}
+"""
+
+
+def test_first_available_names_every_subrequest_tried() -> None:
+    text = (CLASS + BIG + node("n1") + slice_("n1", gpus(2)) + claim("a", 1) + FIRST_AVAILABLE
+            + pod("p-a", "a") + pod("waiting", "c", after="1m"))
+    data = explain(text)
+    (group,) = data["groups"]
+    assert group["reasons"] == [
+        "claim ml/c, request gpu/big: no device matches selector #1 of class gpu-big "
+        '(device.capacity["gpu.example.com"].memory.compareTo(quantity("80Gi")) >= 0): 2 devices have memory=40Gi',
+        "claim ml/c, request gpu/two-small: 2 devices match class gpu; only 1 of 2 requested devices are free: "
+        "1 in use by ml/a",
+    ]
+    assert group["reason"] == "; ".join(group["reasons"])
+    assert group["heldBy"] == ["ml/a"]
+
+
+def test_first_available_falls_back_to_a_later_subrequest() -> None:
+    text = (CLASS + BIG + node("n1") + slice_("n1", gpus(2, "80Gi")) + claim("a", 1) + FIRST_AVAILABLE
+            + pod("p-a", "a") + pod("waiting", "c", after="1m"))
+    data = explain(text)
+    assert data["phase"] == "Running"
+    assert data["claims"][0]["devices"] == ["gpu.example.com/n1/gpu-1"]
+
+
+def test_first_available_subrequests_under_a_claim_constraint() -> None:
+    claim_text = """
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c, namespace: ml}
+spec:
+  devices:
+    requests:
+    - {name: a, exactly: {deviceClassName: gpu, count: 2}}
+    - name: b
+      firstAvailable:
+      - {name: one, deviceClassName: gpu, count: 1}
+      - {name: two, deviceClassName: gpu, count: 2}
+    constraints: [{matchAttribute: resource.kubernetes.io/pcieRoot}]
+"""
+    text = CLASS + node("n1") + slice_("n1", gpus(4, per_root=2)) + claim_text + pod("waiting", "c")
+    # a needs 2 and b at least 1 (its cheapest subrequest) on one PCIe root that only has 2.
+    assert reasons(explain(text)) == [
+        "claim ml/c: matchAttribute resource.kubernetes.io/pcieRoot cannot be satisfied: 3 devices must share one "
+        "value, the free matching devices have pci0 (2), pci1 (2)"
+    ]
+
+
+def test_device_taint_rule_taint_not_tolerated() -> None:
+    rule = taint_rule("gpu-1-xid", "{driver: gpu.example.com, pool: n1, device: gpu-1}",
+                      "{key: gpu.example.com/unhealthy, value: xid79, effect: NoSchedule}")
+    text = CLASS + node("n1") + slice_("n1", gpus(2)) + rule + claim("c", 2) + pod("waiting", "c")
+    assert reasons(explain(text)) == [
+        "claim ml/c, request gpu: 2 devices match class gpu; only 1 of 2 requested devices are free: "
+        "taint gpu.example.com/unhealthy=xid79:NoSchedule not tolerated (1 device)"
+    ]
+
+
+def test_device_taint_rule_by_pool_applies_to_that_pool_only() -> None:
+    rule = taint_rule("drain-n1", "{driver: gpu.example.com, pool: n1}", "{key: maintenance, effect: NoExecute}")
+    text = (CLASS + node("n1") + node("n2") + slice_("n1", gpus(2)) + slice_("n2", gpus(1)) + rule
+            + claim("a") + claim("c") + pod("p-a", "a") + pod("waiting", "c", after="1m"))
+    by_node = {n: g["reason"] for g in explain(text)["groups"] for n in g["nodes"]}
+    assert by_node == {
+        "n1": "claim ml/c, request gpu: 2 devices match class gpu; only 0 of 1 requested devices are free: "
+              "taint maintenance:NoExecute not tolerated (2 devices)",
+        "n2": "claim ml/c, request gpu: 1 device matches class gpu, it is in use by ml/a",
+    }
+
+
+def test_device_taint_rule_tolerated_by_the_request() -> None:
+    rule = taint_rule("drain", "{driver: gpu.example.com}", "{key: maintenance, effect: NoSchedule}")
+    tolerant = claim("c").replace("selectors: []", "selectors: [], tolerations: [{key: maintenance, operator: Exists}]")
+    data = explain(CLASS + node("n1") + slice_("n1", gpus(1)) + rule + tolerant + pod("waiting", "c"))
+    assert data["phase"] == "Running"
+    assert data["node"] == "n1"
+
+
+@pytest.mark.xfail(strict=True, reason="a DeviceTaintRule's taint is not in the ResourceSlice; the reason should "
+                   "name the rule that added it, but names only the taint")
+def test_device_taint_rule_is_named_in_the_reason() -> None:
+    rule = taint_rule("drain-n1", "{driver: gpu.example.com, pool: n1}", "{key: maintenance, effect: NoSchedule}")
+    text = CLASS + node("n1") + slice_("n1", gpus(1)) + rule + claim("c") + pod("waiting", "c")
+    (reason,) = reasons(explain(text))
+    assert "DeviceTaintRule drain-n1" in reason
+
+
+def test_two_claims_that_each_fit_alone_compete_for_the_same_devices() -> None:
+    text = (CLASS + node("n1") + node("n2") + slice_("n1", gpus(2)) + slice_("n2", gpus(1))
+            + claim("x", 2) + claim("y", 1) + pod_of("waiting", ["x", "y"]))
+    data = explain(text)
+    by_node = {n: (g["check"], g["reason"]) for g in data["groups"] for n in g["nodes"]}
+    assert by_node == {
+        "n1": ("devices", "each claim fits alone but not all together: ml/x, ml/y compete for the same devices"),
+        "n2": ("devices", "claim ml/x, request gpu: 1 device matches class gpu, 2 requested"),
+    }
+    assert [c["state"] for c in data["claims"]] == ["pending", "pending"]
+
+
+def test_claims_competing_for_devices_are_named_without_the_bystanders() -> None:
+    nic = """
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: nic}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "nic.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n1-nics}
+spec:
+  driver: nic.example.com
+  nodeName: n1
+  pool: {name: n1-nics, generation: 1, resourceSliceCount: 1}
+  devices: [{name: nic-0}]
+"""
+    text = (CLASS + nic + node("n1") + slice_("n1", gpus(2)) + claim("x", 2) + claim("y", 1) + claim("z", cls="nic")
+            + pod_of("waiting", ["x", "z", "y"]))
+    assert reasons(explain(text)) == [
+        "each claim fits alone but not all together: ml/x, ml/y compete for the same devices"
+    ]
+
+
+MATCH_ROOT = "constraints: [{matchAttribute: resource.kubernetes.io/pcieRoot}]"
+
+
+def test_search_budget_exhausted_is_a_timeout_not_a_verdict() -> None:
+    # 8 devices on 8 PCIe roots: the search tries every pair before it gives up (9 steps); 5 are allowed.
+    text = (CLASS + node("n1") + node("n2") + slice_("n1", gpus(8, per_root=1))
+            + claim("c", 2, extra=MATCH_ROOT) + pod("waiting", "c"))
+    state, allocator = run(text, step_budget=5)
+    data = explain_pod(state, allocator, "ml/waiting").as_dict()
+    assert data["message"] == ("0/2 nodes are available: 1 cannot allocate all claims, 1 timed out trying to "
+                               "allocate devices.")
+    assert [(g["check"], g["reason"], g["nodes"]) for g in data["groups"]] == [
+        ("devices", "timed out trying to allocate devices (search step budget of 5 exhausted)", ["n1"]),
+        ("devices", "claim ml/c, request gpu: no devices are published for the node", ["n2"]),
+    ]
+
+
+def test_search_budget_does_not_hide_a_node_that_fits() -> None:
+    text = (CLASS + node("n1") + node("n2") + slice_("n1", gpus(8, per_root=1)) + slice_("n2", gpus(2, per_root=2))
+            + claim("c", 2, extra=MATCH_ROOT) + pod("waiting", "c"))
+    state, allocator = run(text, step_budget=5)
+    data = explain_pod(state, allocator, "ml/waiting").as_dict()
+    assert data["node"] == "n2"
+    assert [(g["check"], g["reason"], g["nodes"]) for g in data["groups"]] == [
+        ("devices", "timed out trying to allocate devices (search step budget of 5 exhausted)", ["n1"])
+    ]
+
+
+def test_search_budget_for_a_claim_without_pods_reads_like_the_pods() -> None:
+    state, allocator = run(CLASS + node("n1") + slice_("n1", gpus(8, per_root=1)) + claim("c", 2, extra=MATCH_ROOT),
+                           step_budget=5)
+    data = explain_claim(state, allocator, "ml/c").as_dict()
+    assert [(g["check"], g["reason"]) for g in data["groups"]] == [
+        ("devices", "timed out trying to allocate devices (search step budget of 5 exhausted)")
+    ]
 
 
 @pytest.mark.parametrize(

@@ -358,7 +358,9 @@ def _request_view(diag: _Diagnosis, rd: RequestData, ref: str) -> _View:
     if not blocked:
         return _View(rd, free, want, Issue(ref, name, f"{head}, {want} requested"))
     if rd.mode_all:
-        text = f"{head}; allocationMode All needs every one of them, but {len(matching) - len(free)} are not free: "
+        busy = len(matching) - len(free)
+        verb = "is" if busy == 1 else "are"
+        text = f"{head}; allocationMode All needs every one of them, but {busy} {verb} not free: "
     elif not free and len(blocked) == 1 and m == 1:
         return _View(rd, free, want, Issue(ref, name, f"{head}: {next(iter(blocked))}", held))
     else:
@@ -452,8 +454,18 @@ def node_issues(
     failing = [ci for ci, claim in enumerate(claims) if not _fits(allocator, node, [claim])]
     if failing:
         return [_claim_issue(allocator, node, claims[ci], per_claim[ci]) for ci in failing]
-    refs = ", ".join(search.refs)
-    return [Issue("", "", f"each claim fits alone but not all together: {refs} compete for the same devices")]
+    competing = ", ".join(_competing(allocator, node, claims, search.refs))
+    return [Issue("", "", f"each claim fits alone but not all together: {competing} compete for the same devices")]
+
+
+def _competing(allocator: Allocator, node: Node, claims: Sequence[ResourceClaim], refs: Sequence[str]) -> list[str]:
+    """The claims in the way: a claim is dropped from the blame when the others still fail without it."""
+    kept = list(range(len(claims)))
+    for ci in range(len(claims)):
+        rest = [i for i in kept if i != ci]
+        if len(rest) >= 2 and not _fits(allocator, node, [claims[i] for i in rest]):
+            kept = rest
+    return [refs[i] for i in kept]
 
 
 def diagnose(

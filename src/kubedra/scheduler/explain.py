@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from kubedra.allocator import AllocationError, Allocator, NodeAllocationFailed, SearchBudgetExceeded
+from kubedra.allocator import AllocationError, Allocator, DeviceID, NodeAllocationFailed, SearchBudgetExceeded
 from kubedra.allocator.diagnosis import Issue, node_issues, owners_of, users_suffix
 from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
@@ -192,6 +192,23 @@ class _Attempt:
     usage_without_pod: str = ""  # node whose usage excludes the pod (a running pod's own node)
 
 
+def _device_check(
+    allocator: Allocator, node: Node, batch: list[ResourceClaim], owners: dict[DeviceID, list[str]]
+) -> tuple[str, list[Issue]]:
+    """The allocator's verdict on one node as (check, issues): fits, devices (with the diagnosis) or error."""
+    try:
+        results = allocator.allocate(node, batch)
+    except SearchBudgetExceeded as exc:
+        return "devices", [Issue("", "", f"timed out trying to allocate devices ({exc})")]
+    except NodeAllocationFailed as exc:
+        return "devices", [Issue("", "", str(exc))]
+    except AllocationError as exc:
+        return "error", [Issue("", "", str(exc))]
+    if results is not None and len(results) == len(batch):
+        return FITS, []
+    return "devices", node_issues(allocator, node, batch, owners)
+
+
 def _describe_selector(selector: NodeSelector) -> str:
     names = [v for term in selector.node_selector_terms for f in term.match_fields
              if f.key == "metadata.name" and f.operator == "In" for v in f.values]
@@ -274,17 +291,7 @@ class _Explainer:
         batch = [*attempt.to_allocate, *([special] if special else [])]
         if not batch:
             return FITS, []
-        try:
-            results = self.allocator.allocate(node, batch)
-        except SearchBudgetExceeded as exc:
-            return "devices", [Issue("", "", f"timed out trying to allocate devices ({exc})")]
-        except NodeAllocationFailed as exc:
-            return "devices", [Issue("", "", str(exc))]
-        except AllocationError as exc:
-            return "error", [Issue("", "", str(exc))]
-        if results is not None and len(results) == len(batch):
-            return FITS, []
-        return "devices", node_issues(self.allocator, node, batch, self.owners)
+        return _device_check(self.allocator, node, batch, self.owners)
 
     def groups(self, attempt: _Attempt, skip: str = "") -> list[Group]:
         grouper = _Grouper()
@@ -402,11 +409,6 @@ def explain_claim(state: ClusterState, allocator: Allocator, key: str, *, policy
     owners = owners_of(list(state.allocated_claims()))
     grouper = _Grouper()
     for name, node in state.nodes.items():
-        try:
-            fits = allocator.allocate(node, [claim]) is not None
-            grouper.add(name, FITS, []) if fits else grouper.add(
-                name, "devices", node_issues(allocator, node, [claim], owners))
-        except AllocationError as exc:
-            grouper.add(name, "error", [Issue("", "", str(exc))])
+        grouper.add(name, *_device_check(allocator, node, [claim], owners))
     message = "no pod uses this claim; a claim is allocated when the first pod using it is scheduled"
     return ClaimExplanation(line, message, [], grouper.groups())
