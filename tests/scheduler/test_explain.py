@@ -463,7 +463,7 @@ def test_device_taint_rule_taint_not_tolerated() -> None:
     text = CLASS + node("n1") + slice_("n1", gpus(2)) + rule + claim("c", 2) + pod("waiting", "c")
     assert reasons(explain(text)) == [
         "claim ml/c, request gpu: 2 devices match class gpu; only 1 of 2 requested devices are free: "
-        "taint gpu.example.com/unhealthy=xid79:NoSchedule not tolerated (1 device)"
+        "taint gpu.example.com/unhealthy=xid79:NoSchedule (from DeviceTaintRule gpu-1-xid) not tolerated (1 device)"
     ]
 
 
@@ -474,7 +474,7 @@ def test_device_taint_rule_by_pool_applies_to_that_pool_only() -> None:
     by_node = {n: g["reason"] for g in explain(text)["groups"] for n in g["nodes"]}
     assert by_node == {
         "n1": "claim ml/c, request gpu: 2 devices match class gpu; only 0 of 1 requested devices are free: "
-              "taint maintenance:NoExecute not tolerated (2 devices)",
+              "taint maintenance:NoExecute (from DeviceTaintRule drain-n1) not tolerated (2 devices)",
         "n2": "claim ml/c, request gpu: 1 device matches class gpu, it is in use by ml/a",
     }
 
@@ -487,8 +487,6 @@ def test_device_taint_rule_tolerated_by_the_request() -> None:
     assert data["node"] == "n1"
 
 
-@pytest.mark.xfail(strict=True, reason="a DeviceTaintRule's taint is not in the ResourceSlice; the reason should "
-                   "name the rule that added it, but names only the taint")
 def test_device_taint_rule_is_named_in_the_reason() -> None:
     rule = taint_rule("drain-n1", "{driver: gpu.example.com, pool: n1}", "{key: maintenance, effect: NoSchedule}")
     text = CLASS + node("n1") + slice_("n1", gpus(1)) + rule + claim("c") + pod("waiting", "c")

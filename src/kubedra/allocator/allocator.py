@@ -75,6 +75,11 @@ class Allocator:
         """``allocateOne`` calls of the last :meth:`allocate` (upstream's ``NumAllocateOneInvocations``)."""
         self.total_steps = 0
 
+    @property
+    def taint_rules(self) -> list[DeviceTaintRule]:
+        """The DeviceTaintRules in effect (those whose taints the devices carry)."""
+        return self._rules
+
     def _rule_active(self, rule: DeviceTaintRule) -> bool:
         # Since 1.37 a rule without deviceSelector selects no device; before, it selected every device.
         return rule.spec.device_selector is not None or self.features.release < "1.37"

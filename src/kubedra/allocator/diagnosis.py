@@ -28,7 +28,7 @@ from kubedra.allocator.requests import RequestData, claim_ref
 from kubedra.allocator.search import Search
 from kubedra.allocator.selectors import SelectorMemo
 from kubedra.allocator.state import DeviceID
-from kubedra.allocator.taints import untolerated
+from kubedra.allocator.taints import rule_applies, untolerated
 from kubedra.objects.model import DeviceAttribute, DeviceConstraint, Node, ResourceClaim
 
 MAX_VALUES_SHOWN = 3
@@ -274,8 +274,21 @@ class _Diagnosis:
             taint = untolerated(entry.taints, rd.tolerations)
             if taint is not None:
                 key, value, effect = taint
-                return f"taint {key}{'=' + value if value else ''}:{effect} not tolerated", ()
+                source = self._taint_source(entry, taint)
+                return f"taint {key}{'=' + value if value else ''}:{effect}{source} not tolerated", ()
         return None
+
+    def _taint_source(self, entry: DeviceEntry, taint: tuple[str, str, str]) -> str:
+        """`` from DeviceTaintRule x`` when the taint is not the device's own (it is not in the ResourceSlice)."""
+        if any((t.key, t.value, t.effect) == taint for t in entry.device.taints):
+            return ""
+        rules = [
+            r.metadata.name
+            for r in self.allocator.taint_rules
+            if (r.spec.taint.key, r.spec.taint.value, r.spec.taint.effect) == taint
+            and rule_applies(r, entry.id.driver, entry.id.pool, entry.id.device)
+        ]
+        return f" (from DeviceTaintRule {', '.join(rules)})" if rules else ""
 
     def _capacity_blocker(self, rd: RequestData, entry: DeviceEntry) -> str:
         try:
