@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
+from kubedra.cli.options import GatesOption, InputFiles, OutputOption, VersionOption
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
     OutputFormat,
@@ -80,17 +81,11 @@ def register(app: typer.Typer) -> None:
 
     @app.command("allocate")
     def allocate(
-        files: list[str] = typer.Option(..., "-f", "--filename", help="YAML/JSON file or directory; repeatable."),  # noqa: B008 - typer's declaration style
-        node: str = typer.Option(..., "--node", help="Name of the node to allocate on."),
-        feature_gates: str = typer.Option(
-            "", "--feature-gates", help="Gate=bool,... overrides of the release defaults."
-        ),
-        kubernetes_version: str = typer.Option(
-            "1.37", "--kubernetes-version", help="Release whose gate defaults apply: 1.34|1.35|1.36|1.37."
-        ),
-        output: OutputFormat | None = typer.Option(  # noqa: B008
-            None, "-o", "--output", help="json, yaml or table (default: table on a terminal, else json)."
-        ),
+        files: InputFiles,
+        node: Annotated[str, typer.Option("--node", help="Name of the node to allocate on.")],
+        feature_gates: GatesOption = "",
+        kubernetes_version: VersionOption = "1.37",
+        output: OutputOption = None,
     ) -> None:
         """Decide which devices the unallocated claims get on a node, exactly as kube-scheduler would."""
         code = run_allocate(files, node, feature_gates, kubernetes_version, output or default_format())

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kubedra.cli.options import InputFiles
 from kubedra.cli.output import EXIT_OK, fail_invalid, print_warnings
 
 
@@ -71,12 +72,7 @@ def _documents(paths: list[str]) -> list[dict[str, Any]]:
 def register(app: typer.Typer) -> None:
     @app.command("convert", help=HELP, no_args_is_help=True)
     def convert(
-        files: Annotated[
-            list[str],
-            typer.Option(
-                "-f", "--filename", help="File, directory (*.yaml, *.yml, *.json) or - for stdin; repeatable."
-            ),
-        ],
+        files: InputFiles,
         output: Annotated[
             ConvertFormat,
             typer.Option("-o", "--output", help="yaml: a multi-document stream; json: one v1 List."),

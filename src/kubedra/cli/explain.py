@@ -6,6 +6,14 @@ from typing import Annotated, Any
 
 import typer
 
+from kubedra.cli.options import (
+    GatesOption,
+    OutputOption,
+    PolicyOption,
+    ScenarioFiles,
+    SeedOption,
+    VersionOption,
+)
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
     EXIT_OK,
@@ -34,13 +42,7 @@ HELP = " ".join(
     ]
 )
 
-FilesOption = Annotated[list[str] | None, typer.Option("-f", "--filename", help="Manifest file or directory.")]
 NamespaceOption = Annotated[str | None, typer.Option("-n", "--namespace", help="Namespace (default: any).")]
-PolicyOption = Annotated[Policy, typer.Option("--policy", help="Scoring policy of the simulation.")]
-SeedOption = Annotated[int, typer.Option("--seed", help="Seed of the simulation (names, tie-breaking).")]
-VersionOption = Annotated[str, typer.Option("--kubernetes-version", help="Release whose gate defaults apply.")]
-GatesOption = Annotated[str, typer.Option("--feature-gates", help="Gate=bool,... overrides.")]
-OutputOption = Annotated[OutputFormat | None, typer.Option("-o", "--output", help="table, json or yaml.")]
 MaxNodesOption = Annotated[int, typer.Option("--max-nodes", help="Node names shown per group in the table.")]
 
 
@@ -146,7 +148,7 @@ def register(app: typer.Typer) -> None:
     def explain_pod_command(
         name: Annotated[str, typer.Argument(help="Pod name, or namespace/name.")],
         namespace: NamespaceOption = None,
-        files: FilesOption = None,
+        files: ScenarioFiles = None,
         policy: PolicyOption = Policy.LEAST_ALLOCATED,
         seed: SeedOption = 0,
         kubernetes_version: VersionOption = "1.37",
@@ -160,7 +162,7 @@ def register(app: typer.Typer) -> None:
     def explain_claim_command(
         name: Annotated[str, typer.Argument(help="ResourceClaim name, or namespace/name.")],
         namespace: NamespaceOption = None,
-        files: FilesOption = None,
+        files: ScenarioFiles = None,
         policy: PolicyOption = Policy.LEAST_ALLOCATED,
         seed: SeedOption = 0,
         kubernetes_version: VersionOption = "1.37",

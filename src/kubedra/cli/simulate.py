@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kubedra.cli.options import GatesOption, OutputOption, PolicyOption, ScenarioFiles, SeedOption, VersionOption
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
     EXIT_OK,
@@ -115,23 +116,12 @@ def _table(report: Any, console: Console) -> None:
 def register(app: typer.Typer) -> None:
     @app.command("simulate", help=HELP)
     def simulate_command(
-        files: Annotated[
-            list[str] | None, typer.Option("-f", "--filename", help="Manifest file or directory; repeatable.")
-        ] = None,
-        policy: Annotated[Policy, typer.Option("--policy", help="How to choose among feasible nodes.")] = (
-            Policy.LEAST_ALLOCATED
-        ),
-        seed: Annotated[int, typer.Option("--seed", help="Seed for names and tie-breaking; same seed, same run.")] = 0,
-        kubernetes_version: Annotated[
-            str, typer.Option("--kubernetes-version", help="Release whose feature-gate defaults apply.")
-        ] = "1.37",
-        feature_gates: Annotated[
-            str, typer.Option("--feature-gates", help="Gate=bool,... overrides, e.g. DRAConsumableCapacity=false.")
-        ] = "",
-        output: Annotated[
-            OutputFormat | None,
-            typer.Option("-o", "--output", help="table, or the final state and timeline as json or yaml."),
-        ] = None,
+        files: ScenarioFiles = None,
+        policy: PolicyOption = Policy.LEAST_ALLOCATED,
+        seed: SeedOption = 0,
+        kubernetes_version: VersionOption = "1.37",
+        feature_gates: GatesOption = "",
+        output: OutputOption = None,
         fail_on_pending: Annotated[
             bool, typer.Option("--fail-on-pending", help="Exit 1 if any pod is still pending at the end.")
         ] = False,

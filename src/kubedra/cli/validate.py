@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from kubedra.cli.options import InputFiles
 from kubedra.cli.output import EXIT_OK, fail_invalid, print_warnings, stdout_console
 
 HELP = """Check that FILEs load and satisfy resource.k8s.io/v1's validation rules and limits.
@@ -29,12 +30,7 @@ Examples:
 def register(app: typer.Typer) -> None:
     @app.command("validate", help=HELP, no_args_is_help=True)
     def validate(
-        files: Annotated[
-            list[str],
-            typer.Option(
-                "-f", "--filename", help="File, directory (*.yaml, *.yml, *.json) or - for stdin; repeatable."
-            ),
-        ],
+        files: InputFiles,
         quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Do not print conversion warnings.")] = False,
     ) -> None:
         from kubedra.objects.errors import InvalidInputError

@@ -1,0 +1,31 @@
+"""Options several subcommands share, declared once so they read and behave the same everywhere."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kubedra.cli.output import OutputFormat
+from kubedra.scheduler.scoring import Policy
+
+InputFiles = Annotated[
+    list[str],
+    typer.Option("-f", "--filename", help="File, directory (*.yaml, *.yml, *.json) or - for stdin; repeatable."),
+]
+ScenarioFiles = Annotated[
+    list[str] | None,
+    typer.Option("-f", "--filename", help="Manifest file or directory; repeatable (default: the built-in demo)."),
+]
+PolicyOption = Annotated[Policy, typer.Option("--policy", help="How to choose among feasible nodes.")]
+SeedOption = Annotated[int, typer.Option("--seed", help="Seed for names and tie-breaking; same seed, same run.")]
+VersionOption = Annotated[
+    str, typer.Option("--kubernetes-version", help="Release whose feature-gate defaults apply: 1.34|1.35|1.36|1.37.")
+]
+GatesOption = Annotated[
+    str, typer.Option("--feature-gates", help="Gate=bool,... overrides, e.g. DRAConsumableCapacity=false.")
+]
+OutputOption = Annotated[
+    OutputFormat | None,
+    typer.Option("-o", "--output", help="table, json or yaml (default: table on a terminal, else json)."),
+]
