@@ -393,33 +393,6 @@ def test_approximate_float_of_zero_with_huge_exponent_is_nan_like_go() -> None:
     assert math.isnan(Quantity.parse("0e500").as_approximate_float())
 
 
-@pytest.mark.parametrize(
-    ("request_", "step", "base", "expect"),
-    [
-        ("5Gi", "10Gi", "10Gi", "10Gi"),
-        ("10Gi", "10Gi", "10Gi", "10Gi"),
-        ("11Gi", "10Gi", "10Gi", "20Gi"),
-        ("30Gi", "10Gi", "10Gi", "30Gi"),
-        ("1", "3", "1", "1"),
-        ("2", "3", "1", "4"),
-        ("1500m", "1", "0", "2"),
-        ("1100m", "250m", "500m", "1250m"),
-        ("1001", "1000", "0", "2000"),  # BinarySI, as NewQuantity(2000, BinarySI) prints
-    ],
-)
-def test_rounded_up_to_multiple(request_: str, step: str, base: str, expect: str) -> None:
-    result = Quantity.parse(request_).rounded_up_to_multiple(Quantity.parse(step), Quantity.parse(base))
-    assert result == Quantity.parse(expect)
-    assert str(result) == expect
-
-
-def test_rounded_up_below_base_returns_base_and_rejects_bad_step() -> None:
-    base = Quantity.parse("10Gi")
-    assert Quantity.parse("1").rounded_up_to_multiple(Quantity.parse("1Gi"), base) is base
-    with pytest.raises(ValueError, match="step must be greater than zero"):
-        Quantity.parse("1").rounded_up_to_multiple(Quantity.parse("0"), base)
-
-
 def test_immutable_hashable_and_cached() -> None:
     q = Quantity.parse("1Gi")
     assert Quantity("1Gi") is q

@@ -73,7 +73,6 @@ class Allocator:
         self._available: dict[tuple[str, str], tuple[int, dict[tuple[str, str], int]]] = {}
         self.last_steps = 0
         """``allocateOne`` calls of the last :meth:`allocate` (upstream's ``NumAllocateOneInvocations``)."""
-        self.total_steps = 0
 
     @property
     def taint_rules(self) -> list[DeviceTaintRule]:
@@ -151,7 +150,6 @@ class Allocator:
             found = search.run()
         finally:
             self.last_steps = search.steps
-            self.total_steps += search.steps
         if not found:
             if any(p.invalid for p in search.view.pools):
                 raise NodeAllocationFailed(INVALID_POOLS)

@@ -226,14 +226,6 @@ class Features:
                 changes[field_name] = value
         return replace(self, **changes)  # type: ignore[arg-type]
 
-    def enabled_gates(self) -> list[str]:
-        """The gate names that are on, sorted (for messages and reports)."""
-        return sorted(
-            gate
-            for gate, (field_name, by_release) in _GATES.items()
-            if field_name is not None and self.release in by_release and getattr(self, field_name)
-        )
-
 
 _STABLE = frozenset(("AdminAccess", "PrioritizedList", "PartitionableDevices", "DeviceTaints"))
 _INCUBATING_136 = _STABLE | {"DeviceBindingAndStatus", "ConsumableCapacity"}

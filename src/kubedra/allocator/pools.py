@@ -16,10 +16,10 @@ the (driver, name) order, one of the orders upstream may use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kubedra.allocator.devices import DeviceEntry, parse_quantity
+from kubedra.allocator.devices import parse_quantity
 from kubedra.allocator.errors import AllocationError
 from kubedra.allocator.features import Features
 from kubedra.allocator.nodes import NodeSelectorError, node_matches
@@ -194,4 +194,3 @@ def gather_pools(  # noqa: PLR0912
     return plain + binding
 
 
-EntryLookup = Callable[[ResourceSlice], list[DeviceEntry]]

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from kubedra.allocator.devices import DeviceEntry
 from kubedra.allocator.errors import AllocationError
+from kubedra.cel import CelCompileError, CelRuntimeError
 
 
 class Program(Protocol):
@@ -68,13 +69,10 @@ class SelectorMemo:
         self._programs: dict[str, Program | str] = {}
         self._by_class: dict[str, dict[int, Verdict]] = {}
         self._by_selectors: dict[tuple[str, ...], dict[int, Verdict]] = {}
-        self.evaluations = 0
 
     def _program(self, expression: str) -> Program | str:
         found = self._programs.get(expression)
         if found is None:
-            from kubedra.cel import CelCompileError
-
             try:
                 found = self._compiler.compile(expression)
             except CelCompileError as exc:
@@ -83,13 +81,10 @@ class SelectorMemo:
         return found
 
     def _run(self, entry: DeviceEntry, expressions: Sequence[str], owner: str | None) -> Verdict:
-        from kubedra.cel import CelRuntimeError
-
         for index, expression in enumerate(expressions):
             program = self._program(expression)
             if isinstance(program, str):
                 return SelectorFailure(owner, index, str(entry.id), program, runtime=False)
-            self.evaluations += 1
             try:
                 matched = program.evaluate(entry.view())
             except CelRuntimeError as exc:

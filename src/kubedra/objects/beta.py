@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 V1 = "resource.k8s.io/v1"
-BETA_VERSIONS = ("v1beta2", "v1beta1", "v1alpha3")
 DRA_KINDS = ("DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceTaintRule")
 
 # Which versions serve which kind (Kubernetes 1.37; v1alpha3 read for 1.31-1.33 manifests).

@@ -270,25 +270,6 @@ class Quantity:
     def __pos__(self) -> Quantity:
         return self
 
-    def rounded_up_to_multiple(self, step: Quantity, base: Quantity, fmt: Format = Format.BINARY_SI) -> Quantity:
-        """The smallest ``base + n*step`` (n >= 0) that is >= self, exactly; ``base`` itself if self < base.
-
-        This is roundUpRange of a DRA ``requestPolicy.validRange`` done in exact arithmetic; the
-        result is built like ``NewQuantity`` (or ``NewMilliQuantity`` for a milli multiple) in ``fmt``.
-        """
-        if step._n <= 0:
-            raise ValueError(f"step must be greater than zero, got {step}")
-        if self._n < base._n:
-            return base
-        count = -((base._n - self._n) // step._n)
-        nanos = base._n + count * step._n
-        if nanos % _NANO == 0:
-            whole = nanos // _NANO
-            return _make(nanos, fmt, 0, not _INT64_MIN <= whole <= _INT64_MAX, None)
-        if nanos % 10**6 == 0 and _INT64_MIN <= nanos // 10**6 <= _INT64_MAX:
-            return _make(nanos, fmt, -3, False, None)
-        return _make(nanos, fmt, -9, True, None)
-
     # ----- strings -----
 
     def __str__(self) -> str:

@@ -56,10 +56,6 @@ def claim_key(claim: ResourceClaim) -> str:
     return key_of(claim.metadata.namespace, claim.metadata.name)
 
 
-def pod_key(pod: Pod) -> str:
-    return key_of(pod.metadata.namespace, pod.metadata.name)
-
-
 def pod_owner_reference(pod: Pod) -> OwnerReference:
     """The controller reference a claim made for a pod carries (template claims and KEP-5004's special claim)."""
     return OwnerReference(

@@ -119,9 +119,6 @@ class Scheduler:
             state.watchers.append(self.sets.touch)
             index.watchers.append(self.sets.touch)
 
-    def refresh_classes(self) -> None:
-        self.extended_map = ExtendedResourceMap(list(self.state.classes.values()))
-
     # ------------------------------------------------------------------------------------------ the attempt
 
     def schedule(self, record: PodRecord) -> Outcome:
