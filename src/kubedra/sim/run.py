@@ -18,6 +18,7 @@ import msgspec
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import (
+    DeviceRequestAllocationResult,
     PodExtendedResourceClaimStatus,
     PodResourceClaimStatus,
     ResourceClaim,
@@ -47,6 +48,12 @@ class Event:
     object: str  # "Pod ns/name" or "ResourceClaim ns/name"
     node: str = ""
     message: str = ""
+    devices: tuple[str, ...] = ()  # Allocated/Deallocated: "driver/pool/device" held (admin access holds none)
+
+
+def held_devices(results: Sequence[DeviceRequestAllocationResult]) -> tuple[str, ...]:
+    """The devices an allocation occupies, as ``driver/pool/device`` (admin access occupies none)."""
+    return tuple(f"{r.driver}/{r.pool}/{r.device}" for r in results if not r.admin_access)
 
 
 @dataclass
@@ -99,7 +106,10 @@ class Simulation:
             self._jobs[record.key] = progress
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
-        total = len(self._order)
+        """Process every event; ``progress(scheduled, total)`` after each instant, ``total`` fixed up front (every
+        pod added plus every Job pod not yet created), so ``scheduled`` never exceeds it."""
+        waiting = {id(job): len(job.waiting) for job in self._jobs.values()}
+        total = len(self._order) + sum(waiting.values())
         done = 0
         while self._queue:
             self._now = self._queue[0][0]
@@ -230,9 +240,9 @@ class Simulation:
         self.state.note_allocation(claim.status.allocation, +1)
         if self.on_allocate is not None:
             self.on_allocate(claim)
-        devices = ", ".join(r.device for r in claim.status.allocation.devices.results)
+        results = claim.status.allocation.devices.results
         self.events.append(Event(self._now, "Allocated", f"ResourceClaim {claim_key(claim)}", node=node,
-                                 message=devices))
+                                 message=", ".join(r.device for r in results), devices=held_devices(results)))
 
     def _finish(self, record: PodRecord) -> None:
         """The end of ``run-for``: a Job's or bare pod succeeds and stays; a long-running controller's pod (whose
@@ -269,7 +279,8 @@ class Simulation:
                 self.state.note_allocation(outcome.deallocated, -1)
                 if self.on_release is not None:
                     self.on_release(claim)
-                self.events.append(Event(self._now, "Deallocated", f"ResourceClaim {key}", node=node))
+                self.events.append(Event(self._now, "Deallocated", f"ResourceClaim {key}", node=node,
+                                         devices=held_devices(outcome.deallocated.devices.results)))
             if outcome.claim is None:
                 self.state.delete_claim(key)
                 self.events.append(Event(self._now, "Deleted", f"ResourceClaim {key}",
