@@ -156,7 +156,7 @@ def print_data(data: Any, fmt: OutputFormat) -> None:
 
 
 def print_warnings(warnings: Sequence[ConversionWarning | str], *, quiet: bool = False, label: str = "Warning") -> None:
-    """Conversion warnings (or notes) go to stderr, one per line, so stdout stays machine-readable; ``-q`` drops them."""
+    """Conversion warnings (or notes) on stderr, one per line, so stdout stays machine-readable; ``-q`` drops them."""
     if quiet:
         return
     console = stderr_console()
