@@ -7,14 +7,30 @@ from typing import Annotated, Any
 
 import typer
 
-from kubedra.cli.options import GatesOption, InputFiles, OutputOption, VersionOption
+from kubedra.cli.helptext import command_help
+from kubedra.cli.options import GatesOption, InputFiles, OutputOption, QuietOption, VersionOption
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
+    TABLE_FORMATS,
     OutputFormat,
     default_format,
     fail_invalid,
     print_data,
     print_warnings,
+    require_format,
+)
+
+HELP = command_help(
+    "Decide which devices the unallocated claims get on a node, exactly as kube-scheduler would.",
+    "FILEs hold the node, its ResourceSlices, DeviceClasses and the claims (allocated ones are the devices in use). "
+    "The decision is the structured allocator's: allocated (with the v1 AllocationResults), unschedulable (with the "
+    "reasons) or an error.",
+    examples=[
+        "kubedra allocate -f examples/allocate/a100-pcie-aligned.yaml --node a100-0",
+        "kubedra allocate -f examples/allocate/l4-shares.yaml --node l4-0 -o yaml",
+        "kubedra allocate -f examples/allocate/h100-mig.yaml --node h100-0   # exit 1: unschedulable",
+    ],
+    exit_status="0 allocated, 1 unschedulable, 2 an allocation error or bad input.",
 )
 
 FILTER_TIMEOUT_S = 10.0
@@ -28,7 +44,9 @@ def _fail(message: str) -> None:
     raise typer.Exit(EXIT_INVALID_INPUT)
 
 
-def run_allocate(files: list[str], node_name: str, gates: str, version: str, fmt: OutputFormat) -> int:
+def run_allocate(
+    files: list[str], node_name: str, gates: str, version: str, fmt: OutputFormat, quiet: bool = False
+) -> int:
     """Load, allocate, print; returns the exit status (0 allocated, 1 unschedulable, 2 error)."""
     from kubedra.allocator import FeatureGateError, Features, parse_gates
     from kubedra.allocator.snapshot import Snapshot, decision_document
@@ -44,13 +62,13 @@ def run_allocate(files: list[str], node_name: str, gates: str, version: str, fmt
         loaded = load_paths(files, api_validation=False)
     except InvalidInputError as exc:
         fail_invalid(exc)
-    print_warnings(loaded.warnings)
+    print_warnings(loaded.warnings, quiet=quiet)
     deadline = time.monotonic() + FILTER_TIMEOUT_S
     decision, _ = Snapshot.from_objects(loaded.objects, node_name).decide(
-        features, explain=fmt is OutputFormat.table, interrupt=lambda: time.monotonic() > deadline
+        features, explain=fmt in TABLE_FORMATS, interrupt=lambda: time.monotonic() > deadline
     )
     code = {"allocated": 0, "unschedulable": 1, "error": 2}[decision.result]
-    if fmt is OutputFormat.table:
+    if fmt in TABLE_FORMATS:
         _print_table(decision.result, decision.allocations, decision.message, decision.reasons, node_name)
         return code
     print_data(decision_document(node_name, decision), fmt)
@@ -79,14 +97,16 @@ def _print_table(result: str, allocations: dict[str, Any], message: str, reasons
 def register(app: typer.Typer) -> None:
     """Add ``allocate`` to the application."""
 
-    @app.command("allocate")
+    @app.command("allocate", help=HELP)
     def allocate(
         files: InputFiles,
         node: Annotated[str, typer.Option("--node", help="Name of the node to allocate on.")],
         feature_gates: GatesOption = "",
         kubernetes_version: VersionOption = "1.37",
         output: OutputOption = None,
+        quiet: QuietOption = False,
     ) -> None:
-        """Decide which devices the unallocated claims get on a node, exactly as kube-scheduler would."""
-        code = run_allocate(files, node, feature_gates, kubernetes_version, output or default_format())
+        fmt = output or default_format()
+        require_format(fmt, (OutputFormat.table, OutputFormat.wide, OutputFormat.json, OutputFormat.yaml), "allocate")
+        code = run_allocate(files, node, feature_gates, kubernetes_version, fmt, quiet)
         raise typer.Exit(code)

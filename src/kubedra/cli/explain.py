@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kubedra.cli.helptext import command_help
 from kubedra.cli.options import (
     GatesOption,
     OutputOption,
@@ -17,9 +18,11 @@ from kubedra.cli.options import (
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
     EXIT_OK,
+    TABLE_FORMATS,
     OutputFormat,
     default_format,
     print_data,
+    require_format,
     stderr_console,
     stdout_console,
 )
@@ -36,10 +39,28 @@ HELP = " ".join(
         "reads, the claims holding the devices, matchAttribute, counter sets, taints, consumable capacity).",
         "Nodes with the same explanation are grouped.\n\n",
         "-o json prints {pod, phase, node, message, summary, claims, groups: [{check, reason, reasons, count,",
-        "nodes}]}; for a claim {claim, state, devices, allocatedOn, reservedFor, message, pods, groups}.\n\n",
-        "Exit status: 0 when explained, 2 when the pod or claim does not exist (close names are suggested) or the",
-        "input is bad.",
+        "nodes}]}; for a claim {claim, state, devices, allocatedOn, reservedFor, message, pods, groups}.",
     ]
+)
+
+POD_HELP = command_help(
+    "Why a pod is pending, or where it runs, on which devices, and which other nodes could run it.",
+    HELP,
+    examples=[
+        "kubedra explain pod trainer-n92p7 -n ml-training",
+        "kubedra explain pod ml-training/trainer-n92p7 -o json",
+        "kubedra explain pod no-such-pod   # exit 2: not found",
+    ],
+    exit_status="0 when explained, 2 when the pod does not exist (close names are suggested) or the input is bad.",
+)
+CLAIM_HELP = command_help(
+    "Where a claim is allocated, or why not, and the pods that wait for it.",
+    HELP,
+    examples=[
+        "kubedra explain claim my-gpu-claim -n ml-training",
+        "kubedra explain claim ml-training/my-gpu-claim -o yaml",
+    ],
+    exit_status="0 when explained, 2 when the claim does not exist (close names are suggested) or the input is bad.",
 )
 
 NamespaceOption = Annotated[str | None, typer.Option("-n", "--namespace", help="Namespace (default: any).")]
@@ -125,6 +146,7 @@ def _explain(
     """Run the scenario, find the pod or claim, explain it, print it; exits 0 (or 2 when it does not exist)."""
     from kubedra.scheduler.explain import explain_claim, explain_pod, lookup
 
+    require_format(output or default_format(), (*TABLE_FORMATS, OutputFormat.json, OutputFormat.yaml), "explain")
     state, allocator = _simulate(files, policy, seed, version, gates)
     objects = state.pods if kind == "pod" else state.claims
     found = lookup(objects, name, namespace)
@@ -134,7 +156,7 @@ def _explain(
     explain = explain_pod if kind == "pod" else explain_claim
     data = explain(state, allocator, found.key, policy=policy.value).as_dict()
     fmt = output or default_format()
-    if fmt is OutputFormat.table:
+    if fmt in TABLE_FORMATS:
         (_print_pod if kind == "pod" else _print_claim)(data, max_nodes)
     else:
         print_data(data, fmt)
@@ -144,7 +166,7 @@ def _explain(
 def register(app: typer.Typer) -> None:
     explain_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode="rich")
 
-    @explain_app.command("pod", help="Why a pod is pending, or where it runs. " + HELP)
+    @explain_app.command("pod", help=POD_HELP)
     def explain_pod_command(
         name: Annotated[str, typer.Argument(help="Pod name, or namespace/name.")],
         namespace: NamespaceOption = None,
@@ -158,7 +180,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         _explain("pod", name, namespace, files, policy, seed, kubernetes_version, feature_gates, output, max_nodes)
 
-    @explain_app.command("claim", help="Where a claim is allocated, or why not. " + HELP)
+    @explain_app.command("claim", help=CLAIM_HELP)
     def explain_claim_command(
         name: Annotated[str, typer.Argument(help="ResourceClaim name, or namespace/name.")],
         namespace: NamespaceOption = None,

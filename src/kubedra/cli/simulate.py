@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kubedra.cli.helptext import command_help
 from kubedra.cli.options import (
     GatesOption,
     NoHeadersOption,
@@ -38,21 +39,29 @@ from kubedra.cli.output import (
 )
 from kubedra.scheduler.scoring import Policy
 
-HELP = " ".join(
-    [
-        "Schedule a GPU cluster's workloads with DRA over simulated time and report where everything landed.\n\n",
-        "Inputs are plain Kubernetes manifests (files or directories, repeatable; - for stdin): Nodes and",
-        "ResourceSlices or kubedra's compact NodePool inventory, DeviceClasses (NVIDIA's chart defaults are built",
-        "in), ResourceClaims, ResourceClaimTemplates, DeviceTaintRules, Pods, Deployments, StatefulSets, ReplicaSets",
-        "and Jobs. Pods arrive after the annotation kubedra.io/start-after (e.g. 10m) and run for",
-        "kubedra.io/run-for (e.g. 2h; absent: forever).\n\n",
-        "With no -f, the seed article's objects run on a built-in demo cluster of A100 and H100 nodes.\n\n",
-        "Examples: [bold]kubedra simulate[/bold] · [bold]kubedra simulate -f cluster/ -f workloads/",
-        "--policy most-allocated -o yaml > final.yaml[/bold]\n\n",
-        "Exit status: 0 when the simulation ran (1 with --fail-on-pending if a pod stayed pending), 2 for bad input.",
-    ]
+HELP = command_help(
+    "Schedule a GPU cluster's workloads with DRA over simulated time and report where everything landed.",
+    "Inputs are plain Kubernetes manifests (files or directories, repeatable; - for stdin): Nodes and ResourceSlices "
+    "or kubedra's compact NodePool inventory, DeviceClasses (NVIDIA's chart defaults are built in), ResourceClaims, "
+    "ResourceClaimTemplates, DeviceTaintRules, Pods, Deployments, StatefulSets, ReplicaSets and Jobs. Pods arrive "
+    "after the annotation kubedra.io/start-after (e.g. 10m) and run for kubedra.io/run-for (e.g. 2h; absent: "
+    "forever). With no -f, the seed article's objects run on a built-in demo cluster of A100 and H100 nodes.",
+    "Output: a table of pods (NAMESPACE NAME STATUS NODE DEVICES WAITED REASON, by namespace and name; -o wide adds "
+    "CLAIMS ARRIVED STARTED FINISHED), a table of physical GPUs per model (in use at the end, whole, MIG-partitioned, "
+    "shared, peak over the run) and a summary (pods, claims, peak GPU use, pending time p50/p99/max, longest "
+    "waiters). --no-headers prints the pod rows alone; -o name prints pod/NAME per pod (kubectl's form: no "
+    "namespace); -o json|yaml prints the final state as Kubernetes objects (items), the summary and the events.",
+    examples=[
+        "kubedra simulate",
+        "kubedra simulate -q -o wide",
+        "kubedra simulate -q --no-headers | awk '$3 == \"Running\" {print $4}' | sort | uniq -c",
+        "kubedra simulate -f src/kubedra/data/demo -f src/kubedra/data/seed --policy most-allocated -o yaml"
+        " > final.yaml",
+        "kubedra simulate -q -o name",
+        "kubedra simulate -q --fail-on-pending",
+    ],
+    exit_status="0 when the simulation ran (1 with --fail-on-pending if a pod stayed pending), 2 for bad input.",
 )
-
 
 PROGRESS_FROM = 200  # pods; smaller runs finish before a bar is worth drawing
 

@@ -2,36 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-from kubedra.cli.options import InputFiles
+from kubedra.cli.helptext import command_help
+from kubedra.cli.options import InputFiles, QuietOption
 from kubedra.cli.output import EXIT_OK, fail_invalid, print_warnings, stdout_console
 
-HELP = """Check that FILEs load and satisfy resource.k8s.io/v1's validation rules and limits.
-
-Every problem is reported, one per line, naming the file, the document index, Kind/name and the field
-path, in the API server's wording (e.g. "spec.devices: Too many: 129: must have at most 128 items").
-Beta and legacy documents are converted first; their conversion warnings go to stderr.
-
-Exit status: 0 valid, 2 invalid.
-
-Examples:
-
-  kubedra validate -f slices.yaml
-
-  kubedra validate -f manifests/ -f extra-claim.yaml
-
-  kubectl get resourceslices -o yaml | kubedra validate -f -
-"""
+HELP = command_help(
+    "Check that FILEs load and satisfy resource.k8s.io/v1's validation rules and limits.",
+    "Every problem is reported, one per line, naming the file, the document index, Kind/name and the field path, in "
+    "the API server's wording (e.g. \"spec.devices: Too many: 129: must have at most 128 items\"). Beta and legacy "
+    "documents are converted first; their conversion warnings go to stderr (-q drops them).",
+    examples=[
+        "kubedra validate -f examples/allocate/h100-mig.yaml",
+        "kubedra validate -f src/kubedra/data/seed -f src/kubedra/data/demo -q",
+        "cat examples/allocate/l4-shares.yaml | kubedra validate -f -",
+    ],
+    exit_status="0 valid, 2 invalid.",
+)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("validate", help=HELP, no_args_is_help=True)
     def validate(
         files: InputFiles,
-        quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Do not print conversion warnings.")] = False,
+        quiet: QuietOption = False,
     ) -> None:
         from kubedra.objects.errors import InvalidInputError
         from kubedra.objects.load import load_paths
@@ -40,8 +35,7 @@ def register(app: typer.Typer) -> None:
             loaded = load_paths(files)
         except InvalidInputError as error:
             fail_invalid(error)
-        if not quiet:
-            print_warnings(loaded.warnings)
+        print_warnings(loaded.warnings, quiet=quiet)
         count = len(loaded.objects)
         text = f"{count} object{'s' if count != 1 else ''} valid"
         if loaded.raw:
