@@ -78,3 +78,10 @@ def test_help_texts_have_examples(capsys: pytest.CaptureFixture[str]) -> None:
         assert main([command, "--help"]) == 0
         out, _ = capsys.readouterr()
         assert "Examples" in out and f"kubedra {command} -f" in out
+
+
+def test_quiet_silences_conversion_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["convert", "-f", SEED, "-q"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "DeviceClass" in out
