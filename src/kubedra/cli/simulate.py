@@ -129,18 +129,19 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--exact", help="Run the allocator on every node (no index); slower, same decisions.")
         ] = False,
     ) -> None:
+        from functools import partial
+
         from kubedra.sim.report import build_report
-        from kubedra.sim.simulate import Options, prepare
+        from kubedra.sim.simulate import Options, simulate
 
         loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates)
         print_warnings(loaded.warnings)
         for note in scenario.notes:
             stderr_console().print(f"[yellow]Note:[/yellow] {note}", highlight=False)
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
-        simulation = prepare(scenario, options)
         fmt = output or default_format()
         total = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
-        result = _progress_run(simulation.run, total, show=stderr_console().is_terminal and total >= 200)
+        result = _progress_run(partial(simulate, scenario, options), total, show=stderr_console().is_terminal and total >= 200)
         report = build_report(result, [str(w) for w in loaded.warnings] + scenario.notes)
         if fmt is OutputFormat.table:
             _table(report, stdout_console())

@@ -98,7 +98,7 @@ def build_report(result: SimulationResult, warnings: list[str] | None = None) ->
     lines: list[PodLine] = []
     for key in result.order:
         record = state.pods[key]
-        phase = "Deleted" if record.deleted else (record.pod.status.phase or "Pending")
+        phase = record.phase
         devices = _pod_devices(record, state.claims) if phase == "Running" else []
         reason = record.pending_reason if phase == "Pending" else ""
         lines.append(PodLine(key, phase, record.pod.spec.node_name, devices, reason))

@@ -7,6 +7,7 @@ same name replace them). Documents of kinds a simulation cannot use are reported
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import msgspec
 
@@ -38,12 +39,16 @@ class Scenario:
     notes: list[str] = field(default_factory=list)
 
 
-def _with_namespace(claims: list[ResourceClaim]) -> list[ResourceClaim]:
+Namespaced = TypeVar("Namespaced", ResourceClaim, ResourceClaimTemplate)
+
+
+def _with_namespace(objects: list[Namespaced]) -> list[Namespaced]:
+    """Objects without a namespace land in ``default``, as ``kubectl apply`` puts them (pods' claims resolve there)."""
     return [
-        c if c.metadata.namespace else msgspec.structs.replace(
-            c, metadata=msgspec.structs.replace(c.metadata, namespace="default")
+        o if o.metadata.namespace else msgspec.structs.replace(
+            o, metadata=msgspec.structs.replace(o.metadata, namespace="default")
         )
-        for c in claims
+        for o in objects
     ]
 
 
@@ -82,7 +87,7 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
         classes=merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass)),
         taint_rules=loaded.of_kind(DeviceTaintRule),
         claims=_with_namespace(loaded.of_kind(ResourceClaim)),
-        templates=loaded.of_kind(ResourceClaimTemplate),
+        templates=_with_namespace(loaded.of_kind(ResourceClaimTemplate)),
         workloads=workloads,
         notes=notes,
     )
