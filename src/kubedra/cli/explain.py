@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -194,6 +195,7 @@ def _explain(
     if found.key is None:
         _not_found(label, wanted, found.matches, ambiguous=_ambiguous(found.matches, wanted))
     assert found.key is not None
+    printer: Callable[[dict[str, Any], int], None]
     if kind == "pod":
         data, printer = explain_pod(state, allocator, found.key, policy=policy.value).as_dict(), _print_pod
     elif kind == "resourceclaim":

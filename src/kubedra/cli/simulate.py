@@ -141,7 +141,8 @@ def register(app: typer.Typer) -> None:
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
         fmt = output or default_format()
         total = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
-        result = _progress_run(partial(simulate, scenario, options), total, show=stderr_console().is_terminal and total >= 200)
+        show = stderr_console().is_terminal and total >= 200
+        result = _progress_run(partial(simulate, scenario, options), total, show=show)
         report = build_report(result, [str(w) for w in loaded.warnings] + scenario.notes)
         if fmt is OutputFormat.table:
             _table(report, stdout_console())

@@ -377,6 +377,13 @@ def explain_pod(
     """Why the pod ``key`` (``ns/name``) is pending, or where it runs and which other nodes could run it, or how it
     ended. The pod's phase, node and end come from its record (``PodRecord.phase``, the simulation report's answer);
     the node checks run on ``state`` as it is. ``other_nodes=False`` skips checking other nodes for a running pod."""
+    explanation = _explain_pod(state, allocator, key, policy, other_nodes)
+    record = state.pods[key]
+    explanation.started_at, explanation.ended_at = record.started_at, record.finished_at
+    return explanation
+
+
+def _explain_pod(state: ClusterState, allocator: Allocator, key: str, policy: str, other_nodes: bool) -> PodExplanation:
     record = state.pods[key]
     explainer = _Explainer(state, allocator)
     phase = record.phase
@@ -384,18 +391,17 @@ def explain_pod(
     claims = _pod_claim_lines(state, record)
     labels = {r.request_name: r.resource for r in extended_requests(record.pod)}
     total = len(state.nodes)
-    timing = {"started_at": record.started_at, "ended_at": record.finished_at}
     if phase in ENDED:
         ran = f"from {record.started_at or 0:g}s to {record.finished_at or 0:g}s"
         if phase == "Deleted":
             message = f"deleted at {record.finished_at or 0:g}s after running on {node} {ran}: {record.end_reason}"
-            return PodExplanation(key, phase, node, message, "the pod was deleted", claims, [], labels, **timing,
+            return PodExplanation(key, phase, node, message, "the pod was deleted", claims, [], labels,
                                   end_reason=record.end_reason)
         message = f"finished on {node} after running {ran}"
-        return PodExplanation(key, phase, node, message, "the pod has finished", claims, [], labels, **timing)
+        return PodExplanation(key, phase, node, message, "the pod has finished", claims, [], labels)
     if phase == "Running" and not other_nodes:
         message = f"scheduled at {record.started_at or 0:g}s on {node}"
-        return PodExplanation(key, phase, node, message, "", claims, [], labels, **timing)
+        return PodExplanation(key, phase, node, message, "", claims, [], labels)
     if phase == "Running":
         resolved = prefilter_claims(state, record)
         hypothetical = [
@@ -411,21 +417,21 @@ def explain_pod(
         message = (f"scheduled at {record.started_at or 0:g}s on {node}{by}, among the nodes where its node rules "
                    "and claims fit at that time")
         summary = _fits_summary(groups, total - 1, "other than its own could run it now")
-        return PodExplanation(key, phase, node, message, summary, claims, groups, labels, **timing)
+        return PodExplanation(key, phase, node, message, summary, claims, groups, labels)
     resolved = prefilter_claims(state, record)
     if isinstance(resolved, str):
         namespace = record.pod.metadata.namespace
         issues = [
-            Issue("", "", f"pod claim {claim!r}: ResourceClaimTemplate {key_of(namespace, template)} does not exist, so "
-                  f"the resourceclaim controller cannot create the claim ({template_not_found(claim, template)})")
+            Issue("", "", f"pod claim {claim!r}: ResourceClaimTemplate {key_of(namespace, template)} does not exist, "
+                  f"so the resourceclaim controller cannot create the claim ({template_not_found(claim, template)})")
             for claim, template in missing_templates(state, record)
         ] or [Issue("", "", resolved)]
         group = Group("pod", issues, list(state.nodes), [{} for _ in issues])
         return PodExplanation(key, phase, node, record.pending_reason or resolved,
-                              f"0 of {total} nodes can run the pod now", claims, [group], labels, **timing)
+                              f"0 of {total} nodes can run the pod now", claims, [group], labels)
     groups = explainer.groups(explainer.attempt(record, resolved))
     summary = _fits_summary(groups, total, "can run the pod now")
-    return PodExplanation(key, phase, node, record.pending_reason, summary, claims, groups, labels, **timing)
+    return PodExplanation(key, phase, node, record.pending_reason, summary, claims, groups, labels)
 
 
 def _uses(record: PodRecord, key: str) -> bool:
