@@ -48,8 +48,10 @@ def default_inputs() -> list[str]:
     return [str(seed_dir()), str(Path(data) / "demo")]
 
 
-def load_scenario(files: list[str] | None, seed: int, version: str, gates: str) -> tuple[Any, Any, Any]:
-    """(loaded objects, scenario, features) for ``simulate`` and ``explain``; exits 2 on bad input."""
+def load_scenario(
+    files: list[str] | None, seed: int, version: str, gates: str, *, api_validation: bool = True
+) -> tuple[Any, Any, Any]:
+    """(loaded objects, scenario, features) for ``simulate``, ``explain`` and ``allocate``; exits 2 on bad input."""
     from kubedra.allocator import FeatureGateError, Features, parse_gates
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
@@ -61,7 +63,7 @@ def load_scenario(files: list[str] | None, seed: int, version: str, gates: str) 
         stderr_console().print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_INVALID_INPUT) from exc
     try:
-        loaded = load_paths(files or default_inputs())
+        loaded = load_paths(files or default_inputs(), api_validation=api_validation)
         scenario = build_scenario(loaded, seed=seed)
     except InvalidInputError as exc:
         fail_invalid(exc)
