@@ -58,6 +58,20 @@ def _describe(data: dict[str, object]) -> str:
     return "a document that is not a Kubernetes object"
 
 
+def duplicate_nodes(loaded: Loaded, nodes: list[Node]) -> list[Problem]:
+    """A problem per node whose name an earlier Node or NodePool node already has."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for node in nodes:
+        if node.metadata.name in seen:
+            where = Location(object=f"Node/{node.metadata.name}")
+            if node in loaded.objects:
+                where = loaded.location_of(node)
+            problems.append(Problem(where, f"duplicate node name {node.metadata.name!r}"))
+        seen.add(node.metadata.name)
+    return problems
+
+
 def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
     """Raises InvalidInputError listing every problem (duplicate nodes, bad NodePools or workloads)."""
     pool_docs: list[RawLike] = [r for r in loaded.raw if is_nodepool(r.data)]
@@ -69,15 +83,7 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
     ]
     pool_nodes, pool_slices = expand_nodepools(pool_docs)
     nodes = [*loaded.of_kind(Node), *pool_nodes]
-    problems: list[Problem] = []
-    seen: set[str] = set()
-    for node in nodes:
-        if node.metadata.name in seen:
-            where = Location(object=f"Node/{node.metadata.name}")
-            if node in loaded.objects:
-                where = loaded.location_of(node)
-            problems.append(Problem(where, f"duplicate node name {node.metadata.name!r}"))
-        seen.add(node.metadata.name)
+    problems = duplicate_nodes(loaded, nodes)
     if problems:
         raise InvalidInputError(problems)
     workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
