@@ -244,3 +244,16 @@ def test_max_nodes_below_1_is_refused(scenario: Path, capsys: pytest.CaptureFixt
     code, out, err = _run(capsys, "pod", "trainer", "-f", str(scenario), "--max-nodes", value)
     assert (code, out) == (2, "")
     assert "--max-nodes" in err
+
+
+def test_a_deployments_replicaset_is_found_by_its_pods_owner(
+    workloads: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(capsys, "rs", "serve", "-f", str(workloads))
+    assert code == 2
+    suggested = err.split("did you mean: ", 1)[1].rstrip("?\n")
+    assert suggested.startswith("ml/serve-")
+    code, out, _ = _run(capsys, f"replicaset/{suggested}", "-f", str(workloads), "-o", "json")
+    assert code == 0
+    body = json.loads(out)
+    assert (body["workload"], body["summary"]) == (f"ReplicaSet/{suggested}", "3 pods: 3 Deleted")

@@ -495,11 +495,19 @@ class WorkloadExplanation:
         return {"workload": self.workload, "summary": self.summary, "groups": [g.as_dict() for g in self.groups]}
 
 
+def _workloads_of(record: PodRecord, kind: str) -> list[str]:
+    """``ns/name`` of the workloads of ``kind`` the pod belongs to: its controller's owner references (a Deployment's
+    pods are owned by its ReplicaSet) and the workload it was made from."""
+    pod = record.pod
+    keys = [key_of(pod.metadata.namespace, o.name) for o in pod.metadata.owner_references if o.kind == kind]
+    if record.owner.startswith(kind + "/"):
+        keys.append(record.owner.removeprefix(kind + "/"))
+    return keys
+
+
 def workload_keys(state: ClusterState, kind: str) -> list[str]:
     """``ns/name`` of every workload of ``kind`` that has pods, in the order its first pod appears."""
-    prefix = kind + "/"
-    owners = (r.owner for r in state.pods.values() if r.owner.startswith(prefix))
-    return list(dict.fromkeys(o.removeprefix(prefix) for o in owners))
+    return list(dict.fromkeys(k for r in state.pods.values() for k in _workloads_of(r, kind)))
 
 
 def _own_claims(record: PodRecord) -> dict[str, str]:
@@ -541,7 +549,7 @@ def explain_workload(
     """The pods of workload ``kind`` ``key`` (``ns/name``), grouped by answer: running and ended pods by phase (and
     why they ended), pending pods by their node-by-node explanation."""
     owner = f"{kind}/{key}"
-    keys = [k for k, r in state.pods.items() if r.owner == owner]
+    keys = [k for k, r in state.pods.items() if key in _workloads_of(r, kind)]
     computed: dict[tuple[object, ...], tuple[PodExplanation, str]] = {}
     groups: dict[str, PodGroup] = {}
     phases: dict[str, int] = {}
