@@ -165,7 +165,7 @@ def test_nodepools_are_expanded_as_simulate_expands_them(capsys: pytest.CaptureF
     assert "NodePool/gpus: spec.gpu.model: unknown GPU model 'A200'" in out
     code, out, _ = _validate(capsys, tmp_path, node, POOL.replace("COUNT", "2").replace("MODEL", "L4"))
     assert code == 1
-    assert "Node/gpus-0: duplicate node name 'gpus-0'" in out
+    assert f"{tmp_path / 'in.yaml'}[1]: NodePool/gpus: metadata.name: duplicate node name 'gpus-0'" in out
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from typing import TypeVar
 import msgspec
 
 from kubedra.cluster.deviceclasses import default_device_classes, merge_device_classes
-from kubedra.cluster.nodepool import RawLike, expand_nodepools, is_nodepool
+from kubedra.cluster.nodepool import RawLike, at, expand_nodepools, is_nodepool, object_location
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import (
@@ -59,16 +59,24 @@ def _describe(data: dict[str, object]) -> str:
 
 
 def duplicate_nodes(loaded: Loaded, nodes: list[Node]) -> list[Problem]:
-    """A problem per node whose name an earlier Node or NodePool node already has."""
+    """A problem per node whose name an earlier Node or NodePool node already has, at the Node or the NodePool
+    (``<pool>-<index>``) that made it."""
+    pools = {object_location(r, "NodePool").object.removeprefix("NodePool/"): r
+             for r in loaded.raw if is_nodepool(r.data)}
     problems: list[Problem] = []
     seen: set[str] = set()
     for node in nodes:
-        if node.metadata.name in seen:
-            where = Location(object=f"Node/{node.metadata.name}")
+        name = node.metadata.name
+        if name in seen:
+            pool = pools.get(name.rpartition("-")[0])
             if node in loaded.objects:
                 where = loaded.location_of(node)
-            problems.append(Problem(where, f"duplicate node name {node.metadata.name!r}"))
-        seen.add(node.metadata.name)
+            elif pool is not None:
+                where = at(object_location(pool, "NodePool"), "metadata.name")
+            else:
+                where = Location(object=f"Node/{name}")
+            problems.append(Problem(where, f"duplicate node name {name!r}"))
+        seen.add(name)
     return problems
 
 
