@@ -217,7 +217,7 @@ def register(app: typer.Typer) -> None:
         target: Annotated[
             str, typer.Argument(metavar="KIND[/NAME]", help="pod, claim, deployment, statefulset, replicaset or job.")
         ],
-        name: Annotated[str | None, typer.Argument(help="Name, or namespace/name.")] = None,
+        name: Annotated[str | None, typer.Argument(metavar="NAME", help="Name, or namespace/name.")] = None,
         namespace: NamespaceOption = None,
         files: ScenarioFiles = None,
         policy: PolicyOption = Policy.LEAST_ALLOCATED,
