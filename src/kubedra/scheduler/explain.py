@@ -385,7 +385,6 @@ def explain_pod(
 
 def _explain_pod(state: ClusterState, allocator: Allocator, key: str, policy: str, other_nodes: bool) -> PodExplanation:
     record = state.pods[key]
-    explainer = _Explainer(state, allocator)
     phase = record.phase
     node = record.pod.spec.node_name
     claims = _pod_claim_lines(state, record)
@@ -402,6 +401,7 @@ def _explain_pod(state: ClusterState, allocator: Allocator, key: str, policy: st
     if phase == "Running" and not other_nodes:
         message = f"scheduled at {record.started_at or 0:g}s on {node}"
         return PodExplanation(key, phase, node, message, "", claims, [], labels)
+    explainer = _Explainer(state, allocator)  # indexes every allocated claim: only when nodes are checked
     if phase == "Running":
         resolved = prefilter_claims(state, record)
         hypothetical = [
