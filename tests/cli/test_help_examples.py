@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _commands(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """Every subcommand's argv path (``("explain", "pod")``), and the root's ``()``."""
+    """Every subcommand's argv path (``("simulate",)``, a group's ``("group", "sub")``), and the root's ``()``."""
     found = [path]
     for name, sub in sorted(getattr(command, "commands", {}).items()):  # a group's subcommands
         found.extend(_commands(sub, (*path, name)))
@@ -28,7 +28,7 @@ def _commands(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ..
 
 
 COMMANDS = _commands(typer.main.get_command(build_app()))
-LEAVES = [c for c in COMMANDS if c and c != ("explain",)]
+LEAVES = [c for c in COMMANDS if c]
 
 
 def _help(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, path: tuple[str, ...]) -> str:
@@ -74,9 +74,6 @@ def test_every_command_has_examples_and_exit_statuses(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, path: tuple[str, ...]
 ) -> None:
     text = _help(capsys, monkeypatch, path)
-    if path == ("explain",):  # a group: its subcommands carry the examples
-        assert "pod" in text and "claim" in text
-        return
     found = examples(text)
     assert found, path
     assert all(e.startswith(("kubedra ", "cat ")) for e in found), found
@@ -100,8 +97,6 @@ def _all_examples() -> list[tuple[str, str]]:
     out = io.StringIO()
     found: list[tuple[str, str]] = []
     for path in COMMANDS:
-        if path == ("explain",):
-            continue
         saved = sys.stdout
         sys.stdout = out
         try:

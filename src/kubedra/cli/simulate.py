@@ -73,8 +73,10 @@ def default_inputs() -> list[str]:
     return [str(seed_dir()), str(Path(data) / "demo")]
 
 
-def load_scenario(files: list[str] | None, seed: int, version: str, gates: str) -> tuple[Any, Any, Any]:
-    """(loaded objects, scenario, features) for ``simulate`` and ``explain``; exits 2 on bad input."""
+def load_scenario(
+    files: list[str] | None, seed: int, version: str, gates: str, *, api_validation: bool = True
+) -> tuple[Any, Any, Any]:
+    """(loaded objects, scenario, features) for ``simulate``, ``explain`` and ``allocate``; exits 2 on bad input."""
     from kubedra.allocator import FeatureGateError, Features, parse_gates
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
@@ -86,7 +88,7 @@ def load_scenario(files: list[str] | None, seed: int, version: str, gates: str) 
         stderr_console().print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_INVALID_INPUT) from exc
     try:
-        loaded = load_paths(files or default_inputs())
+        loaded = load_paths(files or default_inputs(), api_validation=api_validation)
         scenario = build_scenario(loaded, seed=seed)
     except InvalidInputError as exc:
         fail_invalid(exc)
@@ -233,16 +235,18 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--exact", help="Run the allocator on every node (no index); slower, same decisions.")
         ] = False,
     ) -> None:
+        from functools import partial
+
         from kubedra.sim.report import build_report
-        from kubedra.sim.simulate import Options, prepare
+        from kubedra.sim.simulate import Options, simulate
 
         loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates)
         print_warnings(loaded.warnings, quiet=quiet)
         print_warnings(scenario.notes, quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
-        simulation = prepare(scenario, options)
         pods = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
-        result = _progress_run(simulation.run, show=stderr_console().is_terminal and pods >= PROGRESS_FROM)
+        show = stderr_console().is_terminal and pods >= PROGRESS_FROM
+        result = _progress_run(partial(simulate, scenario, options), show=show)
         report = build_report(result, [str(w) for w in loaded.warnings] + scenario.notes)
         print_report(report, output or default_format(), headers=not no_headers)
         pending = report.summary["pods"]["pending"]

@@ -266,7 +266,7 @@ def _files(path: str, builder: _Builder) -> list[str]:
             builder.problem(Location(path), "no .yaml, .yml or .json files in this directory")
         return files
     if not os.path.exists(path):
-        builder.problem(Location(path), "no such file or directory")
+        builder.problems.append(Problem(Location(path), "no such file or directory", unreadable=True))
         return []
     return [path]
 
@@ -304,10 +304,11 @@ def load_paths(
                 with open(file, encoding="utf-8") as handle:
                     text = handle.read()
             except UnicodeDecodeError as exc:
-                builder.problem(Location(file), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+                message = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
+                builder.problems.append(Problem(Location(file), message, unreadable=True))
                 continue
             except OSError as exc:
-                builder.problem(Location(file), f"cannot read: {exc.strerror or exc}")
+                builder.problems.append(Problem(Location(file), f"cannot read: {exc.strerror or exc}", unreadable=True))
                 continue
             _add_text(builder, text, file, True if file.lower().endswith(".json") else None, bounds)
     return builder.finish()

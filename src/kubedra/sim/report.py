@@ -121,7 +121,7 @@ def _pod_devices(record: PodRecord, claims: dict[str, ResourceClaim]) -> tuple[l
 
 
 def _pod_line(record: PodRecord, claims: dict[str, ResourceClaim], end_time: float) -> PodLine:
-    phase = "Deleted" if record.deleted else (record.pod.status.phase or "Pending")
+    phase = record.phase
     labels, names = _pod_devices(record, claims) if phase == "Running" else ([], [])
     waited = (record.started_at if record.started_at is not None else end_time) - record.arrive_at
     return PodLine(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from kubedra.allocator import Allocator
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import (
     DeviceRequestAllocationResult,
@@ -30,6 +31,7 @@ from kubedra.scheduler.claims import (
     key_of,
     random_suffix,
     release,
+    template_not_found,
 )
 from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.scheduler import Failed, Placement, Scheduler
@@ -44,7 +46,9 @@ class Event:
     """One line of the timeline: what happened to which pod or claim, and when (seconds from the start)."""
 
     time: float
-    type: str  # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted
+    # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted, and the controller's
+    # FailedResourceClaimCreation
+    type: str
     object: str  # "Pod ns/name" or "ResourceClaim ns/name"
     node: str = ""
     message: str = ""
@@ -58,10 +62,13 @@ def held_devices(results: Sequence[DeviceRequestAllocationResult]) -> tuple[str,
 
 @dataclass
 class SimulationResult:
+    """What one run produced: the report and ``explain`` both read it, so they answer the same."""
+
     state: ClusterState
     events: list[Event]
     order: list[str]  # pod keys in arrival order
     end_time: float
+    allocator: Allocator | None = None  # the run's allocator, over the final allocated state (for ``explain``)
 
 
 @dataclass
@@ -80,6 +87,7 @@ class Simulation:
     state: ClusterState
     scheduler: Scheduler
     rng: random.Random
+    allocator: Allocator | None = None  # handed to the result, so explanations see the run's own allocated state
     on_release: Callable[[ResourceClaim], None] | None = None
     on_allocate: Callable[[ResourceClaim], None] | None = None
     events: list[Event] = field(default_factory=list)
@@ -127,7 +135,7 @@ class Simulation:
             done += self._drain()
             if progress is not None:
                 progress(done, total)
-        return SimulationResult(self.state, self.events, self._order, self._now)
+        return SimulationResult(self.state, self.events, self._order, self._now, self.allocator)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -138,8 +146,11 @@ class Simulation:
             if not pod_claim.resource_claim_template_name:
                 continue
             template = self.state.templates.get(key_of(pod.metadata.namespace, pod_claim.resource_claim_template_name))
-            if template is None:
-                continue  # the scheduler reports the pod as waiting for its claim
+            if template is None:  # the scheduler reports the pod as waiting for its claim; the controller says why
+                self.events.append(Event(self._now, "FailedResourceClaimCreation", f"Pod {record.key}",
+                                         message=template_not_found(pod_claim.name,
+                                                                    pod_claim.resource_claim_template_name)))
+                continue
             claim = claim_from_template(pod, pod_claim, template, self.rng)
             self.state.put_claim(claim)
             statuses.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=claim.metadata.name))
@@ -253,8 +264,8 @@ class Simulation:
         self.state.unbind(record, node)
         if record.owner.startswith(DELETED_AT_END):
             record.deleted = True
-            self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node,
-                                     message=f"run-for elapsed: {record.owner.split('/', 1)[0]} pods end by deletion"))
+            record.end_reason = f"run-for elapsed: {record.owner.split('/', 1)[0]} pods end by deletion"
+            self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node, message=record.end_reason))
         else:
             status = msgspec.structs.replace(pod.status, phase="Succeeded")
             record.pod = msgspec.structs.replace(pod, status=status)

@@ -7,11 +7,12 @@ same name replace them). Documents of kinds a simulation cannot use are reported
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import msgspec
 
 from kubedra.cluster.deviceclasses import default_device_classes, merge_device_classes
-from kubedra.cluster.nodepool import RawLike, expand_nodepools, is_nodepool
+from kubedra.cluster.nodepool import RawLike, at, expand_nodepools, is_nodepool, object_location
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import (
@@ -38,12 +39,16 @@ class Scenario:
     notes: list[str] = field(default_factory=list)
 
 
-def _with_namespace(claims: list[ResourceClaim]) -> list[ResourceClaim]:
+Namespaced = TypeVar("Namespaced", ResourceClaim, ResourceClaimTemplate)
+
+
+def _with_namespace(objects: list[Namespaced]) -> list[Namespaced]:
+    """Objects without a namespace land in ``default``, as ``kubectl apply`` puts them (pods' claims resolve there)."""
     return [
-        c if c.metadata.namespace else msgspec.structs.replace(
-            c, metadata=msgspec.structs.replace(c.metadata, namespace="default")
+        o if o.metadata.namespace else msgspec.structs.replace(
+            o, metadata=msgspec.structs.replace(o.metadata, namespace="default")
         )
-        for c in claims
+        for o in objects
     ]
 
 
@@ -51,6 +56,28 @@ def _describe(data: dict[str, object]) -> str:
     if "kind" in data:
         return f"{data.get('apiVersion', '')} {data['kind']}".strip()
     return "a document that is not a Kubernetes object"
+
+
+def duplicate_nodes(loaded: Loaded, nodes: list[Node]) -> list[Problem]:
+    """A problem per node whose name an earlier Node or NodePool node already has, at the Node or the NodePool
+    (``<pool>-<index>``) that made it."""
+    pools = {object_location(r, "NodePool").object.removeprefix("NodePool/"): r
+             for r in loaded.raw if is_nodepool(r.data)}
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for node in nodes:
+        name = node.metadata.name
+        if name in seen:
+            pool = pools.get(name.rpartition("-")[0])
+            if node in loaded.objects:
+                where = loaded.location_of(node)
+            elif pool is not None:
+                where = at(object_location(pool, "NodePool"), "metadata.name")
+            else:
+                where = Location(object=f"Node/{name}")
+            problems.append(Problem(where, f"duplicate node name {name!r}"))
+        seen.add(name)
+    return problems
 
 
 def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
@@ -64,15 +91,7 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
     ]
     pool_nodes, pool_slices = expand_nodepools(pool_docs)
     nodes = [*loaded.of_kind(Node), *pool_nodes]
-    problems: list[Problem] = []
-    seen: set[str] = set()
-    for node in nodes:
-        if node.metadata.name in seen:
-            where = Location(object=f"Node/{node.metadata.name}")
-            if node in loaded.objects:
-                where = loaded.location_of(node)
-            problems.append(Problem(where, f"duplicate node name {node.metadata.name!r}"))
-        seen.add(node.metadata.name)
+    problems = duplicate_nodes(loaded, nodes)
     if problems:
         raise InvalidInputError(problems)
     workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
@@ -82,7 +101,7 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
         classes=merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass)),
         taint_rules=loaded.of_kind(DeviceTaintRule),
         claims=_with_namespace(loaded.of_kind(ResourceClaim)),
-        templates=loaded.of_kind(ResourceClaimTemplate),
+        templates=_with_namespace(loaded.of_kind(ResourceClaimTemplate)),
         workloads=workloads,
         notes=notes,
     )
