@@ -7,7 +7,9 @@ from typing import Annotated, Any
 import typer
 
 from kubedra.cli.options import (
+    ContextOption,
     GatesOption,
+    KubeconfigOption,
     OutputOption,
     PolicyOption,
     ScenarioFiles,
@@ -29,7 +31,7 @@ HELP = " ".join(
     [
         "Explain why a pod is pending — or where it runs, on which devices, and which other nodes could run it —",
         "after simulating the scenario exactly as [bold]kubedra simulate[/bold] does (same inputs; with no -f the",
-        "seed scenario on the demo cluster).\n\n",
+        "seed scenario on the demo cluster; with --kubeconfig, the live cluster's state, read only).\n\n",
         "Every node is checked in kube-scheduler's order: the pod's claims, node rules (node name, selector and",
         "affinity, taints, cpu/memory/pods, device-plugin resources), claims already allocated elsewhere, then the",
         "allocator, whose diagnosis names the claim and request that failed and why (the selector and the values it",
@@ -46,13 +48,16 @@ NamespaceOption = Annotated[str | None, typer.Option("-n", "--namespace", help="
 MaxNodesOption = Annotated[int, typer.Option("--max-nodes", help="Node names shown per group in the table.")]
 
 
-def _simulate(files: list[str] | None, policy: Policy, seed: int, version: str, gates: str) -> tuple[Any, Any]:
-    """The final state and the allocator over it; exits 2 on bad input."""
+def _simulate(
+    files: list[str] | None, policy: Policy, seed: int, version: str, gates: str, live: tuple[str | None, str | None]
+) -> tuple[Any, Any]:
+    """The final state and the allocator over it; ``live`` (kubeconfig, context) starts from a cluster; exits 2 on
+    bad input."""
     from kubedra.cli.simulate import load_scenario
     from kubedra.scheduler.dra import AllocatorBackend
     from kubedra.sim.simulate import Options, prepare
 
-    loaded, scenario, features = load_scenario(files, seed, version, gates)
+    loaded, scenario, features = load_scenario(files, seed, version, gates, *live)
     if loaded.warnings:
         stderr_console().print(
             f"Note: {len(loaded.warnings)} conversion warning(s); kubedra simulate prints them", highlight=False,
@@ -121,11 +126,12 @@ def _explain(
     gates: str,
     output: OutputFormat | None,
     max_nodes: int,
+    live: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """Run the scenario, find the pod or claim, explain it, print it; exits 0 (or 2 when it does not exist)."""
     from kubedra.scheduler.explain import explain_claim, explain_pod, lookup
 
-    state, allocator = _simulate(files, policy, seed, version, gates)
+    state, allocator = _simulate(files, policy, seed, version, gates, live)
     objects = state.pods if kind == "pod" else state.claims
     found = lookup(objects, name, namespace)
     if found.key is None:
@@ -155,8 +161,11 @@ def register(app: typer.Typer) -> None:
         feature_gates: GatesOption = "",
         output: OutputOption = None,
         max_nodes: MaxNodesOption = 5,
+        kubeconfig: KubeconfigOption = None,
+        context: ContextOption = None,
     ) -> None:
-        _explain("pod", name, namespace, files, policy, seed, kubernetes_version, feature_gates, output, max_nodes)
+        _explain("pod", name, namespace, files, policy, seed, kubernetes_version, feature_gates, output, max_nodes,
+                 (kubeconfig, context))
 
     @explain_app.command("claim", help="Where a claim is allocated, or why not. " + HELP)
     def explain_claim_command(
@@ -169,9 +178,11 @@ def register(app: typer.Typer) -> None:
         feature_gates: GatesOption = "",
         output: OutputOption = None,
         max_nodes: MaxNodesOption = 5,
+        kubeconfig: KubeconfigOption = None,
+        context: ContextOption = None,
     ) -> None:
         _explain("resourceclaim", name, namespace, files, policy, seed, kubernetes_version, feature_gates, output,
-                 max_nodes)
+                 max_nodes, (kubeconfig, context))
 
     app.add_typer(explain_app, name="explain", help="Why a pod is pending or where it runs; why a claim is not "
                   "allocated. Node by node, grouped.")

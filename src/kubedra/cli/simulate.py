@@ -10,7 +10,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kubedra.cli.options import GatesOption, OutputOption, PolicyOption, ScenarioFiles, SeedOption, VersionOption
+from kubedra.cli.options import (
+    ContextOption,
+    GatesOption,
+    KubeconfigOption,
+    OutputOption,
+    PolicyOption,
+    ScenarioFiles,
+    SeedOption,
+    VersionOption,
+)
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
     EXIT_OK,
@@ -34,6 +43,9 @@ HELP = " ".join(
         "and Jobs. Pods arrive after the annotation kubedra.io/start-after (e.g. 10m) and run for",
         "kubedra.io/run-for (e.g. 2h; absent: forever).\n\n",
         "With no -f, the seed article's objects run on a built-in demo cluster of A100 and H100 nodes.\n\n",
+        "With --kubeconfig (or --context) the run starts from that live cluster's state, read only: bound pods stay",
+        "where they are, allocated claims stay allocated, and -f adds workloads on top (a what-if; nothing is",
+        "written to the cluster).\n\n",
         "Examples: [bold]kubedra simulate[/bold] · [bold]kubedra simulate -f cluster/ -f workloads/",
         "--policy most-allocated -o yaml > final.yaml[/bold]\n\n",
         "Exit status: 0 when the simulation ran (1 with --fail-on-pending if a pod stayed pending), 2 for bad input.",
@@ -48,8 +60,19 @@ def default_inputs() -> list[str]:
     return [str(seed_dir()), str(Path(data) / "demo")]
 
 
-def load_scenario(files: list[str] | None, seed: int, version: str, gates: str) -> tuple[Any, Any, Any]:
-    """(loaded objects, scenario, features) for ``simulate`` and ``explain``; exits 2 on bad input."""
+def load_scenario(
+    files: list[str] | None,
+    seed: int,
+    version: str,
+    gates: str,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+) -> tuple[Any, Any, Any]:
+    """(loaded objects, scenario, features) for ``simulate`` and ``explain``; exits 2 on bad input.
+
+    With ``kubeconfig`` or ``context`` the scenario starts from the live cluster (read only), and ``files`` are
+    added on top of it (a what-if) instead of replacing the built-in demo.
+    """
     from kubedra.allocator import FeatureGateError, Features, parse_gates
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
@@ -61,7 +84,13 @@ def load_scenario(files: list[str] | None, seed: int, version: str, gates: str) 
         stderr_console().print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_INVALID_INPUT) from exc
     try:
-        loaded = load_paths(files or default_inputs())
+        if kubeconfig is not None or context is not None:
+            from kubedra.cli.live import read_live
+            from kubedra.kube.read import to_loaded
+
+            loaded = to_loaded(read_live(kubeconfig, context), files or [])
+        else:
+            loaded = load_paths(files or default_inputs())
         scenario = build_scenario(loaded, seed=seed)
     except InvalidInputError as exc:
         fail_invalid(exc)
@@ -128,11 +157,13 @@ def register(app: typer.Typer) -> None:
         exact: Annotated[
             bool, typer.Option("--exact", help="Run the allocator on every node (no index); slower, same decisions.")
         ] = False,
+        kubeconfig: KubeconfigOption = None,
+        context: ContextOption = None,
     ) -> None:
         from kubedra.sim.report import build_report
         from kubedra.sim.simulate import Options, prepare
 
-        loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates)
+        loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context)
         print_warnings(loaded.warnings)
         for note in scenario.notes:
             stderr_console().print(f"[yellow]Note:[/yellow] {note}", highlight=False)
