@@ -133,6 +133,8 @@ class ControlPlane:
     apiserver_port: int = 0
     scheduler_port: int = 0
     controller_manager_port: int = 0
+    apiserver_args: Sequence[str] = ()
+    only: Sequence[str] = BINARIES  # the components to start (etcd and kube-apiserver are always needed)
     components: dict[str, Component] = field(default_factory=dict)
     startup_seconds: float = 0.0
     restarts: int = 0
@@ -170,8 +172,9 @@ class ControlPlane:
             self._start_and_wait("etcd")
             self._start_and_wait("kube-apiserver")
             self._write_kubeconfig()
-            self._start_and_wait("kube-scheduler")
-            self._start_and_wait("kube-controller-manager")
+            for name in ("kube-scheduler", "kube-controller-manager"):
+                if name in self.only:
+                    self._start_and_wait(name)
         except BaseException:
             self.stop()
             raise
@@ -381,6 +384,7 @@ class ControlPlane:
                     "--endpoint-reconciler-type", "none",
                     "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
                     "--profiling=false",
+                    *self.apiserver_args,
                 ],
                 w / "kube-apiserver.log",
                 f"https://127.0.0.1:{self.apiserver_port}/readyz",
@@ -453,11 +457,17 @@ _NAMESPACED = {"Pod", "ResourceClaim", "ResourceClaimTemplate"}
 
 
 @contextlib.contextmanager
-def running_control_plane(workdir: Path | None = None) -> Iterator[ControlPlane]:
-    """Start a control plane for the ``with`` block; everything is stopped (and the directory removed) after."""
+def running_control_plane(
+    workdir: Path | None = None, *, apiserver_args: Sequence[str] = (), only: Sequence[str] = BINARIES
+) -> Iterator[ControlPlane]:
+    """Start a control plane for the ``with`` block; everything is stopped (and the directory removed) after.
+
+    ``apiserver_args`` are added to kube-apiserver's flags (e.g. ``--runtime-config`` to serve only the betas an
+    older release served); ``only`` names the components to start.
+    """
     own = workdir is None
     directory = Path(tempfile.mkdtemp(prefix="kubedra-cp-")) if workdir is None else workdir
-    plane = ControlPlane(directory)
+    plane = ControlPlane(directory, apiserver_args=list(apiserver_args), only=list(only))
     try:
         plane.start()
         yield plane
