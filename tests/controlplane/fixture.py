@@ -134,6 +134,7 @@ class ControlPlane:
     scheduler_port: int = 0
     controller_manager_port: int = 0
     apiserver_args: Sequence[str] = ()
+    scheduler_config: Mapping[str, Any] = field(default_factory=dict)  # merged into KubeSchedulerConfiguration
     only: Sequence[str] = BINARIES  # the components to start (etcd and kube-apiserver are always needed)
     components: dict[str, Component] = field(default_factory=dict)
     startup_seconds: float = 0.0
@@ -327,6 +328,7 @@ class ControlPlane:
                 "qps": 500,
                 "burst": 1000,
             },
+            **self.scheduler_config,
         }
         (self.workdir / "scheduler.yaml").write_text(yaml.safe_dump(scheduler))
 
@@ -458,16 +460,23 @@ _NAMESPACED = {"Pod", "ResourceClaim", "ResourceClaimTemplate"}
 
 @contextlib.contextmanager
 def running_control_plane(
-    workdir: Path | None = None, *, apiserver_args: Sequence[str] = (), only: Sequence[str] = BINARIES
+    workdir: Path | None = None,
+    *,
+    apiserver_args: Sequence[str] = (),
+    only: Sequence[str] = BINARIES,
+    scheduler_config: Mapping[str, Any] | None = None,
 ) -> Iterator[ControlPlane]:
     """Start a control plane for the ``with`` block; everything is stopped (and the directory removed) after.
 
     ``apiserver_args`` are added to kube-apiserver's flags (e.g. ``--runtime-config`` to serve only the betas an
-    older release served); ``only`` names the components to start.
+    older release served); ``only`` names the components to start; ``scheduler_config`` holds top-level fields
+    of the scheduler's KubeSchedulerConfiguration (``profiles``, ``percentageOfNodesToScore``, ...).
     """
     own = workdir is None
     directory = Path(tempfile.mkdtemp(prefix="kubedra-cp-")) if workdir is None else workdir
-    plane = ControlPlane(directory, apiserver_args=list(apiserver_args), only=list(only))
+    plane = ControlPlane(
+        directory, apiserver_args=list(apiserver_args), only=list(only), scheduler_config=dict(scheduler_config or {})
+    )
     try:
         plane.start()
         yield plane

@@ -46,7 +46,8 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
     try:
         config = KubeConfig.from_env() if kubeconfig is None else KubeConfig.from_file(kubeconfig)
         single = config.get(context_name=context)
-        return Client(single, timeout=httpx2.Timeout(timeout), trust_env=False)
+        # trust_env: HTTPS_PROXY and NO_PROXY apply, as they do for kubectl.
+        return Client(single, timeout=httpx2.Timeout(timeout), trust_env=True)
     except ConfigError as exc:
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
     except (KeyError, TypeError, ValueError, yaml.YAMLError, msgspec.ValidationError) as exc:
@@ -79,9 +80,11 @@ def describe_error(exc: BaseException, what: str) -> str:
     if isinstance(exc, ApiError):
         status = exc.status
         return f"{what}: {status.code} {status.reason or ''}: {status.message or exc}".replace("  ", " ")
-    if isinstance(exc, httpx2.HTTPError):
-        request = getattr(exc, "_request", None)
-        url = f" ({request.url})" if request is not None else ""
+    if isinstance(exc, httpx2.RequestError):
+        try:
+            url = f" at {exc.request.url.scheme}://{exc.request.url.netloc.decode()}"
+        except RuntimeError:  # raised when the error carries no request
+            url = ""
         return f"{what}: cannot reach the API server{url}: {exc or type(exc).__name__}"
     return f"{what}: {exc}"
 
