@@ -127,7 +127,8 @@ class ControlPlane:
 
     workdir: Path
     bin_dir: Path = BIN
-    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    token: str = field(default_factory=lambda: secrets.token_hex(16))  # user "admin", group system:masters
+    reader_token: str = field(default_factory=lambda: secrets.token_hex(16))  # user "reader", no rights until bound
     etcd_port: int = 0
     etcd_peer_port: int = 0
     apiserver_port: int = 0
@@ -309,7 +310,9 @@ class ControlPlane:
         return ssl.create_default_context(cafile=str(self.cert_dir / "apiserver.crt"))
 
     def _write_credentials(self) -> None:
-        (self.workdir / "tokens.csv").write_text(f'{self.token},admin,admin-uid,"system:masters"\n')
+        (self.workdir / "tokens.csv").write_text(
+            f'{self.token},admin,admin-uid,"system:masters"\n{self.reader_token},reader,reader-uid\n'
+        )
         key, pub = self.workdir / "sa.key", self.workdir / "sa.pub"
         subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
         subprocess.run(["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(pub)], check=True,
@@ -332,12 +335,19 @@ class ControlPlane:
         }
         (self.workdir / "scheduler.yaml").write_text(yaml.safe_dump(scheduler))
 
-    def _kubeconfig_document(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
+    def kubeconfig_for(self, token: str, name: str) -> Path:
+        """A kubeconfig like ``kubeconfig`` for another token (e.g. ``reader_token``), written once per name."""
+        path = self.workdir / f"{name}.kubeconfig"
+        config = self._kubeconfig_document({"certificate-authority": str(self.cert_dir / "apiserver.crt")}, token)
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    def _kubeconfig_document(self, cluster: Mapping[str, Any], token: str | None = None) -> dict[str, Any]:
         return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "test", "cluster": {"server": self.server, **cluster}}],
-            "users": [{"name": "admin", "user": {"token": self.token}}],
+            "users": [{"name": "admin", "user": {"token": token or self.token}}],
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin", "namespace": "default"}}],
             "current-context": "test",
         }

@@ -4,16 +4,21 @@ writes nothing, and explain gives the same reasons live as on the snapshot's fil
 
 from __future__ import annotations
 
+import contextlib
 import json
+import urllib.error
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Secret
 from tests.controlplane.fixture import ControlPlane
 from tests.kube import builders as b
 
 from kubedra.cli import main
+from kubedra.kube.api import connect
 
 pytestmark = pytest.mark.controlplane
 
@@ -191,3 +196,33 @@ def test_an_unreachable_cluster_is_an_error_not_a_crash(
     code, _, err = run_cli(capsys, "snapshot", "--kubeconfig", str(control_plane.kubeconfig), "--context", "nope")
     assert code == 2
     assert "Context 'nope' not found" in err
+
+
+def test_the_shipped_read_only_role_is_enough_and_grants_no_secrets(
+    control_plane: ControlPlane, placed: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    role = yaml.safe_load((Path(__file__).parents[2] / "deploy" / "rbac.yaml").read_text())
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    with contextlib.suppress(urllib.error.HTTPError):  # already there from an earlier test of this session
+        control_plane.request("POST", f"{rbac}/clusterroles", role)
+        control_plane.request("POST", f"{rbac}/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "kubedra-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubedra-reader"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "reader"}],
+        })
+    reader = str(control_plane.kubeconfig_for(control_plane.reader_token, "reader"))
+
+    def allowed() -> tuple[int, str, str] | None:
+        result = run_cli(capsys, "snapshot", "--kubeconfig", reader)
+        return result if result[0] == 0 else None
+
+    _, out, _ = control_plane.wait_for(allowed, timeout=10, what="the reader's snapshot to be allowed")
+    names = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(out) if d}
+    assert ("Pod", "pair") in names and ("ResourceClaim", "pair") in names
+    code, _, err = run_cli(capsys, "explain", "pod", "pair", "-n", placed["namespace"], "--kubeconfig", reader,
+                           "-o", "json")
+    assert code == 0, err
+    with connect(reader) as client, pytest.raises(ApiError) as refused:
+        list(client.list(Secret, namespace="*"))
+    assert refused.value.status.code == 403

@@ -21,6 +21,7 @@ from lightkube.core.exceptions import ApiError
 
 from kubedra.kube.api import (
     DEFAULT_PAGE_SIZE,
+    KubeError,
     Listing,
     all_namespaces,
     describe_error,
@@ -99,10 +100,14 @@ class Mirror:
     # ---------------------------------------------------------------------------------------------- control
 
     def start(self) -> None:
-        """Find the served version of each kind, then start one list+watch worker per served kind."""
+        """Find the served version of each kind, then start one list+watch worker per served kind; KubeError when
+        the server cannot be asked."""
         with self._connect() as client:
             for kind in self._kinds:
-                self._versions[kind.kind] = served_version(client, kind)
+                try:
+                    self._versions[kind.kind] = served_version(client, kind)
+                except (ApiError, httpx2.HTTPError, OSError) as exc:
+                    raise KubeError(describe_error(exc, f"discovering {kind.plural}")) from exc
         for kind in self._kinds:
             version = self._versions[kind.kind]
             if version is None:
