@@ -165,6 +165,8 @@ class ControlPlane:
             raise ControlPlaneError(
                 f"{', '.join(missing)} missing in {self.bin_dir}: run tests/controlplane/build.sh (scripts/test does)"
             )
+        if shutil.which("openssl") is None:
+            raise ControlPlaneError("openssl not found: it makes the service-account key pair")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.etcd_port, self.etcd_peer_port = free_port(), free_port()
         self.apiserver_port, self.scheduler_port, self.controller_manager_port = free_port(), free_port(), free_port()
