@@ -73,3 +73,20 @@ def test_public_api_is_what_all_lists() -> None:
         if not name.startswith("_") and not isinstance(getattr(kubedra, name), types.ModuleType)
     }
     assert public == set(kubedra.__all__) - {"__version__"}
+
+
+def _talks_to_an_api_server(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in ("lightkube", "httpx", "httpx2"))
+
+
+def test_only_the_kube_room_talks_to_an_api_server() -> None:
+    """kube/ is the adapter for Kubernetes API servers; everything else (the CLI too) goes through it."""
+    offenders = [
+        f"{path.relative_to(SRC)} imports {module}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path.relative_to(SRC).parts[0] != "kube"
+        for module in _imports(path)
+        if _talks_to_an_api_server(module) and not module.startswith(("lightkube.models", "lightkube.resources"))
+    ]
+    assert offenders == []
+    assert any(_talks_to_an_api_server(m) for p in (SRC / "kube").rglob("*.py") for m in _imports(p))

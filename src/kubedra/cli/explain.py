@@ -9,7 +9,9 @@ import typer
 
 from kubedra.cli.helptext import command_help
 from kubedra.cli.options import (
+    ContextOption,
     GatesOption,
+    KubeconfigOption,
     OutputOption,
     PolicyOption,
     QuietOption,
@@ -33,7 +35,7 @@ from kubedra.scheduler.scoring import Policy
 HELP = command_help(
     "Why a pod is pending, where it runs, or how it ended; why a claim is not allocated; a workload's pods, grouped.",
     "Explains the simulation [bold]kubedra simulate[/bold] reports (same inputs, same run; with no -f the seed "
-    "scenario on the demo cluster).",
+    "scenario on the demo cluster; with --kubeconfig, the live cluster's state, read only).",
     "KIND is pod, claim, deployment, statefulset, replicaset or job (kubectl's short names too), as [bold]KIND NAME"
     "[/bold] or [bold]KIND/NAME[/bold]; NAME may be namespace/name. A workload's pods are grouped: pods with the same "
     "answer together.",
@@ -71,13 +73,20 @@ MaxNodesOption = Annotated[
 
 
 def _simulate(
-    files: list[str] | None, policy: Policy, seed: int, version: str, gates: str, quiet: bool = False
+    files: list[str] | None,
+    policy: Policy,
+    seed: int,
+    version: str,
+    gates: str,
+    live: tuple[str | None, str | None] = (None, None),
+    quiet: bool = False,
 ) -> tuple[Any, Any]:
-    """The final state of the one run ``kubedra simulate`` makes of these inputs, and that run's allocator."""
+    """The final state of the one run ``kubedra simulate`` makes of these inputs, and that run's allocator; ``live``
+    (kubeconfig, context) starts from a cluster; exits 2 on bad input."""
     from kubedra.cli.simulate import load_scenario
     from kubedra.sim.simulate import Options, simulate
 
-    loaded, scenario, features = load_scenario(files, seed, version, gates)
+    loaded, scenario, features = load_scenario(files, seed, version, gates, *live)
     if loaded.warnings and not quiet:
         stderr_console().print(
             f"Note: {len(loaded.warnings)} conversion warning(s); kubedra simulate prints them", highlight=False,
@@ -176,6 +185,7 @@ def _explain(
     output: OutputFormat | None,
     max_nodes: int,
     quiet: bool = False,
+    live: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """Run the scenario once, find the object, explain it, print it; exits 0 (or 2 when it does not exist)."""
     from kubedra.scheduler.explain import explain_claim, explain_pod, explain_workload, lookup, workload_keys
@@ -192,7 +202,7 @@ def _explain(
     if not wanted:
         _fail(f"which {kind.lower()}? e.g. kubedra explain {written} NAME")
     assert wanted is not None
-    state, allocator = _simulate(files, policy, seed, version, gates, quiet)
+    state, allocator = _simulate(files, policy, seed, version, gates, live, quiet)
     label = kind.lower()
     if kind == "pod":
         keys = list(state.pods)
@@ -236,9 +246,12 @@ def register(app: typer.Typer) -> None:
         output: OutputOption = None,
         max_nodes: MaxNodesOption = 5,
         quiet: QuietOption = False,
+        kubeconfig: KubeconfigOption = None,
+        context: ContextOption = None,
     ) -> None:
         _explain(
-            target, name, namespace, files, policy, seed, kubernetes_version, feature_gates, output, max_nodes, quiet
+            target, name, namespace, files, policy, seed, kubernetes_version, feature_gates, output, max_nodes, quiet,
+            (kubeconfig, context),
         )
 
 

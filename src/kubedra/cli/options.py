@@ -37,3 +37,8 @@ NoHeadersOption = Annotated[
     bool, typer.Option("--no-headers", help="Table output without the header row (as kubectl's --no-headers).")
 ]
 QuietOption = Annotated[bool, typer.Option("-q", "--quiet", help="Do not print conversion warnings and notes.")]
+KubeconfigOption = Annotated[
+    str | None,
+    typer.Option("--kubeconfig", help="Read the live cluster of this kubeconfig (read-only; nothing is written)."),
+]
+ContextOption = Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current).")]

@@ -10,7 +10,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kubedra.cli.helptext import command_help
 from kubedra.cli.options import (
+    ContextOption,
     GatesOption,
+    KubeconfigOption,
     NoHeadersOption,
     OutputOption,
     PolicyOption,
@@ -46,6 +48,9 @@ HELP = command_help(
     "ResourceClaimTemplates, DeviceTaintRules, Pods, Deployments, StatefulSets, ReplicaSets and Jobs. Pods arrive "
     "after the annotation kubedra.io/start-after (e.g. 10m) and run for kubedra.io/run-for (e.g. 2h; absent: "
     "forever). With no -f, the seed article's objects run on a built-in demo cluster of A100 and H100 nodes.",
+    "With --kubeconfig (or --context) the run starts from that live cluster's state, read only: bound pods stay where "
+    "they are, allocated claims stay allocated, and -f adds workloads on top (a what-if; nothing is written to the "
+    "cluster).",
     "Output: a table of pods (NAMESPACE NAME STATUS NODE DEVICES WAITED REASON, by namespace and name; -o wide adds "
     "CLAIMS ARRIVED STARTED FINISHED), a table of physical GPUs per model (in use at the end, whole, MIG-partitioned, "
     "shared, peak over the run) and a summary (pods, claims, peak GPU use, pending time p50/p99/max, longest "
@@ -74,9 +79,20 @@ def default_inputs() -> list[str]:
 
 
 def load_scenario(
-    files: list[str] | None, seed: int, version: str, gates: str, *, api_validation: bool = True
+    files: list[str] | None,
+    seed: int,
+    version: str,
+    gates: str,
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    *,
+    api_validation: bool = True,
 ) -> tuple[Any, Any, Any]:
-    """(loaded objects, scenario, features) for ``simulate``, ``explain`` and ``allocate``; exits 2 on bad input."""
+    """(loaded objects, scenario, features) for ``simulate``, ``explain`` and ``allocate``; exits 2 on bad input.
+
+    With ``kubeconfig`` or ``context`` the scenario starts from the live cluster (read only), and ``files`` are
+    added on top of it (a what-if) instead of replacing the built-in demo.
+    """
     from kubedra.allocator import FeatureGateError, Features, parse_gates
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
@@ -88,7 +104,13 @@ def load_scenario(
         stderr_console().print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_INVALID_INPUT) from exc
     try:
-        loaded = load_paths(files or default_inputs(), api_validation=api_validation)
+        if kubeconfig is not None or context is not None:
+            from kubedra.cli.live import read_live
+            from kubedra.kube.read import to_loaded
+
+            loaded = to_loaded(read_live(kubeconfig, context), files or [])
+        else:
+            loaded = load_paths(files or default_inputs(), api_validation=api_validation)
         scenario = build_scenario(loaded, seed=seed)
     except InvalidInputError as exc:
         fail_invalid(exc)
@@ -234,13 +256,15 @@ def register(app: typer.Typer) -> None:
         exact: Annotated[
             bool, typer.Option("--exact", help="Run the allocator on every node (no index); slower, same decisions.")
         ] = False,
+        kubeconfig: KubeconfigOption = None,
+        context: ContextOption = None,
     ) -> None:
         from functools import partial
 
         from kubedra.sim.report import build_report
         from kubedra.sim.simulate import Options, simulate
 
-        loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates)
+        loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context)
         print_warnings(loaded.warnings, quiet=quiet)
         print_warnings(scenario.notes, quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)

@@ -1,0 +1,94 @@
+"""The adapter's parts that need no cluster: manifests from server objects, kubeconfig errors, the backoff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubedra.kube.api import KubeError, connect
+from kubedra.kube.mirror import Backoff
+from kubedra.kube.read import ClusterDocuments, manifest, to_loaded
+from kubedra.objects import model as m
+from kubedra.objects.errors import InvalidInputError
+
+SERVER_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "p",
+        "namespace": "ml",
+        "uid": "u-1",
+        "resourceVersion": "812",
+        "generation": 1,
+        "creationTimestamp": "2026-12-01T10:00:00Z",
+        "managedFields": [{"manager": "kubectl", "operation": "Update"}],
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"},
+    },
+    "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+    "status": {"phase": "Running", "qosClass": "BestEffort"},
+}
+
+
+def test_a_manifest_keeps_state_and_drops_bookkeeping() -> None:
+    out = manifest(SERVER_POD)
+    assert out["metadata"] == {"name": "p", "namespace": "ml", "uid": "u-1",
+                               "creationTimestamp": "2026-12-01T10:00:00Z"}
+    assert out["spec"]["nodeName"] == "n1"
+    assert out["status"] == {"phase": "Running", "qosClass": "BestEffort"}
+    assert SERVER_POD["metadata"]["managedFields"]  # the input is not changed
+
+
+def test_node_images_are_dropped_and_betas_written_as_v1() -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "8"}, "images": [{"names": ["x"], "sizeBytes": 1}]}}
+    assert manifest(node)["status"] == {"allocatable": {"cpu": "8"}}
+    claim = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
+             "metadata": {"name": "c", "namespace": "ml"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu"}]}}}
+    out = manifest(claim)
+    assert out["apiVersion"] == "resource.k8s.io/v1"
+    assert out["spec"]["devices"]["requests"] == [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]
+
+
+def test_a_server_object_kubedra_cannot_read_names_the_object() -> None:
+    bad = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "x"},
+           "spec": {"selectors": [{"cel": {"expresion": "true"}}]}}
+    with pytest.raises(InvalidInputError) as caught:
+        to_loaded(ClusterDocuments({"DeviceClass": [bad]}))
+    assert [str(p) for p in caught.value.problems] == [
+        'cluster[0]: DeviceClass/x: spec.selectors[0].cel.expresion: unknown field "spec.selectors[0].cel.expresion"',
+        "cluster[0]: DeviceClass/x: spec.selectors[0].cel.expression: Required value",
+    ]
+
+
+def test_cluster_objects_come_first_and_files_are_added(tmp_path: Path) -> None:
+    extra = tmp_path / "pod.yaml"
+    extra.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: q, namespace: ml}\nspec: {containers: []}\n")
+    loaded = to_loaded(ClusterDocuments({"Pod": [SERVER_POD]}), [str(extra)])
+    assert [p.metadata.name for p in loaded.of_kind(m.Pod)] == ["p", "q"]
+    assert str(loaded.location_of(loaded.objects[0])) == "cluster[0]: Pod/p"
+
+
+def test_kubeconfig_problems_are_kube_errors(tmp_path: Path) -> None:
+    with pytest.raises(KubeError, match="not found"):
+        connect(str(tmp_path / "missing"))
+    broken = tmp_path / "broken"
+    broken.write_text("clusters: 3\n")
+    with pytest.raises(KubeError, match="not a valid kubeconfig"):
+        connect(str(broken))
+    good = tmp_path / "config"
+    good.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: a\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: a, context: {cluster: c, user: u}}]\n"
+    )
+    with pytest.raises(KubeError, match="Context 'b' not found"):
+        connect(str(good), "b")
+    connect(str(good)).close()
+
+
+def test_backoff_grows_to_its_ceiling() -> None:
+    backoff = Backoff(initial=0.2, factor=2.0, maximum=1.0)
+    assert [backoff.delay(n) for n in (1, 2, 3, 4, 10)] == [0.2, 0.4, 0.8, 1.0, 1.0]
