@@ -64,6 +64,7 @@ HELP = command_help(
         " > final.yaml",
         "kubedra simulate -q -o name",
         "kubedra simulate -q --fail-on-pending",
+        "kubedra simulate --kubeconfig ~/.kube/config -f src/kubedra/data/seed -q   # a what-if on a live cluster",
     ],
     exit_status="0 when the simulation ran (1 with --fail-on-pending if a pod stayed pending), 2 for bad input.",
 )

@@ -10,23 +10,27 @@ from typing import Annotated, Any
 
 import typer
 
+from kubedra.cli.helptext import command_help
 from kubedra.cli.live import read_live
 from kubedra.cli.options import ContextOption, KubeconfigOption
 from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, stderr_console
 
-HELP = " ".join(
-    [
-        "Write a live cluster's DRA-relevant state as plain manifests: Nodes, DeviceClasses, ResourceSlices,",
-        "DeviceTaintRules, ResourceClaimTemplates, ResourceClaims (with their allocations and reservedFor) and Pods",
-        "(with their nodes and phases). Nothing is written to the cluster, and Secrets are never read.\n\n",
-        "Server bookkeeping (managedFields, resourceVersion, node images) is left out; status is kept, and",
-        "resource.k8s.io betas of older clusters are written as v1. [bold]kubedra simulate -f DIR[/bold] starts",
-        "from exactly this state: bound pods stay on their nodes and allocated claims stay allocated.\n\n",
-        "Without --output-dir: one multi-document YAML stream on stdout. With it: one file per kind",
-        "(10-nodes.yaml ... 70-pods.yaml), each written whole or not at all.\n\n",
-        "Without --kubeconfig: the in-cluster service account, then $KUBECONFIG, then ~/.kube/config.\n\n",
-        "Exit status: 0 written, 2 when the cluster cannot be read.",
-    ]
+HELP = command_help(
+    "Write a live cluster's DRA-relevant state as plain manifests that kubedra simulate -f reads.",
+    "Nodes, DeviceClasses, ResourceSlices, DeviceTaintRules, ResourceClaimTemplates, ResourceClaims (with their "
+    "allocations and reservedFor) and Pods (with their nodes and phases). Nothing is written to the cluster, and "
+    "Secrets are never read.",
+    "Server bookkeeping (managedFields, resourceVersion, node images) is left out; status is kept, and "
+    "resource.k8s.io betas of older clusters are written as v1. [bold]kubedra simulate -f DIR[/bold] starts from "
+    "exactly this state: bound pods stay on their nodes and allocated claims stay allocated.",
+    "Without --output-dir: one multi-document YAML stream on stdout. With it: one file per kind (10-nodes.yaml ... "
+    "70-pods.yaml), each written whole or not at all.",
+    "Without --kubeconfig: the in-cluster service account, then $KUBECONFIG, then ~/.kube/config.",
+    examples=[
+        "kubedra snapshot > cluster.yaml",
+        "kubedra snapshot --kubeconfig ~/.kube/config --output-dir snapshot/",
+    ],
+    exit_status="0 written, 2 when the cluster cannot be read or the directory cannot be written.",
 )
 
 
