@@ -6,11 +6,12 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, explain, simulate, validate
+from kubedra.cli import allocate, cel, convert, explain, simulate, snapshot, validate
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
     explain.register,
+    snapshot.register,
     allocate.register,
     cel.register,
     convert.register,

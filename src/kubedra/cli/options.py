@@ -37,3 +37,8 @@ OutputOption = Annotated[
     OutputFormat | None,
     typer.Option("-o", "--output", help="table, json or yaml (default: table on a terminal, else json)."),
 ]
+KubeconfigOption = Annotated[
+    str | None,
+    typer.Option("--kubeconfig", help="Read the live cluster of this kubeconfig (read-only; nothing is written)."),
+]
+ContextOption = Annotated[str | None, typer.Option("--context", help="kubeconfig context (default: current).")]

@@ -277,13 +277,20 @@ def load_paths(
     stdin: TextIO | None = None,
     limits: ParseLimits | None = None,
     api_validation: bool = True,
+    documents: Sequence[tuple[str, Any]] = (),
 ) -> Loaded:
     """Load files, directories (their ``*.yaml``, ``*.yml``, ``*.json``, sorted by name) and ``-`` (stdin).
 
-    See :func:`load_text` for ``api_validation``.
+    See :func:`load_text` for ``api_validation``. ``documents`` are (source, JSON value) pairs a caller already
+    holds — objects an API server returned — read before the paths with the same dispatch, conversion and
+    decoding but without the API validation (their server already applied it); ``source[i]`` locates them.
     """
     bounds = limits or ParseLimits()
-    builder = _Builder(api_validation=api_validation)
+    builder = _Builder(api_validation=False)
+    for index, (source, data) in enumerate(documents):
+        builder.files.setdefault(source, len(builder.files))
+        builder.add_document(Document(index, data), source)
+    builder.api_validation = api_validation
     for path in paths:
         if path == "-":
             stream = stdin if stdin is not None else sys.stdin

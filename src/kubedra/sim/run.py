@@ -36,6 +36,7 @@ from kubedra.scheduler.scheduler import Failed, Placement, Scheduler
 ARRIVE = 0
 FINISH = 1
 DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
+TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)
@@ -123,10 +124,16 @@ class Simulation:
 
     def _arrive(self, record: PodRecord) -> None:
         pod = record.pod
+        if pod.status.phase in TERMINAL_PHASES:
+            # Finished before the simulation began (a snapshot of a live cluster): it holds nothing and is never
+            # scheduled, as kube-scheduler ignores terminal pods.
+            record.started_at = record.finished_at = self._now
+            return
         statuses = list(pod.status.resource_claim_statuses)
+        generated = {s.name for s in statuses if s.resource_claim_name}
         for pod_claim in pod.spec.resource_claims:
-            if not pod_claim.resource_claim_template_name:
-                continue
+            if not pod_claim.resource_claim_template_name or pod_claim.name in generated:
+                continue  # the claim controller made this pod's claim already
             template = self.state.templates.get(key_of(pod.metadata.namespace, pod_claim.resource_claim_template_name))
             if template is None:
                 continue  # the scheduler reports the pod as waiting for its claim
@@ -138,10 +145,34 @@ class Simulation:
         if statuses:
             status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses)
             record.pod = msgspec.structs.replace(pod, status=status)
+        if self._bound_already(record):
+            # Assigned before the simulation began: kube-scheduler never sees assigned pods; it runs where it is.
+            self._bind(record, Placement(record.pod.spec.node_name, {}))
+            extended = record.pod.status.extended_resource_claim_status
+            if extended is not None:
+                record.extended_claim_key = key_of(record.pod.metadata.namespace, extended.resource_claim_name)
+                record.claim_keys.append(record.extended_claim_key)
+            return
         record.pod = msgspec.structs.replace(
             record.pod, status=msgspec.structs.replace(record.pod.status, phase="Pending")
         )
         self._enqueue(record.key)
+
+    def _bound_already(self, record: PodRecord) -> bool:
+        """``spec.nodeName`` names a node and every claim of the pod is allocated (what a live cluster's bound pods
+        look like). A pod written with ``nodeName`` but unallocated claims still goes through a scheduling cycle
+        restricted to that node, which allocates them there."""
+        node = record.pod.spec.node_name
+        if not node or node not in self.state.nodes:
+            return False
+        keys = self._claim_keys(record)
+        if len(keys) < len(record.pod.spec.resource_claims):
+            return False
+        for key in keys:
+            claim = self.state.claims.get(key)
+            if claim is None or claim.status.allocation is None:
+                return False
+        return True
 
     def _enqueue(self, key: str) -> None:
         self._active.append(key)

@@ -1,0 +1,117 @@
+"""Connecting and reading: lightkube's sync client with the user's kubeconfig, paginated lists, served versions.
+
+Objects are read through lightkube's generic resources, so every item arrives as the API's own JSON (a dict) —
+whatever lightkube-models knows — and is decoded once, into kubedra's model, by ``kubedra.objects.load``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import msgspec
+import yaml
+from lightkube import Client, KubeConfig
+from lightkube.core.exceptions import ApiError, ConfigError
+from lightkube.core.resource import ApiInfo, ResourceDef
+from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource
+
+from kubedra.kube.kinds import Kind
+from kubedra.objects.errors import KubedraError
+
+DEFAULT_PAGE_SIZE = 500
+_VERBS = ["get", "list", "global_list", "watch", "global_watch"]
+_HTTP_NOT_FOUND = 404
+
+
+class KubeError(KubedraError):
+    """The cluster cannot be read: a bad kubeconfig, an unreachable server, a refused request."""
+
+
+@dataclass
+class Listing:
+    """One kind, listed completely: its items (as JSON dicts with apiVersion and kind) and the list's version."""
+
+    kind: Kind
+    version: str
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+def connect(kubeconfig: str | None = None, context: str | None = None, *, timeout: float = 30.0) -> Client:
+    """A client for ``context`` of ``kubeconfig``; without a file, lightkube's own choice: in-cluster service
+    account, then ``$KUBECONFIG``, then ``~/.kube/config``. Tokens, client certificates and exec plugins work as
+    lightkube supports them."""
+    try:
+        config = KubeConfig.from_env() if kubeconfig is None else KubeConfig.from_file(kubeconfig)
+        single = config.get(context_name=context)
+        return Client(single, timeout=httpx2.Timeout(timeout), trust_env=False)
+    except ConfigError as exc:
+        raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
+    except (KeyError, TypeError, ValueError, yaml.YAMLError, msgspec.ValidationError) as exc:
+        raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: not a valid kubeconfig ({exc})") from exc
+    except OSError as exc:
+        raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
+
+
+_RESOURCES: dict[tuple[str, str], type[Any]] = {}
+
+
+def resource(kind: Kind, version: str) -> type[Any]:
+    """lightkube's generic resource for one served version of a kind (items stay plain dicts)."""
+    key = (kind.kind, version)
+    cls = _RESOURCES.get(key)
+    if cls is None:
+        base = GenericNamespacedResource if kind.namespaced else GenericGlobalResource
+        info = ApiInfo(resource=ResourceDef(kind.group, version, kind.kind), plural=kind.plural, verbs=_VERBS)
+        cls = type(kind.kind, (base,), {"_api_info": info})
+        _RESOURCES[key] = cls
+    return cls
+
+
+def all_namespaces(kind: Kind) -> dict[str, Any]:
+    return {"namespace": "*"} if kind.namespaced else {}
+
+
+def describe_error(exc: BaseException, what: str) -> str:
+    """An error as one line a user can act on."""
+    if isinstance(exc, ApiError):
+        status = exc.status
+        return f"{what}: {status.code} {status.reason or ''}: {status.message or exc}".replace("  ", " ")
+    if isinstance(exc, httpx2.HTTPError):
+        request = getattr(exc, "_request", None)
+        url = f" ({request.url})" if request is not None else ""
+        return f"{what}: cannot reach the API server{url}: {exc or type(exc).__name__}"
+    return f"{what}: {exc}"
+
+
+def is_gone(exc: BaseException) -> bool:
+    """410 Gone: the resourceVersion (or a continue token) is older than the server keeps; list again."""
+    return isinstance(exc, ApiError) and exc.status.code == 410
+
+
+def list_kind(client: Client, kind: Kind, version: str, *, page_size: int = DEFAULT_PAGE_SIZE) -> Listing:
+    """Every object of one kind, page by page (``limit``/``continue``); the items carry apiVersion and kind.
+
+    The list's resourceVersion is the point a watch resumes from: nothing before it is missed, nothing after
+    it is in the items.
+    """
+    pages = client.list(resource(kind, version), chunk_size=page_size, **all_namespaces(kind))
+    api_version = kind.api_version(version)
+    items = [{**item, "apiVersion": api_version, "kind": kind.kind} for item in pages]
+    return Listing(kind, version, items, pages.resourceVersion)
+
+
+def served_version(client: Client, kind: Kind) -> str | None:
+    """The first of ``kind.versions`` the server serves (probed with a one-item list); None if none is."""
+    for version in kind.versions:
+        try:
+            pages = client.list(resource(kind, version), chunk_size=1, **all_namespaces(kind))
+            next(iter(pages), None)
+        except ApiError as exc:
+            if exc.status.code == _HTTP_NOT_FOUND:
+                continue
+            raise
+        return version
+    return None

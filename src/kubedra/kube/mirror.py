@@ -1,0 +1,261 @@
+"""The cluster kept in memory as an informer keeps it: list every kind, then watch from the list's resourceVersion.
+
+One thread per kind, each with its own client. A watch that drops (the API server restarted, the network broke) is
+resumed from the last resourceVersion seen, after a backoff that grows with each failure in a row; a 410 Gone
+(the server no longer has that version) lists the kind again. A new list replaces the kind's objects in one step,
+so :meth:`Mirror.snapshot` only ever returns states the cluster was in: never a half-listed kind, and nothing
+before every kind has been listed once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+from lightkube import Client
+from lightkube.core.exceptions import ApiError
+
+from kubedra.kube.api import (
+    DEFAULT_PAGE_SIZE,
+    Listing,
+    all_namespaces,
+    describe_error,
+    is_gone,
+    list_kind,
+    resource,
+    served_version,
+)
+from kubedra.kube.kinds import KINDS, Kind
+from kubedra.kube.read import ClusterDocuments, object_key
+
+
+class NotSyncedError(Exception):
+    """The mirror has not listed every kind yet."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Delay before retry ``n`` (1-based): ``initial * factor**(n-1)``, at most ``maximum`` seconds."""
+
+    initial: float = 0.2
+    factor: float = 2.0
+    maximum: float = 5.0
+
+    def delay(self, failures: int) -> float:
+        return float(min(self.maximum, self.initial * self.factor ** max(0, failures - 1)))
+
+
+@dataclass
+class KindStats:
+    """What a kind's worker has done: for tests and for a status line."""
+
+    lists: int = 0
+    events: int = 0
+    reconnects: int = 0
+    gone: int = 0
+    last_error: str = ""
+
+
+@dataclass
+class _KindState:
+    kind: Kind
+    version: str
+    objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    resource_version: str = ""
+    synced: bool = False
+    stats: KindStats = field(default_factory=KindStats)
+
+
+class Mirror:
+    """List+watch of ``kinds`` through clients made by ``connect`` (one per kind); see the module docstring."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Client],
+        kinds: Sequence[Kind] = KINDS,
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        watch_timeout: int = 30,
+        backoff: Backoff = Backoff(),
+    ) -> None:
+        self._connect = connect
+        self._kinds = list(kinds)
+        self._page_size = page_size
+        self._watch_timeout = watch_timeout
+        self._backoff = backoff
+        self._states: dict[str, _KindState] = {}
+        self._versions: dict[str, str | None] = {}
+        self._changed = threading.Condition()
+        self._generation = 0
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._clients: list[Client] = []
+        self._started = False
+
+    # ---------------------------------------------------------------------------------------------- control
+
+    def start(self) -> None:
+        """Find the served version of each kind, then start one list+watch worker per served kind."""
+        with self._connect() as client:
+            for kind in self._kinds:
+                self._versions[kind.kind] = served_version(client, kind)
+        for kind in self._kinds:
+            version = self._versions[kind.kind]
+            if version is None:
+                continue
+            self._states[kind.kind] = _KindState(kind, version)
+            thread = threading.Thread(target=self._run, args=(kind.kind,), name=f"kubedra-watch-{kind.plural}",
+                                      daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        with self._changed:
+            self._started = True
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """Stop the workers, waiting at most ``timeout`` seconds: their clients are closed, and a worker still
+        blocked on a quiet watch ends when the server closes it (``watch_timeout``); it is a daemon thread and
+        changes nothing after this call."""
+        self._stop.set()
+        with self._changed:
+            clients = list(self._clients)
+            self._changed.notify_all()
+        for client in clients:
+            client.close()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> Mirror:
+        self.start()
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------------------------------------- reading
+
+    @property
+    def synced(self) -> bool:
+        with self._changed:
+            return self._all_synced()
+
+    def stats(self) -> dict[str, KindStats]:
+        with self._changed:
+            return {name: KindStats(**vars(state.stats)) for name, state in self._states.items()}
+
+    def snapshot(self) -> ClusterDocuments:
+        """A copy of the cluster as of the last events seen; NotSyncedError before every kind was listed."""
+        with self._changed:
+            if not self._all_synced():
+                raise NotSyncedError("not every kind has been listed yet")
+            return self._copy()
+
+    def wait(
+        self, predicate: Callable[[ClusterDocuments], bool] = lambda _: True, timeout: float = 30.0
+    ) -> ClusterDocuments:
+        """The first synced snapshot for which ``predicate`` holds; TimeoutError after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                if self._all_synced():
+                    documents = self._copy()
+                    if predicate(documents):
+                        return documents
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"the mirror did not reach the expected state in {timeout}s")
+                self._changed.wait(remaining)
+
+    # ---------------------------------------------------------------------------------------------- workers
+
+    def _all_synced(self) -> bool:
+        return self._started and all(state.synced for state in self._states.values())
+
+    def _copy(self) -> ClusterDocuments:
+        by_kind = {
+            name: [state.objects[key] for key in sorted(state.objects)] for name, state in self._states.items()
+        }
+        return ClusterDocuments(by_kind, dict(self._versions))
+
+    def _replace(self, listing: Listing) -> None:
+        with self._changed:
+            if self._stop.is_set():
+                return
+            state = self._states[listing.kind.kind]
+            state.objects = {object_key(item): item for item in listing.items}
+            state.resource_version = listing.resource_version
+            state.synced = True
+            state.stats.lists += 1
+            self._generation += 1
+            self._changed.notify_all()
+
+    def _apply(self, name: str, event_type: str, document: dict[str, Any]) -> None:
+        with self._changed:
+            if self._stop.is_set():
+                return
+            state = self._states[name]
+            key = object_key(document)
+            if event_type == "DELETED":
+                state.objects.pop(key, None)
+            elif event_type in ("ADDED", "MODIFIED"):
+                state.objects[key] = document
+            version = document.get("metadata", {}).get("resourceVersion")
+            if version:
+                state.resource_version = version
+            state.stats.events += 1
+            self._generation += 1
+            self._changed.notify_all()
+
+    def _note_failure(self, name: str, message: str, gone: bool) -> None:
+        with self._changed:
+            stats = self._states[name].stats
+            stats.last_error = message
+            if gone:
+                stats.gone += 1
+            else:
+                stats.reconnects += 1
+
+    def _run(self, name: str) -> None:
+        state = self._states[name]
+        kind, version = state.kind, state.version
+        failures = 0
+        need_list = True
+        client: Client | None = None
+        while not self._stop.is_set():
+            try:
+                if client is None:
+                    client = self._connect()
+                    with self._changed:
+                        self._clients.append(client)
+                if need_list:
+                    self._replace(list_kind(client, kind, version, page_size=self._page_size))
+                    need_list = False
+                    failures = 0
+                with self._changed:
+                    since = state.resource_version
+                events = client.watch(
+                    resource(kind, version),
+                    resource_version=since,
+                    server_timeout=self._watch_timeout,
+                    **all_namespaces(kind),
+                )
+                for event_type, obj in events:
+                    if self._stop.is_set():
+                        return
+                    failures = 0
+                    self._apply(name, event_type, dict(obj))
+            except (ApiError, httpx2.HTTPError, OSError) as exc:
+                if self._stop.is_set():
+                    return
+                gone = is_gone(exc)
+                self._note_failure(name, describe_error(exc, f"watch {kind.plural}"), gone)
+                if gone:
+                    need_list = True
+                    continue
+                failures += 1
+                if self._stop.wait(self._backoff.delay(failures)):
+                    return

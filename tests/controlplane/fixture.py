@@ -1,0 +1,467 @@
+"""The test control plane: etcd, kube-apiserver, kube-scheduler and kube-controller-manager v1.37.2 on 127.0.0.1.
+
+The binaries come from ``tests/controlplane/build.sh`` (``scripts/test`` runs it where ``go`` exists). Every port
+is a free one picked at start; credentials are generated in a temporary directory: a bearer token in group
+``system:masters``, a service-account key pair (openssl), and the API server's own self-signed serving certificate
+(``--cert-dir``), which the written kubeconfig trusts. Processes are started with a parent-death signal and stopped
+by PID, so none outlives the test session.
+
+Nothing runs pods here (no kubelet): Nodes are created with their status (:meth:`ControlPlane.create_node`), and
+pods are finished or deleted by hand (:meth:`ControlPlane.finish_pod`, :meth:`ControlPlane.delete_pod`).
+
+Use from tests through the session fixture ``control_plane`` (``tests/conftest.py``) and ``namespace`` (a fresh
+namespace per test); the API below is what other suites build on, so keep it stable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+BIN = HERE / "bin"
+BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
+READY_TIMEOUT = 90.0
+STOP_TIMEOUT = 10.0
+
+
+class ControlPlaneError(Exception):
+    """The control plane could not start (the message carries the failing component's log tail)."""
+
+
+def go_available() -> bool:
+    return shutil.which("go") is not None
+
+
+def missing_binaries(bin_dir: Path = BIN) -> list[str]:
+    return [name for name in BINARIES if not (bin_dir / name).is_file()]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the child gets SIGKILL when the test process dies, whatever kills it."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@dataclass
+class Component:
+    """One running binary: its command line, its log file and its process."""
+
+    name: str
+    args: list[str]
+    log: Path
+    health_url: str
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        handle = self.log.open("ab")
+        try:
+            self.process = subprocess.Popen(
+                self.args,
+                stdin=subprocess.DEVNULL,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads are started between fork and exec
+            )
+        finally:
+            handle.close()
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, *, graceful: bool = True) -> None:
+        """SIGTERM and a wait (then SIGKILL); ``graceful=False``: SIGKILL at once, as a crash."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        if not graceful:
+            process.kill()
+            process.wait(STOP_TIMEOUT)
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(STOP_TIMEOUT)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class ControlPlane:
+    """A started control plane; ``kubeconfig`` is a file any client (lightkube, kubectl, kubedra) can use."""
+
+    workdir: Path
+    bin_dir: Path = BIN
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    etcd_port: int = 0
+    etcd_peer_port: int = 0
+    apiserver_port: int = 0
+    scheduler_port: int = 0
+    controller_manager_port: int = 0
+    components: dict[str, Component] = field(default_factory=dict)
+    startup_seconds: float = 0.0
+    restarts: int = 0
+
+    # ------------------------------------------------------------------------------------------------ paths
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.workdir / "kubeconfig.yaml"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def cert_dir(self) -> Path:
+        return self.workdir / "pki"
+
+    # ------------------------------------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start every component and wait until each is healthy; stop what started if any fails."""
+        began = time.monotonic()
+        missing = missing_binaries(self.bin_dir)
+        if missing:
+            raise ControlPlaneError(
+                f"{', '.join(missing)} missing in {self.bin_dir}: run tests/controlplane/build.sh (scripts/test does)"
+            )
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.etcd_port, self.etcd_peer_port = free_port(), free_port()
+        self.apiserver_port, self.scheduler_port, self.controller_manager_port = free_port(), free_port(), free_port()
+        self._write_credentials()
+        self._define_components()
+        try:
+            self._start_and_wait("etcd")
+            self._start_and_wait("kube-apiserver")
+            self._write_kubeconfig()
+            self._start_and_wait("kube-scheduler")
+            self._start_and_wait("kube-controller-manager")
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - began
+
+    def stop(self) -> None:
+        """Stop every component by PID, the last started first."""
+        for name in reversed(list(self.components)):
+            self.components[name].stop()
+
+    def restart_apiserver(self, downtime: float = 0.0, *, graceful: bool = False) -> None:
+        """Stop kube-apiserver (killed, as a crash, unless ``graceful``: open watches drop either way), wait
+        ``downtime`` seconds, start it again on the same port and wait for /readyz. etcd keeps every object."""
+        component = self.components["kube-apiserver"]
+        component.stop(graceful=graceful)
+        if downtime:
+            time.sleep(downtime)
+        self._start_and_wait("kube-apiserver")
+        self.restarts += 1
+
+    def pids(self) -> dict[str, int]:
+        return {n: c.process.pid for n, c in self.components.items() if c.process is not None and c.running()}
+
+    # ------------------------------------------------------------------------------------------------ clients
+
+    def client(self, **kwargs: Any) -> Any:
+        """A lightkube ``Client`` for the admin token (close it, or use it as a context manager)."""
+        from lightkube import Client, KubeConfig
+
+        return Client(KubeConfig.from_file(self.kubeconfig), trust_env=False, **kwargs)
+
+    def create_namespace(self, prefix: str = "t") -> str:
+        from lightkube.models.meta_v1 import ObjectMeta
+        from lightkube.resources.core_v1 import Namespace
+
+        name = f"{prefix}-{secrets.token_hex(4)}"
+        with self.client() as client:
+            client.create(Namespace(metadata=ObjectMeta(name=name)))
+        return name
+
+    def create_node(
+        self,
+        name: str,
+        *,
+        cpu: str = "32",
+        memory: str = "256Gi",
+        pods: str = "110",
+        extra_allocatable: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+        taints: Sequence[Mapping[str, str]] = (),
+    ) -> dict[str, Any]:
+        """A Node with status as a kubelet would post it: capacity = allocatable, Ready=True. Returns the object."""
+        allocatable = {"cpu": cpu, "memory": memory, "pods": pods, **(extra_allocatable or {})}
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+            "spec": {"taints": [dict(t) for t in taints]} if taints else {},
+            "status": {
+                "capacity": allocatable,
+                "allocatable": allocatable,
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "kubelet is posting ready status (test fixture)",
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                    }
+                ],
+            },
+        }
+        return self.create(body)
+
+    def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create any object from a plain manifest (``namespace`` taken from its metadata); returns the server's."""
+        return self.request("POST", self._collection(body), body)
+
+    def finish_pod(self, name: str, namespace: str, phase: str = "Succeeded") -> dict[str, Any]:
+        """What a kubelet writes when a pod's containers exited: ``status.phase`` Succeeded (or Failed)."""
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
+        return self.request("PATCH", path, {"status": {"phase": phase}}, content_type="application/merge-patch+json")
+
+    def delete_pod(self, name: str, namespace: str) -> None:
+        """Delete a pod at once (``gracePeriodSeconds: 0``): with no kubelet, a graceful delete never ends."""
+        self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", {"gracePeriodSeconds": 0})
+
+    def get(self, path: str) -> dict[str, Any]:
+        return self.request("GET", path)
+
+    def wait_for(self, predicate: Any, timeout: float = 30.0, interval: float = 0.1, what: str = "condition") -> Any:
+        """Poll ``predicate()`` until it returns something truthy; that value is returned."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+            time.sleep(interval)
+
+    def request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> dict[str, Any]:
+        """One authenticated API call (plain JSON in and out); raises ``urllib.error.HTTPError`` on failure."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.server + path, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", content_type)
+        with urllib.request.urlopen(request, context=self._tls(), timeout=30) as response:
+            payload = response.read()
+        result: dict[str, Any] = json.loads(payload) if payload else {}
+        return result
+
+    # ------------------------------------------------------------------------------------------------ internals
+
+    def _collection(self, body: Mapping[str, Any]) -> str:
+        api_version, kind = str(body["apiVersion"]), str(body["kind"])
+        plural = _PLURALS[kind]
+        prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        namespace = body.get("metadata", {}).get("namespace")
+        if kind in _NAMESPACED:
+            return f"{prefix}/namespaces/{namespace or 'default'}/{plural}"
+        return f"{prefix}/{plural}"
+
+    def _tls(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.cert_dir / "apiserver.crt"))
+
+    def _write_credentials(self) -> None:
+        (self.workdir / "tokens.csv").write_text(f'{self.token},admin,admin-uid,"system:masters"\n')
+        key, pub = self.workdir / "sa.key", self.workdir / "sa.pub"
+        subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
+        subprocess.run(["openssl", "rsa", "-in", str(key), "-pubout", "-out", str(pub)], check=True,
+                       capture_output=True)
+        self.cert_dir.mkdir(exist_ok=True)
+        # One kubeconfig for the scheduler and the controller-manager, written before the serving cert exists:
+        # they skip verification on loopback; clients get the verified one from _write_kubeconfig.
+        components = self._kubeconfig_document({"insecure-skip-tls-verify": True})
+        (self.workdir / "components.kubeconfig").write_text(yaml.safe_dump(components))
+        scheduler = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            "clientConnection": {
+                "kubeconfig": str(self.workdir / "components.kubeconfig"),
+                "qps": 500,
+                "burst": 1000,
+            },
+        }
+        (self.workdir / "scheduler.yaml").write_text(yaml.safe_dump(scheduler))
+
+    def _kubeconfig_document(self, cluster: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "test", "cluster": {"server": self.server, **cluster}}],
+            "users": [{"name": "admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin", "namespace": "default"}}],
+            "current-context": "test",
+        }
+
+    def _write_kubeconfig(self) -> None:
+        # The serving certificate is self-signed, for 127.0.0.1 (the advertise address) and localhost.
+        config = self._kubeconfig_document({"certificate-authority": str(self.cert_dir / "apiserver.crt")})
+        self.kubeconfig.write_text(yaml.safe_dump(config))
+
+    def _define_components(self) -> None:
+        w, b = self.workdir, self.bin_dir
+        always_allow = "/healthz,/readyz,/livez,/metrics"
+        self.components = {
+            "etcd": Component(
+                "etcd",
+                [
+                    str(b / "etcd"),
+                    "--name", "test",
+                    "--data-dir", str(w / "etcd"),
+                    "--listen-client-urls", f"http://127.0.0.1:{self.etcd_port}",
+                    "--advertise-client-urls", f"http://127.0.0.1:{self.etcd_port}",
+                    "--listen-peer-urls", f"http://127.0.0.1:{self.etcd_peer_port}",
+                    "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.etcd_peer_port}",
+                    "--initial-cluster", f"test=http://127.0.0.1:{self.etcd_peer_port}",
+                    "--unsafe-no-fsync",
+                    "--log-level", "warn",
+                ],
+                w / "etcd.log",
+                f"http://127.0.0.1:{self.etcd_port}/health",
+            ),
+            "kube-apiserver": Component(
+                "kube-apiserver",
+                [
+                    str(b / "kube-apiserver"),
+                    "--etcd-servers", f"http://127.0.0.1:{self.etcd_port}",
+                    "--bind-address", "127.0.0.1",
+                    "--advertise-address", "127.0.0.1",
+                    "--secure-port", str(self.apiserver_port),
+                    "--cert-dir", str(self.cert_dir),
+                    "--token-auth-file", str(w / "tokens.csv"),
+                    "--authorization-mode", "RBAC",
+                    "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+                    "--service-account-key-file", str(w / "sa.pub"),
+                    "--service-account-signing-key-file", str(w / "sa.key"),
+                    "--service-cluster-ip-range", "10.0.0.0/24",
+                    "--endpoint-reconciler-type", "none",
+                    "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
+                    "--profiling=false",
+                ],
+                w / "kube-apiserver.log",
+                f"https://127.0.0.1:{self.apiserver_port}/readyz",
+            ),
+            "kube-scheduler": Component(
+                "kube-scheduler",
+                [
+                    str(b / "kube-scheduler"),
+                    "--config", str(w / "scheduler.yaml"),
+                    "--bind-address", "127.0.0.1",
+                    "--secure-port", str(self.scheduler_port),
+                    "--authorization-always-allow-paths", always_allow,
+                    "--profiling=false",
+                ],
+                w / "kube-scheduler.log",
+                f"https://127.0.0.1:{self.scheduler_port}/readyz",
+            ),
+            "kube-controller-manager": Component(
+                "kube-controller-manager",
+                [
+                    str(b / "kube-controller-manager"),
+                    "--kubeconfig", str(w / "components.kubeconfig"),
+                    "--controllers", "resourceclaim-controller",
+                    "--leader-elect=false",
+                    "--bind-address", "127.0.0.1",
+                    "--secure-port", str(self.controller_manager_port),
+                    "--authorization-always-allow-paths", always_allow,
+                    "--profiling=false",
+                ],
+                w / "kube-controller-manager.log",
+                f"https://127.0.0.1:{self.controller_manager_port}/healthz",
+            ),
+        }
+
+    def _start_and_wait(self, name: str) -> None:
+        component = self.components[name]
+        component.start()
+        deadline = time.monotonic() + READY_TIMEOUT
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        last = ""
+        while time.monotonic() < deadline:
+            if not component.running():
+                raise ControlPlaneError(f"{name} exited during start-up:\n{component.log_tail()}")
+            request = urllib.request.Request(component.health_url)
+            if name == "kube-apiserver":
+                request.add_header("Authorization", f"Bearer {self.token}")
+            try:
+                with urllib.request.urlopen(request, context=insecure, timeout=5) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError) as exc:
+                last = str(exc)
+            time.sleep(0.1)
+        raise ControlPlaneError(f"{name} not healthy after {READY_TIMEOUT}s ({last}):\n{component.log_tail()}")
+
+
+_PLURALS = {
+    "Node": "nodes",
+    "Pod": "pods",
+    "Namespace": "namespaces",
+    "DeviceClass": "deviceclasses",
+    "ResourceSlice": "resourceslices",
+    "ResourceClaim": "resourceclaims",
+    "ResourceClaimTemplate": "resourceclaimtemplates",
+    "DeviceTaintRule": "devicetaintrules",
+}
+_NAMESPACED = {"Pod", "ResourceClaim", "ResourceClaimTemplate"}
+
+
+@contextlib.contextmanager
+def running_control_plane(workdir: Path | None = None) -> Iterator[ControlPlane]:
+    """Start a control plane for the ``with`` block; everything is stopped (and the directory removed) after."""
+    own = workdir is None
+    directory = Path(tempfile.mkdtemp(prefix="kubedra-cp-")) if workdir is None else workdir
+    plane = ControlPlane(directory)
+    try:
+        plane.start()
+        yield plane
+    finally:
+        plane.stop()
+        if own and not os.environ.get("KUBEDRA_KEEP_CONTROLPLANE"):
+            shutil.rmtree(directory, ignore_errors=True)
