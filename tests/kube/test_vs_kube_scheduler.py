@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from tests.controlplane.fixture import ControlPlane, running_control_plane
+from tests.kube.random_scenarios import random_scenario
 from tests.kube.vs_kube_scheduler import (
     DRIVER,
     Comparison,
@@ -28,6 +29,7 @@ from kubedra.scheduler.scoring import Policy
 pytestmark = pytest.mark.controlplane
 
 SCENARIOS = {s.name: s for s in load_scenarios()}
+RANDOM_SEEDS = 6
 RESULTS: dict[str, Comparison] = {}
 
 
@@ -41,7 +43,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
 
 def _result(plane: ControlPlane, scenario: Scenario) -> Comparison:
     if scenario.name not in RESULTS:
-        RESULTS[scenario.name] = run_scenario(plane, scenario)
+        RESULTS[scenario.name] = run_scenario(plane, scenario)[0]
     return RESULTS[scenario.name]
 
 
@@ -52,6 +54,15 @@ def test_kubedra_places_pods_as_kube_scheduler_does(plane: ControlPlane, name: s
     assert any(p.node is not None for p in result.real.values())  # something was placed: the comparison is not empty
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(RANDOM_SEEDS))
+def test_random_gpu_clusters_place_exactly_alike(plane: ControlPlane, seed: int) -> None:
+    """Held-out random clusters: every pod's node and devices, and the pending set."""
+    result = _result(plane, random_scenario(seed))
+    assert result.problems == []
+    assert result.exact_checked == len(result.real) or result.tie  # all compared, or up to a tie broken otherwise
+
+
 def test_the_comparison_tells_policies_apart(plane: ControlPlane) -> None:
     """On the same real outcome the older policies disagree where scores decide, so agreement above means something:
     ``least-allocated`` counts free GPUs and spreads light pods, ``first-fit`` ignores scores."""
@@ -60,8 +71,8 @@ def test_the_comparison_tells_policies_apart(plane: ControlPlane) -> None:
         real = _result(plane, scenario).real
         # Namespace and driver names do not move placements: the plain objects stand in for the run's.
         docs = prepare(scenario.docs, "default", DRIVER)
-        assert compare(scenario, real, run_kubedra(docs)).problems == []
-        assert compare(scenario, real, run_kubedra(docs, Policy.FIRST_FIT)).problems
+        assert compare(scenario, real, *run_kubedra(docs)).problems == []
+        assert compare(scenario, real, *run_kubedra(docs, Policy.FIRST_FIT)).problems
     scores = SCENARIOS["scores"]
     real = _result(plane, scores).real
-    assert compare(scores, real, run_kubedra(prepare(scores.docs, "default", DRIVER), Policy.LEAST_ALLOCATED)).problems
+    assert compare(scores, real, *run_kubedra(prepare(scores.docs, "default", DRIVER), Policy.LEAST_ALLOCATED)).problems

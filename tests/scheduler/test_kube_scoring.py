@@ -282,3 +282,15 @@ def test_deployment_pods_spread_by_the_default_constraints() -> None:
                  "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c"}]}}},
     }
     assert _placements([*_nodes_yaml(3), deployment], Policy.KUBE_SCHEDULER) == ["n-0", "n-1", "n-2"]
+
+
+def test_ties_are_recorded_with_the_tied_nodes() -> None:
+    """What the comparison with the real scheduler needs to tell a tie broken otherwise from a difference."""
+    state = _state([_node("a", cpu="96", memory="1024Gi"), _node("b", cpu="96", memory="1024Gi"), _node("c")])
+    scorer = KubeScorer(state)
+    light = _record(_pod({"containers": [{"name": "x"}]}))
+    assert scorer.choose(light, [Candidate("a"), Candidate("b"), Candidate("c")]) == 0
+    assert scorer.tied == {"default/p": frozenset({"a", "b"})}
+    heavy = _record(_pod({"containers": [{"name": "x", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]}))
+    assert scorer.choose(heavy, [Candidate("a"), Candidate("c")]) == 0
+    assert scorer.tied == {}  # the same pod key chose again, without a tie

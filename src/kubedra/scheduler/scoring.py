@@ -304,6 +304,9 @@ class KubeScorer:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self._allocatable: dict[str, tuple[int, int]] = {}
+        # Pods (by key) whose last choice was among equally scored nodes, and those nodes: where kube-scheduler's
+        # parallel Filter order, not its scores, decides which one wins.
+        self.tied: dict[str, frozenset[str]] = {}
 
     def allocatable(self, name: str) -> tuple[int, int]:
         """Node allocatable cpu (milli) and memory (bytes); 0 when not published."""
@@ -360,9 +363,14 @@ class KubeScorer:
         self, record: PodRecord, candidates: Sequence[Candidate], claims: Sequence[ResourceClaim] = ()
     ) -> int:
         """Index of the candidate kube-scheduler's selectHost returns."""
+        self.tied.pop(record.key, None)
         if len(candidates) == 1:
             return 0
-        return heap_root([s.total for s in self.score(record, candidates, claims)])
+        totals = [s.total for s in self.score(record, candidates, claims)]
+        best = max(totals)
+        if totals.count(best) > 1:
+            self.tied[record.key] = frozenset(c.node for c, t in zip(candidates, totals, strict=True) if t == best)
+        return heap_root(totals)
 
     def _dynamic_resources(self, claims: Sequence[ResourceClaim], candidates: Sequence[Candidate]) -> list[int]:
         has_first_available = any(r.exactly is None for c in claims for r in c.spec.devices.requests)
