@@ -86,7 +86,7 @@ def _create_all(plane: ControlPlane, docs: list[dict[str, Any]]) -> None:
 
 
 def run_real(workload: Workload) -> dict[str, Any]:
-    docs = [_in_namespace(d) for d in workload.documents()]
+    docs = _documents(workload)
     pods = sum(1 for d in docs if d["kind"] == "Pod")
     templates = sum(1 for d in docs if d["kind"] == "Pod" and d["spec"].get("resourceClaims", [{}])[0].get(
         "resourceClaimTemplateName"))
@@ -130,8 +130,20 @@ def _in_namespace(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _documents(workload: Workload) -> list[dict[str, Any]]:
+    """The workload's objects, all namespaced ones in one namespace (the builders' ``init`` copies dropped)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for doc in map(_in_namespace, workload.documents()):
+        key = (doc["kind"], doc["metadata"]["name"])
+        if key not in seen:
+            seen.add(key)
+            out.append(doc)
+    return out
+
+
 def run_kubedra(workload: Workload) -> dict[str, Any]:
-    docs = [_in_namespace(d) for d in workload.documents()]
+    docs = _documents(workload)
     loaded = load_text(yaml.safe_dump_all(docs))
     began = time.perf_counter()
     result = simulate(build_scenario(loaded), Options(policy=Policy.KUBE_SCHEDULER))

@@ -4,6 +4,7 @@ the heap's tie-breaking against Go's ``container/heap``, and whole simulations w
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import msgspec
@@ -27,11 +28,13 @@ from kubedra.scheduler.scoring import (
     Policy,
     balance,
     balanced_allocation,
+    compress,
     default_normalize,
     first_available_score,
     go_div,
     go_round,
     heap_root,
+    heap_root_of,
     intolerable_prefer_no_schedule,
     least_allocated,
     least_requested,
@@ -294,3 +297,48 @@ def test_ties_are_recorded_with_the_tied_nodes() -> None:
     heavy = _record(_pod({"containers": [{"name": "x", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]}))
     assert scorer.choose(heavy, [Candidate("a"), Candidate("c")]) == 0
     assert scorer.tied == {}  # the same pod key chose again, without a tie
+
+
+def test_heap_root_of_the_highest_positions_is_heap_root() -> None:
+    rng = random.Random(7)
+    for _ in range(2000):
+        totals = [rng.randint(0, 3) for _ in range(rng.randint(1, 40))]
+        best = max(totals)
+        assert heap_root_of(i for i, t in enumerate(totals) if t == best) == heap_root(totals)
+
+
+def test_choose_window_is_choose_over_the_window_in_walk_order() -> None:
+    """The class-based chooser of the fast path against the node-by-node one, on random clusters and windows."""
+    rng = random.Random(11)
+    for _ in range(200):
+        nodes = [_node(f"n{i}", cpu=rng.choice(["4", "8", "96"]), memory=rng.choice(["16Gi", "1024Gi"]))
+                 for i in range(rng.randint(2, 12))]
+        state = _state(nodes)
+        scorer = KubeScorer(state)
+        for j in range(rng.randint(0, 20)):
+            requests = rng.choice([{}, {"cpu": "100m"}, {"cpu": "1", "memory": "1Gi"}, {"memory": "2Gi"}])
+            pod = _pod({"containers": [{"name": "x", "resources": {"requests": requests}}]}, name=f"b{j}")
+            _bind(state, pod, rng.choice(nodes).metadata.name)
+        window = rng.randrange(1, 1 << len(nodes))
+        start = rng.randrange(len(nodes))
+        order = [i for i in range(start, len(nodes)) if window >> i & 1] + [i for i in range(start) if window >> i & 1]
+        requests = rng.choice([{}, {"cpu": "500m", "memory": "1Gi"}])
+        record = _record(_pod({"containers": [{"name": "x", "resources": {"requests": requests}}]}))
+        assert scorer.resources_only(record)
+        expected = order[scorer.choose(record, [Candidate(nodes[i].metadata.name) for i in order])]
+        tied = scorer.tied.get(record.key)
+        assert scorer.choose_window(record, window, start) == expected
+        assert scorer.tied.get(record.key) == tied
+
+
+def test_compress_packs_the_selected_bits() -> None:
+    assert compress(0b1010, 0b1110, 4) == 0b101  # bits 1..3 of 1010 -> 1, 0, 1
+    assert compress(0, 0b11, 2) == 0
+    rng = random.Random(3)
+    for _ in range(500):
+        width = rng.randint(1, 300)
+        selector, bits = rng.getrandbits(width), rng.getrandbits(width)
+        expected = [bits >> i & 1 for i in range(width) if selector >> i & 1]
+        got = compress(bits, selector, width)
+        assert [got >> j & 1 for j in range(len(expected))] == expected
+        assert got >> len(expected) == 0

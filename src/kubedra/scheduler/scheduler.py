@@ -277,9 +277,11 @@ class Scheduler:
         while window:
             if self.policy is Policy.FIRST_FIT or window & (window - 1) == 0:
                 i = sets.kth_rotated(window, start, 0)
+            elif self.kube is not None and self.kube.resources_only(record, attempt.claims):
+                i = self.kube.choose_window(record, window, start)
             elif self.kube is not None:
                 order = list(sets.rotated(window, start))
-                i = order[self.kube.choose(record, [Candidate(sets.names[j]) for j in order])]
+                i = order[self.kube.choose(record, [Candidate(sets.names[j]) for j in order], attempt.claims)]
             else:
                 tied = sets.best(window, self.policy, record.requests, rkey, added)
                 ties = tied.bit_count()

@@ -22,9 +22,10 @@ DRA devices that stay free, ties sampled from a seeded RNG; ``most-allocated`` i
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubedra.cluster.state import ClusterState, PodRecord
@@ -155,6 +156,60 @@ def heap_root(totals: Sequence[int]) -> int:
             order[i], order[j] = order[j], order[i]
             i = j
     return order[0]
+
+
+def heap_root_of(best: Iterable[int]) -> int:
+    """``heap_root`` knowing only the positions of the highest total: ``heap.Init`` leaves an element at a node when it
+    is not below its children's subtree maxima, else lifts the left child's subtree root unless the right's is strictly
+    greater. So from the top: stop at a highest element, else step into the left subtree if it holds one, else the
+    right."""
+    mask = 0
+    for p in best:
+        mask |= 1 << p
+    return heap_root_in(mask)
+
+
+def heap_root_in(best: int) -> int:
+    """``heap_root_of`` with the positions as a bitmask; a subtree's positions are one contiguous run per level, so
+    each "does it hold one" is a few shifts, O(log² n) in all."""
+    n = best.bit_length()
+    i = 0
+    while not best >> i & 1:
+        left = 2 * i + 1
+        i = left if _subtree_holds(best, left, n) else left + 1
+    return i
+
+
+def _subtree_holds(best: int, root: int, n: int) -> bool:
+    first, size = root, 1
+    while first < n:
+        if best >> first & ((1 << size) - 1):
+            return True
+        first, size = 2 * first + 1, 2 * size
+    return False
+
+
+def nth_bit(x: int, n: int) -> int:
+    """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest."""
+    lo, hi = 0, x.bit_length() - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if (x & ((2 << mid) - 1)).bit_count() > n:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+_SELECTOR = bytes.maketrans(b"01", b"\x00\x01")
+
+
+def compress(bits: int, selector: int, width: int) -> int:
+    """The bits of ``bits`` at the positions set in ``selector``, packed from bit 0 up (a software ``pext``)."""
+    chosen = format(bits, f"0{width}b")[::-1].encode()
+    keep = format(selector, f"0{width}b")[::-1].encode().translate(_SELECTOR)
+    packed = bytes(itertools.compress(chosen, keep))
+    return int(packed[::-1], 2) if packed else 0
 
 
 # ---------------------------------------------------------------------------------------------- plugin formulas
@@ -298,15 +353,37 @@ def _matches_controller(other: Pod, namespace: str, controller: tuple[str, str])
     )
 
 
+ResourceKey = tuple[tuple[int, int], ScoringRequests]  # a node's allocatable and what its pods request
+MAX_CACHED_SCORES = 65536
+
+
 class KubeScorer:
-    """kube-scheduler's default-profile Score and selectHost over a ``ClusterState``; see the module docstring."""
+    """kube-scheduler's default-profile Score and selectHost over a ``ClusterState``; see the module docstring.
+
+    Where only the resource plugins can tell nodes apart (no PreferNoSchedule taint in the cluster, no preferred node
+    affinity, no default spreading, no ``firstAvailable``), ``choose_window`` scores classes of nodes alike in
+    allocatable and requests, kept as bitsets over inventory order like the scheduler's node sets, instead of every
+    node of the window: the result is the same as ``choose`` on the window's nodes in order.
+    """
 
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self._allocatable: dict[str, tuple[int, int]] = {}
-        # Pods (by key) whose last choice was among equally scored nodes, and those nodes: where kube-scheduler's
-        # parallel Filter order, not its scores, decides which one wins.
-        self.tied: dict[str, frozenset[str]] = {}
+        self._tied_sets: dict[str, frozenset[str]] = {}
+        self._tied_masks: dict[str, int] = {}
+        self._names = list(state.nodes)
+        self._pos = {name: i for i, name in enumerate(self._names)}
+        self._prefer_taints = any(
+            t.effect == "PreferNoSchedule" for node in state.nodes.values() for t in node.spec.taints
+        )
+        self._scores: dict[tuple[ResourceKey, ScoringRequests], int] = {}
+        self._class_of: list[ResourceKey] = []
+        self._classes: dict[ResourceKey, int] = {}
+        for i, name in enumerate(self._names):
+            key = self._resource_key(name)
+            self._class_of.append(key)
+            self._classes[key] = self._classes.get(key, 0) | (1 << i)
+        state.watchers.append(self._touch)
 
     def allocatable(self, name: str) -> tuple[int, int]:
         """Node allocatable cpu (milli) and memory (bytes); 0 when not published."""
@@ -321,6 +398,52 @@ class KubeScorer:
             self._allocatable[name] = found
         return found
 
+    @property
+    def tied(self) -> dict[str, frozenset[str]]:
+        """Pods (by key) whose last choice was among equally scored nodes, and those nodes: where kube-scheduler's
+        parallel Filter order, not its scores, decides which one wins."""
+        out = dict(self._tied_sets)
+        for key, mask in self._tied_masks.items():
+            out[key] = frozenset(self._names[i] for i in _bits(mask))
+        return out
+
+    def _forget_tie(self, key: str) -> None:
+        self._tied_sets.pop(key, None)
+        self._tied_masks.pop(key, None)
+
+    def _resource_key(self, name: str) -> ResourceKey:
+        return self.allocatable(name), self.state.usage[name].scoring
+
+    def _touch(self, name: str) -> None:
+        """A pod was bound to or left ``name``: move the node to its new class."""
+        i = self._pos.get(name)
+        if i is None:
+            return
+        key, old = self._resource_key(name), self._class_of[i]
+        if key == old:
+            return
+        bit = 1 << i
+        rest = self._classes[old] & ~bit
+        if rest:
+            self._classes[old] = rest
+        else:
+            del self._classes[old]
+        self._classes[key] = self._classes.get(key, 0) | bit
+        self._class_of[i] = key
+
+    def resources(self, key: ResourceKey, wants: ScoringRequests) -> tuple[int, int]:
+        """NodeResourcesFit and NodeResourcesBalancedAllocation for a pod asking ``wants`` on a node like ``key``."""
+        have, used = key
+        fit = least_allocated(
+            (used.nonzero_milli_cpu + wants.nonzero_milli_cpu, used.nonzero_memory + wants.nonzero_memory), have
+        )
+        if wants.milli_cpu == 0 and wants.memory == 0:
+            return fit, 0  # BalancedAllocation's PreScore skips a pod that requests nothing
+        balanced = balanced_allocation(
+            (used.milli_cpu + wants.milli_cpu, used.memory + wants.memory), (used.milli_cpu, used.memory), have
+        )
+        return fit, balanced
+
     def score(
         self, record: PodRecord, candidates: Sequence[Candidate], claims: Sequence[ResourceClaim] = ()
     ) -> list[NodeScores]:
@@ -334,24 +457,13 @@ class KubeScorer:
         plugins["NodeAffinity"] = (
             default_normalize([preferred_affinity(n, terms) for n in nodes], False) if terms else [0] * len(nodes)
         )
-        fit: list[int] = []
-        balanced: list[int] = []
-        wants: ScoringRequests = record.scoring
-        best_effort = wants.milli_cpu == 0 and wants.memory == 0
-        for name in names:
-            have = self.allocatable(name)
-            used = self.state.usage[name].scoring
-            fit.append(least_allocated(
-                (used.nonzero_milli_cpu + wants.nonzero_milli_cpu, used.nonzero_memory + wants.nonzero_memory), have
-            ))
-            balanced.append(0 if best_effort else balanced_allocation(
-                (used.milli_cpu + wants.milli_cpu, used.memory + wants.memory), (used.milli_cpu, used.memory), have
-            ))
-        plugins["NodeResourcesFit"] = fit
+        wants = record.scoring
+        resources = [self.resources(self._resource_key(name), wants) for name in names]
+        plugins["NodeResourcesFit"] = [fit for fit, _ in resources]
         plugins["PodTopologySpread"] = self._spread(pod, nodes)
         plugins["InterPodAffinity"] = [0] * len(nodes)
         plugins["DynamicResources"] = self._dynamic_resources(claims, candidates)
-        plugins["NodeResourcesBalancedAllocation"] = balanced
+        plugins["NodeResourcesBalancedAllocation"] = [balanced for _, balanced in resources]
         plugins["ImageLocality"] = [0] * len(nodes)
         out = []
         for i, name in enumerate(names):
@@ -363,14 +475,59 @@ class KubeScorer:
         self, record: PodRecord, candidates: Sequence[Candidate], claims: Sequence[ResourceClaim] = ()
     ) -> int:
         """Index of the candidate kube-scheduler's selectHost returns."""
-        self.tied.pop(record.key, None)
+        self._forget_tie(record.key)
         if len(candidates) == 1:
             return 0
         totals = [s.total for s in self.score(record, candidates, claims)]
         best = max(totals)
-        if totals.count(best) > 1:
-            self.tied[record.key] = frozenset(c.node for c, t in zip(candidates, totals, strict=True) if t == best)
-        return heap_root(totals)
+        tops = [i for i, t in enumerate(totals) if t == best]
+        if len(tops) > 1:
+            self._tied_sets[record.key] = frozenset(candidates[i].node for i in tops)
+        return heap_root_of(tops)
+
+    def resources_only(self, record: PodRecord, claims: Sequence[ResourceClaim] = ()) -> bool:
+        """Whether only NodeResourcesFit and BalancedAllocation can tell nodes apart for this pod."""
+        return not (
+            self._prefer_taints
+            or preferred_terms(record.pod)
+            or _controller(record.pod) is not None
+            or any(r.exactly is None for c in claims for r in c.spec.devices.requests)
+        )
+
+    def choose_window(self, record: PodRecord, window: int, start: int) -> int:
+        """Inventory position of the node selectHost returns among the nodes of bitset ``window``, walked from
+        ``start`` (wrapping) as Filter found them; for pods ``resources_only`` holds for."""
+        self._forget_tie(record.key)
+        wants = record.scoring
+        best_score = -1
+        best = 0
+        for key, members in self._classes.items():
+            inside = members & window
+            if not inside:
+                continue
+            cache_key = (key, wants)
+            total = self._scores.get(cache_key)
+            if total is None:
+                fit, balanced = self.resources(key, wants)
+                total = WEIGHTS["NodeResourcesFit"] * fit + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced
+                if len(self._scores) >= MAX_CACHED_SCORES:
+                    self._scores.clear()
+                self._scores[cache_key] = total
+            if total > best_score:
+                best_score, best = total, inside
+            elif total == best_score:
+                best |= inside
+        if best & (best - 1) == 0:
+            return best.bit_length() - 1
+        self._tied_masks[record.key] = best
+        # Filter's list is the window in walk order: rotate so that bit j is the j-th node walked, pack the tied
+        # nodes' bits by rank in that list, find the heap's root rank, map it back to a node.
+        n = len(self._names)
+        low = (1 << start) - 1
+        walk = (window >> start) | ((window & low) << (n - start))
+        tied = (best >> start) | ((best & low) << (n - start))
+        rank = heap_root_in(compress(tied, walk, n))
+        return (nth_bit(walk, rank) + start) % n
 
     def _dynamic_resources(self, claims: Sequence[ResourceClaim], candidates: Sequence[Candidate]) -> list[int]:
         has_first_available = any(r.exactly is None for c in claims for r in c.spec.devices.requests)
@@ -413,6 +570,13 @@ class KubeScorer:
                 total += float(count) * weights[key] + float(max_skew - 1)
             raw.append(go_round(total))
         return spread_normalize(raw)
+
+
+def _bits(x: int) -> Iterable[int]:
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low
 
 
 def _required_affinity_filter(pod: Pod) -> Callable[[Node], bool]:
