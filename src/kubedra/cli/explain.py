@@ -239,7 +239,7 @@ def register(app: typer.Typer) -> None:
         name: Annotated[str | None, typer.Argument(metavar="NAME", help="Name, or namespace/name.")] = None,
         namespace: NamespaceOption = None,
         files: ScenarioFiles = None,
-        policy: PolicyOption = Policy.LEAST_ALLOCATED,
+        policy: PolicyOption = Policy.KUBE_SCHEDULER,
         seed: SeedOption = 0,
         kubernetes_version: VersionOption = "1.37",
         feature_gates: GatesOption = "",

@@ -17,7 +17,15 @@ ScenarioFiles = Annotated[
     list[str] | None,
     typer.Option("-f", "--filename", help="Manifest file or directory; repeatable (default: the built-in demo)."),
 ]
-PolicyOption = Annotated[Policy, typer.Option("--policy", help="How to choose among feasible nodes.")]
+PolicyOption = Annotated[
+    Policy,
+    typer.Option(
+        "--policy",
+        metavar="POLICY",
+        help="How to choose among feasible nodes: kube-scheduler (its default profile's scores and tie-breaking), "
+        "least-allocated, most-allocated (ties drawn with --seed) or first-fit.",
+    ),
+]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed for names and tie-breaking; same seed, same run.")]
 VersionOption = Annotated[
     str, typer.Option("--kubernetes-version", help="Release whose feature-gate defaults apply: 1.34|1.35|1.36|1.37.")

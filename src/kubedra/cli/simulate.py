@@ -244,7 +244,7 @@ def register(app: typer.Typer) -> None:
     @app.command("simulate", help=HELP)
     def simulate_command(
         files: ScenarioFiles = None,
-        policy: PolicyOption = Policy.LEAST_ALLOCATED,
+        policy: PolicyOption = Policy.KUBE_SCHEDULER,
         seed: SeedOption = 0,
         kubernetes_version: VersionOption = "1.37",
         feature_gates: GatesOption = "",

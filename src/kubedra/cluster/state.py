@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from kubedra.objects.model import (
     AllocationResult,
@@ -21,7 +22,7 @@ from kubedra.objects.model import (
     ResourceSlice,
 )
 from kubedra.objects.quantity import Quantity
-from kubedra.scheduler.nodefit import NodeUsage
+from kubedra.scheduler.nodefit import NodeUsage, ScoringRequests, scoring_requests
 
 
 def _key(namespace: str, name: str) -> str:
@@ -57,6 +58,11 @@ class PodRecord:
         """
         return "Deleted" if self.deleted else (self.pod.status.phase or "Pending")
 
+    @cached_property
+    def scoring(self) -> ScoringRequests:
+        """cpu and memory as kube-scheduler's scorers count them (see ``nodefit.scoring_requests``)."""
+        return scoring_requests(self.pod)
+
 
 @dataclass
 class ClusterState:
@@ -75,6 +81,8 @@ class ClusterState:
     device_node: dict[str, str] = field(default_factory=dict)
     devices_in_use: dict[str, int] = field(default_factory=dict)
     devices_total: dict[str, int] = field(default_factory=dict)
+    # Pods bound to each node now, by key (what kube-scheduler's NodeInfo.Pods holds, for spreading scores).
+    bound: dict[str, dict[str, PodRecord]] = field(default_factory=dict)
     # Called with a node's name after the pods bound to it changed (the scheduler's node sets listen).
     watchers: list[Callable[[str], None]] = field(default_factory=list)
 
@@ -137,11 +145,13 @@ class ClusterState:
         self.pods[record.key] = record
 
     def bind(self, record: PodRecord, node: str) -> None:
-        self.usage[node].add(record.requests)
+        self.usage[node].add(record.requests, record.scoring)
+        self.bound.setdefault(node, {})[record.key] = record
         for watcher in self.watchers:
             watcher(node)
 
     def unbind(self, record: PodRecord, node: str) -> None:
-        self.usage[node].remove(record.requests)
+        self.usage[node].remove(record.requests, record.scoring)
+        self.bound.get(node, {}).pop(record.key, None)
         for watcher in self.watchers:
             watcher(node)

@@ -448,6 +448,7 @@ class Container(Loose):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    restart_policy: str = ""  # "Always" on an init container: a sidecar (its requests add to the pod's)
 
 
 class PodResourceClaim(Loose):
@@ -456,8 +457,14 @@ class PodResourceClaim(Loose):
     resource_claim_template_name: str | None = None
 
 
+class PreferredSchedulingTerm(Loose):
+    weight: int = 0
+    preference: NodeSelectorTerm = msgspec.field(default_factory=NodeSelectorTerm)
+
+
 class NodeAffinity(Loose):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
 
 
 class Affinity(Loose):
@@ -475,6 +482,7 @@ class PodSpec(Loose):
     scheduler_name: str = ""
     priority: int | None = None
     restart_policy: str = ""
+    overhead: dict[str, str] = {}
 
 
 class PodResourceClaimStatus(Loose):

@@ -32,7 +32,7 @@ from kubedra.scheduler.extended import (
 )
 from kubedra.scheduler.nodefit import node_fit_reason
 from kubedra.scheduler.prefilter import prefilter_claims
-from kubedra.scheduler.scoring import DeviceUse, Policy, node_score, pick
+from kubedra.scheduler.scoring import Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
 SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
 UNSCHEDULABLE_CLAIMS = "cannot allocate all claims"
@@ -108,6 +108,7 @@ class Scheduler:
         self.policy = policy
         self.rng = rng
         self.index = index
+        self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
         self.extended_map = ExtendedResourceMap(list(state.classes.values()))
         self._next_start = 0
         self.sets: NodeSets | None = None
@@ -136,7 +137,9 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
         )
-        if self.sets is not None:
+        # DynamicResources scores firstAvailable choices from every node's allocation: only the walk has them all.
+        ranked = self.kube is not None and any(r.exactly is None for c in to_allocate for r in c.spec.devices.requests)
+        if self.sets is not None and not ranked:
             fast = self._schedule_fast(attempt, self.sets)
             if fast is not None:
                 return fast
@@ -166,7 +169,7 @@ class Scheduler:
         if self.policy is not Policy.FIRST_FIT and names:
             self._next_start = (start + processed) % len(names)
         while feasible:
-            chosen = self._choose(record, feasible)
+            chosen = self._choose(record, feasible, attempt.claims)
             if not chosen.deferred:
                 return self._placement(attempt, chosen, chosen.results)
             assert attempt.allocator is not None
@@ -274,6 +277,11 @@ class Scheduler:
         while window:
             if self.policy is Policy.FIRST_FIT or window & (window - 1) == 0:
                 i = sets.kth_rotated(window, start, 0)
+            elif self.kube is not None and self.kube.resources_only(record, attempt.claims):
+                i = self.kube.choose_window(record, window, start)
+            elif self.kube is not None:
+                order = list(sets.rotated(window, start))
+                i = order[self.kube.choose(record, [Candidate(sets.names[j]) for j in order], attempt.claims)]
             else:
                 tied = sets.best(window, self.policy, record.requests, rkey, added)
                 ties = tied.bit_count()
@@ -352,9 +360,11 @@ class Scheduler:
             return results
         return _Feasible(name, results, special, served, batch)
 
-    def _choose(self, record: PodRecord, feasible: list[_Feasible]) -> _Feasible:
+    def _choose(self, record: PodRecord, feasible: list[_Feasible], claims: Sequence[ResourceClaim] = ()) -> _Feasible:
         if self.policy is Policy.FIRST_FIT or len(feasible) == 1:
             return feasible[0]
+        if self.kube is not None:
+            return feasible[self.kube.choose(record, [Candidate(e.node, e.results) for e in feasible], claims)]
         scored: list[tuple[float, str]] = []
         by_name = {entry.node: entry for entry in feasible}
         for entry in feasible:

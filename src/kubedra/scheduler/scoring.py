@@ -1,31 +1,68 @@
-"""Choosing among feasible nodes: ``first-fit``, ``least-allocated`` (default) and ``most-allocated``.
+"""Choosing among feasible nodes: ``kube-scheduler`` (default), ``least-allocated``, ``most-allocated``, ``first-fit``.
 
-``least-allocated`` approximates kube-scheduler's default profile by its dominant resource score, NodeResourcesFit with
-the LeastAllocated strategy on cpu and memory (weights 1 and 1), plus the share of the node's DRA devices that stay
-free, so GPU pods spread the way a default scheduler with DRA scoring spreads them. Ties are broken at random
-(kube-scheduler samples ties uniformly), seeded so runs repeat. ``most-allocated`` is the bin-packing mirror image.
+``kube-scheduler`` scores as kube-scheduler v1.37's default profile does, plugin by plugin with its integer formulas,
+normalisation and weights (``apis/config/v1/default_plugins.go``): TaintToleration x3 (PreferNoSchedule taints not
+tolerated, normalised in reverse), NodeAffinity x2 (weights of the preferred terms a node matches, normalised),
+NodeResourcesFit x1 (LeastAllocated on cpu and memory counting "non-zero" requests), PodTopologySpread x2 (the
+system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods a ReplicaSet or StatefulSet controls),
+InterPodAffinity x2, NodeResourcesBalancedAllocation x1 (1.37's form: the change in balance the pod makes),
+ImageLocality x1 and DynamicResources x2 (which ranks only ``firstAvailable`` sub-requests: 8 minus the index of each
+sub-request allocated). Pod affinity terms and node images are not read by kubedra, so InterPodAffinity and
+ImageLocality score 0 on every node, as they do upstream in a cluster with neither.
+
+Ties are not drawn at random: without extenders every node's ``Randomizer`` is 0, and the winner is the root of the
+max-heap that ``NewSortedScoredNodes`` builds (``container/heap.Init``) over the feasible list in the order Filter
+found them — the first node of that list when all tie, not always the first tied node otherwise.
+
+``least-allocated`` is kubedra's earlier approximation: LeastAllocated on cpu and memory plus the share of the node's
+DRA devices that stay free, ties sampled from a seeded RNG; ``most-allocated`` is its bin-packing mirror image;
 ``first-fit`` takes the first feasible node in inventory order and never looks further.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
+import math
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kubedra.objects.model import Node
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.objects.model import AllocationResult, Node, Pod, PreferredSchedulingTerm, ResourceClaim
 from kubedra.objects.quantity import Quantity
-from kubedra.scheduler.nodefit import ZERO, NodeUsage
+from kubedra.objects.selection import term_matches, toleration_tolerates
+from kubedra.scheduler.nodefit import ZERO, NodeUsage, ScoringRequests, affinity_reason, milli_value, value
 
 MAX_NODE_SCORE = 100
 SCORED_RESOURCES = ("cpu", "memory")
+FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+# PodTopologySpread's systemDefaultConstraints: (topology key, maxSkew), both ScheduleAnyway.
+SYSTEM_DEFAULT_SPREAD = ((HOSTNAME_LABEL, 3), (ZONE_LABEL, 5))
+SPREAD_OWNERS = frozenset({("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")})
+# The default profile's score plugins and weights, in its order.
+WEIGHTS: dict[str, int] = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "PodTopologySpread": 2,
+    "InterPodAffinity": 2,
+    "DynamicResources": 2,
+    "NodeResourcesBalancedAllocation": 1,
+    "ImageLocality": 1,
+}
 
 
 class Policy(enum.StrEnum):
+    KUBE_SCHEDULER = "kube-scheduler"
     FIRST_FIT = "first-fit"
     LEAST_ALLOCATED = "least-allocated"
     MOST_ALLOCATED = "most-allocated"
+
+
+# ---------------------------------------------------------------------------------------------- least/most-allocated
 
 
 @dataclass(frozen=True)
@@ -50,7 +87,7 @@ def node_score(
     pod_requests: Mapping[str, Quantity],
     devices: DeviceUse | None,
 ) -> float:
-    """0..100; higher is better under the policy."""
+    """0..100 under ``least-allocated`` / ``most-allocated``; higher is better."""
     fractions: list[float] = []
     for name in SCORED_RESOURCES:
         text = node.status.allocatable.get(name)
@@ -70,7 +107,478 @@ def node_score(
 
 
 def pick(scored: Sequence[tuple[float, str]], rng: random.Random) -> str:
-    """The best-scored node; ties sampled uniformly as kube-scheduler's reservoir sampling does."""
+    """The best-scored node; ties sampled uniformly (``least-allocated`` / ``most-allocated``)."""
     best = max(score for score, _ in scored)
     tied = [name for score, name in scored if score == best]
     return tied[0] if len(tied) == 1 else rng.choice(tied)
+
+
+# ---------------------------------------------------------------------------------------------- integer helpers
+
+
+def go_div(a: int, b: int) -> int:
+    """Go's integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def go_round(x: float) -> int:
+    """``math.Round``: half away from zero (Python's ``round`` goes to even)."""
+    whole = math.floor(abs(x))
+    r = whole + 1 if abs(x) - whole >= 0.5 else whole
+    return r if x >= 0 else -r
+
+
+def default_normalize(scores: list[int], reverse: bool) -> list[int]:
+    """``helper.DefaultNormalizeScore(MaxNodeScore, reverse, scores)``."""
+    highest = max([0, *scores])
+    if highest == 0:
+        return [MAX_NODE_SCORE if reverse else s for s in scores]
+    out = [go_div(MAX_NODE_SCORE * s, highest) for s in scores]
+    return [MAX_NODE_SCORE - s for s in out] if reverse else out
+
+
+def heap_root(totals: Sequence[int]) -> int:
+    """Index of the node ``NewSortedScoredNodes(...).Pop()`` returns: Go's ``heap.Init`` over the list with
+    ``Less(i, j) = total[i] > total[j]`` (Randomizer 0 everywhere), then the root."""
+    order = list(range(len(totals)))
+    n = len(order)
+    for start in range(n // 2 - 1, -1, -1):
+        i = start
+        while True:
+            j = 2 * i + 1
+            if j >= n:
+                break
+            if j + 1 < n and totals[order[j + 1]] > totals[order[j]]:
+                j += 1
+            if not totals[order[j]] > totals[order[i]]:
+                break
+            order[i], order[j] = order[j], order[i]
+            i = j
+    return order[0]
+
+
+def heap_root_of(best: Iterable[int]) -> int:
+    """``heap_root`` knowing only the positions of the highest total: ``heap.Init`` leaves an element at a node when it
+    is not below its children's subtree maxima, else lifts the left child's subtree root unless the right's is strictly
+    greater. So from the top: stop at a highest element, else step into the left subtree if it holds one, else the
+    right."""
+    mask = 0
+    for p in best:
+        mask |= 1 << p
+    return heap_root_in(mask)
+
+
+def heap_root_in(best: int) -> int:
+    """``heap_root_of`` with the positions as a bitmask; a subtree's positions are one contiguous run per level, so
+    each "does it hold one" is a few shifts, O(log² n) in all."""
+    n = best.bit_length()
+    i = 0
+    while not best >> i & 1:
+        left = 2 * i + 1
+        i = left if _subtree_holds(best, left, n) else left + 1
+    return i
+
+
+def _subtree_holds(best: int, root: int, n: int) -> bool:
+    first, size = root, 1
+    while first < n:
+        if best >> first & ((1 << size) - 1):
+            return True
+        first, size = 2 * first + 1, 2 * size
+    return False
+
+
+def nth_bit(x: int, n: int) -> int:
+    """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest."""
+    lo, hi = 0, x.bit_length() - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if (x & ((2 << mid) - 1)).bit_count() > n:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+_SELECTOR = bytes.maketrans(b"01", b"\x00\x01")
+
+
+def compress(bits: int, selector: int, width: int) -> int:
+    """The bits of ``bits`` at the positions set in ``selector``, packed from bit 0 up (a software ``pext``)."""
+    chosen = format(bits, f"0{width}b")[::-1].encode()
+    keep = format(selector, f"0{width}b")[::-1].encode().translate(_SELECTOR)
+    packed = bytes(itertools.compress(chosen, keep))
+    return int(packed[::-1], 2) if packed else 0
+
+
+# ---------------------------------------------------------------------------------------------- plugin formulas
+
+
+def least_requested(requested: int, capacity: int) -> int:
+    """NodeResourcesFit ``leastRequestedScore``."""
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def least_allocated(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``leastResourceScorer`` with weight 1 per resource; resources the node does not have are left out."""
+    total = weights = 0
+    for want, have in zip(requested, allocatable, strict=True):
+        if have == 0:
+            continue
+        total += least_requested(want, have)
+        weights += 1
+    return total // weights if weights else 0
+
+
+def balance(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``balancedResourceScore``: 100 x (1 - standard deviation of the requested fractions), truncated."""
+    fractions = [min(1.0, want / have) for want, have in zip(requested, allocatable, strict=True) if have != 0]
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def balanced_allocation(with_pod: Sequence[int], without_pod: Sequence[int], allocatable: Sequence[int]) -> int:
+    """1.37's ``balancedResourceScorer``: 50 + (50 + balance with the pod - balance without it) / 2."""
+    delta = balance(with_pod, allocatable) - balance(without_pod, allocatable)
+    return MAX_NODE_SCORE // 2 + go_div(MAX_NODE_SCORE // 2 + delta, 2)
+
+
+def intolerable_prefer_no_schedule(node: Node, pod: Pod) -> int:
+    """TaintToleration's raw score: the node's PreferNoSchedule taints no PreferNoSchedule (or any-effect)
+    toleration of the pod tolerates."""
+    tolerations = [t for t in pod.spec.tolerations if t.effect in ("", "PreferNoSchedule")]
+    count = 0
+    for taint in node.spec.taints:
+        if taint.effect != "PreferNoSchedule":
+            continue
+        if not any(
+            toleration_tolerates(
+                key=t.key, operator=t.operator, value=t.value, effect=t.effect,
+                taint_key=taint.key, taint_value=taint.value, taint_effect=taint.effect,
+            )
+            for t in tolerations
+        ):
+            count += 1
+    return count
+
+
+def preferred_terms(pod: Pod) -> list[PreferredSchedulingTerm]:
+    """The pod's preferred node-affinity terms that count (weight set, some requirement)."""
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return []
+    return [
+        t
+        for t in affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+        if t.weight != 0 and (t.preference.match_expressions or t.preference.match_fields)
+    ]
+
+
+def preferred_affinity(node: Node, terms: Sequence[PreferredSchedulingTerm]) -> int:
+    """NodeAffinity's raw score: the sum of the weights of the preferred terms the node matches."""
+    return sum(t.weight for t in terms if term_matches(t.preference, node.metadata.name, node.metadata.labels))
+
+
+def spread_normalize(scores: list[int]) -> list[int]:
+    """PodTopologySpread's NormalizeScore: fewer matching pods score higher, 100 x (max + min - s) / max."""
+    if not scores:
+        return []
+    lowest, highest = min(scores), max(scores)
+    if highest == 0:
+        return [MAX_NODE_SCORE] * len(scores)
+    return [MAX_NODE_SCORE * (highest + lowest - s) // highest for s in scores]
+
+
+def first_available_score(claims: Sequence[ResourceClaim], allocations: Sequence[AllocationResult]) -> int:
+    """DynamicResources ``computeScore``: per ``firstAvailable`` request, 8 - the index of the sub-request that was
+    allocated. ``allocations`` are the results for the claims not yet allocated, in order."""
+    score = 0
+    pending = iter(allocations)
+    for claim in claims:
+        allocation = claim.status.allocation if claim.status.allocation is not None else next(pending, None)
+        if allocation is None:
+            continue
+        used = {r.request for r in allocation.devices.results if "/" in r.request}
+        for request in claim.spec.devices.requests:
+            if request.exactly is not None:
+                continue
+            for i, sub in enumerate(request.first_available):
+                if f"{request.name}/{sub.name}" in used:
+                    score += FIRST_AVAILABLE_MAX_SIZE - i
+    return score
+
+
+# ---------------------------------------------------------------------------------------------- the profile
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One feasible node, in Filter's order, with the allocations Filter made for the pod's claims there (None:
+    not computed, which only happens when the pod has no ``firstAvailable`` request and DynamicResources scores 0)."""
+
+    node: str
+    allocations: Sequence[AllocationResult] | None = None
+
+
+@dataclass(frozen=True)
+class NodeScores:
+    node: str
+    plugins: dict[str, int]  # normalised, before weights
+    total: int
+
+
+def _controller(pod: Pod) -> tuple[str, str] | None:
+    """(kind, name) of the ReplicaSet or StatefulSet controlling the pod, whose selector default spreading uses."""
+    for ref in pod.metadata.owner_references:
+        if ref.controller and (ref.api_version, ref.kind) in SPREAD_OWNERS:
+            return ref.kind, ref.name
+    return None
+
+
+def _matches_controller(other: Pod, namespace: str, controller: tuple[str, str]) -> bool:
+    """Counted by ``countPodsMatchSelector`` for the controller's selector: same namespace, not terminating.
+    A ReplicaSet's or StatefulSet's selector matches exactly its own pods in kubedra's workloads."""
+    return (
+        other.metadata.namespace == namespace
+        and other.metadata.deletion_timestamp is None
+        and _controller(other) == controller
+    )
+
+
+ResourceKey = tuple[tuple[int, int], ScoringRequests]  # a node's allocatable and what its pods request
+MAX_CACHED_SCORES = 65536
+
+
+class KubeScorer:
+    """kube-scheduler's default-profile Score and selectHost over a ``ClusterState``; see the module docstring.
+
+    Where only the resource plugins can tell nodes apart (no PreferNoSchedule taint in the cluster, no preferred node
+    affinity, no default spreading, no ``firstAvailable``), ``choose_window`` scores classes of nodes alike in
+    allocatable and requests, kept as bitsets over inventory order like the scheduler's node sets, instead of every
+    node of the window: the result is the same as ``choose`` on the window's nodes in order.
+    """
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._allocatable: dict[str, tuple[int, int]] = {}
+        self._tied_sets: dict[str, frozenset[str]] = {}
+        self._tied_masks: dict[str, int] = {}
+        self._names = list(state.nodes)
+        self._pos = {name: i for i, name in enumerate(self._names)}
+        self._prefer_taints = any(
+            t.effect == "PreferNoSchedule" for node in state.nodes.values() for t in node.spec.taints
+        )
+        self._scores: dict[tuple[ResourceKey, ScoringRequests], int] = {}
+        self._class_of: list[ResourceKey] = []
+        self._classes: dict[ResourceKey, int] = {}
+        for i, name in enumerate(self._names):
+            key = self._resource_key(name)
+            self._class_of.append(key)
+            self._classes[key] = self._classes.get(key, 0) | (1 << i)
+        state.watchers.append(self._touch)
+
+    def allocatable(self, name: str) -> tuple[int, int]:
+        """Node allocatable cpu (milli) and memory (bytes); 0 when not published."""
+        found = self._allocatable.get(name)
+        if found is None:
+            allocatable = self.state.nodes[name].status.allocatable
+            cpu, memory = allocatable.get("cpu"), allocatable.get("memory")
+            found = (
+                milli_value(Quantity.parse(cpu)) if cpu is not None else 0,
+                value(Quantity.parse(memory)) if memory is not None else 0,
+            )
+            self._allocatable[name] = found
+        return found
+
+    @property
+    def tied(self) -> dict[str, frozenset[str]]:
+        """Pods (by key) whose last choice was among equally scored nodes, and those nodes: where kube-scheduler's
+        parallel Filter order, not its scores, decides which one wins."""
+        out = dict(self._tied_sets)
+        for key, mask in self._tied_masks.items():
+            out[key] = frozenset(self._names[i] for i in _bits(mask))
+        return out
+
+    def _forget_tie(self, key: str) -> None:
+        self._tied_sets.pop(key, None)
+        self._tied_masks.pop(key, None)
+
+    def _resource_key(self, name: str) -> ResourceKey:
+        return self.allocatable(name), self.state.usage[name].scoring
+
+    def _touch(self, name: str) -> None:
+        """A pod was bound to or left ``name``: move the node to its new class."""
+        i = self._pos.get(name)
+        if i is None:
+            return
+        key, old = self._resource_key(name), self._class_of[i]
+        if key == old:
+            return
+        bit = 1 << i
+        rest = self._classes[old] & ~bit
+        if rest:
+            self._classes[old] = rest
+        else:
+            del self._classes[old]
+        self._classes[key] = self._classes.get(key, 0) | bit
+        self._class_of[i] = key
+
+    def resources(self, key: ResourceKey, wants: ScoringRequests) -> tuple[int, int]:
+        """NodeResourcesFit and NodeResourcesBalancedAllocation for a pod asking ``wants`` on a node like ``key``."""
+        have, used = key
+        fit = least_allocated(
+            (used.nonzero_milli_cpu + wants.nonzero_milli_cpu, used.nonzero_memory + wants.nonzero_memory), have
+        )
+        if wants.milli_cpu == 0 and wants.memory == 0:
+            return fit, 0  # BalancedAllocation's PreScore skips a pod that requests nothing
+        balanced = balanced_allocation(
+            (used.milli_cpu + wants.milli_cpu, used.memory + wants.memory), (used.milli_cpu, used.memory), have
+        )
+        return fit, balanced
+
+    def score(
+        self, record: PodRecord, candidates: Sequence[Candidate], claims: Sequence[ResourceClaim] = ()
+    ) -> list[NodeScores]:
+        """Every plugin's normalised score and the weighted total, per candidate (in the order given)."""
+        pod = record.pod
+        names = [c.node for c in candidates]
+        nodes = [self.state.nodes[n] for n in names]
+        plugins: dict[str, list[int]] = {}
+        plugins["TaintToleration"] = default_normalize([intolerable_prefer_no_schedule(n, pod) for n in nodes], True)
+        terms = preferred_terms(pod)
+        plugins["NodeAffinity"] = (
+            default_normalize([preferred_affinity(n, terms) for n in nodes], False) if terms else [0] * len(nodes)
+        )
+        wants = record.scoring
+        resources = [self.resources(self._resource_key(name), wants) for name in names]
+        plugins["NodeResourcesFit"] = [fit for fit, _ in resources]
+        plugins["PodTopologySpread"] = self._spread(pod, nodes)
+        plugins["InterPodAffinity"] = [0] * len(nodes)
+        plugins["DynamicResources"] = self._dynamic_resources(claims, candidates)
+        plugins["NodeResourcesBalancedAllocation"] = [balanced for _, balanced in resources]
+        plugins["ImageLocality"] = [0] * len(nodes)
+        out = []
+        for i, name in enumerate(names):
+            each = {plugin: scores[i] for plugin, scores in plugins.items()}
+            out.append(NodeScores(name, each, sum(WEIGHTS[p] * s for p, s in each.items())))
+        return out
+
+    def choose(
+        self, record: PodRecord, candidates: Sequence[Candidate], claims: Sequence[ResourceClaim] = ()
+    ) -> int:
+        """Index of the candidate kube-scheduler's selectHost returns."""
+        self._forget_tie(record.key)
+        if len(candidates) == 1:
+            return 0
+        totals = [s.total for s in self.score(record, candidates, claims)]
+        best = max(totals)
+        tops = [i for i, t in enumerate(totals) if t == best]
+        if len(tops) > 1:
+            self._tied_sets[record.key] = frozenset(candidates[i].node for i in tops)
+        return heap_root_of(tops)
+
+    def resources_only(self, record: PodRecord, claims: Sequence[ResourceClaim] = ()) -> bool:
+        """Whether only NodeResourcesFit and BalancedAllocation can tell nodes apart for this pod."""
+        return not (
+            self._prefer_taints
+            or preferred_terms(record.pod)
+            or _controller(record.pod) is not None
+            or any(r.exactly is None for c in claims for r in c.spec.devices.requests)
+        )
+
+    def choose_window(self, record: PodRecord, window: int, start: int) -> int:
+        """Inventory position of the node selectHost returns among the nodes of bitset ``window``, walked from
+        ``start`` (wrapping) as Filter found them; for pods ``resources_only`` holds for."""
+        self._forget_tie(record.key)
+        wants = record.scoring
+        best_score = -1
+        best = 0
+        for key, members in self._classes.items():
+            inside = members & window
+            if not inside:
+                continue
+            cache_key = (key, wants)
+            total = self._scores.get(cache_key)
+            if total is None:
+                fit, balanced = self.resources(key, wants)
+                total = WEIGHTS["NodeResourcesFit"] * fit + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced
+                if len(self._scores) >= MAX_CACHED_SCORES:
+                    self._scores.clear()
+                self._scores[cache_key] = total
+            if total > best_score:
+                best_score, best = total, inside
+            elif total == best_score:
+                best |= inside
+        if best & (best - 1) == 0:
+            return best.bit_length() - 1
+        self._tied_masks[record.key] = best
+        # Filter's list is the window in walk order: rotate so that bit j is the j-th node walked, pack the tied
+        # nodes' bits by rank in that list, find the heap's root rank, map it back to a node.
+        n = len(self._names)
+        low = (1 << start) - 1
+        walk = (window >> start) | ((window & low) << (n - start))
+        tied = (best >> start) | ((best & low) << (n - start))
+        rank = heap_root_in(compress(tied, walk, n))
+        return (nth_bit(walk, rank) + start) % n
+
+    def _dynamic_resources(self, claims: Sequence[ResourceClaim], candidates: Sequence[Candidate]) -> list[int]:
+        has_first_available = any(r.exactly is None for c in claims for r in c.spec.devices.requests)
+        if not has_first_available:
+            return [0] * len(candidates)
+        raw = [
+            first_available_score(claims, c.allocations) if c.allocations is not None else 0 for c in candidates
+        ]
+        return default_normalize(raw, False)
+
+    def _spread(self, pod: Pod, nodes: Sequence[Node]) -> list[int]:
+        """PodTopologySpread's Score and NormalizeScore with the system default constraints."""
+        controller = _controller(pod)
+        if controller is None or not nodes:
+            return [0] * len(nodes)  # no selector: PreScore skips
+        namespace = pod.metadata.namespace
+        per_node = {
+            name: sum(1 for r in bound.values() if _matches_controller(r.pod, namespace, controller))
+            for name, bound in self.state.bound.items()
+        }
+        zones = {n.metadata.labels.get(ZONE_LABEL, "") for n in nodes}
+        zone_counts = dict.fromkeys(zones, 0)
+        required = _required_affinity_filter(pod)
+        for name, count in per_node.items():
+            if not count:
+                continue
+            node = self.state.nodes[name]
+            zone = node.metadata.labels.get(ZONE_LABEL, "")
+            if zone in zone_counts and required(node):
+                zone_counts[zone] += count
+        weights = {HOSTNAME_LABEL: math.log(len(nodes) + 2), ZONE_LABEL: math.log(len(zones) + 2)}
+        raw = []
+        for node in nodes:
+            total = 0.0
+            labels = node.metadata.labels
+            for key, max_skew in SYSTEM_DEFAULT_SPREAD:
+                if key not in labels:
+                    continue
+                count = per_node.get(node.metadata.name, 0) if key == HOSTNAME_LABEL else zone_counts[labels[key]]
+                total += float(count) * weights[key] + float(max_skew - 1)
+            raw.append(go_round(total))
+        return spread_normalize(raw)
+
+
+def _bits(x: int) -> Iterable[int]:
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low
+
+
+def _required_affinity_filter(pod: Pod) -> Callable[[Node], bool]:
+    """The pod's nodeSelector and required node affinity (``nodeAffinityPolicy: Honor`` when counting pods)."""
+    return lambda node: affinity_reason(pod, node) is None

@@ -21,7 +21,7 @@ from kubedra.scheduler.scoring import Policy
 from kubedra.sim.run import Simulation, SimulationResult
 from kubedra.sim.scenario import Scenario
 
-DEFAULT_POLICY = Policy.LEAST_ALLOCATED
+DEFAULT_POLICY = Policy.KUBE_SCHEDULER
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,344 @@
+"""The ``kube-scheduler`` policy: each plugin's integer formula against scores worked out by hand from v1.37.2's source,
+the heap's tie-breaking against Go's ``container/heap``, and whole simulations where the choice is only the scores'."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.objects.load import load_text
+from kubedra.objects.model import (
+    AllocationResult,
+    DeviceAllocationResult,
+    DeviceRequestAllocationResult,
+    Node,
+    Pod,
+    ResourceClaim,
+)
+from kubedra.scheduler.nodefit import ScoringRequests, pod_requests, scoring_requests
+from kubedra.scheduler.scoring import (
+    Candidate,
+    KubeScorer,
+    Policy,
+    balance,
+    balanced_allocation,
+    compress,
+    default_normalize,
+    first_available_score,
+    go_div,
+    go_round,
+    heap_root,
+    heap_root_of,
+    intolerable_prefer_no_schedule,
+    least_allocated,
+    least_requested,
+    preferred_affinity,
+    preferred_terms,
+    spread_normalize,
+)
+from kubedra.sim.scenario import build_scenario
+from kubedra.sim.simulate import DEFAULT_POLICY, Options, simulate
+
+GI = 1024**3
+
+
+def _pod(spec: dict[str, Any], **meta: Any) -> Pod:
+    return msgspec.convert({"metadata": {"name": "p", "namespace": "default", **meta}, "spec": spec}, Pod)
+
+
+def _node(name: str, labels: dict[str, str] | None = None, taints: list[dict[str, str]] | None = None,
+          cpu: str = "4", memory: str = "8Gi") -> Node:
+    return msgspec.convert(
+        {
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+            "spec": {"taints": taints or []},
+            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
+        },
+        Node,
+    )
+
+
+def test_the_default_policy_is_kube_scheduler() -> None:
+    assert DEFAULT_POLICY is Policy.KUBE_SCHEDULER
+    assert Options().policy is Policy.KUBE_SCHEDULER
+
+
+# ---------------------------------------------------------------------------------------------- formulas
+
+
+def test_least_allocated() -> None:
+    assert least_requested(3000, 4000) == 25  # (4000-3000)*100/4000
+    assert least_requested(1, 3) == 66  # truncated
+    assert least_requested(5000, 4000) == 0  # over capacity
+    assert least_allocated([3000, 2 * GI], [4000, 8 * GI]) == 50  # (25 + 75) / 2
+    assert least_allocated([3000, 2 * GI], [4000, 0]) == 25  # no memory published: cpu only
+    assert least_allocated([100, 200 * 1024**2], [96000, 1152 * GI]) == 99  # both 99.9 truncated
+
+
+def test_balanced_allocation_scores_the_change_in_balance() -> None:
+    assert balance([3000, 2 * GI], [4000, 8 * GI]) == 75  # fractions .75 and .25: std .25
+    assert balance([1000, 2 * GI], [4000, 8 * GI]) == 100
+    # 50 + (50 + 75 - 100) / 2 = 50 + 12 (Go truncates)
+    assert balanced_allocation([3000, 2 * GI], [1000, 2 * GI], [4000, 8 * GI]) == 62
+    # a pod that makes the node more balanced scores above 50: from (.75, .25) to (.75, .75)
+    assert balanced_allocation([3000, 6 * GI], [3000, 2 * GI], [4000, 8 * GI]) == 50 + (50 + 100 - 75) // 2
+    assert go_div(-3, 2) == -1
+    assert go_div(3, -2) == -1
+
+
+def test_default_normalize() -> None:
+    assert default_normalize([0, 1, 2], reverse=True) == [100, 50, 0]
+    assert default_normalize([1, 2, 3], reverse=False) == [33, 66, 100]
+    assert default_normalize([0, 0], reverse=True) == [100, 100]
+    assert default_normalize([0, 0], reverse=False) == [0, 0]
+
+
+def test_spread_normalize() -> None:
+    assert spread_normalize([5, 2, 4]) == [40, 100, 60]  # 100*(5+2-s)/5
+    assert spread_normalize([0, 0]) == [100, 100]
+
+
+def test_go_round_is_half_away_from_zero() -> None:
+    assert go_round(2.5) == 3
+    assert go_round(3.5) == 4
+    assert go_round(-2.5) == -3
+    assert go_round(5.2189) == 5
+
+
+@pytest.mark.parametrize(
+    ("totals", "root"),
+    [
+        # Worked out with Go 1.26's container/heap (Init, then Pop) on these lists.
+        ([1, 5, 5], 1),
+        ([1, 2, 5, 5], 3),  # not the first of the tied nodes
+        ([5, 5, 5], 0),
+        ([1, 2, 3, 4, 5, 5], 4),
+        ([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 9, 9], 5),
+    ],
+)
+def test_heap_root_matches_go_container_heap(totals: list[int], root: int) -> None:
+    assert heap_root(totals) == root
+
+
+def test_taint_toleration_counts_untolerated_prefer_no_schedule() -> None:
+    node = _node("n", taints=[
+        {"key": "a", "value": "1", "effect": "PreferNoSchedule"},
+        {"key": "b", "value": "1", "effect": "PreferNoSchedule"},
+        {"key": "c", "value": "1", "effect": "NoSchedule"},
+    ])
+    assert intolerable_prefer_no_schedule(node, _pod({})) == 2
+    tolerating = _pod({"tolerations": [{"key": "a", "operator": "Exists"},
+                                       {"key": "b", "operator": "Exists", "effect": "NoSchedule"}]})
+    assert intolerable_prefer_no_schedule(node, tolerating) == 1  # a NoSchedule toleration does not count
+
+
+def test_node_affinity_sums_weights_of_matching_preferred_terms() -> None:
+    pod = _pod({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["h100"]}]}},
+        {"weight": 3, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}},
+        {"weight": 0, "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}},
+        {"weight": 50, "preference": {}},
+    ]}}})
+    terms = preferred_terms(pod)
+    assert [t.weight for t in terms] == [10, 3]  # weight 0 and empty terms are dropped as upstream does
+    assert preferred_affinity(_node("a", {"gpu": "h100", "zone": "x"}), terms) == 13
+    assert preferred_affinity(_node("b", {"zone": "x"}), terms) == 3
+    assert preferred_affinity(_node("c"), terms) == 0
+
+
+def test_first_available_score() -> None:
+    claim = msgspec.convert({
+        "metadata": {"name": "c", "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+            {"name": "big", "deviceClassName": "gpu"}, {"name": "small", "deviceClassName": "gpu"},
+        ]}]}},
+    }, ResourceClaim)
+
+    def allocation(request: str) -> AllocationResult:
+        return AllocationResult(devices=DeviceAllocationResult(results=[
+            DeviceRequestAllocationResult(request=request, driver="d", pool="p", device="x"),
+        ]))
+
+    assert first_available_score([claim], [allocation("gpu/big")]) == 8
+    assert first_available_score([claim], [allocation("gpu/small")]) == 7
+
+
+def test_scoring_requests_count_missing_requests_as_100m_and_200mi() -> None:
+    pod = _pod({
+        "containers": [
+            {"name": "a"},  # nothing: non-zero defaults
+            {"name": "b", "resources": {"requests": {"cpu": "0"}}},  # explicit 0 stays 0; memory defaulted
+            {"name": "c", "resources": {"limits": {"cpu": "1500m", "memory": "1Gi"}}},  # requests from limits
+        ],
+        "initContainers": [
+            {"name": "side", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+            {"name": "init", "resources": {"requests": {"cpu": "5", "memory": "1Gi"}}},
+        ],
+        "overhead": {"cpu": "250m"},
+    })
+    got = scoring_requests(pod)
+    # containers + sidecar = 2500m; the init container's peak is 5000m + the sidecar's 1000m = 6000m; + overhead
+    assert got.milli_cpu == 6000 + 250
+    assert got.nonzero_milli_cpu == 6000 + 250  # the init peak dominates the 100m default of container a
+    assert got.memory == 2 * GI  # c + sidecar, and the init container's peak (1Gi + the sidecar's 1Gi)
+    assert got.nonzero_memory == 2 * 200 * 1024**2 + 2 * GI
+    empty = scoring_requests(_pod({"containers": [{"name": "a"}]}))
+    assert empty == ScoringRequests(0, 0, 100, 200 * 1024**2)
+
+
+# ---------------------------------------------------------------------------------------------- the profile
+
+
+def _state(nodes: list[Node]) -> ClusterState:
+    return ClusterState.build(nodes=nodes, slices=[], classes=[])
+
+
+def _record(pod: Pod) -> PodRecord:
+    return PodRecord(pod=pod, requests=pod_requests(pod))
+
+
+def _bind(state: ClusterState, pod: Pod, node: str) -> None:
+    state.bind(_record(pod), node)
+
+
+def test_spreading_of_a_replicaset_by_hand() -> None:
+    """Hostname constraint only (no zone labels): raw 2·ln5+2 → 5, 2, ln5+2 → 4; normalised 40, 100, 60."""
+    owner = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}]}
+    state = _state([_node("a"), _node("b"), _node("c")])
+    for i, node in enumerate(["a", "a", "c"]):
+        _bind(state, _pod({}, name=f"w{i}", **owner), node)
+    _bind(state, _pod({}, name="other"), "b")  # not the ReplicaSet's: not counted
+    scorer = KubeScorer(state)
+    scores = scorer.score(_record(_pod({}, **owner)), [Candidate("a"), Candidate("b"), Candidate("c")])
+    assert [s.plugins["PodTopologySpread"] for s in scores] == [40, 100, 60]
+    assert math.log(5) * 2 + 2 == pytest.approx(5.2189, abs=1e-4)
+
+
+def test_zone_spreading_counts_pods_in_the_zone() -> None:
+    """Zones z1 (a, b) and z2 (c); pods: a 1, b 1, c 1. Feasible a, c: hostname weight ln4, zone weight ln4.
+    a: (1·ln4 + 2) + (2·ln4 + 4) = 10.16 → 10; c: (ln4 + 2) + (ln4 + 4) = 8.77 → 9; normalised 90, 100."""
+    owner = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "controller": True}]}
+    zone = "topology.kubernetes.io/zone"
+    state = _state([_node("a", {zone: "z1"}), _node("b", {zone: "z1"}), _node("c", {zone: "z2"})])
+    for i, node in enumerate(["a", "b", "c"]):
+        _bind(state, _pod({}, name=f"db-{i}", **owner), node)
+    scores = KubeScorer(state).score(_record(_pod({}, **owner)), [Candidate("a"), Candidate("c")])
+    assert [s.plugins["PodTopologySpread"] for s in scores] == [100 * (10 + 9 - 10) // 10, 100 * (10 + 9 - 9) // 10]
+
+
+def test_weighted_total() -> None:
+    """One node half full of cpu: Fit (25+100)/2 ... totals are the weighted sum of the normalised scores."""
+    state = _state([_node("a"), _node("b")])
+    _bind(state, _pod({"containers": [{"name": "x", "resources": {"requests": {"cpu": "2", "memory": "0"}}}]}), "a")
+    pod = _pod({"containers": [{"name": "x", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]})
+    a, b = KubeScorer(state).score(_record(pod), [Candidate("a"), Candidate("b")])
+    # Fit on a: cpu (4000-3000)*100/4000 = 25, memory (8-1)/8 → 87; (25+87)/2 = 56. On b: 75, 87 → 81.
+    assert a.plugins["NodeResourcesFit"] == 56
+    assert b.plugins["NodeResourcesFit"] == 81
+    # Balanced on a: with (.75, .125) std .3125 → 68; without (.5, 0) std .25 → 75; 50 + (50-7)/2 = 71.
+    # On b: with (.25, .125) → 93; without (0, 0) → 100; 50 + (50-7)/2 = 71.
+    assert a.plugins["NodeResourcesBalancedAllocation"] == 71
+    assert b.plugins["NodeResourcesBalancedAllocation"] == 71
+    assert a.plugins["TaintToleration"] == b.plugins["TaintToleration"] == 100
+    assert a.total == 3 * 100 + 56 + 71
+    assert b.total == 3 * 100 + 81 + 71
+
+
+# ---------------------------------------------------------------------------------------------- whole runs
+
+
+def _nodes_yaml(count: int) -> list[dict[str, Any]]:
+    return [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n-{i}", "labels": {"kubernetes.io/hostname": f"n-{i}"}},
+         "status": {"allocatable": {"cpu": "96", "memory": "1024Gi", "pods": "110"}}}
+        for i in range(count)
+    ]
+
+
+def _placements(docs: list[dict[str, Any]], policy: Policy) -> list[str]:
+    scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
+    result = simulate(scenario, Options(policy=policy))
+    return [e.node for e in result.events if e.type == "Scheduled"]
+
+
+def test_light_bare_pods_pack_onto_the_first_node() -> None:
+    """Pods requesting nothing count as 100m / 200Mi: on 96-core nodes LeastAllocated is 99 for the first nine of them
+    (truncation) and Balanced skips them, so all nodes tie and the heap's root is the first feasible node, every time.
+    ``least-allocated`` draws among the ties instead."""
+    pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
+             "spec": {"containers": [{"name": "c"}]}} for i in range(4)]
+    assert _placements(_nodes_yaml(3) + pods, Policy.KUBE_SCHEDULER) == ["n-0"] * 4
+    assert _placements(_nodes_yaml(3) + pods, Policy.LEAST_ALLOCATED) != ["n-0"] * 4  # ties drawn at random
+
+
+def test_deployment_pods_spread_by_the_default_constraints() -> None:
+    """The same light pods in a Deployment spread: PodTopologySpread's hostname constraint counts its pods."""
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c"}]}}},
+    }
+    assert _placements([*_nodes_yaml(3), deployment], Policy.KUBE_SCHEDULER) == ["n-0", "n-1", "n-2"]
+
+
+def test_ties_are_recorded_with_the_tied_nodes() -> None:
+    """What the comparison with the real scheduler needs to tell a tie broken otherwise from a difference."""
+    state = _state([_node("a", cpu="96", memory="1024Gi"), _node("b", cpu="96", memory="1024Gi"), _node("c")])
+    scorer = KubeScorer(state)
+    light = _record(_pod({"containers": [{"name": "x"}]}))
+    assert scorer.choose(light, [Candidate("a"), Candidate("b"), Candidate("c")]) == 0
+    assert scorer.tied == {"default/p": frozenset({"a", "b"})}
+    heavy = _record(_pod({"containers": [{"name": "x", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]}))
+    assert scorer.choose(heavy, [Candidate("a"), Candidate("c")]) == 0
+    assert scorer.tied == {}  # the same pod key chose again, without a tie
+
+
+def test_heap_root_of_the_highest_positions_is_heap_root() -> None:
+    rng = random.Random(7)
+    for _ in range(2000):
+        totals = [rng.randint(0, 3) for _ in range(rng.randint(1, 40))]
+        best = max(totals)
+        assert heap_root_of(i for i, t in enumerate(totals) if t == best) == heap_root(totals)
+
+
+def test_choose_window_is_choose_over_the_window_in_walk_order() -> None:
+    """The class-based chooser of the fast path against the node-by-node one, on random clusters and windows."""
+    rng = random.Random(11)
+    for _ in range(200):
+        nodes = [_node(f"n{i}", cpu=rng.choice(["4", "8", "96"]), memory=rng.choice(["16Gi", "1024Gi"]))
+                 for i in range(rng.randint(2, 12))]
+        state = _state(nodes)
+        scorer = KubeScorer(state)
+        for j in range(rng.randint(0, 20)):
+            requests = rng.choice([{}, {"cpu": "100m"}, {"cpu": "1", "memory": "1Gi"}, {"memory": "2Gi"}])
+            pod = _pod({"containers": [{"name": "x", "resources": {"requests": requests}}]}, name=f"b{j}")
+            _bind(state, pod, rng.choice(nodes).metadata.name)
+        window = rng.randrange(1, 1 << len(nodes))
+        start = rng.randrange(len(nodes))
+        order = [i for i in range(start, len(nodes)) if window >> i & 1] + [i for i in range(start) if window >> i & 1]
+        requests = rng.choice([{}, {"cpu": "500m", "memory": "1Gi"}])
+        record = _record(_pod({"containers": [{"name": "x", "resources": {"requests": requests}}]}))
+        assert scorer.resources_only(record)
+        expected = order[scorer.choose(record, [Candidate(nodes[i].metadata.name) for i in order])]
+        tied = scorer.tied.get(record.key)
+        assert scorer.choose_window(record, window, start) == expected
+        assert scorer.tied.get(record.key) == tied
+
+
+def test_compress_packs_the_selected_bits() -> None:
+    assert compress(0b1010, 0b1110, 4) == 0b101  # bits 1..3 of 1010 -> 1, 0, 1
+    assert compress(0, 0b11, 2) == 0
+    rng = random.Random(3)
+    for _ in range(500):
+        width = rng.randint(1, 300)
+        selector, bits = rng.getrandbits(width), rng.getrandbits(width)
+        expected = [bits >> i & 1 for i in range(width) if selector >> i & 1]
+        got = compress(bits, selector, width)
+        assert [got >> j & 1 for j in range(len(expected))] == expected
+        assert got >> len(expected) == 0
