@@ -1,0 +1,116 @@
+"""Round-trip YAML for migration: the user's comments, key order, quoting and unrelated fields survive.
+
+Parsing and printing are pure (text in, data out and back); the CLI reads the files. Keys kubedra adds to a user's
+mapping go where ``kubectl get -o yaml`` would print them (alphabetical order, which Kubernetes' printers use), so a
+diff shows only what changed; objects kubedra writes from scratch are ordered the same way.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from kubedra.objects.errors import Location, Problem
+
+
+@dataclass
+class Source:
+    """One input: a file name (``<stdin>`` for -) and its text."""
+
+    name: str
+    text: str
+
+
+@dataclass
+class ParsedDocument:
+    """One document of a source: its 0-based index, its 1-based first line and its round-trip data."""
+
+    index: int
+    line: int
+    data: Any
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt", pure=True)
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never fold a long CEL expression: a folded line is churn in a diff
+    yaml.indent(mapping=2, sequence=2, offset=0)  # kubectl's layout: "- " at the parent key's indentation
+    return yaml
+
+
+def parse(source: Source) -> tuple[list[ParsedDocument], list[Problem]]:
+    """Every document of ``source`` (empty ones dropped), or the parse error with its line and column."""
+    try:
+        loaded = list(_yaml().load_all(source.text))
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        message = f"{where}{exc.problem or exc.context or 'not valid YAML'}"
+        return [], [Problem(Location(source.name), f"invalid YAML: {message}", unreadable=True)]
+    except YAMLError as exc:
+        return [], [Problem(Location(source.name), f"invalid YAML: {exc}", unreadable=True)]
+    documents = []
+    for index, data in enumerate(loaded):
+        if data is None:
+            continue
+        line = data.lc.line + 1 if isinstance(data, CommentedMap | CommentedSeq) else 1
+        documents.append(ParsedDocument(index, line, data))
+    return documents, []
+
+
+def dump(documents: list[Any]) -> str:
+    """A multi-document stream, ``---`` between documents, as ``kubectl convert`` prints it."""
+    buffer = io.StringIO()
+    yaml = _yaml()
+    for i, document in enumerate(documents):
+        if i:
+            buffer.write("---\n")
+        yaml.dump(document, buffer)
+    return buffer.getvalue()
+
+
+def plain(data: Any) -> Any:
+    """The data as plain dicts, lists and scalars (for the loader, the validators and JSON output)."""
+    if isinstance(data, Mapping):
+        return {str(k): plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [plain(v) for v in data]
+    if isinstance(data, bool) or data is None:
+        return data
+    if isinstance(data, int):
+        return int(data)
+    if isinstance(data, float):
+        return float(data)
+    return str(data)
+
+
+def build(data: Any) -> Any:
+    """Round-trip data for an object kubedra writes: mappings with keys in Kubernetes' printed (sorted) order."""
+    if isinstance(data, Mapping):
+        out = CommentedMap()
+        for key in sorted(data):
+            out[key] = build(data[key])
+        return out
+    if isinstance(data, list):
+        return CommentedSeq([build(v) for v in data])
+    return data
+
+
+def insert_sorted(mapping: Any, key: str, value: Any) -> None:
+    """Set ``key`` in a user's mapping at the place a sorted printer would put it (or keep it where it is)."""
+    if key in mapping:
+        mapping[key] = value
+        return
+    keys = list(mapping)
+    smaller = [i for i, k in enumerate(keys) if str(k) < key]
+    position = smaller[-1] + 1 if smaller else 0
+    if isinstance(mapping, CommentedMap):
+        mapping.insert(position, key, value)
+    else:
+        mapping[key] = value
