@@ -110,7 +110,7 @@ def convert_config(
     return out
 
 
-def _convert_sharing(  # noqa: C901 - one pass over the resources, as the plugin's own config reader
+def _convert_sharing(  # noqa: PLR0912 - one pass over the resources, as the plugin's own config reader
     strategy_key: str, block: Any, key: str | None, *, taken: tuple[set[str], set[str]], gpu_memory: str | None,
     out: PluginConversion, values: dict[str, Any], gates: dict[str, bool],
 ) -> None:
