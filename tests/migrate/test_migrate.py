@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
-from kubernetes_validate.utils import all_versions
 import pytest
 import yaml
+from kubernetes_validate.utils import all_versions
 
 from kubedra.cli import main
 

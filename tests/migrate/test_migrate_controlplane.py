@@ -53,8 +53,8 @@ def test_every_output_object_passes_a_server_side_dry_run(
     extra = ["--min-memory", "40Gi", "--same-pcie-root"] if mode == "claims" else []
     docs = migrated(capsys, "-f", str(EXAMPLES), "--mode", mode, "--gpu-memory", "80Gi", *extra)
     assert {d["kind"] for d in docs} >= {"Deployment", "Job", "StatefulSet", "CronJob", "DeviceClass"}
-    for document in docs:
-        document = in_namespace(document, namespace)
+    for original in docs:
+        document = in_namespace(original, namespace)
         try:
             control_plane.request("POST", collection(document, namespace) + "?dryRun=All", document)
         except urllib.error.HTTPError as error:
