@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kubedra.cli.helptext import command_help
-from kubedra.cli.output import EXIT_OK, Column, Table, fail, print_data, stderr_console
+from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, Column, Table, fail, stderr_console
 from kubedra.migrate import Migration, Mode
 
 HELP = command_help(
@@ -204,7 +204,7 @@ def register(app: typer.Typer) -> None:
             console = stderr_console()
             for problem in error.problems:
                 console.print(f"error: {problem}", highlight=False, markup=False)
-            raise typer.Exit(2) from error
+            raise typer.Exit(EXIT_INVALID_INPUT) from error
         if output_dir is not None:
             _write_dir(output_dir, result)
         else:
@@ -212,6 +212,3 @@ def register(app: typer.Typer) -> None:
         _print_report(result, report or output is ReportFormat.json, output)
         raise typer.Exit(EXIT_OK)
 
-
-__all__ = ["register", "report_data"]
-_ = print_data

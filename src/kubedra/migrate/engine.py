@@ -443,7 +443,8 @@ def steps(result: Migration, options: Options) -> list[str]:
     out.append("kubectl get resourceclaims -A   # one claim per pod, allocated when the pod is scheduled")
     out.append("kubectl describe pod <pod> | grep -A 5 Events:")
     if options.mode is Mode.extended_resource:
-        out[4:4] = []
+        out.append("kubectl get pods -A -o custom-columns=NAME:.metadata.name,CLAIM:.status.extendedResourceClaimStatus"
+                   ".resourceClaimName   # pods served through DRA")
     return out
 
 
