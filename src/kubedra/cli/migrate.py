@@ -48,8 +48,10 @@ class ReportFormat(enum.StrEnum):
     json = "json"
 
 
-def _read(paths: list[str]) -> list[Any]:
-    """The inputs as sources: files, a directory's *.yaml|*.yml|*.json (sorted), - for stdin."""
+def read_sources(paths: list[str], stdin_text: str | None = None, *, recursive: bool = True) -> list[Any]:
+    """The inputs as sources: files, a directory's *.yaml|*.yml|*.json (sorted), - for stdin (``stdin_text`` when
+    the caller already read it); subdirectories too when ``recursive`` (a migration takes a whole tree); exit 2
+    naming every path that cannot be read."""
     from kubedra.migrate import Source
     from kubedra.objects.load import SUFFIXES
 
@@ -57,15 +59,16 @@ def _read(paths: list[str]) -> list[Any]:
     errors: list[str] = []
     for path in paths:
         if path == "-":
-            sources.append(Source("<stdin>", sys.stdin.read()))
+            sources.append(Source("<stdin>", sys.stdin.read() if stdin_text is None else stdin_text))
             continue
         if os.path.isdir(path):
             files = sorted(os.path.join(path, n) for n in os.listdir(path) if n.lower().endswith(SUFFIXES))
             files = [f for f in files if os.path.isfile(f)]
-            subdirs = sorted(os.path.join(path, n) for n in os.listdir(path) if os.path.isdir(os.path.join(path, n)))
+            subdirs = sorted(os.path.join(path, n) for n in os.listdir(path)
+                             if recursive and os.path.isdir(os.path.join(path, n)))
             if not files and not subdirs:
                 errors.append(f"{path}: no .yaml, .yml or .json files in this directory")
-            nested = _read(subdirs) if subdirs else []
+            nested = read_sources(subdirs) if subdirs else []
             sources.extend(_read_files(files, errors))
             sources.extend(nested)
             continue
@@ -197,7 +200,7 @@ def register(app: typer.Typer) -> None:
         if not inputs:
             fail("no input: give FILES, a directory or - (or -f)")
         options = Options(mode, min_memory, model, min_compute_capability, same_pcie_root, gpu_memory)
-        sources = _read(inputs)
+        sources = read_sources(inputs)
         try:
             result = migrate(sources, options)
         except MigrationError as error:

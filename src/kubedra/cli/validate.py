@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import typer
@@ -69,6 +70,46 @@ def _report(problems: list[Any], checked: int | None, unchecked: list[str], fmt:
     console.print(text, highlight=False, markup=False)
 
 
+def schema_findings(files: list[str], stdin_text: str | None, release: str) -> list[Any]:
+    """Every document as written (its own apiVersion) against ``release``'s OpenAPI schemas, strictly, with the line
+    of each field. The seed's legacy dialect is skipped (it has no schema; its v1 conversion is checked instead)."""
+    from kubedra.cli.migrate import read_sources
+    from kubedra.migrate.documents import line_of, parse
+    from kubedra.objects import legacy
+    from kubedra.objects.errors import Location, Problem
+    from kubedra.schema import SchemaChecker
+
+    checker = SchemaChecker(release)
+    findings: list[Problem] = []
+    for source in read_sources(files, stdin_text, recursive=False):
+        documents, _ = parse(source)  # unreadable text was refused by the loader already
+        for document in documents:
+            data = document.data
+            if not isinstance(data, dict) or "kind" not in data or legacy.classify(data) is not None:
+                continue
+            from kubedra.migrate.documents import plain
+
+            body = plain(data)
+            metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+            obj = f"{body.get('kind')}/{metadata.get('name') or metadata.get('generateName') or ''}"
+            for problem in checker.check(body):
+                line = line_of(data, problem.parts)
+                message = f"{problem.message} (line {line})" if line is not None else problem.message
+                findings.append(Problem(Location(source.name, document.index, obj, problem.path), message))
+    return findings
+
+
+def _merge(schema: list[Any], others: list[Any]) -> list[Any]:
+    """Both lists in input order (file, document); a schema finding on a field kubedra's own checks also name is
+    dropped (theirs use the API server's wording)."""
+    named = {(p.location.file, p.location.document, p.location.field) for p in others}
+    kept = [p for p in schema if (p.location.file, p.location.document, p.location.field) not in named]
+    files: dict[str, int] = {}
+    for p in [*others, *kept]:
+        files.setdefault(p.location.file, len(files))
+    return sorted([*others, *kept], key=lambda p: (files[p.location.file], p.location.document or 0))
+
+
 def register(app: typer.Typer) -> None:
     @app.command("validate", help=HELP, no_args_is_help=True)
     def validate(
@@ -89,18 +130,23 @@ def register(app: typer.Typer) -> None:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise typer.Exit(EXIT_INVALID_INPUT) from exc
         fmt = output or default_format()
+        import io
+
+        stdin_text = sys.stdin.read() if "-" in files else None
         try:
             # Shapes only here (unknown fields, wrong types): the API's rules come next, with everything else.
-            loaded = load_paths(files, api_validation=False)
+            loaded = load_paths(files, api_validation=False,
+                                stdin=io.StringIO(stdin_text) if stdin_text is not None else None)
         except InvalidInputError as error:
             if any(p.unreadable for p in error.problems):
                 console = stderr_console()
                 for problem in error.problems:
                     console.print(f"error: {problem}", highlight=False, markup=False)
                 raise typer.Exit(EXIT_INVALID_INPUT) from error
-            _report(error.problems, None, [], fmt)
+            _report(_merge(schema_findings(files, stdin_text, kubernetes_version), error.problems), None, [], fmt)
             raise typer.Exit(EXIT_FINDINGS) from error
         print_warnings(loaded.warnings, quiet=quiet)
         result = validate_inputs(loaded, features, files)
+        result.findings = _merge(schema_findings(files, stdin_text, kubernetes_version), result.findings)
         _report(result.findings, result.checked, [str(r.location) for r in result.unchecked], fmt)
         raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_OK)

@@ -8,7 +8,7 @@ diff shows only what changed; objects kubedra writes from scratch are ordered th
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,3 +114,19 @@ def insert_sorted(mapping: Any, key: str, value: Any) -> None:
         mapping.insert(position, key, value)
     else:
         mapping[key] = value
+
+
+def line_of(data: Any, path: Sequence[Any]) -> int | None:
+    """The 1-based line of the field at ``path`` (keys and list indexes) in round-trip data, or of its nearest
+    parent that has one; None for data that carries no positions."""
+    line: int | None = data.lc.line + 1 if isinstance(data, CommentedMap | CommentedSeq) else None
+    node = data
+    for part in path:
+        if isinstance(node, CommentedMap) and part in node:
+            line = node.lc.key(part)[0] + 1
+        elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+            line = node.lc.item(part)[0] + 1
+        else:
+            return line
+        node = node[part]
+    return line
