@@ -274,3 +274,33 @@ def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path
     code, out, err = run(capsys, "migrate", "-f", str(tmp_path / "nope.yaml"))
     assert (code, out) == (2, "")
     assert "no such file or directory" in err
+
+
+def test_a_json_list_becomes_block_yaml_with_templates_before_their_workloads(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+           "spec": {"containers": [{"name": "c", "image": "x",
+                                    "resources": {"limits": {"nvidia.com/gpu": 2, "nvidia.com/mig-2g.10gb": "1"}}}]}}
+    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "ml"},
+                 "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+                     "metadata": {"labels": {"a": "b"}},
+                     "spec": {"containers": [{"name": "c", "image": "x",
+                                              "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+    source = tmp_path / "list.json"
+    source.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [pod, daemonset]}, indent=2))
+    code, out, _ = run(capsys, "migrate", str(source), "--same-pcie-root")
+    assert code == 0
+    assert out.startswith("apiVersion: v1\nkind: List\nitems:\n- apiVersion: resource.k8s.io/v1\n")
+    (body,) = documents(out)
+    assert [(i["kind"], i["metadata"]["name"]) for i in body["items"]] == [
+        ("ResourceClaimTemplate", "p-c-gpu"), ("Pod", "p"), ("ResourceClaimTemplate", "d-c-gpu"), ("DaemonSet", "d")]
+    devices = body["items"][0]["spec"]["spec"]["devices"]
+    assert [r["name"] for r in devices["requests"]] == ["gpu", "mig-2g-10gb"]
+    assert devices["constraints"] == [{"matchAttribute": "resource.kubernetes.io/pcieRoot",
+                                       "requests": ["gpu", "mig-2g-10gb"]}]
+    for item in body["items"]:
+        for version in VERSIONS:
+            strictly_valid(item, version)
+    (tmp_path / "again.yaml").write_text(out)
+    assert run(capsys, "migrate", str(tmp_path / "again.yaml"))[1] == out

@@ -93,7 +93,7 @@ def schema_findings(files: list[str], stdin_text: str | None, release: str) -> l
             metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
             obj = f"{body.get('kind')}/{metadata.get('name') or metadata.get('generateName') or ''}"
             for problem in checker.check(body):
-                line = line_of(data, problem.parts)
+                line = line_of(document.positions, problem.parts)
                 message = f"{problem.message} (line {line})" if line is not None else problem.message
                 findings.append(Problem(Location(source.name, document.index, obj, problem.path), message))
     return findings

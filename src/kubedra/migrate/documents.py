@@ -29,11 +29,13 @@ class Source:
 
 @dataclass
 class ParsedDocument:
-    """One document of a source: its 0-based index, its 1-based first line and its round-trip data."""
+    """One document of a source: its 0-based index, its 1-based first line and its round-trip data (block style;
+    ``positions`` is the data as parsed, which knows the line of every field)."""
 
     index: int
     line: int
     data: Any
+    positions: Any = None
 
 
 def _yaml() -> YAML:
@@ -60,7 +62,8 @@ def parse(source: Source) -> tuple[list[ParsedDocument], list[Problem]]:
         if data is None:
             continue
         line = data.lc.line + 1 if isinstance(data, CommentedMap | CommentedSeq) else 1
-        documents.append(ParsedDocument(index, line, data))
+        block = blockify(data) if isinstance(data, CommentedMap | CommentedSeq) and data.fa.flow_style() else data
+        documents.append(ParsedDocument(index, line, block, data))
     return documents, []
 
 
@@ -88,6 +91,18 @@ def plain(data: Any) -> Any:
     if isinstance(data, float):
         return float(data)
     return str(data)
+
+
+def blockify(data: Any) -> Any:
+    """A flow-style (JSON) document as block YAML with the same key order, so output reads like kubectl's."""
+    if isinstance(data, Mapping):
+        out = CommentedMap()
+        for key, value in data.items():
+            out[str(key)] = blockify(value)
+        return out
+    if isinstance(data, list):
+        return CommentedSeq([blockify(v) for v in data])
+    return str(data) if isinstance(data, str) else data  # JSON's quotes dropped; the dumper quotes where YAML must
 
 
 def build(data: Any) -> Any:

@@ -74,6 +74,7 @@ class _Run:
         self.class_names_in_input: set[str] = set()
         self.first_file_for: dict[str, int] = {}
         self.plugin_mapped: set[str] = set()
+        self.used_classes: set[str] = set()
         self.plugin_classes: set[str] = set()
         self.extra, errors = wl.requirements(options.min_memory, options.model, options.min_compute_capability,
                                              options.same_pcie_root)
@@ -121,7 +122,7 @@ class _Run:
             raise MigrationError(self.problems)
         self.add_extended_classes(outputs)
         self.result.files = [OutputFile(s.name, docs) for s, docs in zip(self.sources, outputs, strict=True)]
-        self.result.steps = steps(self.result, self.options)
+        self.result.steps = steps(self.result, self.options, sorted(self.used_classes))
         return self.result
 
     def scan(self, parsed: list[list[ParsedDocument]]) -> None:
@@ -273,6 +274,7 @@ class _Run:
                 template = wl.dns_label(f"{workload}-{kind.lower()}-{ask.name}-gpu", 253)
             self.template_names.add((namespace, template))
             document, notes = wl.template_document(template, namespace, converted, self.extra)
+            self.used_classes.update(document_class(g) for g in converted)
             templates.append(build(document))
             self._rewrite_container(pod_spec, ask, converted, claim)
             self._add_pod_claim(pod_spec, claim, template)
@@ -415,10 +417,9 @@ def _clean(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def steps(result: Migration, options: Options) -> list[str]:
-    """The order of steps for the cluster (the seed's helm/kubectl steps, with the real chart and resource names)."""
-    classes = sorted({c.detail.split(" x ")[1].split(";")[0].split(",")[0] for c in result.changes
-                      if c.action == "added" and c.location.object.startswith("ResourceClaimTemplate/")})
+def steps(result: Migration, options: Options, classes: list[str]) -> list[str]:
+    """The order of steps for the cluster (the seed's helm/kubectl steps, with the real chart and resource names);
+    ``classes``: the DeviceClasses the converted claims use."""
     added_classes = sorted({c.location.object.split("/", 1)[1] for c in result.changes
                             if c.location.object.startswith("DeviceClass/") and c.action == "added"})
     templates = sorted({(c.location.object.split("/", 1)[1]) for c in result.changes
@@ -429,7 +430,7 @@ def steps(result: Migration, options: Options) -> list[str]:
         "helm repo add nvidia https://helm.ngc.nvidia.com/nvidia && helm repo update",
         "helm upgrade --install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --namespace nvidia-dra-driver-gpu "
         f"--create-namespace{(' ' + values) if values else ''}",
-        "kubectl get deviceclasses" + (f" {' '.join(sorted(set(classes)))}" if classes else ""),
+        "kubectl get deviceclasses" + (f" {' '.join(classes)}" if classes else ""),
         "kubectl get resourceslices",
     ]
     if added_classes:
