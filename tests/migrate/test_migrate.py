@@ -304,3 +304,15 @@ def test_a_json_list_becomes_block_yaml_with_templates_before_their_workloads(
             strictly_valid(item, version)
     (tmp_path / "again.yaml").write_text(out)
     assert run(capsys, "migrate", str(tmp_path / "again.yaml"))[1] == out
+
+
+def test_seed_migration_is_idempotent_and_keeps_each_documents_comment(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, first, _ = run(capsys, "migrate", str(SEED))
+    assert code == 0
+    assert first.startswith('# From the seed article, section 2 ("DRA核心配置"), verbatim: ResourceClass')
+    assert "# From the seed article, section 2, verbatim: ResourceClaim + Pod使用\napiVersion: resource.k8s.io/v1\n" \
+        in first
+    (tmp_path / "seed.yaml").write_text(first)
+    assert run(capsys, "migrate", str(tmp_path / "seed.yaml"))[1] == first

@@ -145,3 +145,9 @@ def line_of(data: Any, path: Sequence[Any]) -> int | None:
             return line
         node = node[part]
     return line
+
+
+def keep_leading_comment(original: Any, replacement: Any) -> None:
+    """The comment lines above a document's first key, carried over to the object that replaces it."""
+    if isinstance(original, CommentedMap) and isinstance(replacement, CommentedMap) and original.ca.comment:
+        replacement.ca.comment = original.ca.comment

@@ -16,7 +16,15 @@ from ruamel.yaml.error import YAMLError
 
 from kubedra.migrate import deviceplugin as dp
 from kubedra.migrate import workloads as wl
-from kubedra.migrate.documents import ParsedDocument, Source, build, insert_sorted, parse, plain
+from kubedra.migrate.documents import (
+    ParsedDocument,
+    Source,
+    build,
+    insert_sorted,
+    keep_leading_comment,
+    parse,
+    plain,
+)
 from kubedra.migrate.model import Change, Decision, Migration, MigrationError, Mode, Options, OutputFile
 from kubedra.objects import legacy
 from kubedra.objects.errors import InvalidInputError, Location, Problem
@@ -113,7 +121,10 @@ class _Run:
             for document in documents:
                 where = Location(source.name, document.index)
                 if (f, document.index) in converted:
-                    for data in converted[(f, document.index)]:
+                    replacements = converted[(f, document.index)]
+                    if replacements:
+                        keep_leading_comment(document.data, replacements[0])
+                    for data in replacements:
                         out.extend(self.document(f, where, data))
                 else:
                     out.extend(self.document(f, where, document.data))
