@@ -72,30 +72,34 @@ def _report(problems: list[Any], checked: int | None, unchecked: list[str], fmt:
 
 def schema_findings(files: list[str], stdin_text: str | None, release: str) -> list[Any]:
     """Every document as written (its own apiVersion) against ``release``'s OpenAPI schemas, strictly, with the line
-    of each field. The seed's legacy dialect is skipped (it has no schema; its v1 conversion is checked instead)."""
+    of each field. The seed's legacy dialect is skipped (it has no schema; its v1 conversion is checked instead).
+    Documents are read with the loader's fast parser; only a file with findings is parsed again for the lines."""
+    import yaml
+
     from kubedra.cli.migrate import read_sources
     from kubedra.migrate.documents import line_of, parse
     from kubedra.objects import legacy
     from kubedra.objects.errors import Location, Problem
     from kubedra.schema import SchemaChecker
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     checker = SchemaChecker(release)
     findings: list[Problem] = []
     for source in read_sources(files, stdin_text, recursive=False):
-        documents, _ = parse(source)  # unreadable text was refused by the loader already
-        for document in documents:
-            data = document.data
-            if not isinstance(data, dict) or "kind" not in data or legacy.classify(data) is not None:
+        found: list[tuple[int, str, Any]] = []
+        for index, body in enumerate(yaml.load_all(source.text, Loader=loader)):
+            if not isinstance(body, dict) or "kind" not in body or legacy.classify(body) is not None:
                 continue
-            from kubedra.migrate.documents import plain
-
-            body = plain(data)
-            metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+            metadata = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
             obj = f"{body.get('kind')}/{metadata.get('name') or metadata.get('generateName') or ''}"
-            for problem in checker.check(body):
-                line = line_of(document.positions, problem.parts)
-                message = f"{problem.message} (line {line})" if line is not None else problem.message
-                findings.append(Problem(Location(source.name, document.index, obj, problem.path), message))
+            found.extend((index, obj, problem) for problem in checker.check(body))
+        if not found:
+            continue
+        positions = {d.index: d.positions for d in parse(source)[0]}
+        for index, obj, problem in found:
+            line = line_of(positions.get(index), problem.parts)
+            message = f"{problem.message} (line {line})" if line is not None else problem.message
+            findings.append(Problem(Location(source.name, index, obj, problem.path), message))
     return findings
 
 
