@@ -226,7 +226,7 @@ def test_json_lists_the_findings(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert body == {
         "findings": [{
             "file": str(tmp_path / "in.yaml"), "document": 0, "object": "DeviceClass/s",
-            "field": "spec.selectors[0].cel.expression",
+            "field": "spec.selectors[0].cel.expression", "line": 6,
             "message": f'Invalid value: "device.driver": {STRING_RESULT}',
         }],
         "checked": 1,

@@ -62,7 +62,7 @@ def test_unknown_fields_of_any_kind_are_findings(capsys: pytest.CaptureFixture[s
     (finding,) = json.loads(out)["findings"]
     assert finding == {
         "file": str(tmp_path / "in.yaml"), "document": 0, "object": "Deployment/web",
-        "field": "spec.template.spec.containers[0].imagePullPolicey",
+        "field": "spec.template.spec.containers[0].imagePullPolicey", "line": 13,
         "message": 'unknown field "spec.template.spec.containers[0].imagePullPolicey" (line 13)',
     }
 
@@ -116,3 +116,12 @@ def test_migrated_output_is_clean_for_validate(capsys: pytest.CaptureFixture[str
     for release in ("1.36", "1.37"):
         assert main(["validate", "-f", str(tmp_path / "out.yaml"), "-q", "--kubernetes-version", release]) == 0, (
             capsys.readouterr().out)
+
+
+def test_json_findings_carry_the_line_of_their_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    text = ("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata:\n  name: gpus\nspec:\n  selectors:\n"
+            "  - cel:\n      expression: device.driver\n")
+    code, out = validate(capsys, tmp_path, text, "-o", "json")
+    assert code == 1
+    (finding,) = json.loads(out)["findings"]
+    assert (finding["field"], finding["line"]) == ("spec.selectors[0].cel.expression", 8)

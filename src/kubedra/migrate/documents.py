@@ -8,6 +8,7 @@ diff shows only what changed; objects kubedra writes from scratch are ordered th
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -129,6 +130,18 @@ def insert_sorted(mapping: Any, key: str, value: Any) -> None:
         mapping.insert(position, key, value)
     else:
         mapping[key] = value
+
+
+def field_parts(path: str) -> list[Any]:
+    """``spec.containers[0].resources.limits[nvidia.com/gpu]`` → ``["spec", "containers", 0, "resources", "limits",
+    "nvidia.com/gpu"]`` (an index in brackets is a list index, anything else in brackets a map key)."""
+    parts: list[Any] = []
+    for name, bracket in re.findall(r"([^.\[\]]+)|\[([^\]]*)\]", path):
+        if name:
+            parts.append(name)
+        else:
+            parts.append(int(bracket) if bracket.isdigit() else bracket)
+    return parts
 
 
 def line_of(data: Any, path: Sequence[Any]) -> int | None:
