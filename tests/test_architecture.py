@@ -11,7 +11,7 @@ import pytest
 import kubedra
 
 SRC = Path(kubedra.__file__).parent
-CORE = ["objects", "cel", "allocator", "cluster", "scheduler", "sim"]
+CORE = ["objects", "cel", "allocator", "cluster", "scheduler", "sim", "migrate"]
 FORBIDDEN = [
     "grpc",
     "prometheus_client",

@@ -118,7 +118,10 @@ def test_every_selector_is_compiled_and_must_return_bool(
     assert rule.endswith("spec.deviceSelector.selectors[0].cel.expression: Invalid value: "
                          '"device.capacity[\\"gpu.nvidia.com\\"].memory": must evaluate to bool or the unknown type, '
                          "not kubernetes.Quantity")
-    assert lines[-1] == "4 objects checked: 5 findings"
+    # The release's OpenAPI schema (1.36+) has no deviceSelector.selectors any more: a strict schema finding.
+    assert f'{f}[3]: DeviceTaintRule/r: spec.deviceSelector.selectors: unknown field "spec.deviceSelector.selectors"' \
+        in out
+    assert lines[-1] == "4 objects checked: 6 findings"
 
 
 # Upstream's verdicts (k8s.io/dynamic-resource-allocation v0.37.2 CompileCELExpression, NewExpressions, MaxCost
@@ -223,7 +226,7 @@ def test_json_lists_the_findings(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert body == {
         "findings": [{
             "file": str(tmp_path / "in.yaml"), "document": 0, "object": "DeviceClass/s",
-            "field": "spec.selectors[0].cel.expression",
+            "field": "spec.selectors[0].cel.expression", "line": 6,
             "message": f'Invalid value: "device.driver": {STRING_RESULT}',
         }],
         "checked": 1,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, explain, simulate, snapshot, validate
+from kubedra.cli import allocate, cel, convert, explain, migrate, simulate, snapshot, validate
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
@@ -15,5 +15,6 @@ REGISTRARS: list[Callable[[typer.Typer], None]] = [
     allocate.register,
     cel.register,
     convert.register,
+    migrate.register,
     validate.register,
 ]

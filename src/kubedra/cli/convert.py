@@ -10,7 +10,13 @@ import typer
 
 from kubedra.cli.helptext import command_help
 from kubedra.cli.options import InputFiles, QuietOption
-from kubedra.cli.output import EXIT_OK, fail_invalid, print_warnings
+from kubedra.cli.output import EXIT_OK, fail, fail_invalid, print_warnings
+
+
+class TargetVersion(enum.StrEnum):
+    v1 = "v1"
+    v1beta2 = "v1beta2"
+    v1beta1 = "v1beta1"
 
 
 class ConvertFormat(enum.StrEnum):
@@ -25,11 +31,15 @@ HELP = command_help(
     "claims with resourceClassName, pods with source.resourceClaimName). Every conversion is explained by a warning "
     "on stderr (-q drops them): what was written, what it means in v1, what kubedra assumed. Documents of other "
     "kinds (Deployment, NodePool, PrometheusRule, ...) are passed through unchanged.",
+    "--to v1beta2 (Kubernetes 1.33) or --to v1beta1 (1.32) writes the DRA objects in that version instead: v1beta2 "
+    "has v1's shape; v1beta1 wraps a device's fields in basic and puts a request's exactly fields on the request; "
+    "DeviceTaintRule has no v1beta1 (an error, exit 2).",
     "Output: a YAML multi-document stream (-o yaml, the default) or one v1 List (-o json).",
     examples=[
         "kubedra convert -f src/kubedra/data/seed/01-resourceclass.yaml",
         "kubedra convert -f src/kubedra/data/seed -q -o json > v1.json",
         "cat src/kubedra/data/seed/02-claim-and-pod.yaml | kubedra convert -f -",
+        "kubedra convert -f examples/allocate/h100-mig.yaml --to v1beta1 -q",
     ],
     exit_status="0 converted, 2 invalid input (every problem on stderr).",
 )
@@ -42,7 +52,8 @@ def _clean(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def _documents(paths: list[str], quiet: bool) -> list[dict[str, Any]]:
+def _documents(paths: list[str], quiet: bool) -> list[tuple[Any, dict[str, Any]]]:
+    """(location, document) pairs in input order."""
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
     from kubedra.objects.model import to_dict
@@ -52,18 +63,42 @@ def _documents(paths: list[str], quiet: bool) -> list[dict[str, Any]]:
     except InvalidInputError as error:
         fail_invalid(error)
     print_warnings(loaded.warnings, quiet=quiet)
-    entries: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
+    entries: list[tuple[tuple[int, int, int], Any, dict[str, Any]]] = []
     files: dict[str, int] = {}
     for seq, obj in enumerate(loaded.objects):
         where = loaded.location_of(obj)
         key = (files.setdefault(where.file, len(files)), where.document or 0, seq)
-        entries.append((key, _clean(to_dict(obj))))
+        entries.append((key, where, _clean(to_dict(obj))))
     for seq, raw in enumerate(loaded.raw, start=len(loaded.objects)):
         if "kind" not in raw.data:  # a fragment (e.g. a container's resources), not an object
             continue
         where = raw.location
-        entries.append(((files.setdefault(where.file, len(files)), where.document or 0, seq), raw.data))
-    return [document for _, document in sorted(entries, key=lambda e: e[0])]
+        entries.append(((files.setdefault(where.file, len(files)), where.document or 0, seq), where, raw.data))
+    return [(where, document) for _, where, document in sorted(entries, key=lambda e: e[0])]
+
+
+def _to_version(entries: list[tuple[Any, dict[str, Any]]], target: str, quiet: bool) -> list[dict[str, Any]]:
+    """The v1 DRA documents as ``resource.k8s.io/<target>``; exit 2 (nothing printed) where a shape has none."""
+    from kubedra.migrate.versions import DRA_KINDS, from_v1
+    from kubedra.objects.errors import Location
+
+    out: list[dict[str, Any]] = []
+    problems: list[str] = []
+    notes: list[str] = []
+    for where, document in entries:
+        kind = document.get("kind")
+        if target == "v1" or document.get("apiVersion") != "resource.k8s.io/v1" or kind not in DRA_KINDS:
+            out.append(document)
+            continue
+        result = from_v1(str(kind), document, target)
+        for path, message in result.problems:
+            problems.append(f"{Location(where.file, where.document, where.object, path)}: {message}")
+        notes.extend(f"{where}: resource.k8s.io/v1 {kind} -> resource.k8s.io/{target}: {c}" for c in result.changes)
+        out.append(result.document)
+    if problems:
+        fail("\nerror: ".join(problems))
+    print_warnings(notes, quiet=quiet)
+    return out
 
 
 def register(app: typer.Typer) -> None:
@@ -74,13 +109,17 @@ def register(app: typer.Typer) -> None:
             ConvertFormat,
             typer.Option("-o", "--output", help="yaml: a multi-document stream; json: one v1 List."),
         ] = ConvertFormat.yaml,
+        to: Annotated[
+            TargetVersion,
+            typer.Option("--to", help="resource.k8s.io version to write: v1, or v1beta2/v1beta1 for older clusters."),
+        ] = TargetVersion.v1,
         quiet: QuietOption = False,
     ) -> None:
         import json
 
         import yaml
 
-        documents = _documents(files, quiet)
+        documents = _to_version(_documents(files, quiet), to.value, quiet)
         if output is ConvertFormat.json:
             body = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": documents}
             sys.stdout.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")

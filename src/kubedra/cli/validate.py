@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import typer
@@ -30,9 +31,14 @@ HELP = command_help(
     "DeviceTaintRules) compiled as the API server compiles it - it must return bool and stay within the cost limit; "
     "NodePools (counts, known GPU models, MIG, sharing) and node names; workloads (replicas, counts, selectors, "
     "restart policies, kubedra.io/ timing annotations) and their pod templates (a container's resources.claims[].name "
-    "must name an entry of spec.resourceClaims). An input with no objects is a finding too.",
+    "must name an entry of spec.resourceClaims). Every document is also checked as written against the chosen "
+    "release's OpenAPI schemas, strictly: an unknown kind or field is a finding, with its line (kubedra's NodePool is "
+    "known; the seed's legacy dialect is checked as converted). References across the inputs: a request's device "
+    "class exists (in the inputs or NVIDIA's chart), a pod's claim or claim template exists in the pod's namespace; "
+    "fields whose feature gate is off in the release are findings (the API server drops them). An input with no "
+    "objects is a finding too.",
     "Beta and legacy documents are converted first; their conversion warnings go to stderr (-q drops them). "
-    "-o json prints {findings: [{file, document, object, field, message}], checked, unchecked}.",
+    "-o json prints {findings: [{file, document, object, field, line, message}], checked, unchecked}.",
     examples=[
         "kubedra validate -f examples/allocate/h100-mig.yaml",
         "kubedra validate -f src/kubedra/data/seed -f src/kubedra/data/demo -q",
@@ -43,16 +49,40 @@ HELP = command_help(
 )
 
 
-def _finding(problem: Any) -> dict[str, Any]:
+def _finding(problem: Any, line: int | None) -> dict[str, Any]:
     where = problem.location
     return {"file": where.file, "document": where.document, "object": where.object, "field": where.field,
-            "message": problem.message}
+            "line": line, "message": problem.message}
 
 
-def _report(problems: list[Any], checked: int | None, unchecked: list[str], fmt: OutputFormat) -> None:
+def finding_lines(problems: list[Any], sources: list[Any]) -> list[int | None]:
+    """The 1-based line of each finding's field (or of its nearest parent present in the file), None when the file
+    or document is not one of ``sources``; only files with findings are parsed again."""
+    from kubedra.migrate.documents import field_parts, line_of, parse
+
+    by_name = {s.name: s for s in sources}
+    positions: dict[str, dict[int, Any]] = {}
+    lines: list[int | None] = []
+    for problem in problems:
+        where = problem.location
+        source = by_name.get(where.file)
+        if source is None or where.document is None:
+            lines.append(None)
+            continue
+        if where.file not in positions:
+            positions[where.file] = {d.index: d.positions for d in parse(source)[0]}
+        document = positions[where.file].get(where.document)
+        lines.append(line_of(document, field_parts(where.field)) if document is not None else None)
+    return lines
+
+
+def _report(problems: list[Any], checked: int | None, unchecked: list[str], fmt: OutputFormat,
+            sources: list[Any] | None = None) -> None:
     """The findings and a summary; ``checked`` None: documents did not decode, so the rest was not checked."""
     if fmt is not OutputFormat.table:
-        print_data({"findings": [_finding(p) for p in problems], "checked": checked, "unchecked": unchecked}, fmt)
+        lines = finding_lines(problems, sources or [])
+        data = [_finding(p, line) for p, line in zip(problems, lines, strict=True)]
+        print_data({"findings": data, "checked": checked, "unchecked": unchecked}, fmt)
         return
     console = stdout_console()
     for problem in problems:
@@ -67,6 +97,57 @@ def _report(problems: list[Any], checked: int | None, unchecked: list[str], fmt:
     if unchecked:
         text += f" ({len(unchecked)} other document{'s' if len(unchecked) != 1 else ''} passed through unchecked)"
     console.print(text, highlight=False, markup=False)
+
+
+def schema_findings(files: list[str], stdin_text: str | None, release: str) -> list[Any]:
+    """Every document as written (its own apiVersion) against ``release``'s OpenAPI schemas, strictly, with the line
+    of each field. The seed's legacy dialect is skipped (it has no schema; its v1 conversion is checked instead).
+    Documents are read with the loader's fast parser; only a file with findings is parsed again for the lines."""
+    import yaml
+
+    from kubedra.cli.migrate import read_sources
+    from kubedra.migrate.documents import line_of, parse
+    from kubedra.objects import legacy
+    from kubedra.objects.errors import Location, Problem
+    from kubedra.schema import SchemaChecker
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    checker = SchemaChecker(release)
+    findings: list[Problem] = []
+    for source in read_sources(files, stdin_text, recursive=False):
+        found: list[tuple[int, str, Any]] = []
+        for index, body in enumerate(yaml.load_all(source.text, Loader=loader)):
+            if not isinstance(body, dict) or "kind" not in body or legacy.classify(body) is not None:
+                continue
+            metadata = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
+            obj = f"{body.get('kind')}/{metadata.get('name') or metadata.get('generateName') or ''}"
+            found.extend((index, obj, problem) for problem in checker.check(body))
+        if not found:
+            continue
+        positions = {d.index: d.positions for d in parse(source)[0]}
+        for index, obj, problem in found:
+            line = line_of(positions.get(index), problem.parts)
+            message = f"{problem.message} (line {line})" if line is not None else problem.message
+            findings.append(Problem(Location(source.name, index, obj, problem.path), message))
+    return findings
+
+
+def _sources(files: list[str], stdin_text: str | None, fmt: OutputFormat) -> list[Any]:
+    """The inputs' texts, for the lines of -o json|yaml findings (the table names lines of schema findings only)."""
+    from kubedra.cli.migrate import read_sources
+
+    return [] if fmt is OutputFormat.table else read_sources(files, stdin_text, recursive=False)
+
+
+def _merge(schema: list[Any], others: list[Any]) -> list[Any]:
+    """Both lists in input order (file, document); a schema finding on a field kubedra's own checks also name is
+    dropped (theirs use the API server's wording)."""
+    named = {(p.location.file, p.location.document, p.location.field) for p in others}
+    kept = [p for p in schema if (p.location.file, p.location.document, p.location.field) not in named]
+    files: dict[str, int] = {}
+    for p in [*others, *kept]:
+        files.setdefault(p.location.file, len(files))
+    return sorted([*others, *kept], key=lambda p: (files[p.location.file], p.location.document or 0))
 
 
 def register(app: typer.Typer) -> None:
@@ -89,18 +170,25 @@ def register(app: typer.Typer) -> None:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise typer.Exit(EXIT_INVALID_INPUT) from exc
         fmt = output or default_format()
+        import io
+
+        stdin_text = sys.stdin.read() if "-" in files else None
         try:
             # Shapes only here (unknown fields, wrong types): the API's rules come next, with everything else.
-            loaded = load_paths(files, api_validation=False)
+            loaded = load_paths(files, api_validation=False,
+                                stdin=io.StringIO(stdin_text) if stdin_text is not None else None)
         except InvalidInputError as error:
             if any(p.unreadable for p in error.problems):
                 console = stderr_console()
                 for problem in error.problems:
                     console.print(f"error: {problem}", highlight=False, markup=False)
                 raise typer.Exit(EXIT_INVALID_INPUT) from error
-            _report(error.problems, None, [], fmt)
+            _report(_merge(schema_findings(files, stdin_text, kubernetes_version), error.problems), None, [], fmt,
+                    _sources(files, stdin_text, fmt))
             raise typer.Exit(EXIT_FINDINGS) from error
         print_warnings(loaded.warnings, quiet=quiet)
         result = validate_inputs(loaded, features, files)
-        _report(result.findings, result.checked, [str(r.location) for r in result.unchecked], fmt)
+        result.findings = _merge(schema_findings(files, stdin_text, kubernetes_version), result.findings)
+        _report(result.findings, result.checked, [str(r.location) for r in result.unchecked], fmt,
+                _sources(files, stdin_text, fmt) if result.findings else [])
         raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_OK)

@@ -10,6 +10,7 @@
 * workloads through the expansion ``simulate`` runs (replicas, counts, selectors, restart policies, timing), and
   each pod template as the API server validates a pod (a container's ``resources.claims[].name`` must name an entry
   of ``spec.resourceClaims``, claim sources, quantities);
+* references across objects and fields the release has gated off (:mod:`kubedra.sim.references`);
 * an input with no objects at all.
 
 Pure: loaded objects in, findings out. Reading the files, and telling unreadable input apart, is the loader's job.
@@ -29,6 +30,7 @@ from kubedra.objects.load import Loaded, RawObject
 from kubedra.objects.model import Node, ObjectMeta, Pod
 from kubedra.objects.validate import SelectorCheck, validate
 from kubedra.sim.manifests import DOCUMENTS, DeploymentDoc, JobDoc, ReplicaSetDoc, StatefulSetDoc
+from kubedra.sim.references import reference_problems
 from kubedra.sim.scenario import duplicate_nodes
 from kubedra.sim.workloads import DEFAULT_NAMESPACE, expand_workloads, is_workload
 
@@ -100,6 +102,7 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
     except InvalidInputError as error:
         problems.extend(error.problems)
     _templates(workloads, problems)
+    problems.extend(reference_problems(loaded, features))
     unchecked = [r for r in loaded.raw if not is_nodepool(r.data) and not is_workload(r.data)]
     if not loaded.objects and not loaded.raw:
         problems.append(Problem(Location(", ".join(sources)), NO_OBJECTS))

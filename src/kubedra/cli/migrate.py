@@ -1,0 +1,217 @@
+"""``kubedra migrate``: workloads and device-plugin configs from NVIDIA's device plugin to DRA."""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from kubedra.cli.helptext import command_help
+from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, Column, Table, fail, stderr_console
+from kubedra.migrate import Migration, Mode
+
+HELP = command_help(
+    "Rewrite workloads that ask for nvidia.com/gpu (and MIG profiles) the device-plugin way for DRA.",
+    "Reads Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, CronJobs and Lists (files, directories "
+    "or - for stdin). --mode claims (the default): one ResourceClaimTemplate per workload and container (count = "
+    "the number asked for; class gpu.nvidia.com, or mig.nvidia.com with a selector on the profile), "
+    "spec.resourceClaims and resources.claims added, the extended resource removed; --min-memory, --model, "
+    "--min-compute-capability and --same-pcie-root add what the device plugin could not express. --mode "
+    "extended-resource: pod specs stay as they are and a DeviceClass with extendedResourceName (KEP-5004) is "
+    "added, so the scheduler serves nvidia.com/gpu through DRA on nodes without the device plugin (node pool by "
+    "node pool).",
+    "The device plugin's config (version: v1, sharing.timeSlicing or mps, bare or in its ConfigMap with one key "
+    "per node label nvidia.com/device-plugin.config) becomes DeviceClasses with NVIDIA's GpuConfig and values for "
+    "the DRA driver's chart (consumableShares: N); every behaviour that changes is listed as a decision. Beta and "
+    "legacy DRA objects are converted as kubedra convert does; other documents pass through with their comments.",
+    "Output: the migrated manifests on stdout as multi-document YAML (--output-dir DIR: one file per input "
+    "instead, plus driver-values.yaml); the report on stderr (--report: the full table of changes, decisions and "
+    "steps; --report -o json: the same as JSON on stderr). Migrating migrated output changes nothing.",
+    examples=[
+        "kubedra migrate -f examples/migrate/training-job.yaml",
+        "kubedra migrate -f examples/migrate --min-memory 40Gi --model 'A100*' --same-pcie-root --report",
+        "kubedra migrate -f examples/migrate/inference-deployment.yaml --mode extended-resource",
+        "kubedra migrate -f examples/migrate/device-plugin/time-slicing-config-fine.yaml --report -o json",
+        "cat examples/migrate/mig-statefulset.yaml | kubedra migrate -f -",
+        "kubedra migrate -f examples/migrate/nightly-cronjob.yaml --mode extended-resource --min-memory 40Gi"
+        "  # exit 2: conflicting options",
+    ],
+    exit_status="0 migrated, 2 invalid input or conflicting options (every problem on stderr; nothing written).",
+)
+
+
+class ReportFormat(enum.StrEnum):
+    table = "table"
+    json = "json"
+
+
+def read_sources(paths: list[str], stdin_text: str | None = None, *, recursive: bool = True) -> list[Any]:
+    """The inputs as sources: files, a directory's *.yaml|*.yml|*.json (sorted), - for stdin (``stdin_text`` when
+    the caller already read it); subdirectories too when ``recursive`` (a migration takes a whole tree); exit 2
+    naming every path that cannot be read."""
+    from kubedra.migrate import Source
+    from kubedra.objects.load import SUFFIXES
+
+    sources: list[Source] = []
+    errors: list[str] = []
+    for path in paths:
+        if path == "-":
+            sources.append(Source("<stdin>", sys.stdin.read() if stdin_text is None else stdin_text))
+            continue
+        if os.path.isdir(path):
+            files = sorted(os.path.join(path, n) for n in os.listdir(path) if n.lower().endswith(SUFFIXES))
+            files = [f for f in files if os.path.isfile(f)]
+            subdirs = sorted(os.path.join(path, n) for n in os.listdir(path)
+                             if recursive and os.path.isdir(os.path.join(path, n)))
+            if not files and not subdirs:
+                errors.append(f"{path}: no .yaml, .yml or .json files in this directory")
+            nested = read_sources(subdirs) if subdirs else []
+            sources.extend(_read_files(files, errors))
+            sources.extend(nested)
+            continue
+        sources.extend(_read_files([path], errors))
+    if errors:
+        fail("\nerror: ".join(errors))
+    return sources
+
+
+def _read_files(files: list[str], errors: list[str]) -> list[Any]:
+    from kubedra.migrate import Source
+
+    out = []
+    for file in files:
+        try:
+            with open(file, encoding="utf-8") as handle:
+                out.append(Source(file, handle.read()))
+        except FileNotFoundError:
+            errors.append(f"{file}: no such file or directory")
+        except UnicodeDecodeError as exc:
+            errors.append(f"{file}: not UTF-8 text: {exc.reason} at byte {exc.start}")
+        except OSError as exc:
+            errors.append(f"{file}: cannot read: {exc.strerror or exc}")
+    return out
+
+
+def report_data(result: Migration) -> dict[str, Any]:
+    def where(location: Any) -> dict[str, Any]:
+        return {"file": location.file, "document": location.document, "object": location.object,
+                "field": location.field}
+
+    return {
+        "changes": [{**where(c.location), "action": c.action, "detail": c.detail} for c in result.changes],
+        "decisions": [{**where(d.location), "message": d.message} for d in result.decisions],
+        "steps": result.steps,
+        "driverValues": result.driver_values,
+    }
+
+
+def _print_report(result: Migration, full: bool, fmt: ReportFormat) -> None:
+    console = stderr_console()
+    if fmt is ReportFormat.json:
+        import json
+
+        sys.stderr.write(json.dumps(report_data(result), indent=2, ensure_ascii=False) + "\n")
+        return
+    if full:
+        table = Table([Column("file"), Column("object"), Column("action"), Column("change")])
+        for c in result.changes:
+            file = c.location.file if c.location.document is None else f"{c.location.file}[{c.location.document}]"
+            table.add(file, c.location.object, c.action, c.detail)
+        for line in table.lines():
+            console.print(line, highlight=False, markup=False)
+    for d in result.decisions:
+        console.print(f"Decide: {d.location}: {d.message}" if str(d.location) else f"Decide: {d.message}",
+                      highlight=False, markup=False)
+    if full:
+        import yaml
+
+        for values in result.driver_values:
+            console.print("DRA driver values (" + values["config"] + "):", highlight=False, markup=False)
+            body = {k: v for k, v in values.items() if k != "config"}
+            console.print(yaml.safe_dump(body, sort_keys=False).rstrip(), highlight=False, markup=False)
+        console.print("Steps:", highlight=False, markup=False)
+        for i, step in enumerate(result.steps, start=1):
+            console.print(f"  {i}. {step}", highlight=False, markup=False)
+    else:
+        count = sum(1 for c in result.changes if c.action != "unchanged")
+        console.print(f"{count} change(s), {len(result.decisions)} decision(s); --report for the steps",
+                      highlight=False, markup=False)
+
+
+def _write_dir(directory: str, result: Migration) -> None:
+    from kubedra.migrate import dump
+
+    names: dict[str, int] = {}
+    planned: list[tuple[str, str]] = []
+    for output in result.files:
+        base = "stdin.yaml" if output.source == "<stdin>" else os.path.basename(output.source)
+        stem, ext = os.path.splitext(base)
+        ext = ".yaml" if ext.lower() == ".json" else ext
+        seen = names.get(stem + ext, 0)
+        names[stem + ext] = seen + 1
+        planned.append((os.path.join(directory, f"{stem}{f'-{seen}' if seen else ''}{ext}"), dump(output.documents)))
+    if result.driver_values:
+        import yaml
+
+        planned.append((os.path.join(directory, "driver-values.yaml"),
+                        yaml.safe_dump_all(result.driver_values, sort_keys=False)))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for path, text in planned:
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+    except OSError as exc:
+        fail(f"{directory}: cannot write: {exc.strerror or exc}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("migrate", help=HELP, no_args_is_help=True)
+    def migrate_command(
+        paths: Annotated[list[str] | None, typer.Argument(help="Files, directories or - (as -f).",
+                                                          show_default=False)] = None,
+        files: Annotated[list[str] | None, typer.Option(
+            "-f", "--filename", help="File, directory (*.yaml, *.yml, *.json) or - for stdin; repeatable.")] = None,
+        mode: Annotated[Mode, typer.Option("--mode", help="claims: rewrite pods to ResourceClaimTemplates; "
+                                           "extended-resource: keep pods, add DeviceClasses.")] = Mode.claims,
+        min_memory: Annotated[str | None, typer.Option("--min-memory", help="At least this much GPU memory, "
+                                                       "e.g. 40Gi.")] = None,
+        model: Annotated[str | None, typer.Option("--model", help="productName glob, e.g. 'A100*' "
+                                                  "(NVIDIA's prefix optional).")] = None,
+        min_compute_capability: Annotated[str | None, typer.Option("--min-compute-capability",
+                                                                   help="At least this CUDA compute capability, "
+                                                                   "e.g. 8.0.")] = None,
+        same_pcie_root: Annotated[bool, typer.Option("--same-pcie-root", help="All of a container's GPUs under one "
+                                                     "PCIe root (matchAttribute).")] = False,
+        gpu_memory: Annotated[str | None, typer.Option("--gpu-memory", help="Memory of one GPU, for MPS's pinned "
+                                                       "memory limit (memory / replicas).")] = None,
+        output_dir: Annotated[str | None, typer.Option("--output-dir", help="Write one file per input here "
+                                                       "instead of stdout.")] = None,
+        report: Annotated[bool, typer.Option("--report", help="The full report on stderr: changes per object, "
+                                             "decisions, driver values, steps.")] = False,
+        output: Annotated[ReportFormat, typer.Option("-o", "--output", help="Report format: table or json.")]
+        = ReportFormat.table,
+    ) -> None:
+        from kubedra.migrate import MigrationError, Options, dump, migrate
+
+        inputs = [*(paths or []), *(files or [])]
+        if not inputs:
+            fail("no input: give FILES, a directory or - (or -f)")
+        options = Options(mode, min_memory, model, min_compute_capability, same_pcie_root, gpu_memory)
+        sources = read_sources(inputs)
+        try:
+            result = migrate(sources, options)
+        except MigrationError as error:
+            console = stderr_console()
+            for problem in error.problems:
+                console.print(f"error: {problem}", highlight=False, markup=False)
+            raise typer.Exit(EXIT_INVALID_INPUT) from error
+        if output_dir is not None:
+            _write_dir(output_dir, result)
+        else:
+            sys.stdout.write("---\n".join(dump(f.documents) for f in result.files if f.documents))
+        _print_report(result, report or output is ReportFormat.json, output)
+        raise typer.Exit(EXIT_OK)
+

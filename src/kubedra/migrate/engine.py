@@ -1,0 +1,465 @@
+"""The migration: inputs in, output documents and the report out (pure: no files, no printing).
+
+Per document: workloads (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob, and Lists of them) are
+migrated in the chosen mode; device-plugin configs (bare, or the values of the plugin's ConfigMap) become DRA
+DeviceClasses and driver values; DRA objects in the betas or the seed's legacy dialect are converted to v1 as
+``kubedra convert`` converts them (the same loader); everything else passes through untouched, comments included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from kubedra.migrate import deviceplugin as dp
+from kubedra.migrate import workloads as wl
+from kubedra.migrate.documents import (
+    ParsedDocument,
+    Source,
+    build,
+    insert_sorted,
+    keep_leading_comment,
+    parse,
+    plain,
+)
+from kubedra.migrate.model import Change, Decision, Migration, MigrationError, Mode, Options, OutputFile
+from kubedra.objects import legacy
+from kubedra.objects.errors import InvalidInputError, Location, Problem
+
+# Kinds of the built-in groups a manifest may hold; another kind in these groups is a typo, not a pass-through.
+KNOWN_KINDS: dict[str, set[str]] = {
+    "v1": {"Pod", "Service", "ConfigMap", "Secret", "Namespace", "ServiceAccount", "PersistentVolumeClaim",
+           "PersistentVolume", "Node", "Endpoints", "LimitRange", "ResourceQuota", "ReplicationController",
+           "PodTemplate", "Event", "List"},
+    "apps/v1": {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ControllerRevision"},
+    "batch/v1": {"Job", "CronJob"},
+    "resource.k8s.io": {"DeviceClass", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceTaintRule",
+                        "ResourceClass"},
+}
+
+
+def _known(api_version: str, kind: str) -> bool:
+    group = api_version.split("/", maxsplit=1)[0] if "/" in api_version else ""
+    table = KNOWN_KINDS.get(group if group == "resource.k8s.io" else api_version)
+    if table is None:
+        return group not in ("", "apps", "batch")  # another group: a CRD or an API kubedra does not know; passed
+    return kind in table
+
+
+def _name(data: Any) -> str:
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    if not isinstance(metadata, dict):
+        return ""
+    return str(metadata.get("name") or str(metadata.get("generateName") or "").rstrip("-"))
+
+
+def _namespace(data: Any) -> str | None:
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    value = metadata.get("namespace") if isinstance(metadata, dict) else None
+    return str(value) if value else None
+
+
+def _get(data: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+class _Run:
+    def __init__(self, sources: Sequence[Source], options: Options) -> None:
+        self.sources = sources
+        self.options = options
+        self.result = Migration()
+        self.problems: list[Problem] = []
+        self.template_names: set[tuple[str | None, str]] = set()
+        self.served: dict[str, Location] = {}  # extended-resource mode: name -> first workload asking for it
+        self.classes_in_input: set[str] = set()
+        self.class_names_in_input: set[str] = set()
+        self.first_file_for: dict[str, int] = {}
+        self.plugin_mapped: set[str] = set()
+        self.used_classes: set[str] = set()
+        self.plugin_classes: set[str] = set()
+        self.extra, errors = wl.requirements(options.min_memory, options.model, options.min_compute_capability,
+                                             options.same_pcie_root)
+        self.problems.extend(Problem(Location(), e) for e in errors)
+        if options.gpu_memory is not None and not dp.memory_ok(options.gpu_memory):
+            self.problems.append(Problem(Location(), f'--gpu-memory: Invalid value: "{options.gpu_memory}": '
+                                                     "must be a quantity of at least 1Mi, such as 80Gi"))
+        if options.mode is Mode.extended_resource and options.requirements():
+            flags = ", ".join(options.requirements())
+            self.problems.append(Problem(Location(), f"{flags}: cannot be used with --mode extended-resource "
+                                                     "(pod specs stay untouched there); use --mode claims"))
+
+    def change(self, where: Location, action: str, detail: str) -> None:
+        self.result.changes.append(Change(where, action, detail))
+
+    def decide(self, where: Location, message: str) -> None:
+        self.result.decisions.append(Decision(where, message))
+
+    # ---------------------------------------------------------------------------------------------- the run
+
+    def run(self) -> Migration:
+        if self.problems:
+            raise MigrationError(self.problems)
+        parsed: list[list[ParsedDocument]] = []
+        for source in self.sources:
+            documents, problems = parse(source)
+            self.problems.extend(problems)
+            parsed.append(documents)
+        if self.problems:
+            raise MigrationError(self.problems)
+        self.scan(parsed)
+        converted = self.convert_dra(parsed)
+        outputs: list[list[Any]] = []
+        for f, (source, documents) in enumerate(zip(self.sources, parsed, strict=True)):
+            out: list[Any] = []
+            for document in documents:
+                where = Location(source.name, document.index)
+                if (f, document.index) in converted:
+                    replacements = converted[(f, document.index)]
+                    if replacements:
+                        keep_leading_comment(document.data, replacements[0])
+                    for data in replacements:
+                        out.extend(self.document(f, where, data))
+                else:
+                    out.extend(self.document(f, where, document.data))
+            outputs.append(out)
+        if self.problems:
+            raise MigrationError(self.problems)
+        self.add_extended_classes(outputs)
+        self.result.files = [OutputFile(s.name, docs) for s, docs in zip(self.sources, outputs, strict=True)]
+        self.result.steps = steps(self.result, self.options, sorted(self.used_classes))
+        return self.result
+
+    def scan(self, parsed: list[list[ParsedDocument]]) -> None:
+        """Kinds are known; DeviceClasses already in the input (so a second run adds none)."""
+        for source, documents in zip(self.sources, parsed, strict=True):
+            for document in documents:
+                self.scan_one(Location(source.name, document.index), document.data)
+
+    def scan_one(self, where: Location, data: Any) -> None:
+        if not isinstance(data, dict):
+            return
+        kind, api_version = data.get("kind"), data.get("apiVersion")
+        if kind is None and api_version is None:
+            return  # a fragment or a device-plugin config: handled per document
+        if not isinstance(kind, str) or not isinstance(api_version, str) or not kind or not api_version:
+            self.problems.append(Problem(where, "Required value: apiVersion and kind must both be set"))
+            return
+        if not _known(api_version, kind):
+            self.problems.append(Problem(Location(where.file, where.document, f"{kind}/{_name(data)}"),
+                                         f'unknown kind "{kind}" in {api_version}'))
+            return
+        if kind == "List" and isinstance(data.get("items"), list):
+            for i, item in enumerate(data["items"]):
+                self.scan_one(Location(where.file, where.document, field=f"items[{i}]"), item)
+        if kind == "DeviceClass":
+            self.class_names_in_input.add(_name(data))
+            name = _get(data, ("spec", "extendedResourceName"))
+            if name:
+                self.classes_in_input.add(str(name))
+
+    def convert_dra(self, parsed: list[list[ParsedDocument]]) -> dict[tuple[int, int], list[Any]]:
+        """Beta and legacy DRA documents → v1 through the loader (references cross files: classes, claims)."""
+        from kubedra.objects.load import load_paths
+        from kubedra.objects.model import to_dict
+
+        picked: list[tuple[int, int]] = []
+        payload: list[tuple[str, Any]] = []
+        for f, (source, documents) in enumerate(zip(self.sources, parsed, strict=True)):
+            for document in documents:
+                if _needs_conversion(document.data) or _is_v1_claim(document.data):
+                    picked.append((f, document.index))
+                    payload.append((source.name, plain(document.data)))
+        if not any(_needs_conversion(d) for _, d in payload):
+            return {}
+        try:
+            loaded = load_paths([], documents=payload, api_validation=False)
+        except InvalidInputError as error:
+            self.problems.extend(Problem(self._local(p.location, picked), p.message) for p in error.problems)
+            return {}
+        out: dict[tuple[int, int], list[Any]] = {}
+        converting = {picked[i] for i, (_, d) in enumerate(payload) if _needs_conversion(d)}
+        for key in converting:
+            out[key] = []
+        items: list[tuple[Location, Any]] = [(loaded.location_of(o), _clean(to_dict(o))) for o in loaded.objects]
+        items.extend((r.location, r.data) for r in loaded.raw)
+        for location, data in sorted(items, key=lambda item: item[0].document or 0):
+            key = picked[location.document or 0]
+            if key in out:
+                out[key].append(build(data))
+        for warning in loaded.warnings:
+            where = self._local(warning.location, picked)
+            detail = f"{warning.written} -> {warning.today}" + (f" (assumed: {warning.assumed})"
+                                                                 if warning.assumed else "")
+            self.change(where, "converted", detail)
+        return out
+
+    def _local(self, location: Location, picked: list[tuple[int, int]]) -> Location:
+        if location.document is None or location.document >= len(picked):
+            return location
+        f, index = picked[location.document]
+        return Location(self.sources[f].name, index, location.object, location.field)
+
+    # ---------------------------------------------------------------------------------------------- per document
+
+    def document(self, f: int, where: Location, data: Any) -> list[Any]:
+        """The documents that replace ``data`` (itself, possibly rewritten, and what it needs first)."""
+        if dp.is_plugin_config(data):
+            return self.plugin_config(where, data)
+        if not isinstance(data, dict) or "kind" not in data:
+            if isinstance(data, dict) and legacy.classify(data) == "ContainerResources":
+                asks = wl.container_asks({"containers": [{"name": "fragment", "resources": data["resources"]}]},
+                                         "", where, self.problems)
+                if asks:
+                    self.decide(where, "a container's resources fragment, not an object: kept as is; put it in a "
+                                       "workload and run kubedra migrate on that")
+            return [data]
+        kind = str(data["kind"])
+        where = Location(where.file, where.document, f"{kind}/{_name(data)}", where.field)
+        if kind == "List" and isinstance(data.get("items"), list):
+            items = data["items"]
+            new_items: list[Any] = []
+            for i, item in enumerate(items):
+                at = Location(where.file, where.document, where.object, f"items[{i}]")
+                new_items.extend(self.document(f, at, item))
+            items[:] = new_items
+            return [data]
+        if kind == "ConfigMap" and isinstance(data.get("data"), dict):
+            return [data, *self.plugin_configmap(where, data)]
+        if kind in wl.POD_SPEC_PATHS:
+            return self.workload(f, where, kind, data)
+        return [data]
+
+    def workload(self, f: int, where: Location, kind: str, data: Any) -> list[Any]:
+        path = wl.POD_SPEC_PATHS[kind]
+        pod_spec = _get(data, path)
+        prefix = ".".join(path)
+        if where.field:  # inside a List
+            prefix = f"{where.field}.{prefix}"
+        asks = wl.container_asks(pod_spec, prefix, where, self.problems)
+        if not asks:
+            return [data]
+        if self.options.mode is Mode.extended_resource:
+            for ask in asks:
+                for gpu in ask.asks:
+                    self.served.setdefault(gpu.resource, where)
+                    self.first_file_for.setdefault(gpu.resource, f)
+                    self.change(where, "unchanged", f"{ask.path} ({ask.name}): {gpu.resource}: {gpu.count} stays; "
+                                f"served through DRA by DeviceClass {wl.class_for(gpu.resource)} on nodes without "
+                                "the device plugin")
+            return [data]
+        return [*self.to_claims(where, kind, data, pod_spec, prefix=prefix, asks=asks), data]
+
+    def to_claims(
+        self, where: Location, kind: str, data: Any, pod_spec: Any, *, prefix: str, asks: list[wl.ContainerAsk]
+    ) -> list[Any]:
+        templates: list[Any] = []
+        namespace = _namespace(data)
+        workload = _name(data) or kind.lower()
+        existing = pod_spec.get("resourceClaims") if isinstance(pod_spec.get("resourceClaims"), list) else []
+        taken = {str(c.get("name")) for c in existing if isinstance(c, dict)}
+        for ask in asks:
+            converted = [g for g in ask.asks if not g.resource.endswith(wl.SHARED_SUFFIX)]
+            for gpu in ask.asks:
+                if gpu.resource.endswith(wl.SHARED_SUFFIX):
+                    self.decide(where, f"{prefix}.{ask.path}: {gpu.resource} is a shared replica (device-plugin "
+                                       "time-slicing): kept; serve it with the .shared DeviceClass of the converted "
+                                       "device-plugin config, or claim a share of a GPU")
+            if not converted:
+                continue
+            claim = wl.dns_label(f"{ask.name}-gpu")
+            if claim in taken:
+                self.problems.append(Problem(Location(where.file, where.document, where.object,
+                                                      f"{prefix}.resourceClaims"),
+                                             f'Duplicate value: "{claim}": the pod already has a claim of this name'))
+                continue
+            taken.add(claim)
+            template = wl.dns_label(f"{workload}-{ask.name}-gpu", 253)
+            if (namespace, template) in self.template_names:
+                template = wl.dns_label(f"{workload}-{kind.lower()}-{ask.name}-gpu", 253)
+            self.template_names.add((namespace, template))
+            document, notes = wl.template_document(template, namespace, converted, self.extra)
+            self.used_classes.update(document_class(g) for g in converted)
+            templates.append(build(document))
+            self._rewrite_container(pod_spec, ask, converted, claim)
+            self._add_pod_claim(pod_spec, claim, template)
+            asked = ", ".join(f"{g.resource}: {g.count}" for g in converted)
+            got = ", ".join(f"{g.count} x {document_class(g)}" for g in converted)
+            self.change(where, "rewritten", f"{prefix}.{ask.path} ({ask.name}): {asked} -> resources.claims "
+                                            f"[{claim}], spec.resourceClaims {claim} from ResourceClaimTemplate "
+                                            f"{template}")
+            at = Location(where.file, where.document, f"ResourceClaimTemplate/{template}")
+            self.change(at, "added", f"{got}" + ("; " + "; ".join(self.extra.selectors) if self.extra.selectors
+                                                   else ""))
+            for note in notes:
+                self.decide(at, note)
+        return templates
+
+    @staticmethod
+    def _rewrite_container(pod_spec: Any, ask: wl.ContainerAsk, converted: list[wl.GpuAsk], claim: str) -> None:
+        container = pod_spec[ask.list_name][ask.index]
+        resources = container["resources"]
+        for part in ("limits", "requests"):
+            values = resources.get(part)
+            if not isinstance(values, dict):
+                continue
+            for gpu in converted:
+                values.pop(gpu.resource, None)
+            if not values:
+                del resources[part]
+        claims = resources.get("claims")
+        if not isinstance(claims, list):
+            claims = build([])
+            insert_sorted(resources, "claims", claims)
+        claims.append(build({"name": claim}))
+
+    @staticmethod
+    def _add_pod_claim(pod_spec: Any, claim: str, template: str) -> None:
+        claims = pod_spec.get("resourceClaims")
+        if not isinstance(claims, list):
+            claims = build([])
+            insert_sorted(pod_spec, "resourceClaims", claims)
+        claims.append(build({"name": claim, "resourceClaimTemplateName": template}))
+
+    # ---------------------------------------------------------------------------------------------- device plugin
+
+    def plugin_config(self, where: Location, data: Any) -> list[Any]:
+        return self._plugin(where, None, plain(data), prefix="")
+
+    def plugin_configmap(self, where: Location, data: Any) -> list[Any]:
+        configs: list[tuple[str, Any]] = []
+        for key, text in data["data"].items():
+            try:
+                value = YAML(typ="safe", pure=True).load(str(text))
+            except YAMLError:
+                continue
+            if dp.is_plugin_config(value):
+                configs.append((str(key), value))
+        if not configs:
+            return []
+        first = [c for c in configs if c[0] in ("default", "any")]  # the usual names of the config every node gets
+        out: list[Any] = []
+        for key, value in [*first, *(c for c in configs if c not in first)]:
+            out.extend(self._plugin(where, key, value, prefix=f"data[{key}]."))
+        return out
+
+    def _plugin(self, where: Location, key: str | None, config: Any, *, prefix: str) -> list[Any]:
+        result = dp.convert_config(config, key, mapped=self.plugin_mapped, classes=self.plugin_classes,
+                                   gpu_memory=self.options.gpu_memory)
+        for path, message in result.problems:
+            self.problems.append(Problem(Location(where.file, where.document, where.object, prefix + path), message))
+        out = []
+        for cls in result.classes:
+            name = cls["metadata"]["name"]
+            if name in self.class_names_in_input:
+                continue  # converted on an earlier run
+            out.append(build(cls))
+            at = Location(where.file, where.document, f"DeviceClass/{name}")
+            self.change(at, "added", f"from the device-plugin config{f' {key}' if key else ''}")
+        label = f"config {key}" if key else "config"
+        for note in result.notes:
+            self.decide(Location(where.file, where.document, where.object), f"device-plugin {label}: {note}")
+        if result.values:
+            self.result.driver_values.append({"config": key or "default", **result.values})
+        if where.object == "":
+            self.change(where, "converted", f"device-plugin {label} -> {len(result.classes)} DeviceClass(es) and "
+                                            "DRA driver values")
+        return out
+
+    # ---------------------------------------------------------------------------------------------- extended mode
+
+    def add_extended_classes(self, outputs: list[list[Any]]) -> None:
+        added: dict[int, list[Any]] = {}
+        for name, where in self.served.items():
+            if name in self.classes_in_input:
+                continue
+            document = wl.extended_class_document(name)
+            class_name = document["metadata"]["name"]
+            if class_name in self.class_names_in_input:
+                self.decide(where, f"DeviceClass {class_name} is in the input without extendedResourceName {name}: "
+                                   "add it there (not added twice)")
+                continue
+            added.setdefault(self.first_file_for[name], []).append(build(document))
+            at = Location(where.file, None, f"DeviceClass/{class_name}")
+            self.change(at, "added", f"extendedResourceName {name}: the scheduler serves {name} through DRA on "
+                                     "nodes whose allocatable does not list it")
+            if class_name == "gpu.nvidia.com":
+                self.decide(at, "NVIDIA's DRA driver chart installs DeviceClass gpu.nvidia.com with this "
+                                "extendedResourceName already (resource.k8s.io/v1): apply ours only if yours lacks it")
+        for f, documents in added.items():
+            outputs[f][:0] = documents
+        if self.served:
+            self.decide(Location(), "a node must not offer a name through both the device plugin and DRA: turn "
+                                    "the device plugin off node pool by pool; DRAExtendedResource is on by default "
+                                    "from 1.36 (alpha in 1.34 and 1.35: enable the gate on kube-apiserver, "
+                                    "kube-scheduler and kubelet)")
+
+
+def document_class(gpu: wl.GpuAsk) -> str:
+    return "mig.nvidia.com" if wl.mig_profile(gpu.resource) else "gpu.nvidia.com"
+
+
+def _needs_conversion(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return isinstance(data, list) and legacy.classify(data) is not None
+    if dp.is_plugin_config(data) or "kind" not in data:
+        return False
+    api_version = str(data.get("apiVersion", ""))
+    kind = legacy.classify(data)
+    if kind is not None and kind != "ContainerResources":
+        return True
+    return api_version.startswith("resource.k8s.io/") and api_version != "resource.k8s.io/v1"
+
+
+def _is_v1_claim(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("kind") == "ResourceClaim" and data.get(
+        "apiVersion") == "resource.k8s.io/v1"
+
+
+def _clean(document: dict[str, Any]) -> dict[str, Any]:
+    if document.get("status") in ({}, None):
+        return {k: v for k, v in document.items() if k != "status"}
+    return document
+
+
+def steps(result: Migration, options: Options, classes: list[str]) -> list[str]:
+    """The order of steps for the cluster (the seed's helm/kubectl steps, with the real chart and resource names);
+    ``classes``: the DeviceClasses the converted claims use."""
+    added_classes = sorted({c.location.object.split("/", 1)[1] for c in result.changes
+                            if c.location.object.startswith("DeviceClass/") and c.action == "added"})
+    templates = sorted({(c.location.object.split("/", 1)[1]) for c in result.changes
+                        if c.location.object.startswith("ResourceClaimTemplate/") and c.action == "added"})
+    values = " ".join(f"--set consumableShares={v['consumableShares']}" for v in result.driver_values[:1]
+                      if "consumableShares" in v)
+    out = [
+        "helm repo add nvidia https://helm.ngc.nvidia.com/nvidia && helm repo update",
+        "helm upgrade --install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --namespace nvidia-dra-driver-gpu "
+        f"--create-namespace{(' ' + values) if values else ''}",
+        "kubectl get deviceclasses" + (f" {' '.join(classes)}" if classes else ""),
+        "kubectl get resourceslices",
+    ]
+    if added_classes:
+        out.append(f"kubectl apply -f <the DeviceClasses above>   # {', '.join(added_classes)}")
+    out.append("kubectl apply -f <the migrated manifests>   # templates come before the workloads that use them")
+    if templates:
+        out.append(f"kubectl get resourceclaimtemplates -A | grep -E '{'|'.join(templates)}'")
+    out.append("kubectl label node <node> nvidia.com/gpu.deploy.device-plugin=false   # node pool by pool "
+               "(GPU Operator); or helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator "
+               "--set devicePlugin.enabled=false once every pool is done")
+    out.append("kubectl get resourceclaims -A   # one claim per pod, allocated when the pod is scheduled")
+    out.append("kubectl describe pod <pod> | grep -A 5 Events:")
+    if options.mode is Mode.extended_resource:
+        out.append("kubectl get pods -A -o custom-columns=NAME:.metadata.name,CLAIM:.status.extendedResourceClaimStatus"
+                   ".resourceClaimName   # pods served through DRA")
+    return out
+
+
+def migrate(sources: Sequence[Source], options: Options) -> Migration:
+    """Migrate every source; raise MigrationError with every problem (and produce nothing) if any input is bad."""
+    return _Run(sources, options).run()

@@ -1,0 +1,95 @@
+"""Schema validation against a Kubernetes release's OpenAPI schemas, strictly (unknown fields are errors).
+
+An adapter: the schemas are the JSON files kubernetes-validate ships (1.25-1.37, ``-local-strict``), read from its
+package on first use and compiled once per (release, kind, apiVersion). A kind no schema of that release knows is
+an error, except kubedra's own ``kubedra.io`` kinds (NodePool), which kubedra checks itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+KUBEDRA_GROUP = "kubedra.io"
+
+
+@dataclass(frozen=True)
+class SchemaProblem:
+    """One schema violation: the field path (``spec.devices.requests[0].exactly``) and the message."""
+
+    path: str
+    message: str
+    parts: tuple[Any, ...] = ()  # the path as keys and indexes, to find the line
+
+
+def _root() -> Any:
+    return resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+
+
+def releases() -> list[str]:
+    """The releases whose schemas are installed, as ``1.37``."""
+    names = [p.name for p in _root().iterdir() if p.name.endswith("-local-strict")]
+    found = {re.sub(r"^v(\d+\.\d+).*$", r"\1", n) for n in names}
+    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def _path(parts: Any) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+class SchemaChecker:
+    """Validators for one release, built on first use of each kind."""
+
+    def __init__(self, release: str) -> None:
+        available = {r: r for r in releases()}
+        if release not in available:
+            raise ValueError(f"no schemas for Kubernetes {release} (installed: {', '.join(available)})")
+        self.directory = _root().joinpath(f"v{release}.0-local-strict")
+        self.release = release
+        self._definitions: Any = None
+        self._validators: dict[tuple[str, str], Any] = {}
+
+    def _validator(self, kind: str, api_version: str) -> Any:
+        key = (kind, api_version)
+        if key not in self._validators:
+            import jsonschema
+            from referencing import Registry, Resource
+
+            group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+            schema_file = self.directory.joinpath(f"{kind.lower()}-{group_version}.json")
+            if not schema_file.is_file():
+                self._validators[key] = None
+            else:
+                if self._definitions is None:
+                    self._definitions = json.loads(self.directory.joinpath("_definitions.json").read_text())
+                schema = json.loads(schema_file.read_text())
+                registry = Resource.from_contents(self._definitions) @ (Resource.from_contents(schema) @ Registry())
+                self._validators[key] = jsonschema.Draft202012Validator(schema, registry=registry)
+        return self._validators[key]
+
+    def check(self, document: dict[str, Any]) -> list[SchemaProblem]:
+        """Every violation in ``document``; an unknown kind is one problem at ``kind``."""
+        kind, api_version = str(document.get("kind", "")), str(document.get("apiVersion", ""))
+        if api_version.split("/", 1)[0] == KUBEDRA_GROUP:
+            return []
+        validator = self._validator(kind, api_version)
+        if validator is None:
+            return [SchemaProblem("kind", f'Unsupported value: "{kind}": no kind "{kind}" in {api_version} in '
+                                          f"Kubernetes {self.release}", ("kind",))]
+        problems = []
+        for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
+            parts = tuple(error.absolute_path)
+            unexpected = re.findall(r"'([^']+)'", error.message.split("(", 1)[-1]) if error.validator == (
+                "additionalProperties") else []
+            for name in unexpected:  # the API server's strict field validation names each field
+                path = _path((*parts, name))
+                problems.append(SchemaProblem(path, f'unknown field "{path}"', (*parts, name)))
+            if not unexpected:
+                problems.append(SchemaProblem(_path(parts), error.message, parts))
+        return problems

@@ -1,0 +1,148 @@
+"""``kubedra migrate`` output on the real kube-apiserver (server-side dry run of every object) and kube-scheduler
+(a converted workload's pod is bound with the GPU count it asked for before) of the test control plane."""
+
+from __future__ import annotations
+
+import contextlib
+import urllib.error
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.controlplane.fixture import ControlPlane
+from tests.kube import builders as b
+
+from kubedra.cli import main
+
+pytestmark = pytest.mark.controlplane
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "migrate"
+PLURALS = {"Deployment": "deployments", "StatefulSet": "statefulsets", "Job": "jobs", "CronJob": "cronjobs",
+           "ConfigMap": "configmaps", "Pod": "pods", "DeviceClass": "deviceclasses",
+           "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates"}
+CLUSTER_SCOPED = {"DeviceClass"}
+
+
+def migrated(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, Any]]:
+    capsys.readouterr()
+    assert main(["migrate", *argv]) == 0
+    out, _ = capsys.readouterr()
+    return [d for d in yaml.safe_load_all(out) if d is not None]
+
+
+def collection(document: dict[str, Any], namespace: str) -> str:
+    api_version, kind = document["apiVersion"], document["kind"]
+    prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    if kind in CLUSTER_SCOPED:
+        return f"{prefix}/{PLURALS[kind]}"
+    return f"{prefix}/namespaces/{namespace}/{PLURALS[kind]}"
+
+
+def in_namespace(document: dict[str, Any], namespace: str) -> dict[str, Any]:
+    if document["kind"] not in CLUSTER_SCOPED:
+        document = {**document, "metadata": {**document["metadata"], "namespace": namespace}}
+    return document
+
+
+@pytest.mark.parametrize("mode", ["claims", "extended-resource"])
+def test_every_output_object_passes_a_server_side_dry_run(
+    capsys: pytest.CaptureFixture[str], control_plane: ControlPlane, namespace: str, mode: str
+) -> None:
+    extra = ["--min-memory", "40Gi", "--same-pcie-root"] if mode == "claims" else []
+    docs = migrated(capsys, "-f", str(EXAMPLES), "--mode", mode, "--gpu-memory", "80Gi", *extra)
+    assert {d["kind"] for d in docs} >= {"Deployment", "Job", "StatefulSet", "CronJob", "DeviceClass"}
+    for original in docs:
+        document = in_namespace(original, namespace)
+        try:
+            control_plane.request("POST", collection(document, namespace) + "?dryRun=All", document)
+        except urllib.error.HTTPError as error:
+            pytest.fail(f"{document['kind']}/{document['metadata']['name']}: {error.read().decode()}")
+
+
+def _gpu_slice(node: str, gpus: int) -> dict[str, Any]:
+    """NVIDIA-shaped whole GPUs (the attributes the converted selectors read), one PCIe root."""
+    body = b.node_slice(node, "gpu.nvidia.com", gpus, memory="80Gi")
+    for device in body["spec"]["devices"]:
+        device["attributes"] = {
+            "type": {"string": "gpu"},
+            "productName": {"string": "NVIDIA A100-SXM4-80GB"},
+            "cudaComputeCapability": {"version": "8.0.0"},
+            "resource.kubernetes.io/pcieRoot": {"string": "pci0000:00"},
+        }
+    return body
+
+
+def _ensure_gpu_class(control_plane: ControlPlane, capsys: pytest.CaptureFixture[str]) -> None:
+    """NVIDIA's gpu.nvidia.com class as extended-resource mode writes it (cluster-wide: created once)."""
+    (device_class, _) = migrated(capsys, "-f", str(EXAMPLES / "inference-deployment.yaml"), "--mode",
+                                 "extended-resource")
+    with contextlib.suppress(urllib.error.HTTPError):  # 409: an earlier test created it
+        control_plane.create(device_class)
+
+
+def _pod_from(workload: dict[str, Any], name: str, namespace: str, node: str) -> dict[str, Any]:
+    template = workload["spec"]["template"]
+    spec = {**template["spec"], "nodeSelector": {"kubernetes.io/hostname": node}, "terminationGracePeriodSeconds": 0}
+    spec.pop("restartPolicy", None)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def _bound(control_plane: ControlPlane, namespace: str, name: str) -> dict[str, Any]:
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+    def bound() -> dict[str, Any] | None:
+        pod = control_plane.get(path)
+        return pod if b.is_bound(pod) else None
+
+    result: dict[str, Any] = control_plane.wait_for(bound, timeout=60, what=f"pod {name} to be bound")
+    return result
+
+
+def _claim_results(control_plane: ControlPlane, namespace: str, claim: str) -> list[dict[str, Any]]:
+    path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{claim}"
+    found = control_plane.wait_for(lambda: control_plane.get(path).get("status", {}).get("allocation"),
+                                   what=f"claim {claim} allocated")
+    results: list[dict[str, Any]] = found["devices"]["results"]
+    return results
+
+
+def test_the_converted_training_job_gets_its_8_gpus_from_the_real_scheduler(
+    capsys: pytest.CaptureFixture[str], control_plane: ControlPlane, namespace: str
+) -> None:
+    _ensure_gpu_class(control_plane, capsys)
+    node = f"{namespace}-gpu"
+    control_plane.create_node(node, cpu="64", memory="1024Gi")
+    control_plane.create(_gpu_slice(node, 8))
+    template, job = migrated(capsys, "-f", str(EXAMPLES / "training-job.yaml"), "--min-memory", "40Gi", "--model",
+                             "A100*", "--min-compute-capability", "8.0", "--same-pcie-root")
+    control_plane.create(in_namespace(template, namespace))
+    control_plane.create(_pod_from(job, "trainer", namespace, node))
+    pod = _bound(control_plane, namespace, "trainer")
+    assert pod["spec"]["nodeName"] == node
+    statuses = control_plane.wait_for(
+        lambda: control_plane.get(f"/api/v1/namespaces/{namespace}/pods/trainer").get("status", {}).get(
+            "resourceClaimStatuses"), what="the generated claim's name")
+    results = _claim_results(control_plane, namespace, statuses[0]["resourceClaimName"])
+    assert len(results) == 8
+    assert {r["driver"] for r in results} == {"gpu.nvidia.com"}
+
+
+def test_extended_resource_mode_serves_nvidia_gpu_through_dra_on_the_real_scheduler(
+    capsys: pytest.CaptureFixture[str], control_plane: ControlPlane, namespace: str
+) -> None:
+    _ensure_gpu_class(control_plane, capsys)
+    node = f"{namespace}-dra"
+    control_plane.create_node(node, cpu="64", memory="1024Gi")  # no nvidia.com/gpu in allocatable: no device plugin
+    control_plane.create(_gpu_slice(node, 2))
+    docs = migrated(capsys, "-f", str(EXAMPLES / "inference-deployment.yaml"), "--mode", "extended-resource")
+    deployment = docs[-1]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    control_plane.create(_pod_from(deployment, "server", namespace, node))
+    _bound(control_plane, namespace, "server")
+    status = control_plane.wait_for(
+        lambda: control_plane.get(f"/api/v1/namespaces/{namespace}/pods/server").get("status", {}).get(
+            "extendedResourceClaimStatus"), what="the extended-resource claim")
+    assert status["requestMappings"][0]["resourceName"] == "nvidia.com/gpu"
+    assert len(_claim_results(control_plane, namespace, status["resourceClaimName"])) == 1
