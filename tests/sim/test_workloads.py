@@ -294,9 +294,9 @@ def bad_annotation(key: str, value: str, on_template: bool) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("doc", "expected"),
     [
-        (deployment_with(replica=2), [D + 'spec.replica: unknown field "replica"']),
-        (deployment_with(replicas="2"), [D + "spec.replicas: Expected `int | null`, got `str`"]),
-        (deployment_with(replicas=-1), [D + "spec.replicas: must be between 0 and 100000, got -1"]),
+        (deployment_with(replica=2), [D + 'spec.replica: unknown field "spec.replica"']),
+        (deployment_with(replicas="2"), [D + 'spec.replicas: Invalid value: "2": must be an integer, not string']),
+        (deployment_with(replicas=-1), [D + "spec.replicas: Invalid value: -1: must be greater than or equal to 0"]),
         (deployment_with(selector=None), [D + "spec.selector: Required value"]),
         (deployment_with(selector={}), [D + "spec.selector: Invalid value: empty selector is invalid for deployment"]),
         (
@@ -360,10 +360,10 @@ def bad_annotation(key: str, value: str, on_template: bool) -> dict[str, Any]:
             job(completionMode="Sometimes"),
             [J + 'spec.completionMode: Unsupported value: "Sometimes": supported values: "NonIndexed", "Indexed"'],
         ),
-        (job(parallelism=-1), [J + "spec.parallelism: must be between 0 and 100000, got -1"]),
+        (job(parallelism=-1), [J + "spec.parallelism: Invalid value: -1: must be greater than or equal to 0"]),
         (
             job(backoffLimit=3, ttlSecondsAfterFinished=60, podFailurePolicy={"rules": []}, typo=1),
-            [J + 'spec.typo: unknown field "typo"'],
+            [J + 'spec.typo: unknown field "spec.typo"'],
         ),
         (
             {"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {"containers": [{"name": "c"}]}},
@@ -381,7 +381,7 @@ def test_duplicate_pod_names_and_every_problem_reported() -> None:
         expand(apps("StatefulSet", name="db", replicas=1), pod, deployment_with(replicas=-3))
     assert [str(p) for p in err.value.problems] == [
         "w.yaml[1]: Pod/db-0: metadata.name: pod default/db-0 already exists",
-        "w.yaml[2]: Deployment/web: spec.replicas: must be between 0 and 100000, got -3",
+        "w.yaml[2]: Deployment/web: spec.replicas: Invalid value: -3: must be greater than or equal to 0",
     ]
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from kubedra.cluster.nodepool import Strict
-from kubedra.objects.model import ObjectMeta, PodSpec
+from kubedra.objects.model import Int32, ObjectMeta, PodSpec
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 
@@ -33,7 +33,7 @@ class PodTemplate(Strict, kw_only=True):
 
 
 class AppsSpec(Strict, kw_only=True):
-    replicas: int | None = None
+    replicas: Int32 | None = None
     selector: LabelSelector | None = None
     template: PodTemplate
     min_ready_seconds: Any = None
@@ -51,7 +51,7 @@ class ReplicaSetSpec(AppsSpec, kw_only=True):
 
 
 class Ordinals(Strict, kw_only=True):
-    start: int = 0
+    start: Int32 = 0
 
 
 class StatefulSetSpec(AppsSpec, kw_only=True):
@@ -64,8 +64,8 @@ class StatefulSetSpec(AppsSpec, kw_only=True):
 
 
 class JobSpec(Strict, kw_only=True):
-    parallelism: int | None = None
-    completions: int | None = None
+    parallelism: Int32 | None = None
+    completions: Int32 | None = None
     completion_mode: str = "NonIndexed"
     suspend: bool = False
     template: PodTemplate

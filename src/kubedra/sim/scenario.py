@@ -6,7 +6,7 @@ same name replace them). Documents of kinds a simulation cannot use are reported
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import msgspec
 
@@ -65,14 +65,25 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
     pool_nodes, pool_slices = expand_nodepools(pool_docs)
     nodes = [*loaded.of_kind(Node), *pool_nodes]
     problems: list[Problem] = []
-    seen: set[str] = set()
+    made_by = {p.data["metadata"]["name"]: p.location for p in pool_docs}  # expand_nodepools checked the shape
+    seen: dict[str, Location] = {}
+    loaded_nodes = {id(o) for o in loaded.objects}
     for node in nodes:
-        if node.metadata.name in seen:
-            where = Location(object=f"Node/{node.metadata.name}")
-            if node in loaded.objects:
-                where = loaded.location_of(node)
-            problems.append(Problem(where, f"duplicate node name {node.metadata.name!r}"))
-        seen.add(node.metadata.name)
+        name = node.metadata.name
+        if id(node) in loaded_nodes:
+            where = loaded.location_of(node)
+        else:  # a NodePool's node, <pool>-<index>
+            where = made_by.get(name.rpartition("-")[0], Location(object=f"Node/{name}"))
+        first = seen.get(name)
+        if first is None:
+            seen[name] = where
+        else:
+            problems.append(
+                Problem(
+                    replace(where, field="metadata.name"),
+                    f'Duplicate value: "{name}": Node {name} is also defined at {first}',
+                )
+            )
     if problems:
         raise InvalidInputError(problems)
     workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)

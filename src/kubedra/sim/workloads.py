@@ -28,6 +28,7 @@ from kubedra.cluster.gpuslices import name_suffix, stable_uid
 from kubedra.cluster.nodepool import RawLike, at, convert_strict, object_location
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.model import ObjectMeta, OwnerReference, Pod, PodStatus
+from kubedra.objects.validate import validate_metadata, validate_pod_spec
 from kubedra.sim.durations import DurationError, parse_duration
 from kubedra.sim.manifests import (
     DOCUMENTS,
@@ -181,11 +182,20 @@ class _Expander:
             ok = False
         return ok
 
+    def count_ok(self, where: Location, field: str, value: int) -> bool:
+        """A replica-like count: ``ValidateNonnegativeField``, then kubedra's own cap on what it expands."""
+        if value < 0:
+            self.bad(where, field, f"Invalid value: {value}: must be greater than or equal to 0")
+            return False
+        if value > MAX_REPLICAS:
+            self.bad(where, field, f"Invalid value: {value}: kubedra expands at most {MAX_REPLICAS} pods per workload")
+            return False
+        return True
+
     def replicas(self, where: Location, kind: str, spec: AppsSpec) -> int | None:
         replicas = 1 if spec.replicas is None else spec.replicas
         ok = True
-        if not 0 <= replicas <= MAX_REPLICAS:
-            self.bad(where, "spec.replicas", f"must be between 0 and {MAX_REPLICAS}, got {replicas}")
+        if not self.count_ok(where, "spec.replicas", replicas):
             ok = False
         if spec.selector is None:
             self.bad(where, "spec.selector", "Required value")
@@ -197,6 +207,11 @@ class _Expander:
             self.bad(
                 where, "spec.template.metadata.labels", "Invalid value: `selector` does not match template `labels`"
             )
+            ok = False
+        ordinals = getattr(spec, "ordinals", None)
+        if ordinals is not None and ordinals.start < 0:
+            start = ordinals.start
+            self.bad(where, "spec.ordinals.start", f"Invalid value: {start}: must be greater than or equal to 0")
             ok = False
         ok = self.check_template(where, kind, spec.template, ("Always",)) and ok
         return replicas if ok else None
@@ -262,8 +277,7 @@ class _Expander:
         if spec.parallelism is None and completions is None:
             completions = 1
         for field_, value in (("spec.parallelism", parallelism), ("spec.completions", completions)):
-            if value is not None and not 0 <= value <= MAX_REPLICAS:
-                self.bad(where, field_, f"must be between 0 and {MAX_REPLICAS}, got {value}")
+            if value is not None and not self.count_ok(where, field_, value):
                 ok = False
         indexed = spec.completion_mode == "Indexed"
         if spec.completion_mode not in ("NonIndexed", "Indexed"):
@@ -360,6 +374,15 @@ class _Expander:
             return
         if not doc.metadata.name:
             self.bad(where, "metadata.name", "Required value")
+            return
+        assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | JobDoc)
+        found = [
+            *validate_metadata(doc.metadata, label=isinstance(doc, StatefulSetDoc)),
+            *validate_pod_spec(doc.spec.template.spec, "spec.template.spec"),
+        ]
+        for path, message in found:
+            self.bad(where, path, message)
+        if found:
             return
         namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
         if isinstance(doc, JobDoc):
