@@ -126,7 +126,7 @@ def resources_reason(
     """NodeResourcesFit: ``Insufficient cpu`` and friends; DRA-served extended resources are not counted here."""
     allocatable = node.status.allocatable
     pods_allowed = allocatable.get("pods")
-    if pods_allowed is not None and usage.pods + 1 > int(Quantity.parse(pods_allowed).as_int64()):
+    if pods_allowed is not None and usage.pods + 1 > Quantity.parse(pods_allowed).value():
         return "Too many pods"
     for name, want in requests.items():
         if want <= ZERO or name in dra_extended:

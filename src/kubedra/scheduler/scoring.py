@@ -10,6 +10,7 @@ free, so GPU pods spread the way a default scheduler with DRA scoring spreads th
 from __future__ import annotations
 
 import enum
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,8 +40,11 @@ class DeviceUse:
 def _fraction_free(allocatable: Quantity, requested: Quantity) -> float | None:
     if allocatable <= ZERO:
         return None
-    free = allocatable.as_approximate_float() - requested.as_approximate_float()
-    return max(0.0, free) / allocatable.as_approximate_float()
+    capacity, used = allocatable.as_approximate_float(), requested.as_approximate_float()
+    if math.isfinite(capacity) and math.isfinite(used):
+        return max(0.0, capacity - used) / capacity
+    # Past a float's range (the API server accepts cpu: 1e999), the exact ratio; inf - inf would be NaN.
+    return max(0, allocatable.nanos - requested.nanos) / allocatable.nanos
 
 
 def node_score(
