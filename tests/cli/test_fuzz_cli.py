@@ -1,7 +1,7 @@
 """Hypothesis fuzzing of the command line, in-process: whatever the input, every command exits 0, 1 or 2.
 
 Inputs are small documents of every kind the commands read (NodePool, Node, ResourceSlice, DeviceClass,
-ResourceClaim(Template), Pod, Deployment, StatefulSet, Job), mutated — a field replaced by a wrong type, a huge,
+ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob), mutated — a field replaced by a wrong type, a huge,
 negative or non-finite number, a numeric string, a deleted or an unknown key — then written as YAML, as a JSON
 List, or as raw and damaged bytes, and given on stdin or as a directory of files. Every command runs on them:
 simulate, explain pod/claim, allocate, cel, convert, validate. An uncaught exception fails the test; a
@@ -130,7 +130,13 @@ JOB: dict[str, Any] = {
         "template": {**TEMPLATE_SPEC, "spec": {**TEMPLATE_SPEC["spec"], "restartPolicy": "Never"}},
     },
 }
-DOCUMENTS = [NODEPOOL, NODE, SLICE, CLASS, CLAIM, TEMPLATE, POD, DEPLOYMENT, STATEFULSET, JOB]
+CRONJOB: dict[str, Any] = {
+    "apiVersion": "batch/v1",
+    "kind": "CronJob",
+    "metadata": {"name": "nightly"},
+    "spec": {"schedule": "@daily", "jobTemplate": {"spec": copy.deepcopy(JOB["spec"])}},
+}
+DOCUMENTS = [NODEPOOL, NODE, SLICE, CLASS, CLAIM, TEMPLATE, POD, DEPLOYMENT, STATEFULSET, JOB, CRONJOB]
 
 COMMANDS: dict[str, list[str]] = {
     "simulate": ["simulate", "-o", "json"],

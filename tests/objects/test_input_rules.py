@@ -339,3 +339,21 @@ def test_decoder_never_raises_on_odd_values() -> None:
     for value in (float("nan"), float("inf"), 2**200, -(2**200), "1e999", [], {}):
         obj, problems = decode({"spec": {"containers": [{"resources": {"limits": {"cpu": value}}}]}}, Pod)
         assert obj is not None or problems
+
+
+def test_a_cronjob_is_checked_by_the_scenario_and_noted_as_not_simulated() -> None:
+    job_spec = deployment({"nvidia.com/gpu": 1})["spec"]["template"]
+    job_spec["spec"]["restartPolicy"] = "OnFailure"
+    cron = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": job_spec}}},
+    }
+    scenario = build_scenario(load_text(yaml.safe_dump(cron), source="in.yaml"))
+    assert scenario.notes == ["in.yaml[0]: CronJob/nightly: batch/v1 CronJob is not simulated; ignored"]
+    job_spec["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "one"}
+    assert _scenario_problems([cron]) == [
+        "in.yaml[0]: CronJob/nightly: spec.jobTemplate.spec.template.spec.containers[0].resources."
+        'limits[nvidia.com/gpu]: Invalid value: "one": must be a quantity (e.g. 40Gi, 500m, 1e3)'
+    ]

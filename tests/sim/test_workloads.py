@@ -415,3 +415,62 @@ spec: {containers: [{name: c}]}
     ]
     (run,) = expand_workloads(raws).jobs
     assert (run.namespace, run.run_for, run.completions, len(run.pods)) == ("ml", 7200.0, 4, 4)
+
+
+# --------------------------------------------------------------------------------------------------
+# Read as Kubernetes reads them: numbers as quantities, Go integer ranges, API names, every template checked
+
+
+def test_numbers_as_quantities_in_every_kind() -> None:
+    docs = [apps("Deployment"), apps("ReplicaSet", "rs"), apps("StatefulSet", "db"), job()]
+    for doc in docs:
+        doc["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": 1, "cpu": 0.5}
+    w = expand(*docs)
+    pods = [a.pod for a in w.arrivals] + [p for j in w.jobs for p in j.pods]
+    assert {pod.metadata.owner_references[0].kind for pod in pods} == {"ReplicaSet", "StatefulSet", "Job"}
+    assert all(p.spec.containers[0].resources.limits == {"nvidia.com/gpu": "1", "cpu": "0.5"} for p in pods)
+
+
+def test_template_quantities_and_names_are_validated() -> None:
+    doc = apps("Deployment", name="Web")
+    doc["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": -1}
+    found = problems(doc)
+    assert found[0].startswith('w.yaml[0]: Deployment/Web: metadata.name: Invalid value: "Web": a lowercase RFC 1123')
+    assert found[1:] == [
+        "w.yaml[0]: Deployment/Web: spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]: "
+        'Invalid value: "-1": must be greater than or equal to 0'
+    ]
+
+
+def test_replica_counts_beyond_int32_and_kubedras_cap() -> None:
+    assert problems(apps("Deployment", replicas=2**31), job(parallelism=200_000)) == [
+        "w.yaml[0]: Deployment/web: spec.replicas: Invalid value: 2147483648: cannot unmarshal number into Go value "
+        "of type int32",
+        "w.yaml[1]: Job/train: spec.parallelism: Invalid value: 200000: kubedra expands at most 100000 pods per "
+        "workload",
+    ]
+
+
+def cronjob(**template_limits: Any) -> dict[str, Any]:
+    spec = job()["spec"]
+    spec["template"]["spec"]["containers"][0]["resources"]["limits"] = template_limits
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "0 3 * * *", "concurrencyPolicy": "Forbid", "jobTemplate": {"spec": spec}},
+    }
+
+
+def test_cronjobs_are_read_and_checked_but_not_simulated() -> None:
+    assert expand(cronjob(**{"nvidia.com/gpu": 1})).arrivals == []
+    assert problems(cronjob(**{"nvidia.com/gpu": 0.5})) == [
+        "w.yaml[0]: CronJob/nightly: spec.jobTemplate.spec.template.spec.containers[0].resources."
+        'limits[nvidia.com/gpu]: Invalid value: "0.5": must be an integer'
+    ]
+    typo = cronjob()
+    typo["spec"]["jobTemplat"] = typo["spec"].pop("jobTemplate")
+    assert problems(typo) == [
+        'w.yaml[0]: CronJob/nightly: spec.jobTemplat: unknown field "spec.jobTemplat"',
+        "w.yaml[0]: CronJob/nightly: spec.jobTemplate: Required value",
+    ]

@@ -224,11 +224,12 @@ class Quantity:
         an ``int64Amount`` gives 0 (what ``positiveScaleInt64`` returns), an ``inf.Dec`` its low 64 bits.
         """
         shift = scale + 9
+        factor: int = 10 ** abs(shift)
         if shift >= 0:
-            whole, rest = divmod(abs(self._n), 10**shift)
+            whole, rest = divmod(abs(self._n), factor)
             magnitude = whole + (1 if rest else 0)
         else:
-            magnitude = abs(self._n) * 10**-shift
+            magnitude = abs(self._n) * factor
         value = -magnitude if self._n < 0 else magnitude
         if _INT64_MIN <= value <= _INT64_MAX:
             return value

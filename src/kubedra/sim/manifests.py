@@ -82,6 +82,22 @@ class JobSpec(Strict, kw_only=True):
     managed_by: Any = None
 
 
+class JobTemplate(Strict, kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: JobSpec
+
+
+class CronJobSpec(Strict, kw_only=True):
+    schedule: str
+    job_template: JobTemplate
+    time_zone: Any = None
+    starting_deadline_seconds: Any = None
+    concurrency_policy: Any = None
+    suspend: Any = None
+    successful_jobs_history_limit: Any = None
+    failed_jobs_history_limit: Any = None
+
+
 class _Doc(Strict, kw_only=True):
     api_version: str
     kind: str
@@ -105,11 +121,18 @@ class JobDoc(_Doc, kw_only=True):
     spec: JobSpec
 
 
+class CronJobDoc(_Doc, kw_only=True):
+    """Read and checked (its pod template as any other), not simulated: kubedra has no clock for schedules."""
+
+    spec: CronJobSpec
+
+
 DOCUMENTS: dict[str, type[_Doc]] = {
     "Deployment": DeploymentDoc,
     "ReplicaSet": ReplicaSetDoc,
     "StatefulSet": StatefulSetDoc,
     "Job": JobDoc,
+    "CronJob": CronJobDoc,
 }
 
 

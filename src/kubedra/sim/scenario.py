@@ -23,7 +23,7 @@ from kubedra.objects.model import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubedra.sim.workloads import Workloads, expand_workloads, is_workload
+from kubedra.sim.workloads import Workloads, expand_workloads, is_checked_only, is_workload
 
 
 @dataclass
@@ -56,12 +56,12 @@ def _describe(data: dict[str, object]) -> str:
 def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
     """Raises InvalidInputError listing every problem (duplicate nodes, bad NodePools or workloads)."""
     pool_docs: list[RawLike] = [r for r in loaded.raw if is_nodepool(r.data)]
-    workload_docs = [r for r in loaded.raw if is_workload(r.data)]
+    workload_docs = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
     notes = [
         f"{r.location}: {_describe(r.data)} is not simulated; ignored"
         for r in loaded.raw
         if not is_nodepool(r.data) and not is_workload(r.data)
-    ]
+    ]  # a CronJob among them: its pod template is checked all the same
     pool_nodes, pool_slices = expand_nodepools(pool_docs)
     nodes = [*loaded.of_kind(Node), *pool_nodes]
     problems: list[Problem] = []

@@ -33,6 +33,7 @@ from kubedra.sim.durations import DurationError, parse_duration
 from kubedra.sim.manifests import (
     DOCUMENTS,
     AppsSpec,
+    CronJobDoc,
     DeploymentDoc,
     JobDoc,
     PodTemplate,
@@ -53,6 +54,7 @@ WORKLOAD_KINDS = {
     "Job": "batch/v1",
     "Pod": "v1",
 }
+CHECKED_KINDS = {"CronJob": "batch/v1"}  # read and validated like the others, but not simulated
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,11 @@ class Workloads:
 def is_workload(data: dict[str, Any]) -> bool:
     """Whether a raw document is a kind this module expands."""
     return data.get("kind") in WORKLOAD_KINDS
+
+
+def is_checked_only(data: dict[str, Any]) -> bool:
+    """Whether a raw document is a kind this module checks but does not expand (CronJob)."""
+    return data.get("kind") in CHECKED_KINDS and str(data.get("apiVersion", "")).startswith("batch/")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -354,14 +361,15 @@ class _Expander:
     def raw(self, raw: RawLike) -> None:
         kind = raw.data.get("kind")
         where = object_location(raw, str(kind or "object"))
-        if kind not in WORKLOAD_KINDS:
+        versions = {**WORKLOAD_KINDS, **CHECKED_KINDS}
+        if kind not in versions:
             self.bad(where, "kind", f"{kind!r} is not a workload kubedra expands ({', '.join(WORKLOAD_KINDS)})")
             return
-        if raw.data.get("apiVersion") != WORKLOAD_KINDS[kind]:
+        if raw.data.get("apiVersion") != versions[kind]:
             self.bad(
                 where,
                 "apiVersion",
-                f"unsupported apiVersion {raw.data.get('apiVersion')!r} for {kind}; use {WORKLOAD_KINDS[kind]!r}",
+                f"unsupported apiVersion {raw.data.get('apiVersion')!r} for {kind}; use {versions[kind]!r}",
             )
             return
         if kind == "Pod":
@@ -375,14 +383,18 @@ class _Expander:
         if not doc.metadata.name:
             self.bad(where, "metadata.name", "Required value")
             return
-        assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | JobDoc)
+        assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | JobDoc | CronJobDoc)
+        if isinstance(doc, CronJobDoc):
+            template, template_path = doc.spec.job_template.spec.template, "spec.jobTemplate.spec.template.spec"
+        else:
+            template, template_path = doc.spec.template, "spec.template.spec"
         found = [
             *validate_metadata(doc.metadata, label=isinstance(doc, StatefulSetDoc)),
-            *validate_pod_spec(doc.spec.template.spec, "spec.template.spec"),
+            *validate_pod_spec(template.spec, template_path),
         ]
         for path, message in found:
             self.bad(where, path, message)
-        if found:
+        if found or isinstance(doc, CronJobDoc):
             return
         namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
         if isinstance(doc, JobDoc):
