@@ -53,6 +53,14 @@ def _describe(data: dict[str, object]) -> str:
     return "a document that is not a Kubernetes object"
 
 
+def _in_input_order(loaded: Loaded, problems: list[Problem]) -> list[Problem]:
+    """Problems sorted as the input was read (files, then documents), whichever stage found them."""
+    rank: dict[str, int] = {}
+    for where in [r.location for r in loaded.raw] + [loaded.location_of(o) for o in loaded.objects]:
+        rank.setdefault(where.file, len(rank))
+    return sorted(problems, key=lambda p: (rank.get(p.location.file, len(rank)), p.location.document or 0))
+
+
 def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
     """Raises InvalidInputError listing every problem (duplicate nodes, bad NodePools or workloads)."""
     pool_docs: list[RawLike] = [r for r in loaded.raw if is_nodepool(r.data)]
@@ -62,9 +70,13 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
         for r in loaded.raw
         if not is_nodepool(r.data) and not is_workload(r.data)
     ]  # a CronJob among them: its pod template is checked all the same
-    pool_nodes, pool_slices = expand_nodepools(pool_docs)
-    nodes = [*loaded.of_kind(Node), *pool_nodes]
     problems: list[Problem] = []
+    try:
+        pool_nodes, pool_slices = expand_nodepools(pool_docs)
+    except InvalidInputError as error:  # report the workloads' problems too, in one go
+        problems.extend(error.problems)
+        pool_nodes, pool_slices = [], []
+    nodes = [*loaded.of_kind(Node), *pool_nodes]
     made_by = {p.data["metadata"]["name"]: p.location for p in pool_docs}  # expand_nodepools checked the shape
     seen: dict[str, Location] = {}
     loaded_nodes = {id(o) for o in loaded.objects}
@@ -84,9 +96,12 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
                     f'Duplicate value: "{name}": Node {name} is also defined at {first}',
                 )
             )
+    try:
+        workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
+    except InvalidInputError as error:
+        problems.extend(error.problems)
     if problems:
-        raise InvalidInputError(problems)
-    workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
+        raise InvalidInputError(_in_input_order(loaded, problems))
     return Scenario(
         nodes=nodes,
         slices=[*loaded.of_kind(ResourceSlice), *pool_slices],

@@ -394,7 +394,7 @@ class _Expander:
         ]
         for path, message in found:
             self.bad(where, path, message)
-        if found or isinstance(doc, CronJobDoc):
+        if isinstance(doc, CronJobDoc):
             return
         namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
         if isinstance(doc, JobDoc):
