@@ -46,3 +46,17 @@ def test_json_lists_every_device(slices: Path, capsys: pytest.CaptureFixture[str
 def test_compile_error_exits_2(slices: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cel", "nope", "-f", str(slices), "-o", "json"]) == 2
     assert "undeclared reference to 'nope'" in capsys.readouterr().err
+
+
+def test_the_default_is_a_plain_table_even_when_piped(slices: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cel", 'device.attributes["gpu.example.com"].model == "A100"', "-f", str(slices)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "DEVICE                         MATCH   REASON",
+        "gpu.example.com/node-a/gpu-0   yes     <none>",
+        "gpu.example.com/node-a/gpu-1   no      selector is false",
+    ]
+
+
+def test_name_output_lists_the_matching_devices(slices: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cel", 'device.attributes["gpu.example.com"].model == "L4"', "-f", str(slices), "-o", "name"]) == 0
+    assert capsys.readouterr().out == "gpu.example.com/node-a/gpu-1\n"

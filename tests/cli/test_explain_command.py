@@ -148,3 +148,112 @@ def test_the_seed_demo_runs_by_default(capsys: pytest.CaptureFixture[str]) -> No
     body = json.loads(out)
     assert body["state"] == "allocated"
     assert body["pods"][0]["phase"] == "Running"
+
+
+WORKLOADS = """
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: ml}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: serve, namespace: ml}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: serve}}
+  template:
+    metadata: {labels: {app: serve}, annotations: {kubedra.io/run-for: 30m}}
+    spec:
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+      containers: [{name: main, image: x, resources: {claims: [{name: gpu}]}}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: sweep, namespace: ml}
+spec:
+  completions: 2
+  parallelism: 2
+  template:
+    metadata: {annotations: {kubedra.io/run-for: 10m}}
+    spec:
+      restartPolicy: Never
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+      containers: [{name: main, image: x, resources: {claims: [{name: gpu}]}}]
+"""
+
+
+@pytest.fixture
+def workloads(tmp_path: Path) -> Path:
+    path = tmp_path / "workloads.yaml"
+    path.write_text(CLUSTER + WORKLOADS)
+    return path
+
+
+def test_a_deleted_pod_is_reported_as_simulate_reports_it(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "-f", str(workloads), "-o", "json"]) == 0
+    events = json.loads(capsys.readouterr().out)["events"]
+    deleted = {e["object"].removeprefix("Pod "): e for e in events if e["type"] == "Deleted" and
+               e["object"].startswith("Pod ")}
+    assert len(deleted) == 3
+    for key, event in deleted.items():
+        code, out, _ = _run(capsys, "pod", key, "-f", str(workloads), "-o", "json")
+        assert code == 0
+        body = json.loads(out)
+        assert body["phase"] == "Deleted"
+        assert (body["node"], body["endedAt"], body["endReason"]) == (event["node"], event["seconds"],
+                                                                      event["message"])
+
+
+def test_a_deployment_is_explained_as_its_pods_grouped(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "deployment/serve", "-f", str(workloads), "-o", "json")
+    assert code == 0
+    body = json.loads(out)
+    assert body["workload"] == "Deployment/ml/serve"
+    assert body["summary"] == "3 pods: 3 Deleted"
+    [group] = body["groups"]
+    assert (group["phase"], group["count"]) == ("Deleted", 3)
+    assert group["explanation"]["endReason"] == "run-for elapsed: Deployment pods end by deletion"
+
+
+def test_a_job_in_the_table(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "job", "ml/sweep", "-f", str(workloads), "-o", "table")
+    assert code == 0
+    assert out.startswith("Job ml/sweep: 2 pods: 2 Succeeded\n  2 pods Succeeded on ")
+    assert "finished on node-" in out
+
+
+def test_an_unknown_workload_suggests_close_names(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "deploy", "serv", "-f", str(workloads))
+    assert (code, out) == (2, "")
+    assert "deployment 'serv' not found; did you mean: ml/serve?" in err
+
+
+def test_an_unknown_kind_exits_2(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "daemonset/x", "-f", str(workloads))
+    assert code == 2
+    assert "unknown kind 'daemonset'" in err
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_max_nodes_below_1_is_refused(scenario: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    code, out, err = _run(capsys, "pod", "trainer", "-f", str(scenario), "--max-nodes", value)
+    assert (code, out) == (2, "")
+    assert "--max-nodes" in err
+
+
+def test_a_deployments_replicaset_is_found_by_its_pods_owner(
+    workloads: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(capsys, "rs", "serve", "-f", str(workloads))
+    assert code == 2
+    suggested = err.split("did you mean: ", 1)[1].rstrip("?\n")
+    assert suggested.startswith("ml/serve-")
+    code, out, _ = _run(capsys, f"replicaset/{suggested}", "-f", str(workloads), "-o", "json")
+    assert code == 0
+    body = json.loads(out)
+    assert (body["workload"], body["summary"]) == (f"ReplicaSet/{suggested}", "3 pods: 3 Deleted")

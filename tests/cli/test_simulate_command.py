@@ -64,11 +64,10 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-def _table(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, str]:
-    """The table on a wide terminal, its box-drawing column rules turned into spaces for matching."""
-    monkeypatch.setenv("COLUMNS", "250")
-    code, out, _ = _run(capsys, *argv, "-o", "table")
-    return code, re.sub("[\u2500-\u257f]", " ", out)
+def _rows(out: str) -> list[list[str]]:
+    """The first table's rows split on blanks (the last column, REASON, may hold spaces: taken as the rest)."""
+    block = out.split("\n\n", 1)[0]
+    return [line.split(None, 6) for line in block.splitlines()]
 
 
 def test_no_arguments_runs_the_seed_scenario_and_prints_its_warnings(capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,22 +100,102 @@ def test_the_seed_run_is_reproducible(capsys: pytest.CaptureFixture[str]) -> Non
     assert first[1] == second[1]
 
 
-def test_table_output_lists_pods_and_the_gpu_summary(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    code, out = _table(capsys, monkeypatch)
+def test_the_default_output_is_a_plain_table_even_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys)  # capsys: stdout is not a terminal
     assert code == 0
-    assert "Pods" in out
-    assert "GPUs" in out
-    for header in ("POD", "PHASE", "NODE", "DEVICES / REASON", "MODEL", "TOTAL", "ALLOCATED", "SHARED"):
-        assert header in out
-    assert re.search(r"ml-training/trainer-\S+\s+Running\s+(a100|h100)-\d", out)
-    assert len(re.findall(r"inference/llm-inference-\S+\s+Running\s+a100-shared-0", out)) == 5
-    assert "(share 1)" in out
-    assert re.search(r"NVIDIA A100-SXM4-40GB\s+20\s+", out)
-    assert re.search(r"NVIDIA H100 80GB HBM3\s+16\s+", out)
-    assert "pods: 6 running, 3 succeeded, 0 deleted, 0 pending of 9" in out
-    assert "simulated time: 2h2m" in out
+    assert out.startswith("NAMESPACE   ")
+    assert not re.search("[\u2500-\u257f]", out)  # no box drawing
+    assert all(line == line.rstrip() for line in out.splitlines())
+    pods, gpus, summary = out.split("\n\n")
+    header, *rows = _rows(pods)
+    assert header == ["NAMESPACE", "NAME", "STATUS", "NODE", "DEVICES", "WAITED", "REASON"]
+    assert len(rows) == 9
+    assert [r[:2] for r in rows] == sorted(r[:2] for r in rows)  # by namespace, then name
+    trainer = next(r for r in rows if r[1].startswith("trainer-"))
+    assert trainer[0] == "ml-training"
+    assert trainer[2] == "Running"
+    assert re.fullmatch(r"h100-\d", trainer[3])
+    assert re.fullmatch(r"gpu-\d", trainer[4])
+    assert trainer[5:] == ["0s", "<none>"]
+    inference = [r for r in rows if r[1].startswith("llm-inference-")]
+    assert [(r[0], r[2], r[3]) for r in inference] == [("inference", "Running", "a100-shared-0")] * 5
+    assert sorted(r[4] for r in inference) == ["gpu-0(share)"] * 4 + ["gpu-1(share)"]
+    # Each column starts where its header starts: aligned, at least 3 spaces between columns.
+    lines = pods.splitlines()
+    for name in ("STATUS", "NODE", "DEVICES", "WAITED", "REASON"):
+        at = lines[0].index(name)
+        assert all(line[at - 3 : at] == "   " and line[at] != " " for line in lines), name
+    assert gpus.splitlines() == [
+        "GPUS   IN-USE   WHOLE   MIG   SHARED   PEAK   MODEL",
+        "20     2        0       0     2        2      NVIDIA A100-SXM4-40GB",
+        "16     1        1       0     0        3      NVIDIA H100 80GB HBM3",
+        "4      0        0       0     0        4      nvidia.com/gpu (device plugin)",
+    ]
+    assert summary.splitlines() == [
+        "Pods: 6 running, 3 succeeded, 0 deleted, 0 pending of 9; claims: 6 allocated, 0 pending; 5 shares in use",
+        "GPUs: 3 of 40 in use at the end (1 whole, 0 MIG-partitioned, 2 shared); peak 9 at 2m",
+        "Pending time: p50 0s, p99 0s, max 0s",
+        "Simulated time: 2h2m",
+    ]
+
+
+def test_wide_adds_columns_and_keeps_the_others(capsys: pytest.CaptureFixture[str]) -> None:
+    _, narrow, _ = _run(capsys)
+    code, wide, _ = _run(capsys, "-o", "wide")
+    assert code == 0
+    header = wide.splitlines()[0].split()
+    assert header == [
+        "NAMESPACE", "NAME", "STATUS", "NODE", "DEVICES", "WAITED", "CLAIMS", "ARRIVED", "STARTED", "FINISHED",
+        "REASON",
+    ]
+    narrow_rows = [r[:6] for r in _rows(narrow)]
+    wide_rows = [line.split()[:6] for line in wide.split("\n\n", 1)[0].splitlines()]
+    assert wide_rows == narrow_rows
+    trainer = next(line.split() for line in wide.splitlines() if " trainer-" in line)
+    assert trainer[6:10] == ["my-gpu-claim", "0s", "0s", "<none>"]
+    assert "MIG-CAPABLE   DEVICE-PLUGIN   MODEL" in wide
+
+
+def test_name_output_is_kind_slash_name_as_kubectl_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
+    _, table, _ = _run(capsys)
+    code, out, _ = _run(capsys, "-o", "name")
+    assert code == 0
+    names = out.splitlines()
+    assert names == [f"pod/{r[1]}" for r in _rows(table)[1:]]
+    assert len(names) == 9
+    assert all("/" not in n.removeprefix("pod/") for n in names)  # no namespace, as kubectl
+
+
+def test_no_headers_prints_the_pod_rows_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    _, table, _ = _run(capsys)
+    code, out, _ = _run(capsys, "--no-headers")
+    assert code == 0
+    assert [line.split() for line in out.splitlines()] == [line.split() for line in table.splitlines()[1:10]]
+    assert "NAMESPACE" not in out
+    assert len(out.splitlines()) == 9
+
+
+def test_quiet_silences_conversion_warnings_and_notes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "-q")
+    assert code == 0
+    assert err == ""
+    assert out.startswith("NAMESPACE")
+
+
+def test_json_summary_has_physical_gpus_peak_use_and_pending_time(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = _run(capsys, "-o", "json")
+    summary = json.loads(out)["summary"]
+    assert summary["gpus"]["total"] == 40
+    assert summary["gpus"]["peakInUse"] == 9
+    assert summary["gpus"]["peakTime"] == "2m"
+    assert {m["model"]: m["total"] for m in summary["gpus"]["models"]} == {
+        "NVIDIA A100-SXM4-40GB": 20,
+        "NVIDIA H100 80GB HBM3": 16,
+        "nvidia.com/gpu (device plugin)": 4,
+    }
+    assert summary["pendingTime"]["p99"] == "0s"
+    # What earlier releases printed is still there (extended, not broken).
+    assert summary["devices"][0] == {"model": "NVIDIA A100-SXM4-40GB", "total": 20, "allocated": 0, "sharedDevices": 2}
 
 
 def test_same_seed_gives_the_same_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -162,13 +241,15 @@ def test_fail_on_pending_exits_0_when_everything_is_scheduled(
     assert code == 0
 
 
-def test_table_shows_the_pending_reason(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_table_shows_the_pending_reason_and_the_longest_waiter(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out = _table(capsys, monkeypatch, *_files(tmp_path, replicas=3))
+    code, out, _ = _run(capsys, *_files(tmp_path, replicas=3))
     assert code == 0
-    assert re.search(r"default/web-\S+\s+Pending\s+-\s+0/2 nodes are available: 2 cannot allocate all claims\.", out)
-    assert "pods: 2 running, 0 succeeded, 0 deleted, 1 pending of 3" in out
+    pending = [row for row in _rows(out) if row[2] == "Pending"]
+    assert len(pending) == 1
+    assert pending[0][3:] == ["<none>", "<none>", "0s", "0/2 nodes are available: 2 cannot allocate all claims."]
+    assert "Pods: 2 running, 0 succeeded, 0 deleted, 1 pending of 3;" in out
 
 
 def test_a_bad_nodepool_exits_2_naming_file_object_and_field(

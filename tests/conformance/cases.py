@@ -20,6 +20,8 @@ message; then, for ``result == "error"`` only, ``messages_match(expected, actual
 * ``message`` is dropped by ``normalize``: for ``unschedulable`` the reason text
   is ours to choose; for ``error`` the full upstream text is stored and
   ``messages_match`` compares its stable part (see ``stable_message``).
+  ``reasons`` (kubedra's diagnosis of an unschedulable decision) is dropped too:
+  upstream has none.
 * Nothing is sorted: upstream's order of results, config entries and
   nodeSelector requirements is part of the contract. Empty lists and null
   fields are dropped, because the contract lets either side omit them.
@@ -83,7 +85,7 @@ def load_cases() -> list[Case]:
 
 def normalize(output: dict[str, Any]) -> dict[str, Any]:
     """The comparable part of a `kubedra allocate -o json` object (message dropped, see module doc)."""
-    out = {k: v for k, v in output.items() if k not in ("message", "stats")}
+    out = {k: v for k, v in output.items() if k not in ("message", "reasons", "stats")}
     return _prune(mask_share_ids(out))
 
 

@@ -7,11 +7,13 @@ from typing import Any
 import pytest
 
 from kubedra.objects.load import load_text
-from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend
-from kubedra.scheduler.explain import explain_claim, explain_pod, lookup
+from kubedra.scheduler import explain as explain_module
+from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET
+from kubedra.scheduler.explain import explain_claim, explain_pod, explain_workload, lookup
 from kubedra.scheduler.scoring import Policy
+from kubedra.sim.report import build_report
 from kubedra.sim.scenario import build_scenario
-from kubedra.sim.simulate import Options, prepare
+from kubedra.sim.simulate import Options, simulate
 
 CLASS = """
 apiVersion: resource.k8s.io/v1
@@ -113,12 +115,8 @@ spec:
 
 
 def run(text: str, step_budget: int = DEFAULT_STEP_BUDGET) -> tuple[Any, Any]:
-    scenario = build_scenario(load_text(text))
-    simulation = prepare(scenario, Options(policy=Policy.FIRST_FIT, step_budget=step_budget))
-    result = simulation.run()
-    backend = simulation.scheduler.backend
-    assert isinstance(backend, AllocatorBackend)
-    return result.state, backend.allocator
+    result = simulate(build_scenario(load_text(text)), Options(policy=Policy.FIRST_FIT, step_budget=step_budget))
+    return result.state, result.allocator
 
 
 def explain(text: str, key: str = "ml/waiting") -> dict[str, Any]:
@@ -582,3 +580,131 @@ def test_lookup(name: str, namespace: str | None, key: str | None, matches: list
     found = lookup(["ml/trainer", "dev/trainer", "ml/trainer-x"], name, namespace)
     assert found.key == key
     assert found.matches[: len(matches)] == matches
+
+
+# ---------------------------------------------------------------------------------------------- one answer everywhere
+
+
+def template(name: str) -> str:
+    return f"""
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  spec:
+    devices:
+      requests: [{{name: gpu, exactly: {{deviceClassName: gpu}}}}]
+"""
+
+
+def deployment(name: str, replicas: int, template_name: str, annotations: str = "{}", priority: int = 0) -> str:
+    return f"""
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: ml}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}, annotations: {annotations}}}
+    spec:
+      priority: {priority}
+      resourceClaims: [{{name: gpu, resourceClaimTemplateName: {template_name}}}]
+      containers: [{{name: main, image: x, resources: {{claims: [{{name: gpu}}]}}}}]
+"""
+
+
+def test_a_deployment_pod_that_ended_by_deletion_is_deleted_with_when_and_why() -> None:
+    text = CLASS + node("n1") + slice_("n1", gpus(2)) + template("one") + deployment(
+        "web", 2, "one", "{kubedra.io/run-for: 1h}")
+    result = simulate(build_scenario(load_text(text)), Options(policy=Policy.FIRST_FIT))
+    report = {line.pod: line.phase for line in build_report(result).pods}
+    for key in result.order:
+        data = explain_pod(result.state, result.allocator, key).as_dict()
+        assert data["phase"] == report[key] == "Deleted"
+        assert data["node"] == "n1"
+        assert (data["startedAt"], data["endedAt"]) == (0.0, 3600.0)
+        assert data["endReason"] == "run-for elapsed: Deployment pods end by deletion"
+        assert data["message"] == ("deleted at 3600s after running on n1 from 0s to 3600s: "
+                                   "run-for elapsed: Deployment pods end by deletion")
+        assert data["groups"] == []
+        assert [c["state"] for c in data["claims"]] == ["deleted"]
+
+
+def test_a_missing_template_is_named() -> None:
+    text = CLASS + node("n1") + slice_("n1", gpus(2)) + """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: waiting, namespace: ml}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: no-such-template}]
+  containers: [{name: main, image: x, resources: {claims: [{name: gpu}]}}]
+"""
+    data = explain(text)
+    assert data["phase"] == "Pending"
+    assert data["claims"][0]["state"] == "template not found"
+    assert reasons(data) == [
+        "pod claim 'gpu': ResourceClaimTemplate ml/no-such-template does not exist, so the resourceclaim controller "
+        'cannot create the claim (PodResourceClaim gpu: resource claim template "no-such-template": '
+        'resourceclaimtemplate.resource.k8s.io "no-such-template" not found)'
+    ]
+
+
+def test_the_run_records_the_controllers_event_for_a_missing_template() -> None:
+    text = CLASS + node("n1") + deployment("web", 1, "absent")
+    result = simulate(build_scenario(load_text(text)))
+    assert [(e.type, e.message) for e in result.events if e.type == "FailedResourceClaimCreation"] == [
+        ("FailedResourceClaimCreation", 'PodResourceClaim gpu: resource claim template "absent": '
+         'resourceclaimtemplate.resource.k8s.io "absent" not found')
+    ]
+
+
+def test_a_template_without_namespace_serves_pods_in_default() -> None:
+    text = CLASS + node("n1") + slice_("n1", gpus(1)) + template("one").replace(", namespace: ml", "") + """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one}]
+  containers: [{name: main, image: x, resources: {claims: [{name: gpu}]}}]
+"""
+    state, allocator = run(text)
+    assert explain_pod(state, allocator, "default/trainer").phase == "Running"
+
+
+def test_a_workloads_pods_are_grouped_by_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = CLASS + node("n1") + slice_("n1", gpus(2)) + template("one") + deployment("web", 5, "one")
+    state, allocator = run(text)
+    calls: list[str] = []
+    real = explain_module.explain_pod
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(state.pods[args[2]].phase)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(explain_module, "explain_pod", counting)
+    data = explain_workload(state, allocator, "Deployment", "ml/web").as_dict()
+    assert data["workload"] == "Deployment/ml/web"
+    assert data["summary"] == "5 pods: 3 Pending, 2 Running"
+    pending, running = data["groups"]
+    assert (pending["phase"], pending["count"], pending["nodes"]) == ("Pending", 3, [])
+    assert (running["phase"], running["count"], running["nodes"]) == ("Running", 2, ["n1"])
+    assert set(pending["pods"]) | set(running["pods"]) == set(state.pods)
+    example = pending["explanation"]
+    assert example["pod"] == pending["pods"][0]
+    assert example["summary"] == "0 of 1 nodes can run the pod now"
+    assert "2 devices match class gpu, both in use by" in example["groups"][0]["reason"]
+    # Pending pods of one template against one final state get one answer: it is computed once.
+    assert calls.count("Pending") == 1
+
+
+def test_pods_of_one_workload_that_ended_differently_are_separate_groups() -> None:
+    text = CLASS + node("n1") + slice_("n1", gpus(1)) + template("one") + deployment(
+        "web", 2, "one", "{kubedra.io/run-for: 1h}") + deployment("big", 1, "one", "{kubedra.io/start-after: 30m}", 10)
+    state, allocator = run(text)  # web's first pod runs 0-1h; then big, of higher priority, takes the GPU
+    web = explain_workload(state, allocator, "Deployment", "ml/web").as_dict()
+    assert [(g["phase"], g["count"]) for g in web["groups"]] == [("Pending", 1), ("Deleted", 1)]

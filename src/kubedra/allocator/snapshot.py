@@ -7,6 +7,7 @@ a Node with that name and no labels.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -52,23 +53,38 @@ class Snapshot:
             taint_rules=[o for o in items if isinstance(o, DeviceTaintRule)],
         )
 
-    def allocator(self, features: Features, *, interrupt: Callable[[], bool] | None = None) -> Allocator:
+    def allocator(
+        self,
+        features: Features,
+        *,
+        interrupt: Callable[[], bool] | None = None,
+        share_ids: Callable[[], str] | None = None,
+    ) -> Allocator:
         cel = CompileCache(features.cel_options())
         state = AllocatedState.from_claims(self.allocated, consumable_capacity=features.consumable_capacity)
-        return Allocator(features, state, self.classes, self.slices, cel, self.taint_rules, interrupt=interrupt)
+        return Allocator(features, state, self.classes, self.slices, cel, self.taint_rules, interrupt=interrupt,
+                         share_ids=share_ids or (lambda: str(uuid.uuid4())))
 
     def decide(
-        self, features: Features, *, explain: bool = False, interrupt: Callable[[], bool] | None = None
+        self,
+        features: Features,
+        *,
+        explain: bool = False,
+        interrupt: Callable[[], bool] | None = None,
+        share_ids: Callable[[], str] | None = None,
     ) -> tuple[Decision, Allocator]:
-        allocator = self.allocator(features, interrupt=interrupt)
+        """The decision; ``share_ids`` generates the shareIDs of shared devices (default: random UUIDs)."""
+        allocator = self.allocator(features, interrupt=interrupt, share_ids=share_ids)
         return allocate_on_node(allocator, self.node, self.pending, self.allocated, explain=explain), allocator
 
 
 def decision_document(node_name: str, decision: Decision) -> dict[str, Any]:
-    """The ``kubedra allocate -o json`` object (the contract external tests rely on)."""
+    """The ``kubedra allocate -o json`` object (the contract external tests rely on); ``reasons`` is the diagnosis
+    of an unschedulable decision (the lines the table prints), empty otherwise."""
     return {
         "node": node_name,
         "result": decision.result,
         "allocations": {key: allocation_to_dict(a) for key, a in decision.allocations.items()},
         "message": decision.message,
+        "reasons": decision.reasons,
     }

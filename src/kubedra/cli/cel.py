@@ -7,16 +7,37 @@ from typing import Any
 
 import typer
 
-from kubedra.cli.output import EXIT_INVALID_INPUT, OutputFormat, default_format, print_data, stderr_console
+from kubedra.cli.helptext import command_help
+from kubedra.cli.options import NoHeadersOption, OutputOption, QuietOption
+from kubedra.cli.output import (
+    EXIT_INVALID_INPUT,
+    TABLE_FORMATS,
+    Column,
+    OutputFormat,
+    Table,
+    default_format,
+    print_data,
+    print_names,
+    print_table,
+    stderr_console,
+)
 
-HELP = """Evaluate a CEL device selector against the devices of ResourceSlices.
-
-Each device is listed with whether it matches; a device that does not match shows false, or the
-evaluation error (e.g. "no such key: memory"). Unqualified names land in the slice driver's domain.
-
--o json prints a list of {"device": "<driver>/<pool>/<device>", "match": true|false, "error": "..."};
-"error" is always present and is "" when evaluation succeeded. A compile error exits 2 with its message.
-"""
+HELP = command_help(
+    "Evaluate a CEL device selector against the devices of ResourceSlices.",
+    "Each device is listed with whether it matches; a device that does not match shows why: the selector is false, "
+    "or the evaluation error (e.g. \"no such key: memory\"). Unqualified attribute names land in the slice "
+    "driver's domain. The table has DEVICE (driver/pool/device) MATCH REASON; -o name prints the devices that match, "
+    "one per line.",
+    "-o json prints a list of {\"device\": \"<driver>/<pool>/<device>\", \"match\": true|false, \"error\": "
+    "\"...\"}; \"error\" is always present and is \"\" when evaluation succeeded.",
+    examples=[
+        "kubedra cel 'device.attributes[\"gpu.nvidia.com\"].type == \"mig\"' -f examples/allocate/h100-mig.yaml",
+        "kubedra cel 'device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0'"
+        " -f examples/allocate/ -o name",
+        "kubedra cel 'device.driver ==' -f examples/allocate/l4-shares.yaml   # exit 2: a syntax error",
+    ],
+    exit_status="0 evaluated (whether or not any device matches), 2 a compile error or bad input.",
+)
 
 
 def evaluate(expression: str, slices: list[Any]) -> list[dict[str, Any]]:
@@ -41,16 +62,12 @@ def evaluate(expression: str, slices: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _table(rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    from kubedra.cli.output import stdout_console
-
-    table = Table("DEVICE", "MATCH", "REASON")
+def _table(rows: list[dict[str, Any]]) -> Table:
+    table = Table([Column("DEVICE"), Column("MATCH"), Column("REASON")])
     for row in rows:
         reason = row["error"] or ("" if row["match"] else "selector is false")
-        table.add_row(row["device"], "yes" if row["match"] else "no", reason)
-    stdout_console().print(table)
+        table.add(row["device"], "yes" if row["match"] else "no", reason)
+    return table
 
 
 def register(app: typer.Typer) -> None:
@@ -60,9 +77,9 @@ def register(app: typer.Typer) -> None:
         files: list[Path] = typer.Option(  # noqa: B008 - typer's declaration style
             ..., "-f", "--filename", help="Files or directories with ResourceSlices ('-' for stdin)."
         ),
-        output: OutputFormat | None = typer.Option(  # noqa: B008
-            None, "-o", "--output", help="table (terminal default) or json."
-        ),
+        output: OutputOption = None,
+        no_headers: NoHeadersOption = False,
+        quiet: QuietOption = False,
     ) -> None:
         from kubedra.cel import CelCompileError
         from kubedra.cli.output import fail_invalid, print_warnings
@@ -74,16 +91,16 @@ def register(app: typer.Typer) -> None:
             loaded = load_paths([str(f) for f in files])
         except InvalidInputError as exc:
             fail_invalid(exc)
-        warnings = getattr(loaded, "warnings", None)
-        if warnings:
-            print_warnings(warnings)
+        print_warnings(loaded.warnings, quiet=quiet)
         try:
             rows = evaluate(expression, list(loaded.of_kind(ResourceSlice)))
         except CelCompileError as exc:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise SystemExit(EXIT_INVALID_INPUT) from None
         fmt = output or default_format()
-        if fmt is OutputFormat.table:
-            _table(rows)
+        if fmt is OutputFormat.name:
+            print_names(row["device"] for row in rows if row["match"])
+        elif fmt in TABLE_FORMATS:
+            print_table(_table(rows), fmt, headers=not no_headers)
         else:
             print_data(rows, fmt)

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from kubedra.cli.options import InputFiles
+from kubedra.cli.helptext import command_help
+from kubedra.cli.options import InputFiles, QuietOption
 from kubedra.cli.output import EXIT_OK, fail_invalid, print_warnings
 
 
@@ -17,25 +18,21 @@ class ConvertFormat(enum.StrEnum):
     json = "json"
 
 
-HELP = """Print the objects of FILEs as resource.k8s.io/v1 (and core/v1) manifests.
-
-Reads multi-document YAML or JSON: resource.k8s.io v1, v1beta2, v1beta1 (and v1alpha3 DeviceTaintRule),
-core/v1 Node and Pod, List kinds, and the seed article's legacy dialect (ResourceClass, NvidiaGPUConfig,
-claims with resourceClassName, pods with source.resourceClaimName). Every conversion is explained by a
-warning on stderr: what was written, what it means in v1, what kubedra assumed. Documents of other
-kinds (Deployment, NodePool, PrometheusRule, ...) are passed through unchanged.
-
-Output: a YAML multi-document stream (-o yaml, the default) or one v1 List (-o json).
-Exit status: 0 converted, 2 invalid input (every problem on stderr).
-
-Examples:
-
-  kubedra convert -f seed/01-resourceclass.yaml
-
-  kubedra convert -f manifests/ -o json > v1.json
-
-  cat claim-v1beta1.yaml | kubedra convert -f -
-"""
+HELP = command_help(
+    "Print the objects of FILEs as resource.k8s.io/v1 (and core/v1) manifests.",
+    "Reads multi-document YAML or JSON: resource.k8s.io v1, v1beta2, v1beta1 (and v1alpha3 DeviceTaintRule), "
+    "core/v1 Node and Pod, List kinds, and the seed article's legacy dialect (ResourceClass, NvidiaGPUConfig, "
+    "claims with resourceClassName, pods with source.resourceClaimName). Every conversion is explained by a warning "
+    "on stderr (-q drops them): what was written, what it means in v1, what kubedra assumed. Documents of other "
+    "kinds (Deployment, NodePool, PrometheusRule, ...) are passed through unchanged.",
+    "Output: a YAML multi-document stream (-o yaml, the default) or one v1 List (-o json).",
+    examples=[
+        "kubedra convert -f src/kubedra/data/seed/01-resourceclass.yaml",
+        "kubedra convert -f src/kubedra/data/seed -q -o json > v1.json",
+        "cat src/kubedra/data/seed/02-claim-and-pod.yaml | kubedra convert -f -",
+    ],
+    exit_status="0 converted, 2 invalid input (every problem on stderr).",
+)
 
 
 def _clean(document: dict[str, Any]) -> dict[str, Any]:
@@ -45,7 +42,7 @@ def _clean(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def _documents(paths: list[str]) -> list[dict[str, Any]]:
+def _documents(paths: list[str], quiet: bool) -> list[dict[str, Any]]:
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
     from kubedra.objects.model import to_dict
@@ -54,7 +51,7 @@ def _documents(paths: list[str]) -> list[dict[str, Any]]:
         loaded = load_paths(paths)
     except InvalidInputError as error:
         fail_invalid(error)
-    print_warnings(loaded.warnings)
+    print_warnings(loaded.warnings, quiet=quiet)
     entries: list[tuple[tuple[int, int, int], dict[str, Any]]] = []
     files: dict[str, int] = {}
     for seq, obj in enumerate(loaded.objects):
@@ -77,12 +74,13 @@ def register(app: typer.Typer) -> None:
             ConvertFormat,
             typer.Option("-o", "--output", help="yaml: a multi-document stream; json: one v1 List."),
         ] = ConvertFormat.yaml,
+        quiet: QuietOption = False,
     ) -> None:
         import json
 
         import yaml
 
-        documents = _documents(files)
+        documents = _documents(files, quiet)
         if output is ConvertFormat.json:
             body = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": documents}
             sys.stdout.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")

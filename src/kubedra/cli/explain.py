@@ -1,15 +1,18 @@
-"""``kubedra explain pod|claim NAME``: run the scenario as ``kubedra simulate`` does, then say why, node by node."""
+"""``kubedra explain KIND/NAME``: the one simulation ``kubedra simulate`` reports, then why, node by node."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
+from kubedra.cli.helptext import command_help
 from kubedra.cli.options import (
     GatesOption,
     OutputOption,
     PolicyOption,
+    QuietOption,
     ScenarioFiles,
     SeedOption,
     VersionOption,
@@ -17,102 +20,153 @@ from kubedra.cli.options import (
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
     EXIT_OK,
+    TABLE_FORMATS,
     OutputFormat,
     default_format,
     print_data,
+    require_format,
     stderr_console,
     stdout_console,
 )
 from kubedra.scheduler.scoring import Policy
 
-HELP = " ".join(
-    [
-        "Explain why a pod is pending — or where it runs, on which devices, and which other nodes could run it —",
-        "after simulating the scenario exactly as [bold]kubedra simulate[/bold] does (same inputs; with no -f the",
-        "seed scenario on the demo cluster).\n\n",
-        "Every node is checked in kube-scheduler's order: the pod's claims, node rules (node name, selector and",
-        "affinity, taints, cpu/memory/pods, device-plugin resources), claims already allocated elsewhere, then the",
-        "allocator, whose diagnosis names the claim and request that failed and why (the selector and the values it",
-        "reads, the claims holding the devices, matchAttribute, counter sets, taints, consumable capacity).",
-        "Nodes with the same explanation are grouped.\n\n",
-        "-o json prints {pod, phase, node, message, summary, claims, groups: [{check, reason, reasons, count,",
-        "nodes}]}; for a claim {claim, state, devices, allocatedOn, reservedFor, message, pods, groups}.\n\n",
-        "Exit status: 0 when explained, 2 when the pod or claim does not exist (close names are suggested) or the",
-        "input is bad.",
-    ]
+HELP = command_help(
+    "Why a pod is pending, where it runs, or how it ended; why a claim is not allocated; a workload's pods, grouped.",
+    "Explains the simulation [bold]kubedra simulate[/bold] reports (same inputs, same run; with no -f the seed "
+    "scenario on the demo cluster).",
+    "KIND is pod, claim, deployment, statefulset, replicaset or job (kubectl's short names too), as [bold]KIND NAME"
+    "[/bold] or [bold]KIND/NAME[/bold]; NAME may be namespace/name. A workload's pods are grouped: pods with the same "
+    "answer together.",
+    "Every node is checked in kube-scheduler's order: the pod's claims, node rules (node name, selector and affinity, "
+    "taints, cpu/memory/pods, device-plugin resources), claims already allocated elsewhere, then the allocator, whose "
+    "diagnosis names the claim and request that failed and why (the selector and the values it reads, the claims "
+    "holding the devices, matchAttribute, counter sets, taints, consumable capacity). Nodes with the same explanation "
+    "are grouped.",
+    "-o json prints {pod, phase, node, message, summary, startedAt, endedAt, endReason, claims, groups: [{check, "
+    "reason, reasons, count, nodes}]}; for a claim {claim, state, devices, allocatedOn, reservedFor, message, pods, "
+    "groups}; for a workload {workload, summary, groups: [{phase, count, pods, nodes, explanation}]}.",
+    examples=[
+        "kubedra explain pod trainer-n92p7 -n ml-training",
+        "kubedra explain pod/ml-training/trainer-n92p7 -o json",
+        "kubedra explain claim my-gpu-claim -n ml-training",
+        "kubedra explain deployment/llm-inference",
+        "kubedra explain pod no-such-pod   # exit 2: not found",
+    ],
+    exit_status="0 when explained, 2 when the object does not exist (close names are suggested) or the input is bad.",
 )
 
+KINDS = {
+    **dict.fromkeys(("pod", "pods", "po"), "pod"),
+    **dict.fromkeys(("claim", "claims", "resourceclaim", "resourceclaims"), "resourceclaim"),
+    **dict.fromkeys(("deployment", "deployments", "deploy"), "Deployment"),
+    **dict.fromkeys(("statefulset", "statefulsets", "sts"), "StatefulSet"),
+    **dict.fromkeys(("replicaset", "replicasets", "rs"), "ReplicaSet"),
+    **dict.fromkeys(("job", "jobs"), "Job"),
+}
+
 NamespaceOption = Annotated[str | None, typer.Option("-n", "--namespace", help="Namespace (default: any).")]
-MaxNodesOption = Annotated[int, typer.Option("--max-nodes", help="Node names shown per group in the table.")]
+MaxNodesOption = Annotated[
+    int, typer.Option("--max-nodes", min=1, help="Node (and pod) names shown per group in the table.")
+]
 
 
-def _simulate(files: list[str] | None, policy: Policy, seed: int, version: str, gates: str) -> tuple[Any, Any]:
-    """The final state and the allocator over it; exits 2 on bad input."""
+def _simulate(
+    files: list[str] | None, policy: Policy, seed: int, version: str, gates: str, quiet: bool = False
+) -> tuple[Any, Any]:
+    """The final state of the one run ``kubedra simulate`` makes of these inputs, and that run's allocator."""
     from kubedra.cli.simulate import load_scenario
-    from kubedra.scheduler.dra import AllocatorBackend
-    from kubedra.sim.simulate import Options, prepare
+    from kubedra.sim.simulate import Options, simulate
 
     loaded, scenario, features = load_scenario(files, seed, version, gates)
-    if loaded.warnings:
+    if loaded.warnings and not quiet:
         stderr_console().print(
             f"Note: {len(loaded.warnings)} conversion warning(s); kubedra simulate prints them", highlight=False,
             markup=False,
         )
-    simulation = prepare(scenario, Options(policy=policy, seed=seed, features=features))
-    result = simulation.run()
-    backend = simulation.scheduler.backend
-    assert isinstance(backend, AllocatorBackend)
-    return result.state, backend.allocator
+    result = simulate(scenario, Options(policy=policy, seed=seed, features=features))
+    return result.state, result.allocator
 
 
-def _not_found(kind: str, name: str, matches: list[str], ambiguous: bool) -> None:
-    console = stderr_console()
-    if ambiguous:
-        console.print(f"error: {kind} name {name!r} is ambiguous: {', '.join(matches)}; use -n or ns/name",
-                      highlight=False, markup=False)
-    else:
-        hint = f"; did you mean: {', '.join(matches)}?" if matches else ""
-        console.print(f"error: {kind} {name!r} not found{hint}", highlight=False, markup=False)
+def _fail(message: str) -> None:
+    stderr_console().print(f"error: {message}", highlight=False, markup=False)
     raise typer.Exit(EXIT_INVALID_INPUT)
 
 
-def _nodes_text(nodes: list[str], limit: int) -> str:
-    shown = ", ".join(nodes[:limit])
-    more = len(nodes) - limit
+def _not_found(kind: str, name: str, matches: list[str], ambiguous: bool) -> None:
+    if ambiguous:
+        _fail(f"{kind} name {name!r} is ambiguous: {', '.join(matches)}; use -n or ns/name")
+    hint = f"; did you mean: {', '.join(matches)}?" if matches else ""
+    _fail(f"{kind} {name!r} not found{hint}")
+
+
+def _names_text(names: list[str], limit: int) -> str:
+    shown = ", ".join(names[:limit])
+    more = len(names) - limit
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def _print_groups(groups: list[dict[str, Any]], limit: int, fits_text: str) -> None:
-    console = stdout_console()
+def _say(text: str) -> None:
+    stdout_console().print(text, highlight=False, markup=False)
+
+
+def _print_groups(groups: list[dict[str, Any]], limit: int, fits_text: str, indent: str = "") -> None:
     for group in groups:
         count = group["count"]
-        head = f"  {count} node{'s' if count != 1 else ''} ({_nodes_text(group['nodes'], limit)}): "
+        head = f"{indent}  {count} node{'s' if count != 1 else ''} ({_names_text(group['nodes'], limit)}): "
         reason = fits_text if group["check"] == "fits" else group["reason"]
-        console.print(head + reason, highlight=False, markup=False)
+        _say(head + reason)
 
 
-def _print_pod(data: dict[str, Any], limit: int) -> None:
-    console = stdout_console()
-
-    def say(text: str) -> None:
-        console.print(text, highlight=False, markup=False)
-
-    where = f" on {data['node']}" if data["node"] else ""
-    say(f"Pod {data['pod']}: {data['phase']}{where}")
+def _print_pod(data: dict[str, Any], limit: int, indent: str = "", title: bool = True) -> None:
+    body = indent + "  " if title else indent
+    if title:
+        where = f" on {data['node']}" if data["node"] else ""
+        _say(f"{indent}Pod {data['pod']}: {data['phase']}{where}")
     if data["message"]:
-        say(f"  {data['message']}")
+        _say(f"{body}{data['message']}")
     for claim in data["claims"]:
         devices = f": {', '.join(claim['devices'])}" if claim["devices"] else ""
-        say(f"  claim {claim['claim']} ({claim['state']}){devices}")
+        _say(f"{body}claim {claim['claim']} ({claim['state']}){devices}")
     if data["groups"]:
-        say(f"Nodes: {data['summary']}")
+        _say(f"{indent}Nodes: {data['summary']}")
         fits = "could run it now" if data["phase"] == "Running" else "fits now"
-        _print_groups(data["groups"], limit, fits)
+        _print_groups(data["groups"], limit, fits, indent)
+
+
+def _print_claim(data: dict[str, Any], limit: int) -> None:
+    where = f" on {data['allocatedOn']}" if data["allocatedOn"] else ""
+    _say(f"ResourceClaim {data['claim']}: {data['state']}{where}")
+    if data["devices"]:
+        _say(f"  devices: {', '.join(data['devices'])}")
+    if data["reservedFor"]:
+        _say(f"  reserved for: {', '.join(data['reservedFor'])}")
+    _say(f"  {data['message']}")
+    if data["groups"]:
+        _say("Nodes:")
+        _print_groups(data["groups"], limit, "the claim fits now")
+    for pod in data["pods"]:
+        _say("")
+        _print_pod(pod, limit)
+
+
+def _print_workload(data: dict[str, Any], limit: int) -> None:
+    kind, _, key = data["workload"].partition("/")
+    _say(f"{kind} {key}: {data['summary']}")
+    for group in data["groups"]:
+        count, explanation = group["count"], group["explanation"]
+        pods = _names_text([p.split("/", 1)[1] for p in group["pods"]], limit)
+        nodes = f" on {_names_text(group['nodes'], limit)}" if group["nodes"] else ""
+        _say(f"  {count} pod{'s' if count != 1 else ''} {group['phase']}{nodes} ({pods})")
+        if group["phase"] == "Running":
+            continue
+        if count > 1:
+            _say(f"    for example pod {explanation['pod'].split('/', 1)[1]}:")
+        _print_pod(explanation, limit, indent="    ", title=False)
 
 
 def _explain(
-    kind: str,
-    name: str,
+    target: str,
+    name: str | None,
     namespace: str | None,
     files: list[str] | None,
     policy: Policy,
@@ -121,32 +175,58 @@ def _explain(
     gates: str,
     output: OutputFormat | None,
     max_nodes: int,
+    quiet: bool = False,
 ) -> None:
-    """Run the scenario, find the pod or claim, explain it, print it; exits 0 (or 2 when it does not exist)."""
-    from kubedra.scheduler.explain import explain_claim, explain_pod, lookup
+    """Run the scenario once, find the object, explain it, print it; exits 0 (or 2 when it does not exist)."""
+    from kubedra.scheduler.explain import explain_claim, explain_pod, explain_workload, lookup, workload_keys
 
-    state, allocator = _simulate(files, policy, seed, version, gates)
-    objects = state.pods if kind == "pod" else state.claims
-    found = lookup(objects, name, namespace)
+    require_format(output or default_format(), (*TABLE_FORMATS, OutputFormat.json, OutputFormat.yaml), "explain")
+    written, _, inline = target.partition("/")
+    kind = KINDS.get(written.lower())
+    if kind is None:
+        _fail(f"unknown kind {written!r}: explain pod, claim, deployment, statefulset, replicaset or job")
+    assert kind is not None
+    if inline and name:
+        _fail(f"give the name once: {target!r} or {written} {name!r}")
+    wanted = inline or name
+    if not wanted:
+        _fail(f"which {kind.lower()}? e.g. kubedra explain {written} NAME")
+    assert wanted is not None
+    state, allocator = _simulate(files, policy, seed, version, gates, quiet)
+    label = kind.lower()
+    if kind == "pod":
+        keys = list(state.pods)
+    elif kind == "resourceclaim":
+        keys = list(state.claims)
+    else:
+        keys = workload_keys(state, kind)
+    found = lookup(keys, wanted, namespace)
     if found.key is None:
-        _not_found(kind, name, found.matches, ambiguous=_ambiguous(found.matches, name))
+        _not_found(label, wanted, found.matches, ambiguous=_ambiguous(found.matches, wanted))
     assert found.key is not None
-    explain = explain_pod if kind == "pod" else explain_claim
-    data = explain(state, allocator, found.key, policy=policy.value).as_dict()
+    printer: Callable[[dict[str, Any], int], None]
+    if kind == "pod":
+        data, printer = explain_pod(state, allocator, found.key, policy=policy.value).as_dict(), _print_pod
+    elif kind == "resourceclaim":
+        data, printer = explain_claim(state, allocator, found.key, policy=policy.value).as_dict(), _print_claim
+    else:
+        data = explain_workload(state, allocator, kind, found.key, policy=policy.value).as_dict()
+        printer = _print_workload
     fmt = output or default_format()
-    if fmt is OutputFormat.table:
-        (_print_pod if kind == "pod" else _print_claim)(data, max_nodes)
+    if fmt in TABLE_FORMATS:
+        printer(data, max_nodes)
     else:
         print_data(data, fmt)
     raise typer.Exit(EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:
-    explain_app = typer.Typer(help=HELP, no_args_is_help=True, rich_markup_mode="rich")
-
-    @explain_app.command("pod", help="Why a pod is pending, or where it runs. " + HELP)
-    def explain_pod_command(
-        name: Annotated[str, typer.Argument(help="Pod name, or namespace/name.")],
+    @app.command("explain", help=HELP, no_args_is_help=True)
+    def explain_command(
+        target: Annotated[
+            str, typer.Argument(metavar="KIND[/NAME]", help="pod, claim, deployment, statefulset, replicaset or job.")
+        ],
+        name: Annotated[str | None, typer.Argument(metavar="NAME", help="Name, or namespace/name.")] = None,
         namespace: NamespaceOption = None,
         files: ScenarioFiles = None,
         policy: PolicyOption = Policy.LEAST_ALLOCATED,
@@ -155,49 +235,13 @@ def register(app: typer.Typer) -> None:
         feature_gates: GatesOption = "",
         output: OutputOption = None,
         max_nodes: MaxNodesOption = 5,
+        quiet: QuietOption = False,
     ) -> None:
-        _explain("pod", name, namespace, files, policy, seed, kubernetes_version, feature_gates, output, max_nodes)
-
-    @explain_app.command("claim", help="Where a claim is allocated, or why not. " + HELP)
-    def explain_claim_command(
-        name: Annotated[str, typer.Argument(help="ResourceClaim name, or namespace/name.")],
-        namespace: NamespaceOption = None,
-        files: ScenarioFiles = None,
-        policy: PolicyOption = Policy.LEAST_ALLOCATED,
-        seed: SeedOption = 0,
-        kubernetes_version: VersionOption = "1.37",
-        feature_gates: GatesOption = "",
-        output: OutputOption = None,
-        max_nodes: MaxNodesOption = 5,
-    ) -> None:
-        _explain("resourceclaim", name, namespace, files, policy, seed, kubernetes_version, feature_gates, output,
-                 max_nodes)
-
-    app.add_typer(explain_app, name="explain", help="Why a pod is pending or where it runs; why a claim is not "
-                  "allocated. Node by node, grouped.")
+        _explain(
+            target, name, namespace, files, policy, seed, kubernetes_version, feature_gates, output, max_nodes, quiet
+        )
 
 
 def _ambiguous(matches: list[str], name: str) -> bool:
     bare = name.rsplit("/", 1)[-1]
     return len(matches) > 1 and all(m.split("/", 1)[1] == bare for m in matches)
-
-
-def _print_claim(data: dict[str, Any], limit: int) -> None:
-    console = stdout_console()
-
-    def say(text: str) -> None:
-        console.print(text, highlight=False, markup=False)
-
-    where = f" on {data['allocatedOn']}" if data["allocatedOn"] else ""
-    say(f"ResourceClaim {data['claim']}: {data['state']}{where}")
-    if data["devices"]:
-        say(f"  devices: {', '.join(data['devices'])}")
-    if data["reservedFor"]:
-        say(f"  reserved for: {', '.join(data['reservedFor'])}")
-    say(f"  {data['message']}")
-    if data["groups"]:
-        say("Nodes:")
-        _print_groups(data["groups"], limit, "the claim fits now")
-    for pod in data["pods"]:
-        say("")
-        _print_pod(pod, limit)

@@ -27,5 +27,13 @@ GatesOption = Annotated[
 ]
 OutputOption = Annotated[
     OutputFormat | None,
-    typer.Option("-o", "--output", help="table, json or yaml (default: table on a terminal, else json)."),
+    typer.Option(
+        "-o",
+        "--output",
+        help="table (the default, piped or not), wide (more columns), name (kind/name per row), json or yaml.",
+    ),
 ]
+NoHeadersOption = Annotated[
+    bool, typer.Option("--no-headers", help="Table output without the header row (as kubectl's --no-headers).")
+]
+QuietOption = Annotated[bool, typer.Option("-q", "--quiet", help="Do not print conversion warnings and notes.")]

@@ -6,39 +6,64 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from kubedra.cli.options import GatesOption, OutputOption, PolicyOption, ScenarioFiles, SeedOption, VersionOption
+from kubedra.cli.helptext import command_help
+from kubedra.cli.options import (
+    GatesOption,
+    NoHeadersOption,
+    OutputOption,
+    PolicyOption,
+    QuietOption,
+    ScenarioFiles,
+    SeedOption,
+    VersionOption,
+)
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
     EXIT_OK,
     EXIT_UNSCHEDULABLE,
+    TABLE_FORMATS,
+    Column,
     OutputFormat,
+    Table,
     default_format,
     fail_invalid,
     print_data,
+    print_lines,
+    print_names,
+    print_table,
     print_warnings,
+    resource_name,
     stderr_console,
-    stdout_console,
 )
 from kubedra.scheduler.scoring import Policy
 
-HELP = " ".join(
-    [
-        "Schedule a GPU cluster's workloads with DRA over simulated time and report where everything landed.\n\n",
-        "Inputs are plain Kubernetes manifests (files or directories, repeatable; - for stdin): Nodes and",
-        "ResourceSlices or kubedra's compact NodePool inventory, DeviceClasses (NVIDIA's chart defaults are built",
-        "in), ResourceClaims, ResourceClaimTemplates, DeviceTaintRules, Pods, Deployments, StatefulSets, ReplicaSets",
-        "and Jobs. Pods arrive after the annotation kubedra.io/start-after (e.g. 10m) and run for",
-        "kubedra.io/run-for (e.g. 2h; absent: forever).\n\n",
-        "With no -f, the seed article's objects run on a built-in demo cluster of A100 and H100 nodes.\n\n",
-        "Examples: [bold]kubedra simulate[/bold] · [bold]kubedra simulate -f cluster/ -f workloads/",
-        "--policy most-allocated -o yaml > final.yaml[/bold]\n\n",
-        "Exit status: 0 when the simulation ran (1 with --fail-on-pending if a pod stayed pending), 2 for bad input.",
-    ]
+HELP = command_help(
+    "Schedule a GPU cluster's workloads with DRA over simulated time and report where everything landed.",
+    "Inputs are plain Kubernetes manifests (files or directories, repeatable; - for stdin): Nodes and ResourceSlices "
+    "or kubedra's compact NodePool inventory, DeviceClasses (NVIDIA's chart defaults are built in), ResourceClaims, "
+    "ResourceClaimTemplates, DeviceTaintRules, Pods, Deployments, StatefulSets, ReplicaSets and Jobs. Pods arrive "
+    "after the annotation kubedra.io/start-after (e.g. 10m) and run for kubedra.io/run-for (e.g. 2h; absent: "
+    "forever). With no -f, the seed article's objects run on a built-in demo cluster of A100 and H100 nodes.",
+    "Output: a table of pods (NAMESPACE NAME STATUS NODE DEVICES WAITED REASON, by namespace and name; -o wide adds "
+    "CLAIMS ARRIVED STARTED FINISHED), a table of physical GPUs per model (in use at the end, whole, MIG-partitioned, "
+    "shared, peak over the run) and a summary (pods, claims, peak GPU use, pending time p50/p99/max, longest "
+    "waiters). --no-headers prints the pod rows alone; -o name prints pod/NAME per pod (kubectl's form: no "
+    "namespace); -o json|yaml prints the final state as Kubernetes objects (items), the summary and the events.",
+    examples=[
+        "kubedra simulate",
+        "kubedra simulate -q -o wide",
+        "kubedra simulate -q --no-headers | awk '$3 == \"Running\" {print $4}' | sort | uniq -c",
+        "kubedra simulate -f src/kubedra/data/demo -f src/kubedra/data/seed --policy most-allocated -o yaml"
+        " > final.yaml",
+        "kubedra simulate -q -o name",
+        "kubedra simulate -q --fail-on-pending",
+    ],
+    exit_status="0 when the simulation ran (1 with --fail-on-pending if a pod stayed pending), 2 for bad input.",
 )
+
+PROGRESS_FROM = 200  # pods; smaller runs finish before a bar is worth drawing
 
 
 def default_inputs() -> list[str]:
@@ -48,8 +73,10 @@ def default_inputs() -> list[str]:
     return [str(seed_dir()), str(Path(data) / "demo")]
 
 
-def load_scenario(files: list[str] | None, seed: int, version: str, gates: str) -> tuple[Any, Any, Any]:
-    """(loaded objects, scenario, features) for ``simulate`` and ``explain``; exits 2 on bad input."""
+def load_scenario(
+    files: list[str] | None, seed: int, version: str, gates: str, *, api_validation: bool = True
+) -> tuple[Any, Any, Any]:
+    """(loaded objects, scenario, features) for ``simulate``, ``explain`` and ``allocate``; exits 2 on bad input."""
     from kubedra.allocator import FeatureGateError, Features, parse_gates
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
@@ -61,14 +88,15 @@ def load_scenario(files: list[str] | None, seed: int, version: str, gates: str) 
         stderr_console().print(f"error: {exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_INVALID_INPUT) from exc
     try:
-        loaded = load_paths(files or default_inputs())
+        loaded = load_paths(files or default_inputs(), api_validation=api_validation)
         scenario = build_scenario(loaded, seed=seed)
     except InvalidInputError as exc:
         fail_invalid(exc)
     return loaded, scenario, features
 
 
-def _progress_run(run: Any, total_hint: int, show: bool) -> Any:
+def _progress_run(run: Any, show: bool) -> Any:
+    """The run, with a progress bar on a terminal; its total comes from the simulation, fixed before the first pod."""
     if not show:
         return run(None)
     with Progress(
@@ -80,37 +108,113 @@ def _progress_run(run: Any, total_hint: int, show: bool) -> Any:
         console=stderr_console(),
         transient=True,
     ) as progress:
-        task = progress.add_task("simulate", total=total_hint)
+        task = progress.add_task("simulate", total=None)
 
         def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+            progress.update(task, completed=min(done, total), total=total)
 
         return run(update)
 
 
-def _table(report: Any, console: Console) -> None:
-    pods = Table(title="Pods", title_justify="left", show_edge=False, pad_edge=False)
-    for column in ("POD", "PHASE", "NODE", "DEVICES / REASON"):
-        pods.add_column(column, overflow="fold")
-    for line in report.pods:
-        detail = ", ".join(line.devices) if line.devices else line.reason
-        pods.add_row(line.pod, line.phase, line.node or "-", detail or "-")
-    console.print(pods)
-    summary = report.summary
-    devices = Table(title="GPUs", title_justify="left", show_edge=False, pad_edge=False)
-    for column in ("MODEL", "TOTAL", "ALLOCATED", "SHARED"):
-        devices.add_column(column)
-    for row in summary["devices"]:
-        devices.add_row(row["model"], str(row["total"]), str(row["allocated"]), str(row["sharedDevices"]))
-    console.print(devices)
-    p, c = summary["pods"], summary["claims"]
-    console.print(
-        f"pods: {p['running']} running, {p['succeeded']} succeeded, {p['deleted']} deleted, {p['pending']} pending "
-        f"of {p['total']}; "
-        f"claims: {c['allocated']} allocated, {c['pending']} pending; shares in use: {summary['shares']}; "
-        f"simulated time: {summary['simulatedTime']}",
-        highlight=False,
+def _time(seconds: float | None) -> str:
+    from kubedra.sim.report import format_duration
+
+    return "" if seconds is None else format_duration(seconds)
+
+
+def pod_table(report: Any) -> Table:
+    """One row per pod, by namespace and name; DEVICES are the device names (``gpu-0``, ``gpu-0(share)``)."""
+    table = Table(
+        [
+            Column("NAMESPACE"),
+            Column("NAME"),
+            Column("STATUS"),
+            Column("NODE"),
+            Column("DEVICES"),
+            Column("WAITED"),
+            Column("CLAIMS", wide=True),
+            Column("ARRIVED", wide=True),
+            Column("STARTED", wide=True),
+            Column("FINISHED", wide=True),
+            Column("REASON"),
+        ]
     )
+    for line in sorted(report.pods, key=lambda line: (line.namespace, line.name)):
+        table.add(
+            line.namespace,
+            line.name,
+            line.phase,
+            line.node,
+            ",".join(line.device_names),
+            _time(line.waited),
+            ",".join(line.claims),
+            _time(line.arrived),
+            _time(line.started),
+            _time(line.finished),
+            line.reason,
+        )
+    return table
+
+
+def gpu_table(gpus: dict[str, Any]) -> Table:
+    """Physical GPUs per model (the model last: product names have spaces)."""
+    table = Table(
+        [
+            Column("GPUS"),
+            Column("IN-USE"),
+            Column("WHOLE"),
+            Column("MIG"),
+            Column("SHARED"),
+            Column("PEAK"),
+            Column("MIG-CAPABLE", wide=True),
+            Column("DEVICE-PLUGIN", wide=True),
+            Column("MODEL"),
+        ]
+    )
+    for m in gpus["models"]:
+        table.add(
+            *(
+                str(m[key])
+                for key in ("total", "inUse", "whole", "migPartitioned", "shared", "peakInUse", "migCapable",
+                            "devicePlugin")
+            ),
+            m["model"],
+        )
+    return table
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """What users ask first: how many pods ran or wait, GPUs in use and at peak, how long pods waited."""
+    p, c, g, w = summary["pods"], summary["claims"], summary["gpus"], summary["pendingTime"]
+    lines = [
+        f"Pods: {p['running']} running, {p['succeeded']} succeeded, {p['deleted']} deleted, {p['pending']} pending "
+        f"of {p['total']}; claims: {c['allocated']} allocated, {c['pending']} pending; "
+        f"{summary['shares']} shares in use",
+        f"GPUs: {g['inUse']} of {g['total']} in use at the end ({g['whole']} whole, {g['migPartitioned']} "
+        f"MIG-partitioned, {g['shared']} shared); peak {g['peakInUse']} at {g['peakTime']}",
+        f"Pending time: p50 {w['p50']}, p99 {w['p99']}, max {w['max']}",
+    ]
+    if w["longest"]:
+        waiters = ", ".join(
+            f"{x['pod']} {x['waited']}{' (still pending)' if x['stillPending'] else ''}" for x in w["longest"]
+        )
+        lines.append(f"Longest waiters: {waiters}")
+    lines.append(f"Simulated time: {summary['simulatedTime']}")
+    return lines
+
+
+def print_report(report: Any, fmt: OutputFormat, headers: bool) -> None:
+    """The chosen output: pods, GPUs and the summary as tables; names; or the whole report as JSON or YAML."""
+    if fmt is OutputFormat.name:
+        pods = sorted(report.pods, key=lambda line: (line.namespace, line.name))
+        print_names(resource_name("Pod", line.name) for line in pods)
+    elif fmt in TABLE_FORMATS:
+        print_table(pod_table(report), fmt, headers=headers)
+        if headers:  # --no-headers: the pod rows alone, for scripts
+            print_lines(["", *gpu_table(report.summary["gpus"]).lines(wide=fmt is OutputFormat.wide), ""])
+            print_lines(summary_lines(report.summary))
+    else:
+        print_data(report.as_document(), fmt)
 
 
 def register(app: typer.Typer) -> None:
@@ -122,6 +226,8 @@ def register(app: typer.Typer) -> None:
         kubernetes_version: VersionOption = "1.37",
         feature_gates: GatesOption = "",
         output: OutputOption = None,
+        no_headers: NoHeadersOption = False,
+        quiet: QuietOption = False,
         fail_on_pending: Annotated[
             bool, typer.Option("--fail-on-pending", help="Exit 1 if any pod is still pending at the end.")
         ] = False,
@@ -129,22 +235,19 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--exact", help="Run the allocator on every node (no index); slower, same decisions.")
         ] = False,
     ) -> None:
+        from functools import partial
+
         from kubedra.sim.report import build_report
-        from kubedra.sim.simulate import Options, prepare
+        from kubedra.sim.simulate import Options, simulate
 
         loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates)
-        print_warnings(loaded.warnings)
-        for note in scenario.notes:
-            stderr_console().print(f"[yellow]Note:[/yellow] {note}", highlight=False)
+        print_warnings(loaded.warnings, quiet=quiet)
+        print_warnings(scenario.notes, quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
-        simulation = prepare(scenario, options)
-        fmt = output or default_format()
-        total = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
-        result = _progress_run(simulation.run, total, show=stderr_console().is_terminal and total >= 200)
+        pods = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
+        show = stderr_console().is_terminal and pods >= PROGRESS_FROM
+        result = _progress_run(partial(simulate, scenario, options), show=show)
         report = build_report(result, [str(w) for w in loaded.warnings] + scenario.notes)
-        if fmt is OutputFormat.table:
-            _table(report, stdout_console())
-        else:
-            print_data(report.as_document(), fmt)
+        print_report(report, output or default_format(), headers=not no_headers)
         pending = report.summary["pods"]["pending"]
         raise typer.Exit(EXIT_UNSCHEDULABLE if fail_on_pending and pending else EXIT_OK)

@@ -40,6 +40,7 @@ class PodRecord:
     started_at: float | None = None
     finished_at: float | None = None
     deleted: bool = False  # removed at the end of its run (a Deployment's, ReplicaSet's or StatefulSet's pod)
+    end_reason: str = ""  # why it was deleted (at ``finished_at``)
     pending_reason: str = ""
     claim_keys: list[str] = field(default_factory=list)
     extended_claim_key: str = ""
@@ -47,6 +48,14 @@ class PodRecord:
     @property
     def key(self) -> str:
         return _key(self.pod.metadata.namespace, self.pod.metadata.name)
+
+    @property
+    def phase(self) -> str:
+        """The one answer every report gives: ``Deleted`` once removed, else the pod's phase (``Pending`` unset).
+
+        The simulation report and ``explain`` both read it, so they cannot disagree about how a pod ended.
+        """
+        return "Deleted" if self.deleted else (self.pod.status.phase or "Pending")
 
 
 @dataclass

@@ -27,10 +27,12 @@ class Location:
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with the input."""
+    """One thing wrong with the input; ``unreadable`` when it could not even be read (a file that cannot be
+    opened, text that does not parse), as opposed to an object the API server would reject."""
 
     location: Location
     message: str
+    unreadable: bool = False
 
     def __str__(self) -> str:
         where = str(self.location)

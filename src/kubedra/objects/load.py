@@ -151,6 +151,10 @@ class _Builder:
     def problem(self, location: Location, message: str) -> None:
         self.problems.append(Problem(location, message))
 
+    def unreadable(self, location: Location, message: str) -> None:
+        """A problem that stopped the input being read at all (see :class:`Problem`)."""
+        self.problems.append(Problem(location, message, unreadable=True))
+
     # -- dispatch ---------------------------------------------------------------------------------
 
     def add_document(self, document: Document, source: str) -> None:
@@ -339,13 +343,13 @@ def _files(path: str, builder: _Builder) -> list[str]:
                 builder.problem(Location(path), "no .yaml, .yml or .json files in this directory")
             return files
     except OSError as exc:
-        builder.problem(Location(path), f"cannot read: {exc.strerror or exc}")
+        builder.unreadable(Location(path), f"cannot read: {exc.strerror or exc}")
         return []
     except ValueError as exc:  # a path with a NUL byte
-        builder.problem(Location(path), f"cannot read: {exc}")
+        builder.unreadable(Location(path), f"cannot read: {exc}")
         return []
     if not os.path.exists(path):
-        builder.problem(Location(path), "no such file or directory")
+        builder.unreadable(Location(path), "no such file or directory")
         return []
     return [path]
 
@@ -355,7 +359,7 @@ def _decode_text(data: bytes, source: str, builder: _Builder) -> str | None:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        builder.problem(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+        builder.unreadable(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
         return None
 
 
@@ -366,10 +370,10 @@ def _read_stdin(stream: TextIO | BinaryIO, bounds: ParseLimits, builder: _Builde
     try:
         data = raw.read(bounds.max_bytes + 1)
     except UnicodeDecodeError as exc:
-        builder.problem(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+        builder.unreadable(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
         return None
     except OSError as exc:
-        builder.problem(Location(source), f"cannot read: {exc.strerror or exc}")
+        builder.unreadable(Location(source), f"cannot read: {exc.strerror or exc}")
         return None
     size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
     refused = too_big(size, source, bounds)
@@ -407,7 +411,7 @@ def load_paths(
                 with open(file, "rb") as handle:
                     data = handle.read(bounds.max_bytes + 1)
             except OSError as exc:
-                builder.problem(Location(file), f"cannot read: {exc.strerror or exc}")
+                builder.unreadable(Location(file), f"cannot read: {exc.strerror or exc}")
                 continue
             text = _decode_text(data, file, builder)
             if text is not None:

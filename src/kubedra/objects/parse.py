@@ -240,6 +240,11 @@ def _construct(loader: Any, node: yaml.Node, bounds: ParseLimits) -> Any:
         return loader.construct_document(node)
 
 
+def _unreadable(location: Location, message: str) -> Problem:
+    """Text that does not parse: nothing in it can be checked."""
+    return Problem(location, message, unreadable=True)
+
+
 def _yaml_documents(text: str, source: str, bounds: ParseLimits) -> tuple[list[Document], list[Problem]]:
     documents: list[Document] = []
     problems: list[Problem] = []
@@ -252,21 +257,21 @@ def _yaml_documents(text: str, source: str, bounds: ParseLimits) -> tuple[list[D
                 data = _construct(loader, node, bounds)
             except _NodeProblemError as problem:
                 where = Location(source, index, "", _field_path(problem.segments))
-                problems.append(Problem(where, f"document refused: {problem.message}"))
+                problems.append(_unreadable(where, f"document refused: {problem.message}"))
                 index += 1
                 continue
             documents.append(Document(index, data))
             index += 1
     except yaml.constructor.ConstructorError as exc:
-        problems.append(Problem(Location(source, index), _constructor_message(exc)))
+        problems.append(_unreadable(Location(source, index), _constructor_message(exc)))
     except yaml.MarkedYAMLError as exc:
-        problems.append(Problem(Location(source, index), f"invalid YAML: {_mark_message(exc)}"))
+        problems.append(_unreadable(Location(source, index), f"invalid YAML: {_mark_message(exc)}"))
     except yaml.YAMLError as exc:
-        problems.append(Problem(Location(source, index), f"invalid YAML: {exc}"))
+        problems.append(_unreadable(Location(source, index), f"invalid YAML: {exc}"))
     except RecursionError:
-        problems.append(Problem(Location(source, index), "document refused: nested too deeply"))
+        problems.append(_unreadable(Location(source, index), "document refused: nested too deeply"))
     except (ValueError, TypeError, OverflowError) as exc:
-        problems.append(Problem(Location(source, index), f"invalid YAML value: {exc}"))
+        problems.append(_unreadable(Location(source, index), f"invalid YAML value: {exc}"))
     finally:
         loader.dispose()
     return documents, problems
@@ -337,22 +342,26 @@ def _json_duplicate(text: str, source: str) -> Problem | None:
     except _DuplicateKeyError as duplicate:
         _, problems = _yaml_documents(text, source, ParseLimits())
         located = next((p for p in problems if "duplicate key" in p.message), None)
-        return located or Problem(Location(source, 0), f'document refused: duplicate key "{duplicate.key}"')
+        return located or _unreadable(Location(source, 0), f'document refused: duplicate key "{duplicate.key}"')
     except (ValueError, RecursionError):
         return None
     return None
+
+
+def _too_deep(source: str, bounds: ParseLimits) -> Problem:
+    return _unreadable(Location(source, 0), f"document refused: nested deeper than {bounds.max_depth} levels")
 
 
 def _json_documents(text: str, source: str, bounds: ParseLimits) -> tuple[list[Document], list[Problem]]:
     try:
         data = msgspec.json.decode(text)
     except msgspec.DecodeError as exc:
-        return [], [Problem(Location(source, 0), f"invalid JSON: {exc}")]
+        return [], [_unreadable(Location(source, 0), f"invalid JSON: {exc}")]
     except RecursionError:
-        return [], [Problem(Location(source, 0), f"document refused: nested deeper than {bounds.max_depth} levels")]
+        return [], [_too_deep(source, bounds)]
     depth_ok, keys = _measure_json(data, bounds.max_depth)
     if not depth_ok:
-        return [], [Problem(Location(source, 0), f"document refused: nested deeper than {bounds.max_depth} levels")]
+        return [], [_too_deep(source, bounds)]
     if keys != len(_KEY_END.findall(text)):
         duplicate = _json_duplicate(text, source)
         if duplicate is not None:
@@ -364,7 +373,8 @@ def too_big(size: int, source: str, bounds: ParseLimits) -> Problem | None:
     """The problem for an input of ``size`` bytes, if it is over the limit."""
     if size <= bounds.max_bytes:
         return None
-    return Problem(Location(source), f"input refused: {size} bytes is more than the limit of {bounds.max_bytes} bytes")
+    message = f"input refused: {size} bytes is more than the limit of {bounds.max_bytes} bytes"
+    return _unreadable(Location(source), message)
 
 
 def parse_text(

@@ -24,9 +24,14 @@ TOLERATION_OPERATORS = ("Equal", "Exists")
 ALLOCATION_MODES = ("All", "ExactCount")
 
 
+SelectorCheck = Callable[[str], Iterable[str]]
+"""Compiles a CEL selector and returns the API server's messages for it (``cel`` has the environment)."""
+
+
 class _Errors:
-    def __init__(self) -> None:
+    def __init__(self, cel: SelectorCheck | None = None) -> None:
         self.items: list[FieldProblem] = []
+        self.cel = cel
 
     def add(self, path: str, messages: str | Iterable[str]) -> None:
         if not messages:
@@ -82,6 +87,8 @@ def _selectors(e: _Errors, path: str, selectors: Sequence[m.DeviceSelector]) -> 
             e.add(f"{where}.cel.expression", f.required())
         elif len(expression.encode()) > lim.CELSelectorExpressionMaxLength:
             e.add(f"{where}.cel.expression", f.too_long(lim.CELSelectorExpressionMaxLength))
+        elif e.cel is not None:
+            e.add(f"{where}.cel.expression", list(e.cel(expression)))
 
 
 def _opaque(e: _Errors, path: str, opaque: m.OpaqueDeviceConfiguration | None) -> None:
@@ -527,9 +534,10 @@ _CHECKS: dict[type, Callable[[_Errors, object], None]] = {
 }
 
 
-def validate(obj: m.KubeObject) -> list[FieldProblem]:
-    """Every problem in ``obj`` as (field path, message), in field order; empty when valid."""
-    e = _Errors()
+def validate(obj: m.KubeObject, *, cel: SelectorCheck | None = None) -> list[FieldProblem]:
+    """Every problem in ``obj`` as (field path, message), in field order; empty when valid. With ``cel``, every
+    selector expression is also compiled, as the API server does (this package knows no CEL environment)."""
+    e = _Errors(cel)
     check = _CHECKS.get(type(obj))
     if check is not None:
         check(e, obj)

@@ -56,6 +56,12 @@ def claim_key(claim: ResourceClaim) -> str:
     return key_of(claim.metadata.namespace, claim.metadata.name)
 
 
+def template_not_found(pod_claim_name: str, template_name: str) -> str:
+    """The resourceclaim controller's FailedResourceClaimCreation event when a pod's template does not exist."""
+    return (f'PodResourceClaim {pod_claim_name}: resource claim template "{template_name}": '
+            f'resourceclaimtemplate.resource.k8s.io "{template_name}" not found')
+
+
 def pod_owner_reference(pod: Pod) -> OwnerReference:
     """The controller reference a claim made for a pod carries (template claims and KEP-5004's special claim)."""
     return OwnerReference(

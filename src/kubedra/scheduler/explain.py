@@ -44,7 +44,7 @@ from kubedra.objects.model import (
     ResourceClaimStatus,
 )
 from kubedra.objects.selection import node_selector_matches
-from kubedra.scheduler.claims import claim_key, key_of
+from kubedra.scheduler.claims import claim_key, key_of, template_not_found
 from kubedra.scheduler.extended import (
     ExtendedRequest,
     ExtendedResourceMap,
@@ -58,6 +58,7 @@ from kubedra.scheduler.prefilter import prefilter_claims
 SPECIAL = "<extended-resources>"
 FITS = "fits"
 CHECK_ORDER = {FITS: 0, "pod": 1, "error": 2, "node": 3, "allocation": 4, "devices": 5}
+ENDED = ("Succeeded", "Deleted")
 
 
 @dataclass
@@ -110,6 +111,9 @@ class PodExplanation:
     claims: list[ClaimLine]
     groups: list[Group]
     labels: dict[str, str] = field(default_factory=dict)  # special-claim request name -> extended resource
+    started_at: float | None = None
+    ended_at: float | None = None
+    end_reason: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +122,9 @@ class PodExplanation:
             "node": self.node or None,
             "message": self.message,
             "summary": self.summary,
+            "startedAt": self.started_at,
+            "endedAt": self.ended_at,
+            "endReason": self.end_reason,
             "claims": [c.as_dict() for c in self.claims],
             "groups": [_group_dict(g, self.labels) for g in self.groups],
         }
@@ -321,16 +328,36 @@ def claim_line(claim: ResourceClaim) -> ClaimLine:
                      reserved, _allocated_on(allocation))
 
 
+def missing_templates(state: ClusterState, record: PodRecord) -> list[tuple[str, str]]:
+    """(pod claim, template) for each claim of the pod whose ResourceClaimTemplate does not exist, so that the
+    resourceclaim controller can never create it."""
+    pod = record.pod
+    generated = {s.name for s in pod.status.resource_claim_statuses}
+    return [
+        (c.name, c.resource_claim_template_name)
+        for c in pod.spec.resource_claims
+        if c.resource_claim_template_name and c.name not in generated
+        and key_of(pod.metadata.namespace, c.resource_claim_template_name) not in state.templates
+    ]
+
+
 def _pod_claim_lines(state: ClusterState, record: PodRecord) -> list[ClaimLine]:
     pod = record.pod
     generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    no_template = dict(missing_templates(state, record))
+    ended = record.phase in ENDED
     lines = []
     for pod_claim in pod.spec.resource_claims:
         name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
         claim = state.claims.get(key_of(pod.metadata.namespace, name)) if name else None
         if claim is None:
             label = name or f"{pod_claim.name} (from template {pod_claim.resource_claim_template_name})"
-            lines.append(ClaimLine(key_of(pod.metadata.namespace, label), "missing"))
+            state_ = "missing"
+            if pod_claim.name in no_template:
+                state_ = "template not found"
+            elif ended and not pod_claim.resource_claim_name:
+                state_ = "deleted"  # a generated claim goes with its pod once the pod is done
+            lines.append(ClaimLine(key_of(pod.metadata.namespace, label), state_))
         else:
             lines.append(claim_line(claim))
     special = state.claims.get(record.extended_claim_key) if record.extended_claim_key else None
@@ -344,18 +371,37 @@ def _fits_summary(groups: Sequence[Group], total: int, verb: str) -> str:
     return f"{fitting} of {total} nodes {verb}"
 
 
-def explain_pod(state: ClusterState, allocator: Allocator, key: str, *, policy: str = "") -> PodExplanation:
-    """Why the pod ``key`` (``ns/name``) is pending, or where it runs and which other nodes could run it."""
+def explain_pod(
+    state: ClusterState, allocator: Allocator, key: str, *, policy: str = "", other_nodes: bool = True
+) -> PodExplanation:
+    """Why the pod ``key`` (``ns/name``) is pending, or where it runs and which other nodes could run it, or how it
+    ended. The pod's phase, node and end come from its record (``PodRecord.phase``, the simulation report's answer);
+    the node checks run on ``state`` as it is. ``other_nodes=False`` skips checking other nodes for a running pod."""
+    explanation = _explain_pod(state, allocator, key, policy, other_nodes)
     record = state.pods[key]
-    explainer = _Explainer(state, allocator)
-    phase = record.pod.status.phase or "Pending"
+    explanation.started_at, explanation.ended_at = record.started_at, record.finished_at
+    return explanation
+
+
+def _explain_pod(state: ClusterState, allocator: Allocator, key: str, policy: str, other_nodes: bool) -> PodExplanation:
+    record = state.pods[key]
+    phase = record.phase
     node = record.pod.spec.node_name
     claims = _pod_claim_lines(state, record)
     labels = {r.request_name: r.resource for r in extended_requests(record.pod)}
     total = len(state.nodes)
-    if phase == "Succeeded":
-        message = f"finished on {node} after running from {record.started_at or 0:g}s to {record.finished_at or 0:g}s"
+    if phase in ENDED:
+        ran = f"from {record.started_at or 0:g}s to {record.finished_at or 0:g}s"
+        if phase == "Deleted":
+            message = f"deleted at {record.finished_at or 0:g}s after running on {node} {ran}: {record.end_reason}"
+            return PodExplanation(key, phase, node, message, "the pod was deleted", claims, [], labels,
+                                  end_reason=record.end_reason)
+        message = f"finished on {node} after running {ran}"
         return PodExplanation(key, phase, node, message, "the pod has finished", claims, [], labels)
+    if phase == "Running" and not other_nodes:
+        message = f"scheduled at {record.started_at or 0:g}s on {node}"
+        return PodExplanation(key, phase, node, message, "", claims, [], labels)
+    explainer = _Explainer(state, allocator)  # indexes every allocated claim: only when nodes are checked
     if phase == "Running":
         resolved = prefilter_claims(state, record)
         hypothetical = [
@@ -374,7 +420,13 @@ def explain_pod(state: ClusterState, allocator: Allocator, key: str, *, policy: 
         return PodExplanation(key, phase, node, message, summary, claims, groups, labels)
     resolved = prefilter_claims(state, record)
     if isinstance(resolved, str):
-        group = Group("pod", [Issue("", "", resolved)], list(state.nodes), [{}])
+        namespace = record.pod.metadata.namespace
+        issues = [
+            Issue("", "", f"pod claim {claim!r}: ResourceClaimTemplate {key_of(namespace, template)} does not exist, "
+                  f"so the resourceclaim controller cannot create the claim ({template_not_found(claim, template)})")
+            for claim, template in missing_templates(state, record)
+        ] or [Issue("", "", resolved)]
+        group = Group("pod", issues, list(state.nodes), [{} for _ in issues])
         return PodExplanation(key, phase, node, record.pending_reason or resolved,
                               f"0 of {total} nodes can run the pod now", claims, [group], labels)
     groups = explainer.groups(explainer.attempt(record, resolved))
@@ -412,3 +464,113 @@ def explain_claim(state: ClusterState, allocator: Allocator, key: str, *, policy
         grouper.add(name, *_device_check(allocator, node, [claim], owners))
     message = "no pod uses this claim; a claim is allocated when the first pod using it is scheduled"
     return ClaimExplanation(line, message, [], grouper.groups())
+
+
+# ---------------------------------------------------------------------------------------------- workloads
+
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job")
+
+
+@dataclass
+class PodGroup:
+    """Pods of one workload with the same answer; ``explanation`` is the first pod's (the others differ in names)."""
+
+    phase: str
+    pods: list[str]
+    nodes: list[str]
+    explanation: PodExplanation
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"phase": self.phase, "count": len(self.pods), "pods": self.pods, "nodes": self.nodes,
+                "explanation": self.explanation.as_dict()}
+
+
+@dataclass
+class WorkloadExplanation:
+    workload: str  # "Deployment/ns/name"
+    summary: str
+    groups: list[PodGroup]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"workload": self.workload, "summary": self.summary, "groups": [g.as_dict() for g in self.groups]}
+
+
+def _workloads_of(record: PodRecord, kind: str) -> list[str]:
+    """``ns/name`` of the workloads of ``kind`` the pod belongs to: its controller's owner references (a Deployment's
+    pods are owned by its ReplicaSet) and the workload it was made from."""
+    pod = record.pod
+    keys = [key_of(pod.metadata.namespace, o.name) for o in pod.metadata.owner_references if o.kind == kind]
+    if record.owner.startswith(kind + "/"):
+        keys.append(record.owner.removeprefix(kind + "/"))
+    return keys
+
+
+def workload_keys(state: ClusterState, kind: str) -> list[str]:
+    """``ns/name`` of every workload of ``kind`` that has pods, in the order its first pod appears."""
+    return list(dict.fromkeys(k for r in state.pods.values() for k in _workloads_of(r, kind)))
+
+
+def _own_claims(record: PodRecord) -> dict[str, str]:
+    """The pod's generated claim keys -> a name that is the same for every pod of the workload."""
+    pod = record.pod
+    names = {key_of(pod.metadata.namespace, s.resource_claim_name): f"<claim {s.name} of the pod>"
+             for s in pod.status.resource_claim_statuses if s.resource_claim_name}
+    if record.extended_claim_key:
+        names[record.extended_claim_key] = "<extended-resource claim of the pod>"
+    return names
+
+
+def _answer(explanation: PodExplanation, record: PodRecord) -> str:
+    """The explanation with the pod's own names replaced, so pods of one template that got the same answer match."""
+    data = explanation.as_dict()
+    for key in ("pod", "node", "startedAt", "endedAt"):
+        data.pop(key)
+    if explanation.phase != "Pending":
+        data = {"phase": data["phase"], "endReason": data["endReason"]}
+    text = msgspec.json.encode(data).decode()
+    for key, label in _own_claims(record).items():
+        text = text.replace(key, label)
+    return text.replace(record.key, "<the pod>").replace(record.pod.metadata.name, "<the pod>")
+
+
+def _signature(record: PodRecord) -> tuple[object, ...]:
+    """What a pending pod's explanation depends on besides the cluster state: pods with equal signatures get the
+    same answer, so it is computed once for them (a 1,000-replica Deployment is not checked 1,000 times)."""
+    reason = record.pending_reason
+    for key, label in _own_claims(record).items():
+        reason = reason.replace(key.split("/", 1)[1], label)
+    generated = tuple(sorted(s.name for s in record.pod.status.resource_claim_statuses))
+    return msgspec.json.encode(record.pod.spec), record.pod.metadata.namespace, generated, reason, record.phase
+
+
+def explain_workload(
+    state: ClusterState, allocator: Allocator, kind: str, key: str, *, policy: str = ""
+) -> WorkloadExplanation:
+    """The pods of workload ``kind`` ``key`` (``ns/name``), grouped by answer: running and ended pods by phase (and
+    why they ended), pending pods by their node-by-node explanation."""
+    owner = f"{kind}/{key}"
+    keys = [k for k, r in state.pods.items() if key in _workloads_of(r, kind)]
+    computed: dict[tuple[object, ...], tuple[PodExplanation, str]] = {}
+    groups: dict[str, PodGroup] = {}
+    phases: dict[str, int] = {}
+    for pod_key in keys:
+        record = state.pods[pod_key]
+        phases[record.phase] = phases.get(record.phase, 0) + 1
+        signature = _signature(record)
+        known = computed.get(signature)
+        if known is None or record.phase != "Pending":
+            explanation = explain_pod(state, allocator, pod_key, policy=policy, other_nodes=False)
+            known = computed[signature] = explanation, _answer(explanation, record)
+        explanation, answer = known
+        group = groups.get(answer)
+        if group is None:
+            group = groups[answer] = PodGroup(record.phase, [], [], explanation)
+        group.pods.append(pod_key)
+        node = record.pod.spec.node_name
+        if node and node not in group.nodes:
+            group.nodes.append(node)
+    order = {"Pending": 0, "Running": 1, "Succeeded": 2, "Deleted": 3}
+    ordered = sorted(groups.values(), key=lambda g: (order.get(g.phase, 9), -len(g.pods)))
+    counts = ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items(), key=lambda p: order.get(p[0], 9)))
+    summary = f"{len(keys)} pod{'s' if len(keys) != 1 else ''}: {counts}"
+    return WorkloadExplanation(owner, summary, ordered)

@@ -2,18 +2,22 @@
 
 The report is plain data (dicts and lists of strings and numbers) so the CLI can print it as a table, JSON or YAML
 without knowing how it was computed. Final objects are real Kubernetes objects (claims with ``status.allocation`` and
-``reservedFor``, pods with ``nodeName`` and ``phase``).
+``reservedFor``, pods with ``nodeName`` and ``phase``). The summary counts physical GPUs (``sim.gpus``), their peak
+use, and how long pods waited to be scheduled.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import ResourceClaim, ResourceSlice, to_dict
+from kubedra.sim.gpus import Inventory, final_usage, peak_usage
 from kubedra.sim.run import SimulationResult
 
 REPORT_API_VERSION = "kubedra.io/v1alpha1"
@@ -37,13 +41,32 @@ def format_duration(seconds: float) -> str:
     return "".join(parts)
 
 
+LONGEST_WAITERS = 5
+
+
 @dataclass(frozen=True)
 class PodLine:
-    pod: str
+    """One pod as the table shows it; ``waited`` is seconds from arrival to binding (to the end if still pending)."""
+
+    pod: str  # namespace/name
     phase: str
     node: str
-    devices: list[str]
+    devices: list[str]  # result labels: driver/pool/device, marked (share N) or (admin)
     reason: str = ""
+    waited: float = 0.0
+    arrived: float = 0.0
+    started: float | None = None
+    finished: float | None = None
+    claims: list[str] = field(default_factory=list)
+    device_names: list[str] = field(default_factory=list)  # the devices alone, "gpu-0", for narrow columns
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.pod.split("/", 1)[1]
 
 
 @dataclass
@@ -83,28 +106,140 @@ class _DeviceCatalog:
                 self.model[prefix + device.name] = label
 
 
-def _pod_devices(record: PodRecord, claims: dict[str, ResourceClaim]) -> list[str]:
-    devices: list[str] = []
+def _pod_devices(record: PodRecord, claims: dict[str, ResourceClaim]) -> tuple[list[str], list[str]]:
+    """(result labels, short names): ``gpu-0``, ``gpu-0(share)``, ``gpu-0(admin)`` — no spaces, for columns."""
+    labels: list[str] = []
+    names: list[str] = []
     for key in record.claim_keys:
         claim = claims.get(key)
         if claim is None or claim.status.allocation is None:
             continue
-        devices.extend(result_label(r) for r in claim.status.allocation.devices.results)
-    return devices
+        for r in claim.status.allocation.devices.results:
+            labels.append(result_label(r))
+            names.append(r.device + ("(share)" if r.share_id else "") + ("(admin)" if r.admin_access else ""))
+    return labels, names
+
+
+def _pod_line(record: PodRecord, claims: dict[str, ResourceClaim], end_time: float) -> PodLine:
+    phase = record.phase
+    labels, names = _pod_devices(record, claims) if phase == "Running" else ([], [])
+    waited = (record.started_at if record.started_at is not None else end_time) - record.arrive_at
+    return PodLine(
+        pod=record.key,
+        phase=phase,
+        node=record.pod.spec.node_name,
+        devices=labels,
+        reason=record.pending_reason if phase == "Pending" else "",
+        waited=max(waited, 0.0),
+        arrived=record.arrive_at,
+        started=record.started_at,
+        finished=record.finished_at,
+        claims=[key.split("/", 1)[1] for key in record.claim_keys],
+        device_names=names,
+    )
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of sorted ``values`` (the smallest value at or above ``fraction`` of them)."""
+    if not values:
+        return 0.0
+    return values[max(math.ceil(fraction * len(values)) - 1, 0)]
+
+
+def _pending_time(lines: list[PodLine]) -> dict[str, Any]:
+    """How long pods waited from arrival to binding; pods still pending count their wait up to the end."""
+    waits = sorted(line.waited for line in lines)
+    p50, p99, longest = percentile(waits, 0.5), percentile(waits, 0.99), waits[-1] if waits else 0.0
+    waiters = sorted((line for line in lines if line.waited > 0), key=lambda line: (-line.waited, line.pod))
+    return {
+        "pods": len(waits),
+        "p50": format_duration(p50),
+        "p99": format_duration(p99),
+        "max": format_duration(longest),
+        "p50Seconds": p50,
+        "p99Seconds": p99,
+        "maxSeconds": longest,
+        "longest": [
+            {
+                "pod": line.pod,
+                "waited": format_duration(line.waited),
+                "seconds": line.waited,
+                "stillPending": line.phase == "Pending",
+            }
+            for line in waiters[:LONGEST_WAITERS]
+        ],
+    }
+
+
+def _gpus(result: SimulationResult) -> dict[str, Any]:
+    """Physical GPUs per model: how many, in use at the end and how (whole, MIG, shares), and the run's peak."""
+    state = result.state
+    inventory = Inventory.build(state.slices, state.nodes.values())
+    final = final_usage(state, inventory)
+    peak = peak_usage(state, result.events, inventory, final)
+    whole: Counter[str] = Counter()
+    mig: set[str] = set()
+    shared: set[str] = set()
+    for claim in state.allocated_claims():
+        assert claim.status.allocation is not None
+        for r in claim.status.allocation.devices.results:
+            device_id = f"{r.driver}/{r.pool}/{r.device}"
+            gpu = inventory.gpu_of.get(device_id)
+            if gpu is None or r.admin_access:
+                continue
+            if device_id in inventory.mig:
+                mig.add(gpu)
+            elif r.share_id:
+                shared.add(gpu)
+            else:
+                whole[gpu] += 1
+    shared -= mig
+    totals = inventory.totals()
+    plugin_total: Counter[str] = Counter()
+    plugin_whole: Counter[str] = Counter()
+    for node, (_, model, count) in inventory.plugin.items():
+        plugin_total[model] += count
+        plugin_whole[model] += min(final.plugin_used[node], count)
+
+    def of_model(gpus: Iterable[str], model: str) -> int:
+        return sum(1 for gpu in gpus if inventory.model[gpu] == model)
+
+    models = [
+        {
+            "model": model,
+            "total": totals[model],
+            "inUse": final.in_use[model],
+            "whole": of_model(whole, model) + plugin_whole[model],
+            "migPartitioned": of_model(mig, model),
+            "shared": of_model(shared, model),
+            "migCapable": of_model(inventory.mig_capable, model),
+            "devicePlugin": plugin_total[model],
+            "peakInUse": peak.by_model.get(model, 0),
+        }
+        for model in sorted(totals)
+    ]
+    return {
+        "total": sum(totals.values()),
+        "inUse": sum(final.in_use.values()),
+        "whole": sum(m["whole"] for m in models),
+        "migPartitioned": len(mig),
+        "shared": len(shared),
+        "peakInUse": peak.gpus,
+        "peakTime": format_duration(peak.seconds),
+        "peakSeconds": peak.seconds,
+        "models": models,
+    }
 
 
 def build_report(result: SimulationResult, warnings: list[str] | None = None) -> Report:
     state = result.state
-    lines: list[PodLine] = []
-    for key in result.order:
-        record = state.pods[key]
-        phase = "Deleted" if record.deleted else (record.pod.status.phase or "Pending")
-        devices = _pod_devices(record, state.claims) if phase == "Running" else []
-        reason = record.pending_reason if phase == "Pending" else ""
-        lines.append(PodLine(key, phase, record.pod.spec.node_name, devices, reason))
+    lines = [_pod_line(state.pods[key], state.claims, result.end_time) for key in result.order]
+    summary = _summary(state, lines, result.end_time)
+    summary["gpus"] = _gpus(result)
+    summary["pendingTime"] = _pending_time(lines)
     return Report(
         pods=lines,
-        summary=_summary(state, lines, result.end_time),
+        summary=summary,
         objects=_objects(state, result.order),
         events=[
             {

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from kubedra.allocator import Allocator
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import (
+    DeviceRequestAllocationResult,
     PodExtendedResourceClaimStatus,
     PodResourceClaimStatus,
     ResourceClaim,
@@ -29,6 +31,7 @@ from kubedra.scheduler.claims import (
     key_of,
     random_suffix,
     release,
+    template_not_found,
 )
 from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.scheduler import Failed, Placement, Scheduler
@@ -43,18 +46,29 @@ class Event:
     """One line of the timeline: what happened to which pod or claim, and when (seconds from the start)."""
 
     time: float
-    type: str  # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted
+    # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted, and the controller's
+    # FailedResourceClaimCreation
+    type: str
     object: str  # "Pod ns/name" or "ResourceClaim ns/name"
     node: str = ""
     message: str = ""
+    devices: tuple[str, ...] = ()  # Allocated/Deallocated: "driver/pool/device" held (admin access holds none)
+
+
+def held_devices(results: Sequence[DeviceRequestAllocationResult]) -> tuple[str, ...]:
+    """The devices an allocation occupies, as ``driver/pool/device`` (admin access occupies none)."""
+    return tuple(f"{r.driver}/{r.pool}/{r.device}" for r in results if not r.admin_access)
 
 
 @dataclass
 class SimulationResult:
+    """What one run produced: the report and ``explain`` both read it, so they answer the same."""
+
     state: ClusterState
     events: list[Event]
     order: list[str]  # pod keys in arrival order
     end_time: float
+    allocator: Allocator | None = None  # the run's allocator, over the final allocated state (for ``explain``)
 
 
 @dataclass
@@ -73,6 +87,7 @@ class Simulation:
     state: ClusterState
     scheduler: Scheduler
     rng: random.Random
+    allocator: Allocator | None = None  # handed to the result, so explanations see the run's own allocated state
     on_release: Callable[[ResourceClaim], None] | None = None
     on_allocate: Callable[[ResourceClaim], None] | None = None
     events: list[Event] = field(default_factory=list)
@@ -99,7 +114,10 @@ class Simulation:
             self._jobs[record.key] = progress
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
-        total = len(self._order)
+        """Process every event; ``progress(scheduled, total)`` after each instant, ``total`` fixed up front (every
+        pod added plus every Job pod not yet created), so ``scheduled`` never exceeds it."""
+        waiting = {id(job): len(job.waiting) for job in self._jobs.values()}
+        total = len(self._order) + sum(waiting.values())
         done = 0
         while self._queue:
             self._now = self._queue[0][0]
@@ -117,7 +135,7 @@ class Simulation:
             done += self._drain()
             if progress is not None:
                 progress(done, total)
-        return SimulationResult(self.state, self.events, self._order, self._now)
+        return SimulationResult(self.state, self.events, self._order, self._now, self.allocator)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -128,8 +146,11 @@ class Simulation:
             if not pod_claim.resource_claim_template_name:
                 continue
             template = self.state.templates.get(key_of(pod.metadata.namespace, pod_claim.resource_claim_template_name))
-            if template is None:
-                continue  # the scheduler reports the pod as waiting for its claim
+            if template is None:  # the scheduler reports the pod as waiting for its claim; the controller says why
+                self.events.append(Event(self._now, "FailedResourceClaimCreation", f"Pod {record.key}",
+                                         message=template_not_found(pod_claim.name,
+                                                                    pod_claim.resource_claim_template_name)))
+                continue
             claim = claim_from_template(pod, pod_claim, template, self.rng)
             self.state.put_claim(claim)
             statuses.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=claim.metadata.name))
@@ -230,9 +251,9 @@ class Simulation:
         self.state.note_allocation(claim.status.allocation, +1)
         if self.on_allocate is not None:
             self.on_allocate(claim)
-        devices = ", ".join(r.device for r in claim.status.allocation.devices.results)
+        results = claim.status.allocation.devices.results
         self.events.append(Event(self._now, "Allocated", f"ResourceClaim {claim_key(claim)}", node=node,
-                                 message=devices))
+                                 message=", ".join(r.device for r in results), devices=held_devices(results)))
 
     def _finish(self, record: PodRecord) -> None:
         """The end of ``run-for``: a Job's or bare pod succeeds and stays; a long-running controller's pod (whose
@@ -243,8 +264,8 @@ class Simulation:
         self.state.unbind(record, node)
         if record.owner.startswith(DELETED_AT_END):
             record.deleted = True
-            self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node,
-                                     message=f"run-for elapsed: {record.owner.split('/', 1)[0]} pods end by deletion"))
+            record.end_reason = f"run-for elapsed: {record.owner.split('/', 1)[0]} pods end by deletion"
+            self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node, message=record.end_reason))
         else:
             status = msgspec.structs.replace(pod.status, phase="Succeeded")
             record.pod = msgspec.structs.replace(pod, status=status)
@@ -269,7 +290,8 @@ class Simulation:
                 self.state.note_allocation(outcome.deallocated, -1)
                 if self.on_release is not None:
                     self.on_release(claim)
-                self.events.append(Event(self._now, "Deallocated", f"ResourceClaim {key}", node=node))
+                self.events.append(Event(self._now, "Deallocated", f"ResourceClaim {key}", node=node,
+                                         devices=held_devices(outcome.deallocated.devices.results)))
             if outcome.claim is None:
                 self.state.delete_claim(key)
                 self.events.append(Event(self._now, "Deleted", f"ResourceClaim {key}",

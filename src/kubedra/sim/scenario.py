@@ -7,6 +7,7 @@ same name replace them). Documents of kinds a simulation cannot use are reported
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import msgspec
 
@@ -38,12 +39,16 @@ class Scenario:
     notes: list[str] = field(default_factory=list)
 
 
-def _with_namespace(claims: list[ResourceClaim]) -> list[ResourceClaim]:
+Namespaced = TypeVar("Namespaced", ResourceClaim, ResourceClaimTemplate)
+
+
+def _with_namespace(objects: list[Namespaced]) -> list[Namespaced]:
+    """Objects without a namespace land in ``default``, as ``kubectl apply`` puts them (pods' claims resolve there)."""
     return [
-        c if c.metadata.namespace else msgspec.structs.replace(
-            c, metadata=msgspec.structs.replace(c.metadata, namespace="default")
+        o if o.metadata.namespace else msgspec.structs.replace(
+            o, metadata=msgspec.structs.replace(o.metadata, namespace="default")
         )
-        for c in claims
+        for o in objects
     ]
 
 
@@ -53,12 +58,39 @@ def _describe(data: dict[str, object]) -> str:
     return "a document that is not a Kubernetes object"
 
 
-def _in_input_order(loaded: Loaded, problems: list[Problem]) -> list[Problem]:
-    """Problems sorted as the input was read (files, then documents), whichever stage found them."""
+def in_input_order(loaded: Loaded, problems: list[Problem]) -> list[Problem]:
+    """Problems sorted as the input was read (files, then documents), whichever stage found them; a document's
+    own problems keep their order."""
     rank: dict[str, int] = {}
     for where in [r.location for r in loaded.raw] + [loaded.location_of(o) for o in loaded.objects]:
         rank.setdefault(where.file, len(rank))
     return sorted(problems, key=lambda p: (rank.get(p.location.file, len(rank)), p.location.document or 0))
+
+
+def duplicate_nodes(loaded: Loaded, nodes: list[Node]) -> list[Problem]:
+    """A problem per node whose name an earlier Node or NodePool node already has, at the Node or the NodePool
+    (``<pool>-<index>``) that made it, naming where the first one is."""
+    made_by = {r.data["metadata"]["name"]: r.location for r in loaded.raw if is_nodepool(r.data)}
+    loaded_nodes = {id(o) for o in loaded.objects}
+    problems: list[Problem] = []
+    seen: dict[str, Location] = {}
+    for node in nodes:
+        name = node.metadata.name
+        if id(node) in loaded_nodes:
+            where = loaded.location_of(node)
+        else:  # a NodePool's node, <pool>-<index> (the pool's shape was checked by its expansion)
+            where = made_by.get(name.rpartition("-")[0], Location(object=f"Node/{name}"))
+        first = seen.get(name)
+        if first is None:
+            seen[name] = where
+            continue
+        problems.append(
+            Problem(
+                replace(where, field="metadata.name"),
+                f'Duplicate value: "{name}": Node {name} is also defined at {first}',
+            )
+        )
+    return problems
 
 
 def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
@@ -77,38 +109,20 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
         problems.extend(error.problems)
         pool_nodes, pool_slices = [], []
     nodes = [*loaded.of_kind(Node), *pool_nodes]
-    made_by = {p.data["metadata"]["name"]: p.location for p in pool_docs}  # expand_nodepools checked the shape
-    seen: dict[str, Location] = {}
-    loaded_nodes = {id(o) for o in loaded.objects}
-    for node in nodes:
-        name = node.metadata.name
-        if id(node) in loaded_nodes:
-            where = loaded.location_of(node)
-        else:  # a NodePool's node, <pool>-<index>
-            where = made_by.get(name.rpartition("-")[0], Location(object=f"Node/{name}"))
-        first = seen.get(name)
-        if first is None:
-            seen[name] = where
-        else:
-            problems.append(
-                Problem(
-                    replace(where, field="metadata.name"),
-                    f'Duplicate value: "{name}": Node {name} is also defined at {first}',
-                )
-            )
+    problems.extend(duplicate_nodes(loaded, nodes))
     try:
         workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
     except InvalidInputError as error:
         problems.extend(error.problems)
     if problems:
-        raise InvalidInputError(_in_input_order(loaded, problems))
+        raise InvalidInputError(in_input_order(loaded, problems))
     return Scenario(
         nodes=nodes,
         slices=[*loaded.of_kind(ResourceSlice), *pool_slices],
         classes=merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass)),
         taint_rules=loaded.of_kind(DeviceTaintRule),
         claims=_with_namespace(loaded.of_kind(ResourceClaim)),
-        templates=loaded.of_kind(ResourceClaimTemplate),
+        templates=_with_namespace(loaded.of_kind(ResourceClaimTemplate)),
         workloads=workloads,
         notes=notes,
     )

@@ -63,7 +63,12 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     rng = random.Random(options.seed)
     scheduler = Scheduler(state, backend, options.policy, rng, index)
     simulation = Simulation(
-        state, scheduler, rng, on_allocate=backend.claim_allocated, on_release=backend.claim_released
+        state,
+        scheduler,
+        rng,
+        allocator=backend.allocator,
+        on_allocate=backend.claim_allocated,
+        on_release=backend.claim_released,
     )
     for arrival in scenario.workloads.arrivals:
         simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner))
@@ -78,4 +83,5 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
 def simulate(
     scenario: Scenario, options: Options = Options(), progress: Callable[[int, int], None] | None = None
 ) -> SimulationResult:
+    """One run, as ``kubedra simulate`` reports it and ``kubedra explain`` explains it (both call this)."""
     return prepare(scenario, options).run(progress)

@@ -1,0 +1,89 @@
+"""What the API server would reject in a set of inputs, and what ``kubedra simulate`` could not expand.
+
+``kubedra validate`` reports every finding at once instead of stopping at the first refusal:
+
+* each modelled object against resource.k8s.io/v1's and core/v1's validation (:func:`kubedra.objects.validate`),
+  with every CEL selector compiled as the API server compiles a new expression — the same environment the
+  allocator uses, with the release's gates — checked to return bool and to stay within the cost limit;
+* NodePools through the expansion ``simulate`` runs (counts, known GPU models, MIG, sharing), and node names
+  unique across Nodes and NodePools;
+* workloads through the expansion ``simulate`` runs (replicas, counts, selectors, restart policies, timing), and
+  each pod template as the API server validates a pod (a container's ``resources.claims[].name`` must name an entry
+  of ``spec.resourceClaims``, claim sources, quantities);
+* an input with no objects at all.
+
+Pure: loaded objects in, findings out. Reading the files, and telling unreadable input apart, is the loader's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from kubedra.allocator import Features
+from kubedra.cel import CelCompileError, CelOptions, CompileCache
+from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
+from kubedra.objects import formats
+from kubedra.objects.errors import InvalidInputError, Location, Problem
+from kubedra.objects.load import Loaded, RawObject
+from kubedra.objects.model import Node, Pod
+from kubedra.objects.validate import SelectorCheck, validate
+from kubedra.sim.scenario import duplicate_nodes, in_input_order
+from kubedra.sim.workloads import expand_workloads, is_checked_only, is_workload
+
+TOO_COMPLEX = "Forbidden: too complex, exceeds cost limit"
+NO_OBJECTS = "no objects: the input holds no Kubernetes documents"
+
+
+@dataclass
+class Validation:
+    """The findings (empty: valid), how many documents were checked, and those of kinds nothing checks."""
+
+    findings: list[Problem] = field(default_factory=list)
+    checked: int = 0
+    unchecked: list[RawObject] = field(default_factory=list)
+
+
+def selector_check(features: Features) -> SelectorCheck:
+    """Compile selectors as the API server compiles new ones: the allocator's CEL environment, with the
+    consumable-capacity and list-attribute gates of ``features``; must return bool, within the cost limit."""
+    cache = CompileCache(
+        CelOptions(consumable_capacity=features.consumable_capacity, list_type_attributes=features.list_type_attributes)
+    )
+
+    def check(expression: str) -> Iterable[str]:
+        try:
+            program = cache.compile(expression)
+        except CelCompileError as exc:
+            return [formats.invalid(expression, str(exc))]
+        return [TOO_COMPLEX] if program.cost_guarded else []
+
+    return check
+
+
+def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] = ()) -> Validation:
+    """Every finding in ``loaded``, in input order per document (see the module docstring); ``sources`` (the
+    paths read) name the input when it holds no objects."""
+    check = selector_check(features)
+    problems: list[Problem] = []
+    for obj in loaded.objects:
+        where = loaded.location_of(obj)
+        problems.extend(Problem(replace(where, field=path), message) for path, message in validate(obj, cel=check))
+    # The expansions simulate runs; a refusal lists every problem, which become findings.
+    try:
+        pool_nodes, _ = expand_nodepools([r for r in loaded.raw if is_nodepool(r.data)])
+        problems.extend(duplicate_nodes(loaded, [*loaded.of_kind(Node), *pool_nodes]))
+    except InvalidInputError as error:
+        problems.extend(error.problems)
+    # The expansion validates each pod template as the API server validates the pods made from it.
+    workloads = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
+    try:
+        expand_workloads(workloads, loaded.of_kind(Pod), locate=loaded.location_of)
+    except InvalidInputError as error:
+        problems.extend(error.problems)
+    unchecked = [r for r in loaded.raw if not is_nodepool(r.data) and not is_workload(r.data)]
+    unchecked = [r for r in unchecked if not is_checked_only(r.data)]
+    if not loaded.objects and not loaded.raw:
+        problems.append(Problem(Location(", ".join(sources)), NO_OBJECTS))
+    return Validation(in_input_order(loaded, problems), len(loaded.objects) + len(loaded.raw) - len(unchecked),
+                      unchecked)

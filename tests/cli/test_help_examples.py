@@ -1,0 +1,133 @@
+"""Every example in every subcommand's ``--help`` runs as written from the root of a fresh clone, in-process, and
+exits as documented (0, or the status its ``# exit N`` comment names)."""
+
+from __future__ import annotations
+
+import io
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+
+from kubedra.cli import main
+from kubedra.cli.app import build_app
+from kubedra.cli.helptext import EXAMPLES_HEADING
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _commands(command: object, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every subcommand's argv path (``("simulate",)``, a group's ``("group", "sub")``), and the root's ``()``."""
+    found = [path]
+    for name, sub in sorted(getattr(command, "commands", {}).items()):  # a group's subcommands
+        found.extend(_commands(sub, (*path, name)))
+    return found
+
+
+COMMANDS = _commands(typer.main.get_command(build_app()))
+LEAVES = [c for c in COMMANDS if c]
+
+
+def _help(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, path: tuple[str, ...]) -> str:
+    monkeypatch.setenv("COLUMNS", "400")  # no wrapping: one example per line
+    monkeypatch.setenv("TERMINAL_WIDTH", "400")
+    assert main([*path, "-h"]) == 0
+    return capsys.readouterr().out
+
+
+def examples(help_text: str) -> list[str]:
+    """The lines between the examples heading and the exit status."""
+    lines = [line.strip() for line in help_text.splitlines()]
+    start = next((i for i, line in enumerate(lines) if line == EXAMPLES_HEADING), len(lines))
+    end = next((i for i, line in enumerate(lines) if i > start and line.startswith("Exit status:")), len(lines))
+    return [line for line in lines[start + 1 : end] if line]
+
+
+def _expected_status(example: str) -> int:
+    match = re.search(r"#\s*exit (\d)", example)
+    return int(match.group(1)) if match else 0
+
+
+def _kubedra_argv(example: str) -> tuple[list[str], str | None]:
+    """The kubedra command of a shell line and its stdin: ``cat FILE |`` feeds it, ``> file`` and later ``| ...``
+    stages are the shell's business (dropped: nothing is written)."""
+    command = example.split("#", 1)[0] if " #" in example else example
+    stages = [shlex.split(stage) for stage in re.split(r" \| ", command)]
+    stdin = None
+    for i, words in enumerate(stages):
+        if words[0] == "kubedra":
+            if i > 0:
+                assert stages[i - 1][0] == "cat", example
+                stdin = (ROOT / stages[i - 1][1]).read_text()
+            argv = words[1:]
+            if ">" in argv:
+                argv = argv[: argv.index(">")]
+            return argv, stdin
+    raise AssertionError(f"no kubedra command in {example!r}")
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=[" ".join(c) or "kubedra" for c in COMMANDS])
+def test_every_command_has_examples_and_exit_statuses(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, path: tuple[str, ...]
+) -> None:
+    text = _help(capsys, monkeypatch, path)
+    found = examples(text)
+    assert found, path
+    assert all(e.startswith(("kubedra ", "cat ")) for e in found), found
+    if path:
+        assert all(f"kubedra {' '.join(path)}" in e for e in found), found
+    assert "Exit status:" in text
+
+
+def test_every_subcommand_has_its_own_description(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    firsts = []
+    for path in LEAVES:
+        text = _help(capsys, monkeypatch, path)
+        body = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("Usage:")]
+        firsts.append(body[0])
+    assert len(set(firsts)) == len(firsts), firsts
+
+
+def _all_examples() -> list[tuple[str, str]]:
+    out = io.StringIO()
+    found: list[tuple[str, str]] = []
+    for path in COMMANDS:
+        saved = sys.stdout
+        sys.stdout = out
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("COLUMNS", "400")
+                patch.setenv("TERMINAL_WIDTH", "400")
+                main([*path, "-h"])
+        finally:
+            sys.stdout = saved
+        found.extend((" ".join(path) or "kubedra", e) for e in examples(out.getvalue()))
+        out.seek(0)
+        out.truncate()
+    return found
+
+
+ALL_EXAMPLES = _all_examples()
+
+
+@pytest.mark.parametrize(("command", "example"), ALL_EXAMPLES, ids=[e for _, e in ALL_EXAMPLES])
+def test_the_example_runs_as_documented(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str, example: str
+) -> None:
+    monkeypatch.chdir(ROOT)
+    argv, stdin = _kubedra_argv(example)
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    inputs = [argv[i + 1] for i, word in enumerate(argv[:-1]) if word in ("-f", "--filename") and argv[i + 1] != "-"]
+    shipped = [p for p in inputs if p.startswith(("examples/", "src/kubedra/data/")) and (ROOT / p).exists()]
+    assert shipped == inputs, f"{example}: examples may only read files a fresh clone has"
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == _expected_status(example), f"{command}: {example}\n{err}"
+    if code == 0:
+        assert out, example  # every successful example prints something
