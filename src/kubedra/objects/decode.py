@@ -1,10 +1,12 @@
-"""A v1 document (a dict) → a model struct, or every decoding problem with its exact field path.
+"""A document (a dict) → a struct, or every decoding problem with its exact field path.
 
-The fast path is one ``msgspec.convert``. When it fails, the document is repaired the way the API
-server reads JSON (``null`` means absent; a quantity may be written as a number) and tried again;
-if it still fails, a walk over the struct's type information reports *every* problem — unknown
-field, missing field, wrong type — with Kubernetes field paths (``spec.devices[0].attributes[model]``)
-instead of msgspec's first error only.
+The one reader of documents into structs: the loader's kinds, NodePools and workloads all decode here. The fast
+path is one ``msgspec.convert``. When it fails, the document is repaired the way the API server reads JSON, driven
+by the struct's own types (``null`` means absent; a number where the model declares a ``QuantityText`` is its
+text, as ``Quantity.UnmarshalJSON`` reads it; a whole float where an integer goes is that integer) and tried
+again; if it still fails, a walk over the struct's type information reports *every* problem — unknown field,
+missing field, wrong type, an integer outside its Go type (``Int32``/``Int64``) — with Kubernetes field paths
+(``spec.containers[0].resources.limits[nvidia.com/gpu]``) instead of msgspec's first error only.
 """
 
 from __future__ import annotations

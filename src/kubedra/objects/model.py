@@ -2,8 +2,10 @@
 
 Field names follow the v1 JSON names (camelCase, with Kubernetes' own spellings such as ``shareID``),
 so ``msgspec.convert(document, ResourceSlice)`` reads a v1 object and ``to_builtins`` writes it back.
-Quantities stay strings here (as on the wire); :mod:`kubedra.objects.quantity` parses them where
-arithmetic is needed. Beta and legacy shapes are converted to these structs before decoding.
+Quantities stay strings here (as on the wire; fields typed ``QuantityText`` so the decoder reads a number
+written there as Kubernetes does); :mod:`kubedra.objects.quantity` parses them where arithmetic is needed.
+Integers are typed ``Int32``/``Int64`` after their Go fields. Beta and legacy shapes are converted to these
+structs before decoding.
 
 Unknown fields are refused in the DRA kinds (a typo such as ``expresion`` is an error, as in
 ``kubectl --validate=strict``); metadata, Node and Pod keep only what kubedra reads.
