@@ -285,8 +285,10 @@ GPU_LIMIT = ("spec", "template", "spec", "containers", 0, "resources", "limits",
 HUGE_GPU = _yaml([NODEPOOL, _with(DEPLOYMENT, GPU_LIMIT, 2**63)])
 # allocatable cpu past a float (the score was inf - inf = NaN, so no node was best and the tie draw had none),
 INFINITE_CPU = _yaml([NODEPOOL, SLICE, CLASS, _with(NODE, ("status", "allocatable", "cpu"), "1e999"), DEPLOYMENT])
-# allocatable pods past int64 (read with as_int64 where kube-scheduler reads Value(), which overflows to 0).
+# allocatable pods past int64 (read with as_int64 where kube-scheduler reads Value(), which overflows to 0),
 HUGE_PODS = _yaml([_with(NODE, ("status", "allocatable", "pods"), "1e30"), POD, CLAIM])
+# a NodePool without metadata beside a valid one (node names were looked up in every pool's raw metadata).
+NAMELESS_POOL = _yaml([NODE, _with(NODEPOOL, ("metadata",), None), _with(NODEPOOL, ("metadata", "name"), "n1")])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -299,6 +301,7 @@ HUGE_PODS = _yaml([_with(NODE, ("status", "allocatable", "pods"), "1e30"), POD, 
 @example(HUGE_GPU)
 @example(INFINITE_CPU)
 @example(HUGE_PODS)
+@example(NAMELESS_POOL)
 def test_simulate(data: bytes) -> None:
     run("simulate", data)
 
@@ -320,6 +323,7 @@ def test_explain_claim(data: bytes) -> None:
 
 @FUZZ
 @given(inputs())
+@example(NAMELESS_POOL)
 def test_allocate(data: bytes) -> None:
     run("allocate", data)
 

@@ -67,10 +67,17 @@ def in_input_order(loaded: Loaded, problems: list[Problem]) -> list[Problem]:
     return sorted(problems, key=lambda p: (rank.get(p.location.file, len(rank)), p.location.document or 0))
 
 
+def _name(data: dict[str, object]) -> str:
+    """``metadata.name`` of a raw document, or "" (the document may be any shape: its expansion reports that)."""
+    metadata = data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 def duplicate_nodes(loaded: Loaded, nodes: list[Node]) -> list[Problem]:
     """A problem per node whose name an earlier Node or NodePool node already has, at the Node or the NodePool
     (``<pool>-<index>``) that made it, naming where the first one is."""
-    made_by = {r.data["metadata"]["name"]: r.location for r in loaded.raw if is_nodepool(r.data)}
+    made_by = {_name(r.data): r.location for r in loaded.raw if is_nodepool(r.data)}
     loaded_nodes = {id(o) for o in loaded.objects}
     problems: list[Problem] = []
     seen: dict[str, Location] = {}
@@ -78,7 +85,7 @@ def duplicate_nodes(loaded: Loaded, nodes: list[Node]) -> list[Problem]:
         name = node.metadata.name
         if id(node) in loaded_nodes:
             where = loaded.location_of(node)
-        else:  # a NodePool's node, <pool>-<index> (the pool's shape was checked by its expansion)
+        else:  # a NodePool's node, <pool>-<index>
             where = made_by.get(name.rpartition("-")[0], Location(object=f"Node/{name}"))
         first = seen.get(name)
         if first is None:
