@@ -380,7 +380,7 @@ def test_duplicate_pod_names_and_every_problem_reported() -> None:
     with pytest.raises(InvalidInputError) as err:
         expand(apps("StatefulSet", name="db", replicas=1), pod, deployment_with(replicas=-3))
     assert [str(p) for p in err.value.problems] == [
-        "w.yaml[1]: Pod/db-0: metadata.name: pod default/db-0 already exists",
+        "w.yaml[1]: Pod/db-0: metadata.name: pod default/db-0 already exists, defined at w.yaml[0]: StatefulSet/db",
         "w.yaml[2]: Deployment/web: spec.replicas: Invalid value: -3: must be greater than or equal to 0",
     ]
 

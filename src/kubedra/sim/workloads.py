@@ -109,7 +109,7 @@ class _Expander:
         self.problems: list[Problem] = []
         self.arrivals: list[tuple[float, int, PodArrival]] = []
         self.jobs: list[tuple[float, int, JobRun]] = []
-        self.taken: set[tuple[str, str]] = set()
+        self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
         self.sequence = 0
 
@@ -123,7 +123,7 @@ class _Expander:
             self.attempts[owner] = attempt + 1
             name = prefix + name_suffix(str(self.seed), owner, str(attempt))
             if (namespace, name) not in self.taken:
-                self.taken.add((namespace, name))
+                self.taken[namespace, name] = owner
                 return name
 
     def timing(
@@ -263,10 +263,11 @@ class _Expander:
         )
         for ordinal in range(start, start + (1 if spec.replicas is None else spec.replicas)):
             pod_name = f"{name}-{ordinal}"
-            if (namespace, pod_name) in self.taken:
-                self.bad(where, "metadata.name", f"pod {namespace}/{pod_name} already exists")
+            first = self.taken.get((namespace, pod_name))
+            if first is not None:
+                self.bad(where, "metadata.name", f"pod {namespace}/{pod_name} already exists, defined at {first}")
                 return
-            self.taken.add((namespace, pod_name))
+            self.taken[namespace, pod_name] = str(where)
             labels = {
                 "apps.kubernetes.io/pod-index": str(ordinal),
                 "controller-revision-hash": revision,
@@ -344,9 +345,10 @@ class _Expander:
         if not name:
             name = self.unique(namespace, meta.generate_name, f"Pod/{namespace}/{meta.generate_name}")
         elif (namespace, name) in self.taken:
-            self.bad(where, "metadata.name", f"pod {namespace}/{name} already exists")
+            first = self.taken[namespace, name]
+            self.bad(where, "metadata.name", f"pod {namespace}/{name} already exists, defined at {first}")
             return
-        self.taken.add((namespace, name))
+        self.taken.setdefault((namespace, name), str(where))
         arrive_at, run_for = self.timing(where, meta, meta, "")
         spec = msgspec.structs.replace(pod.spec)
         if not spec.restart_policy:
