@@ -289,6 +289,8 @@ INFINITE_CPU = _yaml([NODEPOOL, SLICE, CLASS, _with(NODE, ("status", "allocatabl
 HUGE_PODS = _yaml([_with(NODE, ("status", "allocatable", "pods"), "1e30"), POD, CLAIM])
 # a NodePool without metadata beside a valid one (node names were looked up in every pool's raw metadata).
 NAMELESS_POOL = _yaml([NODE, _with(NODEPOOL, ("metadata",), None), _with(NODEPOOL, ("metadata", "name"), "n1")])
+# a nameless pod (the legacy dialect's) whose resources are not a map (its conversion took every type for granted).
+LEGACY_POD = _yaml([_with(_with(POD, ("metadata",), [None]), ("spec", "containers", 0, "resources"), True)])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -342,6 +344,8 @@ def test_convert(data: bytes) -> None:
 
 @FUZZ
 @given(inputs())
+@example(LEGACY_POD)
+@example(_yaml([_with(POD, ("metadata", "name"), None), _with(POD, ("spec", "containers", 0, "resources"), True)]))
 def test_validate(data: bytes) -> None:
     run("validate", data)
 
