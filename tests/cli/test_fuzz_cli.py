@@ -345,7 +345,7 @@ def test_convert(data: bytes) -> None:
 @FUZZ
 @given(inputs())
 @example(LEGACY_POD)
-@example(_yaml([_with(POD, ("metadata", "name"), None), _with(POD, ("spec", "containers", 0, "resources"), True)]))
+@example(_yaml([_with(_with(POD, ("metadata", "name"), None), ("spec", "containers", 0, "resources"), True)]))
 def test_validate(data: bytes) -> None:
     run("validate", data)
 
