@@ -1,7 +1,7 @@
 """Hypothesis fuzzing of the command line, in-process: whatever the input, every command exits 0, 1 or 2.
 
 Inputs are small documents of every kind the commands read (NodePool, Node, ResourceSlice, DeviceClass,
-ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob), mutated — a field replaced by a wrong type, a huge,
+ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob) and the seed article's legacy documents, mutated — a field replaced by a wrong type, a huge,
 negative or non-finite number, a numeric string, a deleted or an unknown key — then written as YAML, as a JSON
 List, or as raw and damaged bytes, and given on stdin or as a directory of files. Every command runs on them:
 simulate, explain pod/claim, allocate, cel, convert, validate. An uncaught exception fails the test; a
@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kubedra.cli import main
+from kubedra.data import seed_dir
 
 EXAMPLES = int(os.environ.get("KUBEDRA_FUZZ_EXAMPLES", "1500"))
 FUZZ = settings(
@@ -137,6 +138,8 @@ CRONJOB: dict[str, Any] = {
     "spec": {"schedule": "@daily", "jobTemplate": {"spec": copy.deepcopy(JOB["spec"])}},
 }
 DOCUMENTS = [NODEPOOL, NODE, SLICE, CLASS, CLAIM, TEMPLATE, POD, DEPLOYMENT, STATEFULSET, JOB, CRONJOB]
+# The seed article's documents: the legacy dialect (ResourceClass, NvidiaGPUConfig, the nameless pod, fragments).
+SEED_DOCUMENTS = [d for p in sorted(seed_dir().glob("*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
 
 COMMANDS: dict[str, list[str]] = {
     "simulate": ["simulate", "-o", "json"],
@@ -191,9 +194,10 @@ def _like(value: Any) -> st.SearchStrategy[Any]:
 @st.composite
 def documents(draw: st.DrawFn) -> list[Any]:
     """All or some of DOCUMENTS (now and then one twice: a duplicate), then a few mutations."""
-    picked = DOCUMENTS
+    pool = draw(st.sampled_from([DOCUMENTS, DOCUMENTS, SEED_DOCUMENTS + DOCUMENTS[:4]]))
+    picked = pool
     if draw(st.booleans()):
-        picked = draw(st.lists(st.sampled_from(DOCUMENTS), min_size=1, max_size=7, unique_by=id))
+        picked = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=7, unique_by=id))
     chosen: list[Any] = [copy.deepcopy(d) for d in picked]
     if draw(st.integers(0, 9)) == 0:
         chosen.append(copy.deepcopy(draw(st.sampled_from(chosen))))
