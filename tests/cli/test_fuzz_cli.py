@@ -359,3 +359,17 @@ def test_validate(data: bytes) -> None:
 def test_directories(command: str, data: bytes, copies: int) -> None:
     """Files in a directory, twice over sometimes: every object then has a duplicate in the other file."""
     run(command, data, as_files=copies)
+
+
+def test_the_issue_reproduction_through_the_cli(tmp_path: Any) -> None:
+    """Issue 8: integers where people write integers, in a NodePool and NVIDIA's usual Deployment."""
+    pool = {**NODEPOOL, "spec": {"count": 1, "allocatable": {"cpu": 64, "memory": "512Gi", "pods": 110},
+                                 "gpu": {"model": "H100-80GB", "count": 8}, "devicePlugin": True}}
+    (tmp_path / "pool.yaml").write_text(yaml.safe_dump(pool))
+    (tmp_path / "app.yaml").write_text(yaml.safe_dump(DEPLOYMENT))
+    with _stdio(b""):
+        code = main(["simulate", "-f", str(tmp_path), "-o", "json"])
+        report = json.loads(sys.stdout.getvalue())
+        errors = sys.stderr.getvalue()
+    assert (code, errors) == (0, "")
+    assert report["summary"]["pods"]["running"] == 2
