@@ -523,7 +523,7 @@ FIRST = "pools.yaml[0]: NodePool/a100"
 
 
 def test_duplicate_pools_and_all_problems_reported() -> None:
-    text = "\n---\n".join(json.dumps(d) for d in (pool(), pool(), with_spec(count=-2)))
+    text = "\n---\n".join(json.dumps(d) for d in (pool(), with_spec(count=3), with_spec(count=-2)))
     with pytest.raises(InvalidInputError) as err:
         load_text(text, source="pools.yaml")
     duplicate = 'metadata.name: Duplicate value: "a100": NodePool a100 is also defined at ' + FIRST

@@ -238,6 +238,7 @@ def test_two_objects_of_one_kind_namespace_and_name_are_refused_naming_both(tmp_
     (tmp_path / "a.yaml").write_text(yaml.safe_dump(v1_claim()))
     second = v1_claim()
     second["metadata"]["namespace"] = "default"  # the same as none
+    second["spec"]["devices"]["requests"][0]["exactly"]["count"] = 2
     (tmp_path / "b.yaml").write_text(yaml.safe_dump_all([v1_claim() | {"metadata": {"name": "other"}}, second]))
     with pytest.raises(InvalidInputError) as error:
         load_paths([str(tmp_path)])
@@ -254,7 +255,8 @@ def test_duplicates_in_lists_across_versions_and_raw_kinds() -> None:
         "metadata": {"name": v1_slice()["metadata"]["name"]},
         "spec": v1_slice()["spec"],
     }
-    listed = {"apiVersion": "v1", "kind": "List", "items": [v1_slice(), beta, deployment({}), deployment({})]}
+    beta["spec"]["devices"] = beta["spec"]["devices"][:1]
+    listed = {"apiVersion": "v1", "kind": "List", "items": [v1_slice(), beta, deployment({}), deployment({"cpu": 1})]}
     name = v1_slice()["metadata"]["name"]
     assert _problems(json.dumps(listed)) == [
         f'in.yaml[0]: ResourceSlice/{name}: items[1].metadata.name: Duplicate value: "{name}": ResourceSlice '
@@ -274,7 +276,23 @@ def test_same_name_in_another_namespace_or_kind_is_not_a_duplicate() -> None:
 
 def test_duplicates_are_refused_without_api_validation_too() -> None:
     """``kubedra allocate`` loads with api_validation=False; a replaced claim would still be a silent surprise."""
-    assert len(_problems(yaml.safe_dump_all([v1_claim(), v1_claim()]), api_validation=False)) == 1
+    other = v1_claim()
+    other["spec"]["devices"]["requests"][0]["name"] = "gpus"
+    assert len(_problems(yaml.safe_dump_all([v1_claim(), other]), api_validation=False)) == 1
+
+
+def test_the_same_object_twice_is_one_object_with_a_warning(tmp_path: Path) -> None:
+    """One DeviceClass in every self-contained file, or one file given twice: ``kubectl apply`` leaves it unchanged."""
+    path = tmp_path / "claim.yaml"
+    path.write_text(yaml.safe_dump(v1_claim()))
+    loaded = load_paths([str(path), str(path)])
+    assert len(loaded.objects) == 1
+    assert [str(w) for w in loaded.warnings] == [
+        f"{path}[0]: ResourceClaim/claim-1: ResourceClaim default/claim-1 again, identical to the one at "
+        f"{path}[0]: ResourceClaim/claim-1 -> one object"
+    ]
+    pools = load_text(yaml.safe_dump_all([POOL, POOL]))
+    assert len(pools.raw) == 1
 
 
 def test_a_node_made_by_a_pool_and_written_as_a_node() -> None:

@@ -114,6 +114,19 @@ def _identity(api_version: object, kind: object, namespace: object, name: object
     return api_version.rpartition("/")[0], kind, namespace, name
 
 
+def _content(slot: _Slot) -> Any:
+    """What an object says, to tell a copy from a different object of the same name (namespace made explicit)."""
+    if slot.obj is not None:
+        body = m.to_dict(slot.obj)
+    else:
+        assert slot.raw is not None
+        body = slot.raw.data
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict) and not metadata.get("namespace"):
+        body = {**body, "metadata": {**metadata, "namespace": "default"}}
+    return body
+
+
 def _raw_identity(data: dict[str, Any]) -> tuple[str, str, str, str] | None:
     metadata = data.get("metadata")
     if not isinstance(metadata, dict):
@@ -272,28 +285,40 @@ class _Builder:
         return loaded
 
     def _duplicates(self) -> None:
-        """Two objects of one kind with one namespace and name: the API server would refuse the second."""
-        seen: dict[tuple[str, str, str, str], str] = {}
+        """Two objects of one kind with one namespace and name: the API server would refuse the second, so it is
+        a problem naming both places — unless the two are the same object written twice (one DeviceClass in every
+        self-contained file, one file given twice), which ``kubectl apply`` leaves unchanged: the copy is dropped,
+        with a warning."""
+        seen: dict[tuple[str, str, str, str], tuple[_Slot, Location]] = {}
         for slot in self.slots:
-            if slot.obj is not None:
-                meta = slot.obj.metadata
-                identity = _identity(slot.obj.api_version, slot.obj.kind, meta.namespace, meta.name)
-                where = self.locations.get(id(slot.obj), Location())
-            elif slot.raw is not None:
-                identity, where = _raw_identity(slot.raw.data), slot.raw.location
-            else:
-                continue
+            identity, where = self._identity_of(slot)
             if identity is None:
                 continue
             here = replace(where, field=slot.prefix)
-            first = seen.setdefault(identity, str(here))
-            if first != str(here):
-                _, kind, namespace, name = identity
-                shown = f"{namespace}/{name}" if namespace else name
-                self.problem(
-                    replace(where, field=_prefixed(slot.prefix, "metadata.name")),
-                    f'Duplicate value: "{shown}": {kind} {shown} is also defined at {first}',
-                )
+            if identity not in seen:
+                seen[identity] = (slot, here)
+                continue
+            first, first_where = seen[identity]
+            _, kind, namespace, name = identity
+            shown = f"{namespace}/{name}" if namespace else name
+            if _content(first) == _content(slot):
+                written = f"{kind} {shown} again, identical to the one at {first_where}"
+                self.warnings.append(ConversionWarning(here, written, "one object", code="duplicate-identical"))
+                slot.obj = slot.raw = None
+                continue
+            self.problem(
+                replace(where, field=_prefixed(slot.prefix, "metadata.name")),
+                f'Duplicate value: "{shown}": {kind} {shown} is also defined at {first_where}',
+            )
+
+    def _identity_of(self, slot: _Slot) -> tuple[tuple[str, str, str, str] | None, Location]:
+        if slot.obj is not None:
+            meta = slot.obj.metadata
+            identity = _identity(slot.obj.api_version, slot.obj.kind, meta.namespace, meta.name)
+            return identity, self.locations.get(id(slot.obj), Location())
+        if slot.raw is not None:
+            return _raw_identity(slot.raw.data), slot.raw.location
+        return None, Location()
 
     def _order(self, location: Location) -> tuple[int, int]:
         """Input order of a location: files in the order they were read, then document index (a stable sort)."""
