@@ -164,17 +164,20 @@ def test_nodepools_are_expanded_as_simulate_expands_them(capsys: pytest.CaptureF
     node = "apiVersion: v1\nkind: Node\nmetadata: {name: gpus-0}\n"
     code, out, _ = _validate(capsys, tmp_path, POOL.replace("COUNT", "-1").replace("MODEL", "A200"))
     assert code == 1
-    assert "NodePool/gpus: spec.count: must be between 0 and 100000, got -1" in out
+    assert "NodePool/gpus: spec.count: Invalid value: -1: must be greater than or equal to 0" in out
     assert "NodePool/gpus: spec.gpu.model: unknown GPU model 'A200'" in out
     code, out, _ = _validate(capsys, tmp_path, node, POOL.replace("COUNT", "2").replace("MODEL", "L4"))
     assert code == 1
-    assert f"{tmp_path / 'in.yaml'}[1]: NodePool/gpus: metadata.name: duplicate node name 'gpus-0'" in out
+    assert (
+        f'{tmp_path / "in.yaml"}[1]: NodePool/gpus: metadata.name: Duplicate value: "gpus-0": Node gpus-0 is also '
+        f"defined at {tmp_path / 'in.yaml'}[0]: Node/gpus-0"
+    ) in out
 
 
 @pytest.mark.parametrize(
     ("replicas", "claim", "finding"),
     [
-        ("-1", "gpu", "Deployment/web: spec.replicas: must be between 0 and 100000, got -1"),
+        ("-1", "gpu", "Deployment/web: spec.replicas: Invalid value: -1: must be greater than or equal to 0"),
         ("0", "gpus", "Deployment/web: spec.template.spec.containers[0].resources.claims[0].name: Not found: "
          '"gpus": must be the name of an entry in pod.spec.resourceClaims'),
     ],

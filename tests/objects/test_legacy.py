@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+import yaml
 from _schema import schema_errors
 
 from kubedra.data import seed_dir
@@ -215,3 +218,36 @@ spec:
     assert pod.metadata.namespace == "default"
     assert pod.spec.resource_claims[0].resource_claim_template_name == "tmpl"
     assert "namespace default" in loaded.warnings[0].assumed
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            {"containers": [{"name": "c", "resources": True}]},
+            "spec.containers[0].resources: Invalid value: true: must be an object, not boolean",
+        ),
+        ({"containers": 3}, "spec.containers: Invalid value: 3: must be an array, not integer"),
+        ({"resourceClaims": "gpu"}, 'spec.resourceClaims: Invalid value: "gpu": must be an array, not string'),
+        (
+            {"containers": [{"name": "c", "resources": {"claims": 1}}]},
+            "spec.containers[0].resources.claims: Invalid value: 1: must be an array, not integer",
+        ),
+    ],
+)
+def test_a_nameless_pod_of_the_wrong_shape_is_reported_not_converted(spec: dict[str, Any], expected: str) -> None:
+    """The fuzzer's find: the legacy pod conversion took every field to be of its type and crashed."""
+    doc = {"apiVersion": "v1", "kind": "Pod", "spec": spec}
+    with pytest.raises(InvalidInputError) as err:
+        load_text(yaml.safe_dump(doc), source="p.yaml")
+    assert [p.message for p in err.value.problems] == [expected.split(": ", 1)[1]]
+    assert [p.location.field for p in err.value.problems] == [expected.split(": ", 1)[0]]
+
+
+def test_metadata_of_the_wrong_type_is_not_a_nameless_pod() -> None:
+    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": [None], "spec": {}}
+    with pytest.raises(InvalidInputError) as err:
+        load_text(yaml.safe_dump(doc), source="p.yaml")
+    assert [str(p) for p in err.value.problems] == [
+        "p.yaml[0]: Pod: metadata: Invalid value: array: must be an object, not array"
+    ]

@@ -496,3 +496,20 @@ def test_from_int_round_trips(value: int, fmt: Format) -> None:
     assert q.as_int64() == value if -(2**63) <= value < 2**63 else not q.cel_is_integer()
     if fmt is not BIN or abs(value) <= MAX_INT64:
         assert Quantity.parse(str(q)) == q
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "milli"),
+    [
+        ("1.5", 2, 1500),  # kube-scheduler reads allocatable pods through Value(): ceil
+        ("1", 1, 1000),
+        ("0.0005", 1, 1),  # cpu through MilliValue(): 0.5m counts as 1m
+        ("100m", 1, 100),
+        ("-1.5", -2, -1500),  # away from zero, as negativeScaleInt64 rounds
+        ("1e18", 10**18, 0),  # int64Amount{1, 18} at milli scale overflows: positiveScaleInt64 gives 0
+        ("1e30", 0, 0),
+    ],
+)
+def test_value_and_milli_value_are_gos(text: str, value: int, milli: int) -> None:
+    q = Quantity.parse(text)
+    assert (q.value(), q.milli_value()) == (value, milli)

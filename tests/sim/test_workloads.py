@@ -294,9 +294,9 @@ def bad_annotation(key: str, value: str, on_template: bool) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("doc", "expected"),
     [
-        (deployment_with(replica=2), [D + 'spec.replica: unknown field "replica"']),
-        (deployment_with(replicas="2"), [D + "spec.replicas: Expected `int | null`, got `str`"]),
-        (deployment_with(replicas=-1), [D + "spec.replicas: must be between 0 and 100000, got -1"]),
+        (deployment_with(replica=2), [D + 'spec.replica: unknown field "spec.replica"']),
+        (deployment_with(replicas="2"), [D + 'spec.replicas: Invalid value: "2": must be an integer, not string']),
+        (deployment_with(replicas=-1), [D + "spec.replicas: Invalid value: -1: must be greater than or equal to 0"]),
         (deployment_with(selector=None), [D + "spec.selector: Required value"]),
         (deployment_with(selector={}), [D + "spec.selector: Invalid value: empty selector is invalid for deployment"]),
         (
@@ -360,10 +360,10 @@ def bad_annotation(key: str, value: str, on_template: bool) -> dict[str, Any]:
             job(completionMode="Sometimes"),
             [J + 'spec.completionMode: Unsupported value: "Sometimes": supported values: "NonIndexed", "Indexed"'],
         ),
-        (job(parallelism=-1), [J + "spec.parallelism: must be between 0 and 100000, got -1"]),
+        (job(parallelism=-1), [J + "spec.parallelism: Invalid value: -1: must be greater than or equal to 0"]),
         (
             job(backoffLimit=3, ttlSecondsAfterFinished=60, podFailurePolicy={"rules": []}, typo=1),
-            [J + 'spec.typo: unknown field "typo"'],
+            [J + 'spec.typo: unknown field "spec.typo"'],
         ),
         (
             {"apiVersion": "v1", "kind": "Pod", "metadata": {}, "spec": {"containers": [{"name": "c"}]}},
@@ -380,8 +380,8 @@ def test_duplicate_pod_names_and_every_problem_reported() -> None:
     with pytest.raises(InvalidInputError) as err:
         expand(apps("StatefulSet", name="db", replicas=1), pod, deployment_with(replicas=-3))
     assert [str(p) for p in err.value.problems] == [
-        "w.yaml[1]: Pod/db-0: metadata.name: pod default/db-0 already exists",
-        "w.yaml[2]: Deployment/web: spec.replicas: must be between 0 and 100000, got -3",
+        "w.yaml[1]: Pod/db-0: metadata.name: pod default/db-0 already exists, defined at w.yaml[0]: StatefulSet/db",
+        "w.yaml[2]: Deployment/web: spec.replicas: Invalid value: -3: must be greater than or equal to 0",
     ]
 
 
@@ -415,3 +415,62 @@ spec: {containers: [{name: c}]}
     ]
     (run,) = expand_workloads(raws).jobs
     assert (run.namespace, run.run_for, run.completions, len(run.pods)) == ("ml", 7200.0, 4, 4)
+
+
+# --------------------------------------------------------------------------------------------------
+# Read as Kubernetes reads them: numbers as quantities, Go integer ranges, API names, every template checked
+
+
+def test_numbers_as_quantities_in_every_kind() -> None:
+    docs = [apps("Deployment"), apps("ReplicaSet", "rs"), apps("StatefulSet", "db"), job()]
+    for doc in docs:
+        doc["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": 1, "cpu": 0.5}
+    w = expand(*docs)
+    pods = [a.pod for a in w.arrivals] + [p for j in w.jobs for p in j.pods]
+    assert {pod.metadata.owner_references[0].kind for pod in pods} == {"ReplicaSet", "StatefulSet", "Job"}
+    assert all(p.spec.containers[0].resources.limits == {"nvidia.com/gpu": "1", "cpu": "0.5"} for p in pods)
+
+
+def test_template_quantities_and_names_are_validated() -> None:
+    doc = apps("Deployment", name="Web")
+    doc["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": -1}
+    found = problems(doc)
+    assert found[0].startswith('w.yaml[0]: Deployment/Web: metadata.name: Invalid value: "Web": a lowercase RFC 1123')
+    assert found[1:] == [
+        "w.yaml[0]: Deployment/Web: spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]: "
+        'Invalid value: "-1": must be greater than or equal to 0'
+    ]
+
+
+def test_replica_counts_beyond_int32_and_kubedras_cap() -> None:
+    assert problems(apps("Deployment", replicas=2**31), job(parallelism=200_000)) == [
+        "w.yaml[0]: Deployment/web: spec.replicas: Invalid value: 2147483648: cannot unmarshal number into Go value "
+        "of type int32",
+        "w.yaml[1]: Job/train: spec.parallelism: Invalid value: 200000: kubedra expands at most 100000 pods per "
+        "workload",
+    ]
+
+
+def cronjob(**template_limits: Any) -> dict[str, Any]:
+    spec = job()["spec"]
+    spec["template"]["spec"]["containers"][0]["resources"]["limits"] = template_limits
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly"},
+        "spec": {"schedule": "0 3 * * *", "concurrencyPolicy": "Forbid", "jobTemplate": {"spec": spec}},
+    }
+
+
+def test_cronjobs_are_read_and_checked_but_not_simulated() -> None:
+    assert expand(cronjob(**{"nvidia.com/gpu": 1})).arrivals == []
+    assert problems(cronjob(**{"nvidia.com/gpu": 0.5})) == [
+        "w.yaml[0]: CronJob/nightly: spec.jobTemplate.spec.template.spec.containers[0].resources."
+        'limits[nvidia.com/gpu]: Invalid value: "0.5": must be an integer'
+    ]
+    typo = cronjob()
+    typo["spec"]["jobTemplat"] = typo["spec"].pop("jobTemplate")
+    assert problems(typo) == [
+        'w.yaml[0]: CronJob/nightly: spec.jobTemplat: unknown field "spec.jobTemplat"',
+        "w.yaml[0]: CronJob/nightly: spec.jobTemplate: Required value",
+    ]

@@ -19,8 +19,10 @@ import msgspec
 
 from kubedra.cluster import catalogue
 from kubedra.cluster.gpuslices import GpuNodeLayout, SliceFactory, stable_uid
+from kubedra.objects import formats
+from kubedra.objects.decode import decode
 from kubedra.objects.errors import InvalidInputError, Location, Problem
-from kubedra.objects.model import Node, NodeSpec, NodeStatus, ObjectMeta, ResourceSlice, Taint
+from kubedra.objects.model import Int64, Node, NodeSpec, NodeStatus, ObjectMeta, QuantityText, ResourceSlice, Taint
 
 API_VERSION = "kubedra.io/v1alpha1"
 KIND = "NodePool"
@@ -33,10 +35,7 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-_QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|[eE][+-]?\d+)?$")
 _SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
-_AT = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
-_FIELD = re.compile(r"^Object (?P<what>contains unknown|missing required) field `(?P<name>[^`]+)`$")
 
 
 class RawLike(Protocol):
@@ -73,20 +72,10 @@ def at(location: Location, field: str) -> Location:
 
 
 def convert_strict(data: Any, kind: type[T], location: Location, problems: list[Problem]) -> T | None:
-    """``msgspec.convert`` that records a failure as a Problem with the field path instead of raising."""
-    try:
-        return msgspec.convert(data, kind)
-    except msgspec.ValidationError as err:
-        match = _AT.match(str(err))
-        assert match is not None
-        message, path = match["msg"], (match["path"] or "").lstrip(".")
-        field = _FIELD.match(message)
-        if field is not None:
-            path = f"{path}.{field['name']}" if path else field["name"]
-            unknown = field["what"] == "contains unknown"
-            message = f'unknown field "{field["name"]}"' if unknown else "Required value"
-        problems.append(Problem(at(location, path), message))
-        return None
+    """The loader's decoding (:func:`kubedra.objects.decode.decode`), recording every problem with its field path."""
+    obj, found = decode(data, kind)
+    problems.extend(Problem(at(location, path), message) for path, message in found)
+    return obj
 
 
 # --------------------------------------------------------------------------------------------------
@@ -101,7 +90,7 @@ class PoolTaint(Strict, kw_only=True):
 
 class PoolGpu(Strict, kw_only=True):
     model: str
-    count: int
+    count: Int64
     driver_version: str = DEFAULT_DRIVER_VERSION
     cuda_driver_version: str = DEFAULT_CUDA_DRIVER_VERSION
 
@@ -111,14 +100,14 @@ class PoolMig(Strict, kw_only=True):
 
 
 class PoolSharing(Strict, kw_only=True):
-    shares: int
+    shares: Int64
 
 
 class NodePoolSpec(Strict, kw_only=True):
-    count: int
+    count: Int64
     labels: dict[str, str] = {}
     taints: list[PoolTaint] = []
-    allocatable: dict[str, str] = {}
+    allocatable: dict[str, QuantityText] = {}
     gpu: PoolGpu | None = None
     mig: PoolMig | None = None
     sharing: PoolSharing | None = None
@@ -161,7 +150,9 @@ def _check_node(pool: NodePool, bad: Callable[[str, str], None]) -> None:
     name, spec = pool.metadata.name, pool.spec
     if not name or len(name) > 200 or not _DNS_SUBDOMAIN.match(name):
         bad("metadata.name", f"invalid pool name {name!r}: must be a lowercase DNS subdomain of at most 200 characters")
-    if not 0 <= spec.count <= MAX_NODES_PER_POOL:
+    if spec.count < 0:
+        bad("spec.count", f"Invalid value: {spec.count}: must be greater than or equal to 0")
+    elif spec.count > MAX_NODES_PER_POOL:
         bad("spec.count", f"must be between 0 and {MAX_NODES_PER_POOL}, got {spec.count}")
     if "kubernetes.io/hostname" in spec.labels:
         bad("spec.labels[kubernetes.io/hostname]", "is set per node to the node's name; remove it")
@@ -174,8 +165,8 @@ def _check_node(pool: NodePool, bad: Callable[[str, str], None]) -> None:
                 f"unsupported value {taint.effect!r}: must be one of {', '.join(TAINT_EFFECTS)}",
             )
     for resource, value in spec.allocatable.items():
-        if not _QUANTITY.match(value):
-            bad(f"spec.allocatable[{resource}]", f"invalid quantity {value!r}")
+        for message in formats.resource_quantity(resource, value):  # what the API server checks on a Node
+            bad(f"spec.allocatable[{resource}]", message)
     if "nvidia.com/gpu" in spec.allocatable:
         bad(
             "spec.allocatable[nvidia.com/gpu]",
@@ -242,11 +233,11 @@ def _node(name: str, spec: NodePoolSpec) -> Node:
 def expand_nodepools(raw_objects: list[RawLike]) -> tuple[list[Node], list[ResourceSlice]]:
     """Nodes and ResourceSlices for every NodePool, in document then index order.
 
-    Raises InvalidInputError listing every problem (all pools are checked before any is expanded).
+    Raises InvalidInputError listing every problem (all pools are checked before any is expanded). Two pools of
+    one name are the loader's to refuse, as for every kind.
     """
     problems: list[Problem] = []
     checked: list[tuple[NodePool, catalogue.GpuModel | None]] = []
-    seen: dict[str, Location] = {}
     for raw in raw_objects:
         where = object_location(raw, KIND)
         pool = convert_strict(raw.data, NodePool, where, problems)
@@ -254,11 +245,6 @@ def expand_nodepools(raw_objects: list[RawLike]) -> tuple[list[Node], list[Resou
             continue
         found, model = _check(pool, where)
         problems.extend(found)
-        if pool.metadata.name in seen:
-            problems.append(
-                Problem(at(where, "metadata.name"), f"duplicate NodePool, first defined at {seen[pool.metadata.name]}")
-            )
-        seen.setdefault(pool.metadata.name, where)
         if not found:
             checked.append((pool, model))
     if problems:

@@ -1,85 +1,117 @@
-"""A v1 document (a dict) → a model struct, or every decoding problem with its exact field path.
+"""A document (a dict) → a struct, or every decoding problem with its exact field path.
 
-The fast path is one ``msgspec.convert``. When it fails, the document is repaired the way the API
-server reads JSON (``null`` means absent; a quantity may be written as a number) and tried again;
-if it still fails, a walk over the struct's type information reports *every* problem — unknown
-field, missing field, wrong type — with Kubernetes field paths (``spec.devices[0].attributes[model]``)
-instead of msgspec's first error only.
+The one reader of documents into structs: the loader's kinds, NodePools and workloads all decode here. The fast
+path is one ``msgspec.convert``. When it fails, the document is repaired the way the API server reads JSON, driven
+by the struct's own types (``null`` means absent; a number where the model declares a ``QuantityText`` is its
+text, as ``Quantity.UnmarshalJSON`` reads it; a whole float where an integer goes is that integer) and tried
+again; if it still fails, a walk over the struct's type information reports *every* problem — unknown field,
+missing field, wrong type, an integer outside its Go type (``Int32``/``Int64``) — with Kubernetes field paths
+(``spec.containers[0].resources.limits[nvidia.com/gpu]``) instead of msgspec's first error only.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import msgspec
 from msgspec import inspect
 
+from kubedra.objects.model import QUANTITY_MARK
+
 T = TypeVar("T")
 
 FieldProblem = tuple[str, str]  # (field path, message)
 
-# Where a Kubernetes Quantity sits in each kind, as key paths ("*" = every map value, "[]" = every list item).
-_QUANTITY_PATHS: dict[str, list[tuple[str, ...]]] = {
-    "ResourceSlice": [
-        ("spec", "devices", "[]", "capacity", "*", "value"),
-        ("spec", "devices", "[]", "capacity", "*", "requestPolicy", "default"),
-        ("spec", "devices", "[]", "capacity", "*", "requestPolicy", "validValues", "[]"),
-        ("spec", "devices", "[]", "capacity", "*", "requestPolicy", "validRange", "min"),
-        ("spec", "devices", "[]", "capacity", "*", "requestPolicy", "validRange", "max"),
-        ("spec", "devices", "[]", "capacity", "*", "requestPolicy", "validRange", "step"),
-        ("spec", "devices", "[]", "consumesCounters", "[]", "counters", "*", "value"),
-        ("spec", "sharedCounters", "[]", "counters", "*", "value"),
-    ],
-    "ResourceClaim": [
-        ("spec", "devices", "requests", "[]", "exactly", "capacity", "requests", "*"),
-        ("spec", "devices", "requests", "[]", "firstAvailable", "[]", "capacity", "requests", "*"),
-        ("status", "allocation", "devices", "results", "[]", "consumedCapacity", "*"),
-    ],
-    "ResourceClaimTemplate": [
-        ("spec", "spec", "devices", "requests", "[]", "exactly", "capacity", "requests", "*"),
-        ("spec", "spec", "devices", "requests", "[]", "firstAvailable", "[]", "capacity", "requests", "*"),
-    ],
-    "Node": [("status", "capacity", "*"), ("status", "allocatable", "*")],
-    "Pod": [
-        (section, "[]", "resources", part, "*")
-        for section in ("spec.containers", "spec.initContainers")
-        for part in ("limits", "requests")
-    ],
-}
+_INT32_MAX = 2**31 - 1
 
 
-def _strip_nulls(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_strip_nulls(v) for v in value]
+_TYPES: dict[type[Any], inspect.Type] = {}
+
+
+def _type_info(cls: type[Any]) -> inspect.Type:
+    info = _TYPES.get(cls)
+    if info is None:
+        info = _TYPES[cls] = inspect.type_info(cls)
+    return info
+
+
+_FIELDS: dict[type[Any], dict[str, inspect.Field]] = {}
+
+
+def _fields(t: inspect.StructType) -> dict[str, inspect.Field]:
+    """The struct's fields by JSON name (memoised per class: the walk visits the same structs many times)."""
+    fields = _FIELDS.get(t.cls)
+    if fields is None:
+        fields = _FIELDS[t.cls] = {f.encode_name: f for f in t.fields}
+    return fields
+
+
+def _is_quantity(t: inspect.Type) -> bool:
+    return isinstance(t, inspect.Metadata) and bool((t.extra or {}).get(QUANTITY_MARK))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def number_text(value: float) -> str:
+    """A JSON number as Go's ``encoding/json`` writes it (what ``Quantity.UnmarshalJSON`` then parses).
+
+    YAML → JSON (``sigs.k8s.io/yaml``) re-encodes numbers: ``0.5`` stays ``0.5``, ``2.0`` becomes ``2``,
+    ``1e21`` and up and below ``1e-6`` use an exponent (``1e+21``, ``1.5e-7``). Non-finite floats cannot be
+    written in JSON; their Python text fails quantity parsing, as the API server refuses them.
+    """
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        return repr(value)
+    magnitude = abs(value)
+    if magnitude and (magnitude < 1e-6 or magnitude >= 1e21):
+        text = repr(value)
+        mantissa, _, exponent = text.partition("e")
+        sign, digits = (exponent[0], exponent[1:]) if exponent[:1] in "+-" else ("+", exponent)
+        return f"{mantissa}e{sign}{digits.lstrip('0') or '0'}"
+    return format(Decimal(repr(value)).normalize(), "f")
+
+
+def _repair(value: Any, t: inspect.Type) -> Any:
+    """``value`` read as the API server reads JSON into type ``t``: ``null`` fields are absent, a number where a
+    Quantity goes is its text, a whole float where an integer goes is that integer (YAML ``2.0`` → JSON ``2``)."""
+    if isinstance(t, inspect.Metadata):
+        if _is_number(value) and _is_quantity(t):
+            return number_text(value)
+        return _repair(value, t.type)
+    if isinstance(t, inspect.UnionType):
+        others = [x for x in t.types if not isinstance(x, inspect.NoneType)]
+        return _repair(value, others[0]) if len(others) == 1 else value
+    if isinstance(t, inspect.StructType):
+        if not isinstance(value, dict):
+            return value
+        fields = _fields(t)
+        out = {}
+        for key, item in value.items():
+            if item is None:
+                continue
+            field = fields.get(key) if isinstance(key, str) else None
+            out[key] = item if field is None else _repair(item, field.type)
+        return out
+    if isinstance(t, inspect.ListType):
+        return [_repair(v, t.item_type) for v in value] if isinstance(value, list) else value
+    if isinstance(t, inspect.DictType):
+        if not isinstance(value, dict):
+            return value
+        return {k: _repair(v, t.value_type) for k, v in value.items() if v is not None}
+    if isinstance(t, inspect.IntType) and isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 
-def _quantities_to_strings(value: Any, path: tuple[str, ...]) -> Any:
-    if not path:
-        numeric = isinstance(value, int | float) and not isinstance(value, bool)
-        return str(value) if numeric else value
-    head, rest = path[0], path[1:]
-    result = value
-    if head == "[]" and isinstance(value, list):
-        result = [_quantities_to_strings(v, rest) for v in value]
-    elif head == "*" and isinstance(value, dict):
-        result = {k: _quantities_to_strings(v, rest) for k, v in value.items()}
-    elif "." in head:
-        result = _quantities_to_strings(value, (*head.split("."), *rest))
-    elif isinstance(value, dict) and head in value:
-        result = {**value, head: _quantities_to_strings(value[head], rest)}
-    return result
-
-
-def repair(kind: str, document: dict[str, Any]) -> dict[str, Any]:
-    """``null`` fields removed and numeric quantities turned into strings, as the API server reads them."""
-    repaired: dict[str, Any] = _strip_nulls(document)
-    for path in _QUANTITY_PATHS.get(kind, []):
-        repaired = _quantities_to_strings(repaired, path)
-    return repaired
+def repair(cls: type[Any], document: Any) -> Any:
+    """``document`` as the API server would read it into ``cls`` (see :func:`_repair`)."""
+    return _repair(document, _type_info(cls))
 
 
 def _join(path: str, key: str) -> str:
@@ -127,6 +159,12 @@ class _Walker:
             return
         if isinstance(t, inspect.AnyType):
             return
+        if isinstance(t, inspect.Metadata):
+            if _is_quantity(t) and not isinstance(value, str):
+                self.wrong(path, value, "a quantity (a string or a number)")
+                return
+            self.walk(value, t.type, path)
+            return
         if isinstance(t, inspect.StructType):
             self.struct(value, t, path)
         elif isinstance(t, inspect.ListType):
@@ -153,6 +191,11 @@ class _Walker:
         elif isinstance(t, inspect.IntType):
             if not isinstance(value, int) or isinstance(value, bool):
                 self.wrong(path, value, "an integer")
+            elif (t.ge is not None and value < t.ge) or (t.le is not None and value > t.le):
+                go_type = "int32" if t.le == _INT32_MAX else "int64"
+                self.problems.append(
+                    (path, f"Invalid value: {_show(value)}: cannot unmarshal number into Go value of type {go_type}")
+                )
         elif isinstance(t, inspect.FloatType):
             if not isinstance(value, int | float) or isinstance(value, bool):
                 self.wrong(path, value, "a number")
@@ -163,7 +206,7 @@ class _Walker:
         if not isinstance(value, dict):
             self.wrong(path, value, "an object")
             return
-        fields = {f.encode_name: f for f in t.fields}
+        fields = _fields(t)
         for key, item in value.items():
             if not isinstance(key, str):
                 self.problems.append((path, f"Invalid value: {_show(key)}: keys must be strings"))
@@ -195,16 +238,21 @@ def translate_msgspec_error(error: msgspec.ValidationError) -> FieldProblem:
     return path, message
 
 
-def decode(document: dict[str, Any], cls: type[T], kind: str) -> tuple[T | None, list[FieldProblem]]:
-    """The struct, or None and every problem found (never raises for any JSON-like input)."""
+def decode(document: Any, cls: type[T]) -> tuple[T | None, list[FieldProblem]]:
+    """The struct, or None and every problem found (never raises for any JSON-like input).
+
+    The one reader of documents into structs: the loader's kinds, NodePools and workloads all come through
+    here, so a Quantity written as a number, a field path naming the key, and int32/int64 ranges are the same
+    everywhere.
+    """
     try:
         return msgspec.convert(document, cls), []
     except msgspec.ValidationError:
         pass
-    repaired = repair(kind, document)
+    repaired = repair(cls, document)
     try:
         return msgspec.convert(repaired, cls), []
     except msgspec.ValidationError as error:
         walker = _Walker()
-        walker.walk(repaired, inspect.type_info(cls), "")
+        walker.walk(repaired, _type_info(cls), "")
         return None, walker.problems or [translate_msgspec_error(error)]

@@ -176,6 +176,53 @@ def quantity(value: str) -> tuple[str, ...]:
     return ()
 
 
+# core/v1 resources counted in whole units (``helper.integerResources``); extended resources are too.
+INTEGER_RESOURCES = frozenset(
+    {
+        "pods",
+        "resourcequotas",
+        "services",
+        "replicationcontrollers",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_extended_resource_name(name: str) -> bool:
+    """``helper.IsExtendedResourceName``: qualified, outside ``kubernetes.io/``, not a quota ``requests.`` name."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return not label_key("requests." + name)
+
+
+def is_overcommit_allowed(name: str) -> bool:
+    """``helper.IsOvercommitAllowed``: native resources other than hugepages (extended ones must equal limits)."""
+    native = "/" not in name or "kubernetes.io/" in name
+    return native and not name.startswith("hugepages-")
+
+
+@functools.lru_cache(maxsize=16384)
+def resource_quantity(name: str, value: str) -> tuple[str, ...]:
+    """``ValidateResourceQuantityValue``: a quantity, not negative, whole for pods and extended resources."""
+    from kubedra.objects.quantity import Quantity, QuantityError
+
+    try:
+        parsed = Quantity.parse(value)
+    except (QuantityError, ValueError, ArithmeticError):
+        return quantity(value)
+    out = []
+    if parsed.sign() < 0:
+        out.append(invalid(str(parsed), "must be greater than or equal to 0"))
+    if (name in INTEGER_RESOURCES or is_extended_resource_name(name)) and not parsed.is_integer():
+        out.append(invalid(value, "must be an integer"))
+    return tuple(out)
+
+
 @functools.lru_cache(maxsize=16384)
 def version(value: str) -> tuple[str, ...]:
     """A version attribute: semver 2.0.0, checked by :mod:`kubedra.objects.semver` when it exists."""

@@ -90,6 +90,8 @@ def classify(doc: Any) -> str | None:
 
 def _is_legacy_pod(doc: dict[str, Any]) -> bool:
     metadata = doc.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        return False  # not a nameless pod but a wrong one: the decoder names the field
     if not isinstance(metadata, dict) or not (metadata.get("name") or metadata.get("generateName")):
         return True
     spec = doc.get("spec")
@@ -111,6 +113,22 @@ def _name(doc: dict[str, Any]) -> str:
 def _metadata(doc: dict[str, Any]) -> dict[str, Any]:
     metadata = doc.get("metadata")
     return copy.deepcopy(metadata) if isinstance(metadata, dict) else {}
+
+
+def _pod_shape_ok(spec: dict[str, Any]) -> bool:
+    """Whether the lists and maps the pod conversion rewrites have their types (anything else is left as it is)."""
+    containers = spec.get("containers")
+    if not isinstance(spec.get("resourceClaims", []), list | None) or not isinstance(containers, list | None):
+        return False
+    for container in containers or []:
+        if not isinstance(container, dict):
+            continue
+        resources = container.get("resources")
+        if resources is not None and not isinstance(resources, dict):
+            return False
+        if resources and not isinstance(resources.get("claims", []), list | None):
+            return False
+    return True
 
 
 class _Converter:
@@ -297,6 +315,9 @@ class _Converter:
         metadata = _metadata(data)
         spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
         location = doc.location
+        if not _pod_shape_ok(spec):  # converted as written: the decoder reports the wrong types with their paths
+            self.result.outputs[i] = LegacyOutput(location, {**data, "metadata": metadata})
+            return
         pod_claims: dict[str, dict[str, Any]] = {}
         for entry in spec.get("resourceClaims") or []:
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TextIO, TypeVar
+from typing import Any, BinaryIO, TextIO, TypeVar
 
 from kubedra.objects import beta, legacy
 from kubedra.objects import model as m
@@ -74,6 +74,66 @@ def _object_name(data: dict[str, Any]) -> str:
     return f"{kind_text or '?'}/{name}" if isinstance(name, str) and name else kind_text
 
 
+# Kinds without a namespace (among those people put in manifests); every other kind is namespaced.
+CLUSTER_SCOPED = frozenset(
+    {
+        "DeviceClass",
+        "ResourceSlice",
+        "DeviceTaintRule",
+        "Node",
+        "NodePool",
+        "Namespace",
+        "PersistentVolume",
+        "StorageClass",
+        "PriorityClass",
+        "RuntimeClass",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "IngressClass",
+        "CSIDriver",
+        "CSINode",
+        "VolumeAttachment",
+        "APIService",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
+)
+
+
+def _identity(api_version: object, kind: object, namespace: object, name: object) -> tuple[str, str, str, str] | None:
+    """(API group, kind, namespace, name) of a named object: what makes two objects the same object."""
+    if not isinstance(name, str) or not name or not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    if kind in CLUSTER_SCOPED:
+        namespace = ""
+    elif not isinstance(namespace, str) or not namespace:
+        namespace = "default"
+    return api_version.rpartition("/")[0], kind, namespace, name
+
+
+def _content(slot: _Slot) -> Any:
+    """What an object says, to tell a copy from a different object of the same name (namespace made explicit)."""
+    if slot.obj is not None:
+        body = m.to_dict(slot.obj)
+    else:
+        assert slot.raw is not None
+        body = slot.raw.data
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict) and not metadata.get("namespace"):
+        body = {**body, "metadata": {**metadata, "namespace": "default"}}
+    return body
+
+
+def _raw_identity(data: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    metadata = data.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    return _identity(data.get("apiVersion"), data.get("kind"), metadata.get("namespace"), metadata.get("name"))
+
+
 def _prefixed(prefix: str, path: str) -> str:
     if not prefix:
         return path
@@ -103,6 +163,10 @@ class _Builder:
 
     def problem(self, location: Location, message: str) -> None:
         self.problems.append(Problem(location, message))
+
+    def unreadable(self, location: Location, message: str) -> None:
+        """A problem that stopped the input being read at all (see :class:`Problem`)."""
+        self.problems.append(Problem(location, message, unreadable=True))
 
     # -- dispatch ---------------------------------------------------------------------------------
 
@@ -144,7 +208,7 @@ class _Builder:
         if group == "resource.k8s.io":
             self.add_dra(data, kind, version, where, prefix)
         elif group == "" and version == "v1" and kind in _CORE_CLASSES:
-            self.add_model(data, _CORE_CLASSES[kind], kind, where, prefix)
+            self.add_model(data, _CORE_CLASSES[kind], where, prefix)
         else:
             self.slots.append(_Slot(raw=RawObject(where, data), prefix=prefix))
 
@@ -173,10 +237,10 @@ class _Builder:
             written, today, assumed = beta.describe(kind, version, converted.changes)
             self.warnings.append(ConversionWarning(where, written, today, assumed, "beta-version"))
             data = converted.document
-        self.add_model(data, _V1_CLASSES[kind], kind, where, prefix)
+        self.add_model(data, _V1_CLASSES[kind], where, prefix)
 
-    def add_model(self, data: dict[str, Any], cls: type[Any], kind: str, where: Location, prefix: str) -> None:
-        obj, problems = decode(data, cls, kind)
+    def add_model(self, data: dict[str, Any], cls: type[Any], where: Location, prefix: str) -> None:
+        obj, problems = decode(data, cls)
         for path, message in problems:
             self.problem(replace(where, field=_prefixed(prefix, path)), message)
         if obj is None:
@@ -208,6 +272,7 @@ class _Builder:
                     slot.raw = RawObject(output.location, output.raw)
                 elif output.document is not None:
                     self._decode_legacy(slot, output)
+        self._duplicates()
         if self.problems:
             raise InvalidInputError(sorted(self.problems, key=lambda p: self._order(p.location)))
         warnings = sorted(self.warnings, key=lambda w: self._order(w.location))
@@ -218,6 +283,42 @@ class _Builder:
             elif slot.raw is not None:
                 loaded.raw.append(slot.raw)
         return loaded
+
+    def _duplicates(self) -> None:
+        """Two objects of one kind with one namespace and name: the API server would refuse the second, so it is
+        a problem naming both places — unless the two are the same object written twice (one DeviceClass in every
+        self-contained file, one file given twice), which ``kubectl apply`` leaves unchanged: the copy is dropped,
+        with a warning."""
+        seen: dict[tuple[str, str, str, str], tuple[_Slot, Location]] = {}
+        for slot in self.slots:
+            identity, where = self._identity_of(slot)
+            if identity is None:
+                continue
+            here = replace(where, field=slot.prefix)
+            if identity not in seen:
+                seen[identity] = (slot, here)
+                continue
+            first, first_where = seen[identity]
+            _, kind, namespace, name = identity
+            shown = f"{namespace}/{name}" if namespace else name
+            if _content(first) == _content(slot):
+                written = f"{kind} {shown} again, identical to the one at {first_where}"
+                self.warnings.append(ConversionWarning(here, written, "one object", code="duplicate-identical"))
+                slot.obj = slot.raw = None
+                continue
+            self.problem(
+                replace(where, field=_prefixed(slot.prefix, "metadata.name")),
+                f'Duplicate value: "{shown}": {kind} {shown} is also defined at {first_where}',
+            )
+
+    def _identity_of(self, slot: _Slot) -> tuple[tuple[str, str, str, str] | None, Location]:
+        if slot.obj is not None:
+            meta = slot.obj.metadata
+            identity = _identity(slot.obj.api_version, slot.obj.kind, meta.namespace, meta.name)
+            return identity, self.locations.get(id(slot.obj), Location())
+        if slot.raw is not None:
+            return _raw_identity(slot.raw.data), slot.raw.location
+        return None, Location()
 
     def _order(self, location: Location) -> tuple[int, int]:
         """Input order of a location: files in the order they were read, then document index (a stable sort)."""
@@ -232,7 +333,7 @@ class _Builder:
         kind = str(document["kind"])
         cls = _V1_CLASSES.get(kind) or _CORE_CLASSES[kind]
         before = len(self.slots)
-        self.add_model(document, cls, kind, output.location, slot.prefix)
+        self.add_model(document, cls, output.location, slot.prefix)
         if len(self.slots) > before:  # add_model appended the object: move it into the legacy slot
             slot.obj = self.slots.pop().obj
 
@@ -259,22 +360,58 @@ def _add_text(builder: _Builder, text: str, source: str, json: bool | None, limi
 
 
 def _files(path: str, builder: _Builder) -> list[str]:
-    if os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if n.lower().endswith(SUFFIXES))
-        files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
-        if not files:
-            builder.problem(Location(path), "no .yaml, .yml or .json files in this directory")
-        return files
+    try:
+        if os.path.isdir(path):
+            names = sorted(n for n in os.listdir(path) if n.lower().endswith(SUFFIXES))
+            files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
+            if not files:
+                builder.problem(Location(path), "no .yaml, .yml or .json files in this directory")
+            return files
+    except OSError as exc:
+        builder.unreadable(Location(path), f"cannot read: {exc.strerror or exc}")
+        return []
+    except ValueError as exc:  # a path with a NUL byte
+        builder.unreadable(Location(path), f"cannot read: {exc}")
+        return []
     if not os.path.exists(path):
-        builder.problems.append(Problem(Location(path), "no such file or directory", unreadable=True))
+        builder.unreadable(Location(path), "no such file or directory")
         return []
     return [path]
+
+
+def _decode_text(data: bytes, source: str, builder: _Builder) -> str | None:
+    """UTF-8 text (a leading byte order mark dropped, as YAML readers drop it), or None with the problem noted."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        builder.unreadable(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+        return None
+
+
+def _read_stdin(stream: TextIO | BinaryIO, bounds: ParseLimits, builder: _Builder) -> str | None:
+    """stdin as bytes where it has them (so bad UTF-8 is a problem, not a crash), at most the size limit."""
+    source = "<stdin>"
+    raw = getattr(stream, "buffer", stream)
+    try:
+        data = raw.read(bounds.max_bytes + 1)
+    except UnicodeDecodeError as exc:
+        builder.unreadable(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+        return None
+    except OSError as exc:
+        builder.unreadable(Location(source), f"cannot read: {exc.strerror or exc}")
+        return None
+    size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
+    refused = too_big(size, source, bounds)
+    if refused is not None:
+        builder.problems.append(refused)
+        return None
+    return _decode_text(data, source, builder) if isinstance(data, bytes) else data
 
 
 def load_paths(
     paths: Sequence[str],
     *,
-    stdin: TextIO | None = None,
+    stdin: TextIO | BinaryIO | None = None,
     limits: ParseLimits | None = None,
     api_validation: bool = True,
     documents: Sequence[tuple[str, Any]] = (),
@@ -293,29 +430,22 @@ def load_paths(
     builder.api_validation = api_validation
     for path in paths:
         if path == "-":
-            stream = stdin if stdin is not None else sys.stdin
-            text = stream.read(bounds.max_bytes + 1)
-            refused = too_big(len(text.encode("utf-8", "surrogatepass")), "<stdin>", bounds)
-            if refused is not None:
-                builder.problems.append(refused)
-                continue
-            _add_text(builder, text, "<stdin>", None, bounds)
+            text = _read_stdin(stdin if stdin is not None else sys.stdin, bounds, builder)
+            if text is not None:
+                _add_text(builder, text, "<stdin>", None, bounds)
             continue
         for file in _files(path, builder):
             try:
-                size = os.path.getsize(file)
-                refused = too_big(size, file, bounds)
+                refused = too_big(os.path.getsize(file), file, bounds)
                 if refused is not None:
                     builder.problems.append(refused)
                     continue
-                with open(file, encoding="utf-8") as handle:
-                    text = handle.read()
-            except UnicodeDecodeError as exc:
-                message = f"not UTF-8 text: {exc.reason} at byte {exc.start}"
-                builder.problems.append(Problem(Location(file), message, unreadable=True))
-                continue
+                with open(file, "rb") as handle:
+                    data = handle.read(bounds.max_bytes + 1)
             except OSError as exc:
-                builder.problems.append(Problem(Location(file), f"cannot read: {exc.strerror or exc}", unreadable=True))
+                builder.unreadable(Location(file), f"cannot read: {exc.strerror or exc}")
                 continue
-            _add_text(builder, text, file, True if file.lower().endswith(".json") else None, bounds)
+            text = _decode_text(data, file, builder)
+            if text is not None:
+                _add_text(builder, text, file, True if file.lower().endswith(".json") else None, bounds)
     return builder.finish()

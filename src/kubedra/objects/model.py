@@ -2,8 +2,10 @@
 
 Field names follow the v1 JSON names (camelCase, with Kubernetes' own spellings such as ``shareID``),
 so ``msgspec.convert(document, ResourceSlice)`` reads a v1 object and ``to_builtins`` writes it back.
-Quantities stay strings here (as on the wire); :mod:`kubedra.objects.quantity` parses them where
-arithmetic is needed. Beta and legacy shapes are converted to these structs before decoding.
+Quantities stay strings here (as on the wire; fields typed ``QuantityText`` so the decoder reads a number
+written there as Kubernetes does); :mod:`kubedra.objects.quantity` parses them where arithmetic is needed.
+Integers are typed ``Int32``/``Int64`` after their Go fields. Beta and legacy shapes are converted to these
+structs before decoding.
 
 Unknown fields are refused in the DRA kinds (a typo such as ``expresion`` is an error, as in
 ``kubectl --validate=strict``); metadata, Node and Pod keep only what kubedra reads.
@@ -12,9 +14,21 @@ Unknown fields are refused in the DRA kinds (a typo such as ``expresion`` is an 
 from __future__ import annotations
 
 import builtins
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import msgspec
+
+# --------------------------------------------------------------------------------------------------
+# Wire types: what the Go field is, so every reader (the loader, NodePools, workloads) decodes it alike
+
+QUANTITY_MARK = "kubedra.quantity"
+QuantityText = Annotated[str, msgspec.Meta(extra={QUANTITY_MARK: True})]
+"""A ``resource.Quantity``: a string on the wire, but a JSON/YAML number is read as its text, as Go's
+``Quantity.UnmarshalJSON`` does (``cpu: 2``, ``nvidia.com/gpu: 1``, ``cpu: 0.5``)."""
+Int32 = Annotated[builtins.int, msgspec.Meta(ge=-(2**31), le=2**31 - 1)]
+"""A Go ``int32`` field: a number outside its range is refused, as ``encoding/json`` refuses it."""
+Int64 = Annotated[builtins.int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+"""A Go ``int64`` field."""
 
 # --------------------------------------------------------------------------------------------------
 # Base classes
@@ -47,7 +61,7 @@ class ObjectMeta(Loose):
     namespace: str = ""
     uid: str = ""
     resource_version: str = ""
-    generation: int | None = None
+    generation: Int64 | None = None
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
     labels: dict[str, str] = {}
@@ -77,7 +91,7 @@ class Condition(Loose):
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = None
-    observed_generation: int | None = None
+    observed_generation: Int64 | None = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -122,36 +136,36 @@ class DeviceClass(Spec):
 class DeviceAttribute(Spec):
     """Exactly one of the typed values is set (``version`` is a semver string)."""
 
-    int: builtins.int | None = None
+    int: Int64 | None = None
     bool: builtins.bool | None = None
     string: str | None = None
     version: str | None = None
     # DRAListTypeAttributes (1.36 alpha)
-    ints: list[builtins.int] | None = None
+    ints: list[Int64] | None = None
     bools: list[builtins.bool] | None = None
     strings: list[str] | None = None
     versions: list[str] | None = None
 
 
 class CapacityRequestPolicyRange(Spec):
-    min: str
-    max: str | None = None
-    step: str | None = None
+    min: QuantityText
+    max: QuantityText | None = None
+    step: QuantityText | None = None
 
 
 class CapacityRequestPolicy(Spec):
-    default: str | None = None
-    valid_values: list[str] = []
+    default: QuantityText | None = None
+    valid_values: list[QuantityText] = []
     valid_range: CapacityRequestPolicyRange | None = None
 
 
 class DeviceCapacity(Spec):
-    value: str
+    value: QuantityText
     request_policy: CapacityRequestPolicy | None = None
 
 
 class Counter(Spec):
-    value: str
+    value: QuantityText
 
 
 class CounterSet(Spec):
@@ -190,8 +204,8 @@ class Device(Spec):
 
 class ResourcePool(Spec):
     name: str
-    generation: int = 0
-    resource_slice_count: int = 0
+    generation: Int64 = 0
+    resource_slice_count: Int64 = 0
 
 
 class ResourceSliceSpec(Spec):
@@ -225,18 +239,18 @@ class DeviceToleration(Spec):
     operator: str = "Equal"
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 class CapacityRequirements(Spec):
-    requests: dict[str, str] = {}
+    requests: dict[str, QuantityText] = {}
 
 
 class ExactDeviceRequest(Spec):
     device_class_name: str = ""
     selectors: list[DeviceSelector] = []
     allocation_mode: str = ""
-    count: int | None = None
+    count: Int64 | None = None
     admin_access: bool | None = None
     tolerations: list[DeviceToleration] = []
     capacity: CapacityRequirements | None = None
@@ -248,7 +262,7 @@ class DeviceSubRequest(Spec):
     device_class_name: str = ""
     selectors: list[DeviceSelector] = []
     allocation_mode: str = ""
-    count: int | None = None
+    count: Int64 | None = None
     tolerations: list[DeviceToleration] = []
     capacity: CapacityRequirements | None = None
     derived_attributes: Any = None
@@ -291,7 +305,7 @@ class DeviceRequestAllocationResult(Spec):
     binding_conditions: list[str] = []
     binding_failure_conditions: list[str] = []
     share_id: str | None = msgspec.field(default=None, name="shareID")
-    consumed_capacity: dict[str, str] = {}
+    consumed_capacity: dict[str, QuantityText] = {}
     skip_node_operations: list[str] = []
 
 
@@ -409,7 +423,7 @@ class Toleration(Loose):
     operator: str = ""
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: Int64 | None = None
 
 
 class NodeSpec(Loose):
@@ -418,8 +432,8 @@ class NodeSpec(Loose):
 
 
 class NodeStatus(Loose):
-    capacity: dict[str, str] = {}
-    allocatable: dict[str, str] = {}
+    capacity: dict[str, QuantityText] = {}
+    allocatable: dict[str, QuantityText] = {}
 
 
 class Node(Loose):
@@ -439,8 +453,8 @@ class ResourceClaimRef(Loose):
 
 
 class ResourceRequirements(Loose):
-    limits: dict[str, str] = {}
-    requests: dict[str, str] = {}
+    limits: dict[str, QuantityText] = {}
+    requests: dict[str, QuantityText] = {}
     claims: list[ResourceClaimRef] = []
 
 
@@ -480,7 +494,7 @@ class PodSpec(Loose):
     affinity: Affinity | None = None
     tolerations: list[Toleration] = []
     scheduler_name: str = ""
-    priority: int | None = None
+    priority: Int32 | None = None
     restart_policy: str = ""
     overhead: dict[str, str] = {}
 

@@ -9,6 +9,8 @@ that appears twice in one mapping is an error (as in ``kubectl --validate=strict
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -295,16 +297,55 @@ def _constructor_message(exc: yaml.constructor.ConstructorError) -> str:
     return f"invalid YAML: {'; '.join(p for p in (exc.context, problem) if p)}{where}"
 
 
-def _depth_ok(data: Any, max_depth: int) -> bool:
-    """Iterative depth check for JSON data (JSON has no aliases, so size is bounded by the text)."""
+def _measure_json(data: Any, max_depth: int) -> tuple[bool, int]:
+    """(depth within ``max_depth``, number of keys in all objects): one iterative walk (JSON has no aliases)."""
     stack: list[tuple[Any, int]] = [(data, 1)]
+    keys = 0
     while stack:
         item, depth = stack.pop()
         if depth > max_depth:
-            return False
-        children = item.values() if isinstance(item, dict) else item
+            return False, keys
+        if isinstance(item, dict):
+            keys += len(item)
+            children = item.values()
+        else:
+            children = item
         stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
-    return True
+    return True, keys
+
+
+# Each key of a JSON object ends with '"', optional whitespace and ':'; so does no other place outside a
+# string. The count of matches is thus at least the number of keys written, and equal to the number of keys
+# decoded only when no object repeats a key (msgspec, like Go's encoding/json, keeps the last one silently).
+_KEY_END = re.compile(r'"[ \t\r\n]*:')
+
+
+class _DuplicateKeyError(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKeyError(key)
+        seen[key] = value
+    return seen
+
+
+def _json_duplicate(text: str, source: str) -> Problem | None:
+    """The repeated key of a JSON text, located by the YAML reader (which names the path and line) when it can."""
+    try:
+        json.loads(text, object_pairs_hook=_no_duplicates)
+    except _DuplicateKeyError as duplicate:
+        _, problems = _yaml_documents(text, source, ParseLimits())
+        located = next((p for p in problems if "duplicate key" in p.message), None)
+        return located or _unreadable(Location(source, 0), f'document refused: duplicate key "{duplicate.key}"')
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 def _too_deep(source: str, bounds: ParseLimits) -> Problem:
@@ -318,8 +359,13 @@ def _json_documents(text: str, source: str, bounds: ParseLimits) -> tuple[list[D
         return [], [_unreadable(Location(source, 0), f"invalid JSON: {exc}")]
     except RecursionError:
         return [], [_too_deep(source, bounds)]
-    if not _depth_ok(data, bounds.max_depth):
+    depth_ok, keys = _measure_json(data, bounds.max_depth)
+    if not depth_ok:
         return [], [_too_deep(source, bounds)]
+    if keys != len(_KEY_END.findall(text)):
+        duplicate = _json_duplicate(text, source)
+        if duplicate is not None:
+            return [], [duplicate]
     return [Document(0, data)], []
 
 

@@ -216,6 +216,37 @@ class Quantity:
             raise QuantityError("cannot convert value to integer")
         return whole
 
+    def scaled_value(self, scale: int) -> int:
+        """Go's ``ScaledValue``: ``ceil(q / 10^scale)`` rounded away from zero, as an int64.
+
+        This is how kube-scheduler reads node allocatable and pod requests (``Value()`` for pods, memory and
+        extended resources, ``MilliValue()`` for cpu), so ``pods: 1.5`` allows 2 pods. Past int64 Go overflows:
+        an ``int64Amount`` gives 0 (what ``positiveScaleInt64`` returns), an ``inf.Dec`` its low 64 bits.
+        """
+        shift = scale + 9
+        factor: int = 10 ** abs(shift)
+        if shift >= 0:
+            whole, rest = divmod(abs(self._n), factor)
+            magnitude = whole + (1 if rest else 0)
+        else:
+            magnitude = abs(self._n) * factor
+        value = -magnitude if self._n < 0 else magnitude
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+        if not self._dec:
+            return 0
+        low = magnitude & (2**64 - 1)
+        wrapped = low - 2**64 if low > _INT64_MAX else low
+        return -wrapped if self._n < 0 else wrapped
+
+    def value(self) -> int:
+        """Go's ``Value()``: ``ScaledValue(0)``."""
+        return self.scaled_value(0)
+
+    def milli_value(self) -> int:
+        """Go's ``MilliValue()``: ``ScaledValue(-3)``."""
+        return self.scaled_value(-3)
+
     # ----- CEL's representation-dependent accessors -----
 
     def _mantissa(self) -> int:

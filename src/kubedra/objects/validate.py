@@ -14,6 +14,7 @@ import msgspec
 from kubedra.objects import formats as f
 from kubedra.objects import limits as lim
 from kubedra.objects import model as m
+from kubedra.objects.quantity import Quantity
 
 FieldProblem = tuple[str, str]
 
@@ -55,10 +56,23 @@ def _metadata(e: _Errors, meta: m.ObjectMeta, *, namespaced: bool, name_check: C
         e.add("metadata.name", f.required("name or generateName is required"))
     elif meta.name:
         e.add("metadata.name", name_check(meta.name))
+    if meta.generate_name:
+        # ValidateObjectMeta checks generateName as a prefix: a trailing '-' is allowed (masked before the check).
+        prefix = meta.generate_name[:-1] + "a" if meta.generate_name.endswith("-") else meta.generate_name
+        shown, written = f.show(prefix), f.show(meta.generate_name)
+        e.add("metadata.generateName", [x.replace(shown, written, 1) for x in name_check(prefix)])
     if namespaced and meta.namespace:
         e.add("metadata.namespace", f.dns_label(meta.namespace))
     if not namespaced and meta.namespace:
         e.add("metadata.namespace", "Forbidden: not allowed on this type")
+
+
+def validate_metadata(meta: m.ObjectMeta, *, namespaced: bool = True, label: bool = False) -> list[FieldProblem]:
+    """ValidateObjectMeta's name, generateName and namespace rules; ``label``: the name is a DNS-1123 label
+    (StatefulSet) rather than a subdomain (every other kind kubedra reads)."""
+    e = _Errors()
+    _metadata(e, meta, namespaced=namespaced, name_check=f.dns_label if label else f.dns_subdomain)
+    return e.items
 
 
 def _selectors(e: _Errors, path: str, selectors: Sequence[m.DeviceSelector]) -> None:
@@ -441,12 +455,34 @@ def _device_taint_rule(e: _Errors, obj: m.DeviceTaintRule) -> None:
 # core/v1
 
 
-def _pod(e: _Errors, obj: m.Pod) -> None:
-    _metadata(e, obj.metadata, namespaced=True, name_check=f.dns_subdomain)
-    claims = obj.spec.resource_claims
-    e.unique("spec.resourceClaims", [c.name for c in claims])
+def _resources(e: _Errors, path: str, resources: m.ResourceRequirements) -> None:
+    """validateResourceRequirements: quantities valid for their resource, requests within limits."""
+    for name, value in resources.limits.items():
+        e.add(f"{path}.limits[{name}]", f.resource_quantity(name, value))
+    for name, value in resources.requests.items():
+        messages = f.resource_quantity(name, value)
+        e.add(f"{path}.requests[{name}]", messages)
+        limit = resources.limits.get(name)
+        if messages or (limit is not None and f.resource_quantity(name, limit)):
+            continue
+        overcommit = f.is_overcommit_allowed(name)
+        if limit is None:
+            if not overcommit:
+                e.add(f"{path}.limits", f.required("Limit must be set for non overcommitable resources"))
+            continue
+        request_q, limit_q = Quantity.parse(value), Quantity.parse(limit)
+        if request_q != limit_q and not overcommit:
+            e.add(f"{path}.requests", f.invalid(str(request_q), f"must be equal to {name} limit of {limit_q}"))
+        elif request_q > limit_q:
+            detail = f"must be less than or equal to {name} limit of {limit_q}"
+            e.add(f"{path}.requests", f.invalid(str(request_q), detail))
+
+
+def _pod_spec(e: _Errors, path: str, spec: m.PodSpec) -> None:
+    claims = spec.resource_claims
+    e.unique(f"{path}.resourceClaims", [c.name for c in claims])
     for i, claim in enumerate(claims):
-        where = f"spec.resourceClaims[{i}]"
+        where = f"{path}.resourceClaims[{i}]"
         e.add(f"{where}.name", f.dns_label(claim.name) if claim.name else [f.required()])
         sources = [s for s in (claim.resource_claim_name, claim.resource_claim_template_name) if s is not None]
         if len(sources) != 1:
@@ -457,24 +493,34 @@ def _pod(e: _Errors, obj: m.Pod) -> None:
         for source in sources:
             e.add(where, f.dns_subdomain(source))
     names = {c.name for c in claims}
-    for section, containers in (("containers", obj.spec.containers), ("initContainers", obj.spec.init_containers)):
+    for section, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
         for i, container in enumerate(containers):
             for j, ref in enumerate(container.resources.claims):
                 if ref.name not in names:
                     e.add(
-                        f"spec.{section}[{i}].resources.claims[{j}].name",
+                        f"{path}.{section}[{i}].resources.claims[{j}].name",
                         f"Not found: {f.show(ref.name)}: must be the name of an entry in pod.spec.resourceClaims",
                     )
-            for part, values in (("limits", container.resources.limits), ("requests", container.resources.requests)):
-                for name, value in values.items():
-                    e.add(f"spec.{section}[{i}].resources.{part}[{name}]", f.quantity(value))
+            _resources(e, f"{path}.{section}[{i}].resources", container.resources)
+
+
+def validate_pod_spec(spec: m.PodSpec, path: str) -> list[FieldProblem]:
+    """The pod spec checks kubedra makes, at ``path`` (``spec`` of a Pod, ``spec.template.spec`` of a workload)."""
+    e = _Errors()
+    _pod_spec(e, path, spec)
+    return e.items
+
+
+def _pod(e: _Errors, obj: m.Pod) -> None:
+    _metadata(e, obj.metadata, namespaced=True, name_check=f.dns_subdomain)
+    _pod_spec(e, "spec", obj.spec)
 
 
 def _node(e: _Errors, obj: m.Node) -> None:
     _metadata(e, obj.metadata, namespaced=False, name_check=f.dns_subdomain)
     for part, values in (("capacity", obj.status.capacity), ("allocatable", obj.status.allocatable)):
         for name, value in values.items():
-            e.add(f"status.{part}[{name}]", f.quantity(value))
+            e.add(f"status.{part}[{name}]", f.resource_quantity(name, value))
 
 
 _CHECKS: dict[type, Callable[[_Errors, object], None]] = {

@@ -107,7 +107,7 @@ def extended_requests(pod: Pod) -> list[ExtendedRequest]:
             amount = Quantity.parse(requests[name])
             if amount.sign() <= 0 or not amount.is_integer():
                 continue
-            found.append(ExtendedRequest(index, container.name, name, position, amount.as_int64()))
+            found.append(ExtendedRequest(index, container.name, name, position, amount.value()))
     found.sort(key=lambda r: (r.resource, r.container_index))
     return found
 

@@ -65,16 +65,6 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 
-def milli_value(quantity: Quantity) -> int:
-    """``Quantity.MilliValue()``: rounded up to a whole milli-unit."""
-    return -(-quantity.nanos // 1_000_000)
-
-
-def value(quantity: Quantity) -> int:
-    """``Quantity.Value()``: rounded up to a whole unit."""
-    return -(-quantity.nanos // 1_000_000_000)
-
-
 @dataclass(frozen=True, slots=True)
 class ScoringRequests:
     """A pod's cpu (milli) and memory (bytes) as kube-scheduler's scorers count them: as requested, and "non-zero"
@@ -106,8 +96,8 @@ class ScoringRequests:
 def _container_amounts(container: Container) -> tuple[int, int, int, int]:
     requests = _effective_requests(container)
     cpu, memory = requests.get("cpu"), requests.get("memory")
-    milli = milli_value(Quantity.parse(cpu)) if cpu is not None else 0
-    mem = value(Quantity.parse(memory)) if memory is not None else 0
+    milli = Quantity.parse(cpu).milli_value() if cpu is not None else 0
+    mem = Quantity.parse(memory).value() if memory is not None else 0
     # "Missing" means absent: a request written as "0" stays 0 (NonMissingContainerRequests).
     return (
         milli,
@@ -139,11 +129,11 @@ def scoring_requests(pod: Pod) -> ScoringRequests:
     total = [max(t, p) for t, p in zip(total, init_peak, strict=True)]
     cpu, memory = pod.spec.overhead.get("cpu"), pod.spec.overhead.get("memory")
     if cpu is not None:
-        extra = milli_value(Quantity.parse(cpu))
+        extra = Quantity.parse(cpu).milli_value()
         total[0] += extra
         total[2] += extra
     if memory is not None:
-        extra = value(Quantity.parse(memory))
+        extra = Quantity.parse(memory).value()
         total[1] += extra
         total[3] += extra
     return ScoringRequests(*total)
@@ -221,7 +211,7 @@ def resources_reason(
     """NodeResourcesFit: ``Insufficient cpu`` and friends; DRA-served extended resources are not counted here."""
     allocatable = node.status.allocatable
     pods_allowed = allocatable.get("pods")
-    if pods_allowed is not None and usage.pods + 1 > int(Quantity.parse(pods_allowed).as_int64()):
+    if pods_allowed is not None and usage.pods + 1 > Quantity.parse(pods_allowed).value():
         return "Too many pods"
     for name, want in requests.items():
         if want <= ZERO or name in dra_extended:

@@ -32,7 +32,7 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, Node, Pod, PreferredSchedulingTerm, ResourceClaim
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
-from kubedra.scheduler.nodefit import ZERO, NodeUsage, ScoringRequests, affinity_reason, milli_value, value
+from kubedra.scheduler.nodefit import ZERO, NodeUsage, ScoringRequests, affinity_reason
 
 MAX_NODE_SCORE = 100
 SCORED_RESOURCES = ("cpu", "memory")
@@ -76,8 +76,11 @@ class DeviceUse:
 def _fraction_free(allocatable: Quantity, requested: Quantity) -> float | None:
     if allocatable <= ZERO:
         return None
-    free = allocatable.as_approximate_float() - requested.as_approximate_float()
-    return max(0.0, free) / allocatable.as_approximate_float()
+    capacity, used = allocatable.as_approximate_float(), requested.as_approximate_float()
+    if math.isfinite(capacity) and math.isfinite(used):
+        return max(0.0, capacity - used) / capacity
+    # Past a float's range (the API server accepts cpu: 1e999), the exact ratio; inf - inf would be NaN.
+    return max(0, allocatable.nanos - requested.nanos) / allocatable.nanos
 
 
 def node_score(
@@ -392,8 +395,8 @@ class KubeScorer:
             allocatable = self.state.nodes[name].status.allocatable
             cpu, memory = allocatable.get("cpu"), allocatable.get("memory")
             found = (
-                milli_value(Quantity.parse(cpu)) if cpu is not None else 0,
-                value(Quantity.parse(memory)) if memory is not None else 0,
+                Quantity.parse(cpu).milli_value() if cpu is not None else 0,
+                Quantity.parse(memory).value() if memory is not None else 0,
             )
             self._allocatable[name] = found
         return found

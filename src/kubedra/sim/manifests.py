@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from kubedra.cluster.nodepool import Strict
-from kubedra.objects.model import ObjectMeta, PodSpec
+from kubedra.objects.model import Int32, ObjectMeta, PodSpec
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 
@@ -33,7 +33,7 @@ class PodTemplate(Strict, kw_only=True):
 
 
 class AppsSpec(Strict, kw_only=True):
-    replicas: int | None = None
+    replicas: Int32 | None = None
     selector: LabelSelector | None = None
     template: PodTemplate
     min_ready_seconds: Any = None
@@ -51,7 +51,7 @@ class ReplicaSetSpec(AppsSpec, kw_only=True):
 
 
 class Ordinals(Strict, kw_only=True):
-    start: int = 0
+    start: Int32 = 0
 
 
 class StatefulSetSpec(AppsSpec, kw_only=True):
@@ -64,8 +64,8 @@ class StatefulSetSpec(AppsSpec, kw_only=True):
 
 
 class JobSpec(Strict, kw_only=True):
-    parallelism: int | None = None
-    completions: int | None = None
+    parallelism: Int32 | None = None
+    completions: Int32 | None = None
     completion_mode: str = "NonIndexed"
     suspend: bool = False
     template: PodTemplate
@@ -80,6 +80,22 @@ class JobSpec(Strict, kw_only=True):
     ttl_seconds_after_finished: Any = None
     pod_replacement_policy: Any = None
     managed_by: Any = None
+
+
+class JobTemplate(Strict, kw_only=True):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: JobSpec
+
+
+class CronJobSpec(Strict, kw_only=True):
+    schedule: str
+    job_template: JobTemplate
+    time_zone: Any = None
+    starting_deadline_seconds: Any = None
+    concurrency_policy: Any = None
+    suspend: Any = None
+    successful_jobs_history_limit: Any = None
+    failed_jobs_history_limit: Any = None
 
 
 class _Doc(Strict, kw_only=True):
@@ -105,11 +121,18 @@ class JobDoc(_Doc, kw_only=True):
     spec: JobSpec
 
 
+class CronJobDoc(_Doc, kw_only=True):
+    """Read and checked (its pod template as any other), not simulated: kubedra has no clock for schedules."""
+
+    spec: CronJobSpec
+
+
 DOCUMENTS: dict[str, type[_Doc]] = {
     "Deployment": DeploymentDoc,
     "ReplicaSet": ReplicaSetDoc,
     "StatefulSet": StatefulSetDoc,
     "Job": JobDoc,
+    "CronJob": CronJobDoc,
 }
 
 

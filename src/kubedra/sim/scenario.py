@@ -6,13 +6,13 @@ same name replace them). Documents of kinds a simulation cannot use are reported
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import msgspec
 
 from kubedra.cluster.deviceclasses import default_device_classes, merge_device_classes
-from kubedra.cluster.nodepool import RawLike, at, expand_nodepools, is_nodepool, object_location
+from kubedra.cluster.nodepool import RawLike, expand_nodepools, is_nodepool
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import (
@@ -24,7 +24,7 @@ from kubedra.objects.model import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubedra.sim.workloads import Workloads, expand_workloads, is_workload
+from kubedra.sim.workloads import Workloads, expand_workloads, is_checked_only, is_workload
 
 
 @dataclass
@@ -58,43 +58,71 @@ def _describe(data: dict[str, object]) -> str:
     return "a document that is not a Kubernetes object"
 
 
+def in_input_order(loaded: Loaded, problems: list[Problem]) -> list[Problem]:
+    """Problems sorted as the input was read (files, then documents), whichever stage found them; a document's
+    own problems keep their order."""
+    rank: dict[str, int] = {}
+    for where in [r.location for r in loaded.raw] + [loaded.location_of(o) for o in loaded.objects]:
+        rank.setdefault(where.file, len(rank))
+    return sorted(problems, key=lambda p: (rank.get(p.location.file, len(rank)), p.location.document or 0))
+
+
+def _name(data: dict[str, object]) -> str:
+    """``metadata.name`` of a raw document, or "" (the document may be any shape: its expansion reports that)."""
+    metadata = data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else ""
+
+
 def duplicate_nodes(loaded: Loaded, nodes: list[Node]) -> list[Problem]:
     """A problem per node whose name an earlier Node or NodePool node already has, at the Node or the NodePool
-    (``<pool>-<index>``) that made it."""
-    pools = {object_location(r, "NodePool").object.removeprefix("NodePool/"): r
-             for r in loaded.raw if is_nodepool(r.data)}
+    (``<pool>-<index>``) that made it, naming where the first one is."""
+    made_by = {_name(r.data): r.location for r in loaded.raw if is_nodepool(r.data)}
+    loaded_nodes = {id(o) for o in loaded.objects}
     problems: list[Problem] = []
-    seen: set[str] = set()
+    seen: dict[str, Location] = {}
     for node in nodes:
         name = node.metadata.name
-        if name in seen:
-            pool = pools.get(name.rpartition("-")[0])
-            if node in loaded.objects:
-                where = loaded.location_of(node)
-            elif pool is not None:
-                where = at(object_location(pool, "NodePool"), "metadata.name")
-            else:
-                where = Location(object=f"Node/{name}")
-            problems.append(Problem(where, f"duplicate node name {name!r}"))
-        seen.add(name)
+        if id(node) in loaded_nodes:
+            where = loaded.location_of(node)
+        else:  # a NodePool's node, <pool>-<index>
+            where = made_by.get(name.rpartition("-")[0], Location(object=f"Node/{name}"))
+        first = seen.get(name)
+        if first is None:
+            seen[name] = where
+            continue
+        problems.append(
+            Problem(
+                replace(where, field="metadata.name"),
+                f'Duplicate value: "{name}": Node {name} is also defined at {first}',
+            )
+        )
     return problems
 
 
 def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
     """Raises InvalidInputError listing every problem (duplicate nodes, bad NodePools or workloads)."""
     pool_docs: list[RawLike] = [r for r in loaded.raw if is_nodepool(r.data)]
-    workload_docs = [r for r in loaded.raw if is_workload(r.data)]
+    workload_docs = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
     notes = [
         f"{r.location}: {_describe(r.data)} is not simulated; ignored"
         for r in loaded.raw
         if not is_nodepool(r.data) and not is_workload(r.data)
-    ]
-    pool_nodes, pool_slices = expand_nodepools(pool_docs)
+    ]  # a CronJob among them: its pod template is checked all the same
+    problems: list[Problem] = []
+    try:
+        pool_nodes, pool_slices = expand_nodepools(pool_docs)
+    except InvalidInputError as error:  # report the workloads' problems too, in one go
+        problems.extend(error.problems)
+        pool_nodes, pool_slices = [], []
     nodes = [*loaded.of_kind(Node), *pool_nodes]
-    problems = duplicate_nodes(loaded, nodes)
+    problems.extend(duplicate_nodes(loaded, nodes))
+    try:
+        workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
+    except InvalidInputError as error:
+        problems.extend(error.problems)
     if problems:
-        raise InvalidInputError(problems)
-    workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
+        raise InvalidInputError(in_input_order(loaded, problems))
     return Scenario(
         nodes=nodes,
         slices=[*loaded.of_kind(ResourceSlice), *pool_slices],

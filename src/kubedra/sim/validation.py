@@ -23,16 +23,15 @@ from dataclasses import dataclass, field, replace
 
 from kubedra.allocator import Features
 from kubedra.cel import CelCompileError, CelOptions, CompileCache
-from kubedra.cluster.nodepool import convert_strict, expand_nodepools, is_nodepool, object_location
+from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
 from kubedra.objects import formats
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded, RawObject
-from kubedra.objects.model import Node, ObjectMeta, Pod
+from kubedra.objects.model import Node, Pod
 from kubedra.objects.validate import SelectorCheck, validate
-from kubedra.sim.manifests import DOCUMENTS, DeploymentDoc, JobDoc, ReplicaSetDoc, StatefulSetDoc
 from kubedra.sim.references import reference_problems
-from kubedra.sim.scenario import duplicate_nodes
-from kubedra.sim.workloads import DEFAULT_NAMESPACE, expand_workloads, is_workload
+from kubedra.sim.scenario import duplicate_nodes, in_input_order
+from kubedra.sim.workloads import expand_workloads, is_checked_only, is_workload
 
 TOO_COMPLEX = "Forbidden: too complex, exceeds cost limit"
 NO_OBJECTS = "no objects: the input holds no Kubernetes documents"
@@ -64,24 +63,6 @@ def selector_check(features: Features) -> SelectorCheck:
     return check
 
 
-def _templates(raw_objects: list[RawObject], problems: list[Problem]) -> None:
-    """Each workload's pod template, validated as the API server validates the pods made from it."""
-    for raw in raw_objects:
-        kind = raw.data.get("kind")
-        if kind not in DOCUMENTS:
-            continue
-        where = object_location(raw, str(kind))
-        doc = convert_strict(raw.data, DOCUMENTS[str(kind)], where, [])
-        if doc is None:
-            continue  # the expansion reported why
-        assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | JobDoc)
-        template = doc.spec.template
-        meta = ObjectMeta(name=doc.metadata.name or "pod", namespace=doc.metadata.namespace or DEFAULT_NAMESPACE)
-        for path, message in validate(Pod(metadata=meta, spec=template.spec)):
-            if path.startswith("spec."):
-                problems.append(Problem(replace(where, field="spec.template." + path), message))
-
-
 def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] = ()) -> Validation:
     """Every finding in ``loaded``, in input order per document (see the module docstring); ``sources`` (the
     paths read) name the input when it holds no objects."""
@@ -96,23 +77,16 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
         problems.extend(duplicate_nodes(loaded, [*loaded.of_kind(Node), *pool_nodes]))
     except InvalidInputError as error:
         problems.extend(error.problems)
-    workloads = [r for r in loaded.raw if is_workload(r.data)]
+    # The expansion validates each pod template as the API server validates the pods made from it.
+    workloads = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
     try:
         expand_workloads(workloads, loaded.of_kind(Pod), locate=loaded.location_of)
     except InvalidInputError as error:
         problems.extend(error.problems)
-    _templates(workloads, problems)
     problems.extend(reference_problems(loaded, features))
     unchecked = [r for r in loaded.raw if not is_nodepool(r.data) and not is_workload(r.data)]
+    unchecked = [r for r in unchecked if not is_checked_only(r.data)]
     if not loaded.objects and not loaded.raw:
         problems.append(Problem(Location(", ".join(sources)), NO_OBJECTS))
-    return Validation(_in_input_order(loaded, problems), len(loaded.objects) + len(loaded.raw) - len(unchecked),
+    return Validation(in_input_order(loaded, problems), len(loaded.objects) + len(loaded.raw) - len(unchecked),
                       unchecked)
-
-
-def _in_input_order(loaded: Loaded, problems: list[Problem]) -> list[Problem]:
-    """Findings sorted by file (first seen first) and document index; a document's own findings keep their order."""
-    files: dict[str, int] = {}
-    for obj in [*loaded.objects, *loaded.raw]:
-        files.setdefault(loaded.location_of(obj).file, len(files))
-    return sorted(problems, key=lambda p: (files.get(p.location.file, len(files)), p.location.document or 0))

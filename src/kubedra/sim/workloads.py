@@ -28,10 +28,12 @@ from kubedra.cluster.gpuslices import name_suffix, stable_uid
 from kubedra.cluster.nodepool import RawLike, at, convert_strict, object_location
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.model import ObjectMeta, OwnerReference, Pod, PodStatus
+from kubedra.objects.validate import validate_metadata, validate_pod_spec
 from kubedra.sim.durations import DurationError, parse_duration
 from kubedra.sim.manifests import (
     DOCUMENTS,
     AppsSpec,
+    CronJobDoc,
     DeploymentDoc,
     JobDoc,
     PodTemplate,
@@ -52,6 +54,7 @@ WORKLOAD_KINDS = {
     "Job": "batch/v1",
     "Pod": "v1",
 }
+CHECKED_KINDS = {"CronJob": "batch/v1"}  # read and validated like the others, but not simulated
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,11 @@ def is_workload(data: dict[str, Any]) -> bool:
     return data.get("kind") in WORKLOAD_KINDS
 
 
+def is_checked_only(data: dict[str, Any]) -> bool:
+    """Whether a raw document is a kind this module checks but does not expand (CronJob)."""
+    return data.get("kind") in CHECKED_KINDS and str(data.get("apiVersion", "")).startswith("batch/")
+
+
 # --------------------------------------------------------------------------------------------------
 # Expansion
 
@@ -101,7 +109,7 @@ class _Expander:
         self.problems: list[Problem] = []
         self.arrivals: list[tuple[float, int, PodArrival]] = []
         self.jobs: list[tuple[float, int, JobRun]] = []
-        self.taken: set[tuple[str, str]] = set()
+        self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
         self.sequence = 0
 
@@ -115,7 +123,7 @@ class _Expander:
             self.attempts[owner] = attempt + 1
             name = prefix + name_suffix(str(self.seed), owner, str(attempt))
             if (namespace, name) not in self.taken:
-                self.taken.add((namespace, name))
+                self.taken[namespace, name] = owner
                 return name
 
     def timing(
@@ -181,11 +189,20 @@ class _Expander:
             ok = False
         return ok
 
+    def count_ok(self, where: Location, field: str, value: int) -> bool:
+        """A replica-like count: ``ValidateNonnegativeField``, then kubedra's own cap on what it expands."""
+        if value < 0:
+            self.bad(where, field, f"Invalid value: {value}: must be greater than or equal to 0")
+            return False
+        if value > MAX_REPLICAS:
+            self.bad(where, field, f"Invalid value: {value}: kubedra expands at most {MAX_REPLICAS} pods per workload")
+            return False
+        return True
+
     def replicas(self, where: Location, kind: str, spec: AppsSpec) -> int | None:
         replicas = 1 if spec.replicas is None else spec.replicas
         ok = True
-        if not 0 <= replicas <= MAX_REPLICAS:
-            self.bad(where, "spec.replicas", f"must be between 0 and {MAX_REPLICAS}, got {replicas}")
+        if not self.count_ok(where, "spec.replicas", replicas):
             ok = False
         if spec.selector is None:
             self.bad(where, "spec.selector", "Required value")
@@ -197,6 +214,11 @@ class _Expander:
             self.bad(
                 where, "spec.template.metadata.labels", "Invalid value: `selector` does not match template `labels`"
             )
+            ok = False
+        ordinals = getattr(spec, "ordinals", None)
+        if ordinals is not None and ordinals.start < 0:
+            start = ordinals.start
+            self.bad(where, "spec.ordinals.start", f"Invalid value: {start}: must be greater than or equal to 0")
             ok = False
         ok = self.check_template(where, kind, spec.template, ("Always",)) and ok
         return replicas if ok else None
@@ -241,10 +263,11 @@ class _Expander:
         )
         for ordinal in range(start, start + (1 if spec.replicas is None else spec.replicas)):
             pod_name = f"{name}-{ordinal}"
-            if (namespace, pod_name) in self.taken:
-                self.bad(where, "metadata.name", f"pod {namespace}/{pod_name} already exists")
+            first = self.taken.get((namespace, pod_name))
+            if first is not None:
+                self.bad(where, "metadata.name", f"pod {namespace}/{pod_name} already exists, defined at {first}")
                 return
-            self.taken.add((namespace, pod_name))
+            self.taken[namespace, pod_name] = str(where)
             labels = {
                 "apps.kubernetes.io/pod-index": str(ordinal),
                 "controller-revision-hash": revision,
@@ -262,8 +285,7 @@ class _Expander:
         if spec.parallelism is None and completions is None:
             completions = 1
         for field_, value in (("spec.parallelism", parallelism), ("spec.completions", completions)):
-            if value is not None and not 0 <= value <= MAX_REPLICAS:
-                self.bad(where, field_, f"must be between 0 and {MAX_REPLICAS}, got {value}")
+            if value is not None and not self.count_ok(where, field_, value):
                 ok = False
         indexed = spec.completion_mode == "Indexed"
         if spec.completion_mode not in ("NonIndexed", "Indexed"):
@@ -323,9 +345,10 @@ class _Expander:
         if not name:
             name = self.unique(namespace, meta.generate_name, f"Pod/{namespace}/{meta.generate_name}")
         elif (namespace, name) in self.taken:
-            self.bad(where, "metadata.name", f"pod {namespace}/{name} already exists")
+            first = self.taken[namespace, name]
+            self.bad(where, "metadata.name", f"pod {namespace}/{name} already exists, defined at {first}")
             return
-        self.taken.add((namespace, name))
+        self.taken.setdefault((namespace, name), str(where))
         arrive_at, run_for = self.timing(where, meta, meta, "")
         spec = msgspec.structs.replace(pod.spec)
         if not spec.restart_policy:
@@ -340,14 +363,15 @@ class _Expander:
     def raw(self, raw: RawLike) -> None:
         kind = raw.data.get("kind")
         where = object_location(raw, str(kind or "object"))
-        if kind not in WORKLOAD_KINDS:
+        versions = {**WORKLOAD_KINDS, **CHECKED_KINDS}
+        if kind not in versions:
             self.bad(where, "kind", f"{kind!r} is not a workload kubedra expands ({', '.join(WORKLOAD_KINDS)})")
             return
-        if raw.data.get("apiVersion") != WORKLOAD_KINDS[kind]:
+        if raw.data.get("apiVersion") != versions[kind]:
             self.bad(
                 where,
                 "apiVersion",
-                f"unsupported apiVersion {raw.data.get('apiVersion')!r} for {kind}; use {WORKLOAD_KINDS[kind]!r}",
+                f"unsupported apiVersion {raw.data.get('apiVersion')!r} for {kind}; use {versions[kind]!r}",
             )
             return
         if kind == "Pod":
@@ -360,6 +384,19 @@ class _Expander:
             return
         if not doc.metadata.name:
             self.bad(where, "metadata.name", "Required value")
+            return
+        assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | JobDoc | CronJobDoc)
+        if isinstance(doc, CronJobDoc):
+            template, template_path = doc.spec.job_template.spec.template, "spec.jobTemplate.spec.template.spec"
+        else:
+            template, template_path = doc.spec.template, "spec.template.spec"
+        found = [
+            *validate_metadata(doc.metadata, label=isinstance(doc, StatefulSetDoc)),
+            *validate_pod_spec(template.spec, template_path),
+        ]
+        for path, message in found:
+            self.bad(where, path, message)
+        if isinstance(doc, CronJobDoc):
             return
         namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
         if isinstance(doc, JobDoc):
