@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+
+import typer.main
+from typer.core import TyperGroup
 
 from kubedra.cli.app import build_app
 
 
+@functools.cache
+def _command() -> TyperGroup:
+    """The click command behind the typer app, built once per process: commands keep no state between calls, and
+    building it costs more than most runs (in-process callers such as the tests call ``main`` thousands of times)."""
+    command = typer.main.get_command(build_app())
+    assert isinstance(command, TyperGroup)
+    return command
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run kubedra with ``argv`` (without the program name) and return the exit status."""
-    app = build_app()
     try:
-        result = app(args=argv if argv is not None else sys.argv[1:], prog_name="kubedra", standalone_mode=False)
+        result = _command().main(
+            args=argv if argv is not None else sys.argv[1:], prog_name="kubedra", standalone_mode=False
+        )
     except SystemExit as exc:  # typer.Exit and explicit exits
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)

@@ -53,13 +53,20 @@ def read_sources(paths: list[str], stdin_text: str | None = None, *, recursive: 
     the caller already read it); subdirectories too when ``recursive`` (a migration takes a whole tree); exit 2
     naming every path that cannot be read."""
     from kubedra.migrate import Source
-    from kubedra.objects.load import SUFFIXES
+    from kubedra.objects.errors import InvalidInputError
+    from kubedra.objects.load import SUFFIXES, read_stdin
 
     sources: list[Source] = []
     errors: list[str] = []
     for path in paths:
         if path == "-":
-            sources.append(Source("<stdin>", sys.stdin.read() if stdin_text is None else stdin_text))
+            if stdin_text is None:
+                try:
+                    stdin_text = read_stdin()
+                except InvalidInputError as error:
+                    errors.extend(str(p) for p in error.problems)
+                    continue
+            sources.append(Source("<stdin>", stdin_text))
             continue
         if os.path.isdir(path):
             files = sorted(os.path.join(path, n) for n in os.listdir(path) if n.lower().endswith(SUFFIXES))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import typer
@@ -15,6 +14,7 @@ from kubedra.cli.output import (
     EXIT_UNSCHEDULABLE,
     OutputFormat,
     default_format,
+    fail_invalid,
     print_data,
     print_warnings,
     stderr_console,
@@ -116,7 +116,11 @@ def schema_findings(files: list[str], stdin_text: str | None, release: str) -> l
     findings: list[Problem] = []
     for source in read_sources(files, stdin_text, recursive=False):
         found: list[tuple[int, str, Any]] = []
-        for index, body in enumerate(yaml.load_all(source.text, Loader=loader)):
+        try:
+            bodies = list(yaml.load_all(source.text, Loader=loader))
+        except yaml.YAMLError:
+            continue  # what does not parse is the loader's finding (it names the line); nothing for the schemas
+        for index, body in enumerate(bodies):
             if not isinstance(body, dict) or "kind" not in body or legacy.classify(body) is not None:
                 continue
             metadata = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
@@ -161,7 +165,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from kubedra.allocator import FeatureGateError, Features, parse_gates
         from kubedra.objects.errors import InvalidInputError
-        from kubedra.objects.load import load_paths
+        from kubedra.objects.load import load_paths, read_stdin
         from kubedra.sim.validation import validate_inputs
 
         try:
@@ -172,7 +176,10 @@ def register(app: typer.Typer) -> None:
         fmt = output or default_format()
         import io
 
-        stdin_text = sys.stdin.read() if "-" in files else None
+        try:
+            stdin_text = read_stdin() if "-" in files else None
+        except InvalidInputError as error:
+            fail_invalid(error)
         try:
             # Shapes only here (unknown fields, wrong types): the API's rules come next, with everything else.
             loaded = load_paths(files, api_validation=False,

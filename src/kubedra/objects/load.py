@@ -408,6 +408,16 @@ def _read_stdin(stream: TextIO | BinaryIO, bounds: ParseLimits, builder: _Builde
     return _decode_text(data, source, builder) if isinstance(data, bytes) else data
 
 
+def read_stdin(stream: TextIO | BinaryIO | None = None, limits: ParseLimits | None = None) -> str:
+    """stdin's text for callers that need it whole (and also load it): read as :func:`load_paths` reads ``-``, so
+    bad UTF-8 or an oversized input raise :class:`InvalidInputError`, never a decoding error."""
+    builder = _Builder()
+    text = _read_stdin(stream if stream is not None else sys.stdin, limits or ParseLimits(), builder)
+    if text is None:
+        raise InvalidInputError(builder.problems)
+    return text
+
+
 def load_paths(
     paths: Sequence[str],
     *,
