@@ -1,0 +1,439 @@
+"""Metric families computed from a ``ClusterState``, kept up to date incrementally between scrapes.
+
+Pure: a cluster state in, families (rows of label values and a value) and their text exposition out. Work is
+redone only for what changed since the last ``update``: a claim's rows when the claim (or whether a pod wants it)
+changed, a pod's when the pod changed, a node's free devices when an allocation touched a device of its pools or the
+node itself changed; a change to slices, classes or taint rules starts over. Objects compare by identity first, then
+by value, so both the simulator (which replaces changed objects) and a live mirror (which decodes every object
+again) profit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client import utils as _client_utils
+
+from kubedra.allocator import AllocatedState, Allocator, Features
+from kubedra.cel import CompileCache
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.metrics.available import availability
+from kubedra.objects.model import AllocationResult, Node, Pod, ResourceClaim
+
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+TERMINAL = ("Succeeded", "Failed", "Deleted")
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    name: str
+    help: str
+    labels: tuple[str, ...]
+    type: str = "gauge"  # or "untyped": a count that can go down but whose name ends in _total
+
+
+@dataclass
+class Family:
+    """One gauge family: its spec and rows of (label values, value)."""
+
+    spec: FamilySpec
+    rows: list[tuple[tuple[str, ...], float]] = field(default_factory=list)
+
+
+def _spec(name: str, text: str, *labels: str) -> FamilySpec:
+    return FamilySpec(name, text, labels)
+
+
+CLAIM_ALLOCATED = _spec(
+    "kube_resourceclaim_allocated",
+    "1 when the ResourceClaim has an allocation, else 0; one series per device class its requests use.",
+    "namespace", "name", "resource_class",
+)
+CLAIM_PENDING = _spec(
+    "kube_resourceclaim_pending",
+    "1 when the ResourceClaim is wanted (reserved for, referenced by or generated for a pod that has not finished) "
+    "and not allocated, else 0; one series per device class its requests use.",
+    "namespace", "name", "resource_class",
+)
+NODE_AVAILABLE = _spec(
+    "node_dra_resource_available",
+    "What is still free on the node for the device class: attribute=devices counts devices one more request of the "
+    "class could take now; other attributes are the consumable capacity left on free shareable devices.",
+    "node", "resource_class", "attribute",
+)
+CLAIM_INFO = _spec("kube_resourceclaim_info", "Information about the ResourceClaim.", "namespace", "resourceclaim",
+                   "uid", "source")
+CLAIM_STATUS_ALLOCATED = _spec(
+    "kube_resourceclaim_status_allocated", "1 when the ResourceClaim is allocated, else 0.", "namespace",
+    "resourceclaim",
+)
+CLAIM_RESERVED_FOR = _spec(
+    "kube_resourceclaim_status_reserved_for", "One series per consumer the ResourceClaim is reserved for.",
+    "namespace", "resourceclaim", "consumer_resource", "consumer_name",
+)
+CLAIM_DEVICE = _spec(
+    "kube_resourceclaim_allocation_device_info",
+    "One series per device result of the ResourceClaim's allocation (share_id set for a share of a device).",
+    "namespace", "resourceclaim", "request", "driver", "pool", "device", "share_id",
+)
+SLICE_INFO = _spec("kube_resourceslice_info", "Information about the ResourceSlice.", "resourceslice", "driver",
+                   "pool", "node", "generation")
+# Untyped, not gauge: the name is kube-state-metrics' and promtool rejects a gauge whose name ends in _total.
+SLICE_DEVICES = FamilySpec("kube_resourceslice_devices_total", "Devices the ResourceSlice publishes.",
+                           ("resourceslice", "driver", "pool", "node"), "untyped")
+CLASS_INFO = _spec("kube_deviceclass_info", "Information about the DeviceClass.", "deviceclass",
+                   "extended_resource_name")
+POD_CLAIM = _spec(
+    "kube_pod_resourceclaim_info",
+    "One series per resource claim of a pod (resourceclaim empty while the claim is not made yet).",
+    "namespace", "pod", "pod_claim", "resourceclaim",
+)
+CLAIM_COUNTS = _spec(
+    "dynamic_resource_allocation_resource_claims",
+    "Number of ResourceClaims, categorized by allocation status, admin access, and source. Source can be "
+    "'resource_claim_template' (created from a template), 'extended_resource' (extended resources), or empty "
+    "(manually created by a user).",
+    "allocated", "admin_access", "source",
+)
+
+CLAIM_FAMILIES = (CLAIM_ALLOCATED, CLAIM_PENDING, CLAIM_INFO, CLAIM_STATUS_ALLOCATED, CLAIM_RESERVED_FOR, CLAIM_DEVICE)
+FAMILIES = (
+    CLAIM_ALLOCATED,
+    CLAIM_PENDING,
+    NODE_AVAILABLE,
+    CLAIM_INFO,
+    CLAIM_STATUS_ALLOCATED,
+    CLAIM_RESERVED_FOR,
+    CLAIM_DEVICE,
+    SLICE_INFO,
+    SLICE_DEVICES,
+    CLASS_INFO,
+    POD_CLAIM,
+    CLAIM_COUNTS,
+)
+
+Rows = dict[FamilySpec, list[tuple[tuple[str, ...], float]]]
+
+
+def go_float(value: float) -> str:
+    """The value as prometheus-client writes it (Go's float formatting)."""
+    text: str = _client_utils.floatToGoString(value)  # type: ignore[no-untyped-call]
+    return text
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def sample_line(spec: FamilySpec, labels: tuple[str, ...], value: float) -> str:
+    """One line of the text format, as prometheus-client writes it (labels in name order)."""
+    if not spec.labels:
+        return f"{spec.name} {go_float(value)}\n"
+    pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(zip(spec.labels, labels, strict=True)))
+    return f"{spec.name}{{{pairs}}} {go_float(value)}\n"
+
+
+def header(spec: FamilySpec) -> str:
+    text = spec.help.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {spec.name} {text}\n# TYPE {spec.name} {spec.type}\n"
+
+
+def render_families(families: Iterable[Family]) -> str:
+    return "".join(header(f.spec) + "".join(sample_line(f.spec, lv, v) for lv, v in f.rows) for f in families)
+
+
+@dataclass
+class _Chunk:
+    """The rows of one object and their text, with what they were computed from."""
+
+    source: object
+    rows: Rows
+    text: dict[FamilySpec, str]
+
+
+def _chunk(source: object, rows: Rows) -> _Chunk:
+    return _Chunk(source, rows, {spec: "".join(sample_line(spec, lv, v) for lv, v in r) for spec, r in rows.items()})
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b or a == b
+
+
+def claim_classes(claim: ResourceClaim) -> list[str]:
+    """The device classes the claim's requests (and firstAvailable subrequests) name, in order, once each."""
+    names: dict[str, None] = {}
+    for request in claim.spec.devices.requests:
+        if request.exactly is not None:
+            names[request.exactly.device_class_name] = None
+        for sub in request.first_available:
+            names[sub.device_class_name] = None
+    return list(names)
+
+
+def claim_source(claim: ResourceClaim) -> str:
+    """kube-controller-manager's ``source`` label."""
+    annotations = claim.metadata.annotations
+    if annotations.get(EXTENDED_CLAIM_ANNOTATION) == "true":
+        return "extended_resource"
+    if annotations.get(POD_CLAIM_NAME_ANNOTATION):
+        return "resource_claim_template"
+    return ""
+
+
+def admin_access(claim: ResourceClaim) -> str:
+    """kube-controller-manager's ``admin_access`` label (subrequests never have admin access)."""
+    exact = (r.exactly for r in claim.spec.devices.requests)
+    return "true" if any(e is not None and e.admin_access for e in exact) else "false"
+
+
+def pod_claims(pod: Pod) -> list[tuple[str, str]]:
+    """(pod claim name, ResourceClaim name or "") for each claim of the pod, the extended-resource claim last."""
+    made = {s.name: s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
+    found = [(c.name, c.resource_claim_name or made.get(c.name, "")) for c in pod.spec.resource_claims]
+    extended = pod.status.extended_resource_claim_status
+    if extended is not None:
+        found.append(("", extended.resource_claim_name))
+    return found
+
+
+def _owner_pod(claim: ResourceClaim) -> str:
+    for owner in claim.metadata.owner_references:
+        if owner.controller and owner.api_version == "v1" and owner.kind == "Pod":
+            return owner.name
+    return ""
+
+
+def _claim_rows(claim: ResourceClaim, wanted: bool) -> Rows:
+    ns, name = claim.metadata.namespace, claim.metadata.name
+    allocation = claim.status.allocation
+    allocated = 1.0 if allocation is not None else 0.0
+    classes = claim_classes(claim)
+    rows: Rows = {
+        CLAIM_ALLOCATED: [((ns, name, c), allocated) for c in classes],
+        CLAIM_PENDING: [((ns, name, c), 1.0 if wanted and allocation is None else 0.0) for c in classes],
+        CLAIM_INFO: [((ns, name, claim.metadata.uid, claim_source(claim)), 1.0)],
+        CLAIM_STATUS_ALLOCATED: [((ns, name), allocated)],
+        CLAIM_RESERVED_FOR: [((ns, name, r.resource, r.name), 1.0) for r in claim.status.reserved_for],
+        CLAIM_DEVICE: [],
+    }
+    if allocation is not None:
+        rows[CLAIM_DEVICE] = [
+            ((ns, name, r.request, r.driver, r.pool, r.device, r.share_id or ""), 1.0)
+            for r in allocation.devices.results
+        ]
+    return rows
+
+
+class DraMetrics:
+    """The families of one cluster, updated in place; see the module docstring."""
+
+    def __init__(self, features: Features | None = None) -> None:
+        self.features = features if features is not None else Features.for_release()
+        self._inventory: tuple[object, ...] | None = None
+        self._allocator: Allocator | None = None
+        self._allocations: dict[str, AllocationResult] = {}
+        self._pool_nodes: dict[tuple[str, str], set[str]] = {}
+        self._everywhere: set[tuple[str, str]] = set()
+        self._claims: dict[str, _Chunk] = {}
+        self._pods: dict[str, _Chunk] = {}
+        self._nodes: dict[str, _Chunk] = {}
+        self._static: dict[FamilySpec, list[tuple[tuple[str, ...], float]]] = {}
+        self._static_text: dict[FamilySpec, str] = {}
+        self._counts: list[tuple[tuple[str, ...], float]] = []
+
+    # ------------------------------------------------------------------------------------------ update
+
+    def update(self, state: ClusterState) -> None:
+        """Bring every family in step with ``state``."""
+        dirty = self._update_inventory(state)
+        dirty |= self._update_allocations(state)
+        self._update_nodes(state, dirty)
+        wanted = self._wanted(state)
+        self._update_claims(state, wanted)
+        self._update_pods(state)
+
+    def _update_inventory(self, state: ClusterState) -> set[str]:
+        inventory = (state.slices, state.classes, state.taint_rules)
+        if self._inventory is not None and all(_same(a, b) for a, b in zip(self._inventory, inventory, strict=True)):
+            return set()
+        self._inventory = (list(state.slices), dict(state.classes), list(state.taint_rules))
+        cel = CompileCache(self.features.cel_options())
+        self._allocator = Allocator(
+            self.features,
+            AllocatedState(consumable_capacity=self.features.consumable_capacity),
+            state.classes,
+            state.slices,
+            cel,
+            state.taint_rules,
+        )
+        self._allocations = {}
+        self._pool_nodes = {}
+        self._everywhere = set()
+        for s in state.slices:
+            pool = (s.spec.driver, s.spec.pool.name)
+            if s.spec.node_name:
+                self._pool_nodes.setdefault(pool, set()).add(s.spec.node_name)
+            else:
+                self._everywhere.add(pool)
+        self._nodes = {}
+        self._static = {
+            SLICE_INFO: [
+                ((s.metadata.name, s.spec.driver, s.spec.pool.name, s.spec.node_name or "",
+                  str(s.spec.pool.generation)), 1.0)
+                for s in state.slices
+            ],
+            SLICE_DEVICES: [
+                ((s.metadata.name, s.spec.driver, s.spec.pool.name, s.spec.node_name or ""), float(len(s.spec.devices)))
+                for s in state.slices
+            ],
+            CLASS_INFO: [((c.metadata.name, c.spec.extended_resource_name or ""), 1.0) for c in state.classes.values()],
+        }
+        self._static_text = _chunk(None, self._static).text
+        return set(state.nodes)
+
+    def _touched(self, allocation: AllocationResult, nodes: set[str]) -> set[str]:
+        touched: set[str] = set()
+        for r in allocation.devices.results:
+            pool = (r.driver, r.pool)
+            if pool in self._everywhere:
+                return set(nodes)
+            touched |= self._pool_nodes.get(pool, set())
+        return touched
+
+    def _update_allocations(self, state: ClusterState) -> set[str]:
+        assert self._allocator is not None
+        allocated = self._allocator.state
+        nodes = set(state.nodes)
+        dirty: set[str] = set()
+        seen: set[str] = set()
+        for key, claim in state.claims.items():
+            allocation = claim.status.allocation
+            if allocation is None:
+                continue
+            seen.add(key)
+            previous = self._allocations.get(key)
+            if previous is not None and _same(previous, allocation):
+                continue
+            if previous is not None:
+                for r in previous.devices.results:
+                    allocated.remove_allocation(r)
+                dirty |= self._touched(previous, nodes)
+            for r in allocation.devices.results:
+                allocated.add_allocation(r)
+            dirty |= self._touched(allocation, nodes)
+            self._allocations[key] = allocation
+        for key in [k for k in self._allocations if k not in seen]:
+            previous = self._allocations.pop(key)
+            for r in previous.devices.results:
+                allocated.remove_allocation(r)
+            dirty |= self._touched(previous, nodes)
+        return dirty
+
+    def _update_nodes(self, state: ClusterState, dirty: set[str]) -> None:
+        assert self._allocator is not None
+        for name in [n for n in self._nodes if n not in state.nodes]:
+            del self._nodes[name]
+        for name, node in state.nodes.items():
+            cached = self._nodes.get(name)
+            if cached is not None and name not in dirty and _same(cached.source, node):
+                continue
+            self._nodes[name] = _chunk(node, {NODE_AVAILABLE: self._node_rows(node, state.classes)})
+
+    def _node_rows(self, node: Node, classes: Iterable[str]) -> list[tuple[tuple[str, ...], float]]:
+        assert self._allocator is not None
+        rows: list[tuple[tuple[str, ...], float]] = []
+        name = node.metadata.name
+        for class_name in classes:
+            found = availability(self._allocator, node, class_name)
+            if found is None:
+                continue
+            rows.append(((name, class_name, "devices"), float(found.devices)))
+            rows.extend(((name, class_name, cap), value) for cap, value in sorted(found.capacity.items()))
+        return rows
+
+    @staticmethod
+    def _wanted(state: ClusterState) -> set[str]:
+        """Claims a live pod references or owns, and claims reserved for a consumer."""
+        wanted = {key for key, c in state.claims.items() if c.status.reserved_for}
+        live: set[str] = set()
+        for key, record in state.pods.items():
+            if record.phase in TERMINAL:
+                continue
+            live.add(key)
+            ns = record.pod.metadata.namespace
+            wanted.update(f"{ns}/{claim}" for _, claim in pod_claims(record.pod) if claim)
+        for key, claim in state.claims.items():
+            owner = _owner_pod(claim)
+            if owner and f"{claim.metadata.namespace}/{owner}" in live:
+                wanted.add(key)
+        return wanted
+
+    def _update_claims(self, state: ClusterState, wanted: set[str]) -> None:
+        for key in [k for k in self._claims if k not in state.claims]:
+            del self._claims[key]
+        counts: dict[tuple[str, str, str], int] = {}
+        for key, claim in state.claims.items():
+            want = key in wanted
+            cached = self._claims.get(key)
+            if cached is None or not _same(cached.source, (claim, want)):
+                self._claims[key] = _chunk((claim, want), _claim_rows(claim, want))
+            labels = ("true" if claim.status.allocation is not None else "false", admin_access(claim),
+                      claim_source(claim))
+            counts[labels] = counts.get(labels, 0) + 1
+        self._counts = [(labels, float(n)) for labels, n in sorted(counts.items())]
+
+    def _update_pods(self, state: ClusterState) -> None:
+        for key in [k for k in self._pods if k not in state.pods]:
+            del self._pods[key]
+        for key, record in state.pods.items():
+            cached = self._pods.get(key)
+            source = (record.pod, record.deleted)
+            if cached is not None and _same(cached.source, source):
+                continue
+            self._pods[key] = _chunk(source, {POD_CLAIM: self._pod_rows(record)})
+
+    @staticmethod
+    def _pod_rows(record: PodRecord) -> list[tuple[tuple[str, ...], float]]:
+        if record.deleted:
+            return []
+        pod = record.pod
+        return [((pod.metadata.namespace, pod.metadata.name, pod_claim, claim), 1.0)
+                for pod_claim, claim in pod_claims(pod)]
+
+    # ------------------------------------------------------------------------------------------ output
+
+    def _chunks_of(self, spec: FamilySpec) -> Sequence[_Chunk]:
+        if spec in CLAIM_FAMILIES:
+            return list(self._claims.values())
+        if spec is NODE_AVAILABLE:
+            return list(self._nodes.values())
+        if spec is POD_CLAIM:
+            return list(self._pods.values())
+        return []
+
+    def families(self) -> list[Family]:
+        """Every family with its rows, in exposition order."""
+        out: list[Family] = []
+        for spec in FAMILIES:
+            if spec is CLAIM_COUNTS:
+                out.append(Family(spec, list(self._counts)))
+            elif spec in self._static:
+                out.append(Family(spec, list(self._static[spec])))
+            else:
+                out.append(Family(spec, [row for c in self._chunks_of(spec) for row in c.rows.get(spec, [])]))
+        return out
+
+    def render(self) -> str:
+        """The text exposition of :meth:`families`, from the cached text of each object."""
+        parts: list[str] = []
+        for spec in FAMILIES:
+            parts.append(header(spec))
+            if spec is CLAIM_COUNTS:
+                parts.extend(sample_line(spec, lv, v) for lv, v in self._counts)
+            elif spec in self._static_text:
+                parts.append(self._static_text[spec])
+            else:
+                parts.extend(c.text.get(spec, "") for c in self._chunks_of(spec))
+        return "".join(parts)
