@@ -6,12 +6,13 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, explain, simulate, snapshot, validate
+from kubedra.cli import allocate, cel, convert, explain, exporter, simulate, snapshot, validate
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
     explain.register,
     snapshot.register,
+    exporter.register,
     allocate.register,
     cel.register,
     convert.register,
