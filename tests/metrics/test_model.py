@@ -66,6 +66,8 @@ def test_available_devices_and_shares_follow_the_allocator() -> None:
     assert _of(samples, "node_dra_resource_available", attribute="devices", **node) == [3.0]  # gpu-0's shares all used
     assert _of(samples, "node_dra_resource_available", attribute="shares", **node) == [11.0]  # 3 on gpu-1, 4 + 4
     assert _of(samples, "node_dra_resource_available", attribute="memory", **node) == [3 * 40 * 2**30]
+    assert _of(samples, "node_dra_resource_capacity", attribute="devices", **node) == [4.0]
+    assert _of(samples, "node_dra_resource_capacity", attribute="shares", **node) == [16.0]
     # The trainer holds one H100 GPU: 7 left there for the default class.
     trainer = [lv for (n, lv), v in samples.items() if n == "kube_resourceclaim_allocation_device_info"
                and ("resourceclaim", "my-gpu-claim") in lv]

@@ -34,6 +34,7 @@ class Availability:
     devices: int
     matching: int  # devices of the node the class selects, free or not
     capacity: dict[str, float] = field(default_factory=dict)  # capacity name -> remaining (bytes, shares, ...)
+    total_capacity: dict[str, float] = field(default_factory=dict)  # the same over every shareable matching device
 
 
 def probe_claim(class_name: str) -> ResourceClaim:
@@ -57,8 +58,12 @@ def availability(allocator: Allocator, node: Node, class_name: str) -> Availabil
         return None
     free = 0
     remaining: dict[str, int] = {}
+    total: dict[str, int] = {}
     shares = allocator.features.consumable_capacity
     for cand in candidates:
+        if shares and cand.entry.multi:
+            for name, info in cand.entry.capacity.items():
+                total[name] = total.get(name, 0) + info.value.nanos
         try:
             token = search.allocate_device(rd, cand, must=False)
         except AllocationError:
@@ -73,4 +78,9 @@ def availability(allocator: Allocator, node: Node, class_name: str) -> Availabil
             for name, info in entry.capacity.items():
                 left = info.value.nanos - (used[name].nanos if name in used else 0)
                 remaining[name] = remaining.get(name, 0) + left
-    return Availability(free, len(candidates), {name: nanos / _NANO for name, nanos in remaining.items()})
+    return Availability(
+        free,
+        len(candidates),
+        {name: nanos / _NANO for name, nanos in remaining.items()},
+        {name: nanos / _NANO for name, nanos in total.items()},
+    )

@@ -63,6 +63,12 @@ NODE_AVAILABLE = _spec(
     "class could take now; other attributes are the consumable capacity left on free shareable devices.",
     "node", "resource_class", "attribute",
 )
+NODE_CAPACITY = _spec(
+    "node_dra_resource_capacity",
+    "What the node has for the device class, free or not: attribute=devices counts the devices the class selects; "
+    "other attributes are the consumable capacity of its shareable devices (node_dra_resource_available's totals).",
+    "node", "resource_class", "attribute",
+)
 CLAIM_INFO = _spec("kube_resourceclaim_info", "Information about the ResourceClaim.", "namespace", "resourceclaim",
                    "uid", "source")
 CLAIM_STATUS_ALLOCATED = _spec(
@@ -103,6 +109,7 @@ FAMILIES = (
     CLAIM_ALLOCATED,
     CLAIM_PENDING,
     NODE_AVAILABLE,
+    NODE_CAPACITY,
     CLAIM_INFO,
     CLAIM_STATUS_ALLOCATED,
     CLAIM_RESERVED_FOR,
@@ -339,19 +346,22 @@ class DraMetrics:
             cached = self._nodes.get(name)
             if cached is not None and name not in dirty and _same(cached.source, node):
                 continue
-            self._nodes[name] = _chunk(node, {NODE_AVAILABLE: self._node_rows(node, state.classes)})
+            self._nodes[name] = _chunk(node, self._node_rows(node, state.classes))
 
-    def _node_rows(self, node: Node, classes: Iterable[str]) -> list[tuple[tuple[str, ...], float]]:
+    def _node_rows(self, node: Node, classes: Iterable[str]) -> Rows:
         assert self._allocator is not None
-        rows: list[tuple[tuple[str, ...], float]] = []
+        free: list[tuple[tuple[str, ...], float]] = []
+        capacity: list[tuple[tuple[str, ...], float]] = []
         name = node.metadata.name
         for class_name in classes:
             found = availability(self._allocator, node, class_name)
             if found is None:
                 continue
-            rows.append(((name, class_name, "devices"), float(found.devices)))
-            rows.extend(((name, class_name, cap), value) for cap, value in sorted(found.capacity.items()))
-        return rows
+            free.append(((name, class_name, "devices"), float(found.devices)))
+            free.extend(((name, class_name, cap), value) for cap, value in sorted(found.capacity.items()))
+            capacity.append(((name, class_name, "devices"), float(found.matching)))
+            capacity.extend(((name, class_name, cap), value) for cap, value in sorted(found.total_capacity.items()))
+        return {NODE_AVAILABLE: free, NODE_CAPACITY: capacity}
 
     @staticmethod
     def _wanted(state: ClusterState) -> set[str]:
@@ -407,7 +417,7 @@ class DraMetrics:
     def _chunks_of(self, spec: FamilySpec) -> Sequence[_Chunk]:
         if spec in CLAIM_FAMILIES:
             return list(self._claims.values())
-        if spec is NODE_AVAILABLE:
+        if spec in (NODE_AVAILABLE, NODE_CAPACITY):
             return list(self._nodes.values())
         if spec is POD_CLAIM:
             return list(self._pods.values())
