@@ -10,8 +10,11 @@ again) profit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import compress
+from typing import Any
 
 from prometheus_client import utils as _client_utils
 
@@ -26,7 +29,7 @@ EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 TERMINAL = ("Succeeded", "Failed", "Deleted")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: looked up for every object on every scrape
 class FamilySpec:
     name: str
     help: str
@@ -158,14 +161,26 @@ class _Chunk:
     source: object
     rows: Rows
     text: dict[FamilySpec, str]
+    extra: Any = None  # what else was derived from the source (a pod's claim keys, a claim's owner and counts)
 
 
-def _chunk(source: object, rows: Rows) -> _Chunk:
-    return _Chunk(source, rows, {spec: "".join(sample_line(spec, lv, v) for lv, v in r) for spec, r in rows.items()})
+def _chunk(source: object, rows: Rows, extra: Any = None) -> _Chunk:
+    text = {spec: "".join(sample_line(spec, lv, v) for lv, v in r) for spec, r in rows.items()}
+    return _Chunk(source, rows, text, extra)
 
 
 def _same(a: object, b: object) -> bool:
     return a is b or a == b
+
+
+def _same_items(a: list[Any] | dict[str, Any], b: list[Any] | dict[str, Any]) -> bool:
+    """Element by element, identity first: the simulator's slices and classes never change, so no deep compare."""
+    if len(a) != len(b):
+        return False
+    left, right = (list(a.values()), list(b.values())) if isinstance(a, dict) and isinstance(b, dict) else (a, b)
+    if isinstance(a, dict) and isinstance(b, dict) and list(a) != list(b):
+        return False
+    return all(x is y for x, y in zip(left, right, strict=True)) or left == right
 
 
 def claim_classes(claim: ResourceClaim) -> list[str]:
@@ -233,12 +248,35 @@ def _claim_rows(claim: ResourceClaim, wanted: bool) -> Rows:
     return rows
 
 
+class _Seen:
+    """The keys and values of a dict as last seen, to find what changed by identity (C-level comparisons)."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.values: list[object] = []
+
+    def changes(self, keys: list[str], values: list[object]) -> set[str]:
+        """Keys added, removed, or whose value is another object than last time; remembers the new contents."""
+        if keys == self.keys:
+            changed = {keys[i] for i in compress(range(len(values)), map(operator.is_not, self.values, values))}
+        else:
+            old = dict(zip(self.keys, self.values, strict=True))
+            changed = {k for k, v in zip(keys, values, strict=True) if old.get(k, _MISSING) is not v}
+            changed |= old.keys() - set(keys)
+        self.keys, self.values = keys, values
+        return changed
+
+
+_MISSING = object()
+_TEXT = operator.attrgetter("text")
+
+
 class DraMetrics:
     """The families of one cluster, updated in place; see the module docstring."""
 
     def __init__(self, features: Features | None = None) -> None:
         self.features = features if features is not None else Features.for_release()
-        self._inventory: tuple[object, ...] | None = None
+        self._inventory: tuple[Any, ...] | None = None
         self._allocator: Allocator | None = None
         self._allocations: dict[str, AllocationResult] = {}
         self._pool_nodes: dict[tuple[str, str], set[str]] = {}
@@ -249,22 +287,35 @@ class DraMetrics:
         self._static: dict[FamilySpec, list[tuple[tuple[str, ...], float]]] = {}
         self._static_text: dict[FamilySpec, str] = {}
         self._counts: list[tuple[tuple[str, ...], float]] = []
+        self._count_of: dict[tuple[str, str, str], int] = {}
+        self._facts: dict[str, tuple[str, tuple[str, str, str]]] = {}  # claim -> (owner pod key, count labels)
+        self._owned: dict[str, set[str]] = {}  # pod key -> the claims it owns
+        self._refs: dict[str, int] = {}  # claim key -> live pods that reference it
+        self._live: set[str] = set()  # pods that have not finished
+        self._joined: dict[FamilySpec, str] = {}  # a family's text while none of its objects changed
+        self._seen_claims, self._seen_pods, self._seen_deleted, self._seen_nodes = _Seen(), _Seen(), _Seen(), _Seen()
 
     # ------------------------------------------------------------------------------------------ update
 
     def update(self, state: ClusterState) -> None:
         """Bring every family in step with ``state``."""
-        dirty = self._update_inventory(state)
-        dirty |= self._update_allocations(state)
-        self._update_nodes(state, dirty)
-        wanted = self._wanted(state)
-        self._update_claims(state, wanted)
-        self._update_pods(state)
+        reset = self._update_inventory(state)
+        claims = self._seen_claims.changes(list(state.claims), list(state.claims.values()))
+        records = list(state.pods.values())
+        pods = self._seen_pods.changes(list(state.pods), [r.pod for r in records])
+        pods |= self._seen_deleted.changes(list(state.pods), [bool(r.deleted) for r in records])
+        nodes = self._seen_nodes.changes(list(state.nodes), list(state.nodes.values()))
+        dirty = self._update_allocations(state, set(state.claims) if reset else claims)
+        self._update_nodes(state, set(state.nodes) if reset else dirty | nodes)
+        affected = self._update_pods(state, pods)
+        self._update_claims(state, claims, affected)
 
-    def _update_inventory(self, state: ClusterState) -> set[str]:
-        inventory = (state.slices, state.classes, state.taint_rules)
-        if self._inventory is not None and all(_same(a, b) for a, b in zip(self._inventory, inventory, strict=True)):
-            return set()
+    def _update_inventory(self, state: ClusterState) -> bool:
+        inventory: tuple[Any, ...] = (state.slices, state.classes, state.taint_rules)
+        if self._inventory is not None and all(
+            _same_items(a, b) for a, b in zip(self._inventory, inventory, strict=True)
+        ):
+            return False
         self._inventory = (list(state.slices), dict(state.classes), list(state.taint_rules))
         cel = CompileCache(self.features.cel_options())
         self._allocator = Allocator(
@@ -285,6 +336,7 @@ class DraMetrics:
             else:
                 self._everywhere.add(pool)
         self._nodes = {}
+        self._joined = {}
         self._static = {
             SLICE_INFO: [
                 ((s.metadata.name, s.spec.driver, s.spec.pool.name, s.spec.node_name or "",
@@ -298,7 +350,7 @@ class DraMetrics:
             CLASS_INFO: [((c.metadata.name, c.spec.extended_resource_name or ""), 1.0) for c in state.classes.values()],
         }
         self._static_text = _chunk(None, self._static).text
-        return set(state.nodes)
+        return True
 
     def _touched(self, allocation: AllocationResult, nodes: set[str]) -> set[str]:
         touched: set[str] = set()
@@ -309,44 +361,50 @@ class DraMetrics:
             touched |= self._pool_nodes.get(pool, set())
         return touched
 
-    def _update_allocations(self, state: ClusterState) -> set[str]:
+    def _update_allocations(self, state: ClusterState, keys: set[str]) -> set[str]:
+        """Apply the allocations of the claims in ``keys`` that differ; the nodes whose devices they touch."""
         assert self._allocator is not None
         allocated = self._allocator.state
         nodes = set(state.nodes)
         dirty: set[str] = set()
-        seen: set[str] = set()
-        for key, claim in state.claims.items():
-            allocation = claim.status.allocation
-            if allocation is None:
-                continue
-            seen.add(key)
+        for key in keys:
+            claim = state.claims.get(key)
+            allocation = claim.status.allocation if claim is not None else None
             previous = self._allocations.get(key)
-            if previous is not None and _same(previous, allocation):
+            if previous is allocation or (previous is not None and allocation is not None and previous == allocation):
                 continue
             if previous is not None:
                 for r in previous.devices.results:
                     allocated.remove_allocation(r)
                 dirty |= self._touched(previous, nodes)
-            for r in allocation.devices.results:
-                allocated.add_allocation(r)
-            dirty |= self._touched(allocation, nodes)
-            self._allocations[key] = allocation
-        for key in [k for k in self._allocations if k not in seen]:
-            previous = self._allocations.pop(key)
-            for r in previous.devices.results:
-                allocated.remove_allocation(r)
-            dirty |= self._touched(previous, nodes)
+                del self._allocations[key]
+            if allocation is not None:
+                for r in allocation.devices.results:
+                    allocated.add_allocation(r)
+                dirty |= self._touched(allocation, nodes)
+                self._allocations[key] = allocation
         return dirty
 
     def _update_nodes(self, state: ClusterState, dirty: set[str]) -> None:
         assert self._allocator is not None
+        changed = False
         for name in [n for n in self._nodes if n not in state.nodes]:
             del self._nodes[name]
-        for name, node in state.nodes.items():
-            cached = self._nodes.get(name)
-            if cached is not None and name not in dirty and _same(cached.source, node):
+            changed = True
+        for name in dirty:
+            node = state.nodes.get(name)
+            if node is None:
                 continue
             self._nodes[name] = _chunk(node, self._node_rows(node, state.classes))
+            changed = True
+        if changed:
+            if list(self._nodes) != list(state.nodes):  # keep the nodes' own order
+                self._nodes = {n: self._nodes[n] for n in state.nodes if n in self._nodes}
+            self._forget(NODE_AVAILABLE, NODE_CAPACITY)
+
+    def _forget(self, *specs: FamilySpec) -> None:
+        for spec in specs:
+            self._joined.pop(spec, None)
 
     def _node_rows(self, node: Node, classes: Iterable[str]) -> Rows:
         assert self._allocator is not None
@@ -363,46 +421,76 @@ class DraMetrics:
             capacity.extend(((name, class_name, cap), value) for cap, value in sorted(found.total_capacity.items()))
         return {NODE_AVAILABLE: free, NODE_CAPACITY: capacity}
 
-    @staticmethod
-    def _wanted(state: ClusterState) -> set[str]:
-        """Claims a live pod references or owns, and claims reserved for a consumer."""
-        wanted = {key for key, c in state.claims.items() if c.status.reserved_for}
-        live: set[str] = set()
-        for key, record in state.pods.items():
-            if record.phase in TERMINAL:
-                continue
-            live.add(key)
-            ns = record.pod.metadata.namespace
-            wanted.update(f"{ns}/{claim}" for _, claim in pod_claims(record.pod) if claim)
-        for key, claim in state.claims.items():
-            owner = _owner_pod(claim)
-            if owner and f"{claim.metadata.namespace}/{owner}" in live:
-                wanted.add(key)
-        return wanted
+    def _update_pods(self, state: ClusterState, keys: set[str]) -> set[str]:
+        """Refresh the pods in ``keys``; the claims whose "wanted" may have changed with them."""
+        affected: set[str] = set()
+        for key in keys:
+            cached = self._pods.pop(key, None)
+            if cached is not None and cached.extra is not None:  # it wanted these until now
+                for claim in cached.extra:
+                    self._refs[claim] -= 1
+                affected.update(cached.extra)
+            was_live = key in self._live
+            self._live.discard(key)
+            record = state.pods.get(key)
+            if record is not None:
+                ns = record.pod.metadata.namespace
+                # The claims this pod wants while it runs or waits (None once it has finished).
+                wants = None if record.phase in TERMINAL else [f"{ns}/{c}" for _, c in pod_claims(record.pod) if c]
+                source = (record.pod, record.deleted)
+                if cached is not None and _same(cached.source, source):
+                    self._pods[key] = _Chunk(source, cached.rows, cached.text, wants)
+                else:
+                    self._pods[key] = _chunk(source, {POD_CLAIM: self._pod_rows(record)}, wants)
+                if wants is not None:
+                    self._live.add(key)
+                    for claim in wants:
+                        self._refs[claim] = self._refs.get(claim, 0) + 1
+                    affected.update(wants)
+            if was_live != (key in self._live):
+                affected |= self._owned.get(key, set())
+        if keys:
+            if list(self._pods) != list(state.pods):
+                self._pods = {k: self._pods[k] for k in state.pods}
+            self._forget(POD_CLAIM)
+        return affected
 
-    def _update_claims(self, state: ClusterState, wanted: set[str]) -> None:
-        for key in [k for k in self._claims if k not in state.claims]:
-            del self._claims[key]
-        counts: dict[tuple[str, str, str], int] = {}
-        for key, claim in state.claims.items():
-            want = key in wanted
+    def _update_claims(self, state: ClusterState, keys: set[str], affected: set[str]) -> None:
+        """Refresh the claims in ``keys`` (changed) and ``affected`` (whether a pod wants them may have changed)."""
+        changed = False
+        for key in keys:
+            old = self._facts.pop(key, None)
+            if old is not None:
+                self._owned.get(old[0], set()).discard(key)
+                self._count_of[old[1]] -= 1
+            claim = state.claims.get(key)
+            if claim is None:
+                changed = self._claims.pop(key, None) is not None or changed
+                continue
+            owner = _owner_pod(claim)
+            owner_key = f"{claim.metadata.namespace}/{owner}" if owner else ""
+            labels = ("true" if claim.status.allocation is not None else "false", admin_access(claim),
+                      claim_source(claim))
+            self._facts[key] = (owner_key, labels)
+            if owner_key:
+                self._owned.setdefault(owner_key, set()).add(key)
+            self._count_of[labels] = self._count_of.get(labels, 0) + 1
+        for key in keys | affected:
+            claim = state.claims.get(key)
+            if claim is None:
+                continue
+            owner_key = self._facts[key][0]
+            want = bool(claim.status.reserved_for) or self._refs.get(key, 0) > 0 or owner_key in self._live
             cached = self._claims.get(key)
             if cached is None or not _same(cached.source, (claim, want)):
                 self._claims[key] = _chunk((claim, want), _claim_rows(claim, want))
-            labels = ("true" if claim.status.allocation is not None else "false", admin_access(claim),
-                      claim_source(claim))
-            counts[labels] = counts.get(labels, 0) + 1
-        self._counts = [(labels, float(n)) for labels, n in sorted(counts.items())]
-
-    def _update_pods(self, state: ClusterState) -> None:
-        for key in [k for k in self._pods if k not in state.pods]:
-            del self._pods[key]
-        for key, record in state.pods.items():
-            cached = self._pods.get(key)
-            source = (record.pod, record.deleted)
-            if cached is not None and _same(cached.source, source):
-                continue
-            self._pods[key] = _chunk(source, {POD_CLAIM: self._pod_rows(record)})
+                changed = True
+        if keys:
+            self._counts = [(labels, float(n)) for labels, n in sorted(self._count_of.items()) if n]
+        if changed:
+            if list(self._claims) != list(state.claims):
+                self._claims = {k: self._claims[k] for k in state.claims}
+            self._forget(*CLAIM_FAMILIES)
 
     @staticmethod
     def _pod_rows(record: PodRecord) -> list[tuple[tuple[str, ...], float]]:
@@ -414,13 +502,13 @@ class DraMetrics:
 
     # ------------------------------------------------------------------------------------------ output
 
-    def _chunks_of(self, spec: FamilySpec) -> Sequence[_Chunk]:
+    def _chunks_of(self, spec: FamilySpec) -> Iterable[_Chunk]:
         if spec in CLAIM_FAMILIES:
-            return list(self._claims.values())
+            return self._claims.values()
         if spec in (NODE_AVAILABLE, NODE_CAPACITY):
-            return list(self._nodes.values())
+            return self._nodes.values()
         if spec is POD_CLAIM:
-            return list(self._pods.values())
+            return self._pods.values()
         return []
 
     def families(self) -> list[Family]:
@@ -445,5 +533,10 @@ class DraMetrics:
             elif spec in self._static_text:
                 parts.append(self._static_text[spec])
             else:
-                parts.extend(c.text.get(spec, "") for c in self._chunks_of(spec))
+                joined = self._joined.get(spec)
+                if joined is None:
+                    # C-level getters: every chunk of a group has every family of the group
+                    texts = map(operator.itemgetter(spec), map(_TEXT, self._chunks_of(spec)))
+                    joined = self._joined[spec] = "".join(texts)
+                parts.append(joined)
         return "".join(parts)
