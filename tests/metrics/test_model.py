@@ -107,10 +107,56 @@ def test_taints_and_counters_are_respected() -> None:
     assert mig_before and mig_before[0] > 0
 
 
-def test_incremental_update_equals_a_fresh_computation() -> None:
-    """Stepping the simulation and updating one model gives what a new model computes on each state."""
-    scenario = build_scenario(load_paths([str(ROOT / "src/kubedra/data/seed"), str(ROOT / "src/kubedra/data/demo")]))
-    sim = prepare(scenario, Options())
+ENDING = """
+apiVersion: kubedra.io/v1alpha1
+kind: NodePool
+metadata: {name: e}
+spec:
+  count: 2
+  allocatable: {cpu: "64", memory: 512Gi, pods: "110"}
+  gpu: {model: A100-80GB, count: 2}
+  sharing: {shares: 2}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one}
+spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}]}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, annotations: {kubedra.io/run-for: 30m}}
+spec:
+  replicas: 7
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}, annotations: {kubedra.io/run-for: 30m}}
+    spec:
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: one}]
+      containers: [{name: c, image: x, resources: {claims: [{name: gpu}]}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: late, annotations: {kubedra.io/start-after: 10m, kubedra.io/run-for: 1h}}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimName: shared}]
+  containers: [{name: c, image: x, resources: {claims: [{name: gpu}]}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: shared}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}]}}
+"""
+
+
+@pytest.mark.parametrize("inputs", ["demo", "paced", "ending"])
+def test_incremental_update_equals_a_fresh_computation(inputs: str) -> None:
+    """Stepping the simulation and updating one model gives what a new model computes on each state: pods that
+    arrive, run, succeed or are deleted, claims made, allocated, released and deleted."""
+    if inputs == "demo":
+        loaded = load_paths([str(ROOT / "src/kubedra/data/seed"), str(ROOT / "src/kubedra/data/demo")])
+    else:
+        loaded = load_text(PACED if inputs == "paced" else ENDING, source=f"{inputs}.yaml")
+    sim = prepare(build_scenario(loaded), Options())
     model = DraMetrics(Features.for_release())
     seen: list[str] = []
 
@@ -236,3 +282,19 @@ def test_a_paced_run_lets_scrapes_see_time_advance() -> None:
     run_paced(sim, lock, speed=3600.0, sleep=sleep, monotonic=lambda: clock[0])
     assert seen == [(0.0, 2.0), (3600.0, 1.0), (7200.0, 0.0)]
     assert clock[0] == pytest.approx(3.0)  # three simulated hours at an hour per second
+
+
+def test_simulate_serve_on_a_busy_port_exits_2_before_running(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from kubedra.cli import main
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = main(["simulate", "-q", "-f", str(EXHAUSTED), "--serve", "--listen", f"127.0.0.1:{port}"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert f"error: --listen 127.0.0.1:{port}:" in err
+    assert out == ""

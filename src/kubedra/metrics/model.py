@@ -367,6 +367,7 @@ class DraMetrics:
         allocated = self._allocator.state
         nodes = set(state.nodes)
         dirty: set[str] = set()
+        added: list[tuple[str, AllocationResult]] = []
         for key in keys:
             claim = state.claims.get(key)
             allocation = claim.status.allocation if claim is not None else None
@@ -379,10 +380,14 @@ class DraMetrics:
                 dirty |= self._touched(previous, nodes)
                 del self._allocations[key]
             if allocation is not None:
-                for r in allocation.devices.results:
-                    allocated.add_allocation(r)
-                dirty |= self._touched(allocation, nodes)
-                self._allocations[key] = allocation
+                added.append((key, allocation))
+        # Every release before any allocation: a device freed by one claim and taken by another at the same instant
+        # is in use (the allocated state is a set, so the order matters).
+        for key, allocation in added:
+            for r in allocation.devices.results:
+                allocated.add_allocation(r)
+            dirty |= self._touched(allocation, nodes)
+            self._allocations[key] = allocation
         return dirty
 
     def _update_nodes(self, state: ClusterState, dirty: set[str]) -> None:
