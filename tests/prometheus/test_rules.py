@@ -62,3 +62,10 @@ def test_every_alert_has_a_unit_test() -> None:
     tested = {t["alertname"] for case in yaml.safe_load(UNIT_TESTS.read_text())["tests"]
               for t in case["alert_rule_test"] if t["exp_alerts"]}
     assert tested == alerts
+
+
+@needs_promtool
+def test_the_example_configuration_loads_the_rules() -> None:
+    checked = _promtool("check", "config", RULES.parent / "prometheus.yml")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "SUCCESS: 6 rules found" in checked.stdout
