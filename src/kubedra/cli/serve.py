@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -44,3 +47,23 @@ def wait_forever() -> None:
         threading.Event().wait()
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+
+
+def write_html(path: Path, result: Any, report: Any, lines: list[str]) -> None:
+    """``--html FILE``: written to a temporary name beside it and renamed, so never half-written; exit 2 on error."""
+    from kubedra.sim.html import html_report
+
+    text = html_report(result, report.summary, lines)
+    directory = path.parent if str(path.parent) else Path()
+    try:
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            Path(temporary).replace(path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        stderr_console().print(f"error: --html {path}: {exc.strerror or exc}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_INVALID_INPUT) from exc

@@ -266,6 +266,10 @@ def register(app: typer.Typer) -> None:
         listen: Annotated[
             str, typer.Option("--listen", metavar="HOST:PORT", help="Where --serve listens.")
         ] = "127.0.0.1:9400",
+        html: Annotated[
+            Path | None, typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML page with "
+                                      "plots over simulated time (pods pending and running, devices held, claims).")
+        ] = None,
         speed: Annotated[
             float | None, typer.Option("--speed", min=0.001, help="With --serve: simulated seconds per wall-clock "
                                        "second (e.g. 60: an hour in a minute).")
@@ -289,6 +293,10 @@ def register(app: typer.Typer) -> None:
         else:
             result = _progress_run(partial(simulate, scenario, options), show=show)
         report = build_report(result, [str(w) for w in loaded.warnings] + scenario.notes)
+        if html is not None:
+            from kubedra.cli.serve import write_html
+
+            write_html(html, result, report, summary_lines(report.summary))
         print_report(report, output or default_format(), headers=not no_headers)
         pending = report.summary["pods"]["pending"]
         if serve:
