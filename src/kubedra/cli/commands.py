@@ -6,12 +6,13 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, explain, migrate, simulate, snapshot, validate
+from kubedra.cli import allocate, cel, convert, explain, exporter, migrate, simulate, snapshot, validate
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
     explain.register,
     snapshot.register,
+    exporter.register,
     allocate.register,
     cel.register,
     convert.register,

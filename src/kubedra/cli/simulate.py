@@ -259,6 +259,21 @@ def register(app: typer.Typer) -> None:
         ] = False,
         kubeconfig: KubeconfigOption = None,
         context: ContextOption = None,
+        serve: Annotated[
+            bool, typer.Option("--serve", help="After the report, serve /metrics for the simulated cluster until "
+                               "interrupted (with --speed: live while simulated time advances).")
+        ] = False,
+        listen: Annotated[
+            str, typer.Option("--listen", metavar="HOST:PORT", help="Where --serve listens.")
+        ] = "127.0.0.1:9400",
+        html: Annotated[
+            Path | None, typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML page with "
+                                      "plots over simulated time (pods pending and running, devices held, claims).")
+        ] = None,
+        speed: Annotated[
+            float | None, typer.Option("--speed", min=0.001, help="With --serve: simulated seconds per wall-clock "
+                                       "second (e.g. 60: an hour in a minute).")
+        ] = None,
     ) -> None:
         from functools import partial
 
@@ -271,8 +286,21 @@ def register(app: typer.Typer) -> None:
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
         pods = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
         show = stderr_console().is_terminal and pods >= PROGRESS_FROM
-        result = _progress_run(partial(simulate, scenario, options), show=show)
+        if serve:
+            from kubedra.cli.serve import serve_simulation
+
+            result = serve_simulation(scenario, options, listen, speed)
+        else:
+            result = _progress_run(partial(simulate, scenario, options), show=show)
         report = build_report(result, [str(w) for w in loaded.warnings] + scenario.notes)
+        if html is not None:
+            from kubedra.cli.serve import write_html
+
+            write_html(html, result, report, summary_lines(report.summary))
         print_report(report, output or default_format(), headers=not no_headers)
         pending = report.summary["pods"]["pending"]
+        if serve:
+            from kubedra.cli.serve import wait_forever
+
+            wait_forever()
         raise typer.Exit(EXIT_UNSCHEDULABLE if fail_on_pending and pending else EXIT_OK)

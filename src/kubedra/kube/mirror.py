@@ -59,6 +59,7 @@ class KindStats:
     reconnects: int = 0
     gone: int = 0
     last_error: str = ""
+    up: bool = False  # the watch is open (or being opened); false from a failure until the next attempt
 
 
 @dataclass
@@ -148,6 +149,18 @@ class Mirror:
         with self._changed:
             return self._all_synced()
 
+    @property
+    def generation(self) -> int:
+        """Bumped by every list and event applied: a reader that saw this number has seen everything before it."""
+        with self._changed:
+            return self._generation
+
+    def wait_change(self, since: int, timeout: float) -> int:
+        """The generation once it differs from ``since`` (or after ``timeout`` seconds, or on stop)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._generation != since or self._stop.is_set(), timeout)
+            return self._generation
+
     def stats(self) -> dict[str, KindStats]:
         with self._changed:
             return {name: KindStats(**vars(state.stats)) for name, state in self._states.items()}
@@ -194,6 +207,7 @@ class Mirror:
             state.objects = {object_key(item): item for item in listing.items}
             state.resource_version = listing.resource_version
             state.synced = True
+            state.stats.up = True
             state.stats.lists += 1
             self._generation += 1
             self._changed.notify_all()
@@ -219,6 +233,7 @@ class Mirror:
         with self._changed:
             stats = self._states[name].stats
             stats.last_error = message
+            stats.up = False
             if gone:
                 stats.gone += 1
             else:
@@ -242,6 +257,7 @@ class Mirror:
                     failures = 0
                 with self._changed:
                     since = state.resource_version
+                    state.stats.up = True
                 events = client.watch(
                     resource(kind, version),
                     resource_version=since,

@@ -101,6 +101,16 @@ class Simulation:
     _jobs: dict[str, JobProgress] = field(default_factory=dict)
     _now: float = 0.0
 
+    @property
+    def now(self) -> float:
+        """The simulated time of the instant processed last (for live observers such as ``simulate --serve``)."""
+        return self._now
+
+    @property
+    def next_time(self) -> float | None:
+        """When the next event happens; None once the run is over."""
+        return self._queue[0][0] if self._queue else None
+
     def add(self, record: PodRecord) -> None:
         """A pod that arrives at ``record.arrive_at``."""
         self.state.add_pod(record)

@@ -1,0 +1,86 @@
+"""``kubedra exporter``: /metrics of a live cluster's DRA state (list+watch through the kube/ adapter)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from kubedra.cli.helptext import command_help
+from kubedra.cli.options import ContextOption, KubeconfigOption, VersionOption
+from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, stderr_console
+
+HELP = command_help(
+    "Serve Prometheus metrics of a live cluster's DRA state: claims pending and allocated, free devices per node.",
+    "Lists and watches Nodes, DeviceClasses, ResourceSlices, DeviceTaintRules, ResourceClaims, "
+    "ResourceClaimTemplates and Pods (read only; deploy/rbac.yaml is the ClusterRole it needs), re-lists on 410 "
+    "Gone and reconnects with backoff. Free devices are what the structured allocator could still allocate (CEL "
+    "selectors, taints, counter sets, consumable capacity). No DRA number is served before every kind was listed; "
+    "kubedra_exporter_synced, kubedra_exporter_watch_up{kind} and kubedra_exporter_last_sync_timestamp_seconds say "
+    "how current the numbers are. deploy/prometheus/dra-rules.yaml has the alerts, deploy/grafana the dashboard.",
+    "Without --kubeconfig: the in-cluster service account, then $KUBECONFIG, then ~/.kube/config. --once prints one "
+    "exposition once synced and exits (for a look, or a cron job).",
+    examples=[
+        "kubedra exporter --kubeconfig ~/.kube/config --once",
+        "kubedra exporter --kubeconfig ~/.kube/config --once --sync-timeout 30",
+    ],
+    exit_status="0 (serving until interrupted, or --once printed), 2 when the cluster cannot be read or synced, or "
+    "--listen cannot be bound.",
+)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("exporter", help=HELP)
+    def exporter_command(
+        kubeconfig: KubeconfigOption = None,
+        context: ContextOption = None,
+        listen: Annotated[
+            str, typer.Option("--listen", metavar="HOST:PORT", help="Where /metrics is served (:9400 = every "
+                              "interface).")
+        ] = ":9400",
+        kubernetes_version: VersionOption = "1.37",
+        once: Annotated[bool, typer.Option("--once", help="Print the metrics once synced, then exit.")] = False,
+        sync_timeout: Annotated[
+            float, typer.Option("--sync-timeout", min=0.1, help="With --once: seconds to wait for the first sync.")
+        ] = 60.0,
+    ) -> None:
+        from kubedra.allocator import FeatureGateError, Features
+        from kubedra.kube.api import KubeError, connect
+        from kubedra.kube.mirror import Mirror
+        from kubedra.metrics.live import LiveSource
+
+        def warn(message: str) -> None:
+            stderr_console().print(f"warning: {message}", highlight=False, markup=False)
+
+        try:
+            features = Features.for_release(kubernetes_version)
+            connect(kubeconfig, context).close()  # a bad kubeconfig is reported now, not by every watch thread
+            mirror = Mirror(lambda: connect(kubeconfig, context))
+            mirror.start()
+        except (KubeError, FeatureGateError) as exc:
+            stderr_console().print(f"error: {exc}", highlight=False, markup=False)
+            raise typer.Exit(EXIT_INVALID_INPUT) from exc
+        source = LiveSource(mirror, features, on_error=warn)
+        try:
+            if once:
+                try:
+                    mirror.wait(timeout=sync_timeout)
+                except TimeoutError as exc:
+                    stats = "; ".join(f"{k}: {s.last_error}" for k, s in mirror.stats().items() if s.last_error)
+                    stderr_console().print(f"error: not synced after {sync_timeout:g}s{': ' + stats if stats else ''}",
+                                           highlight=False, markup=False)
+                    raise typer.Exit(EXIT_INVALID_INPUT) from exc
+                source.refresh()
+                sys.stdout.write(source.text())
+                raise typer.Exit(EXIT_OK)
+            from kubedra.cli.serve import start_server, wait_forever
+
+            source.start()
+            try:
+                start_server(source, listen)
+                wait_forever()
+            finally:
+                source.stop()
+        finally:
+            mirror.stop()

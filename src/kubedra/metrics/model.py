@@ -1,0 +1,547 @@
+"""Metric families computed from a ``ClusterState``, kept up to date incrementally between scrapes.
+
+Pure: a cluster state in, families (rows of label values and a value) and their text exposition out. Work is
+redone only for what changed since the last ``update``: a claim's rows when the claim (or whether a pod wants it)
+changed, a pod's when the pod changed, a node's free devices when an allocation touched a device of its pools or the
+node itself changed; a change to slices, classes or taint rules starts over. Objects compare by identity first, then
+by value, so both the simulator (which replaces changed objects) and a live mirror (which decodes every object
+again) profit.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import compress
+from typing import Any
+
+from prometheus_client import utils as _client_utils
+
+from kubedra.allocator import AllocatedState, Allocator, Features
+from kubedra.cel import CompileCache
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.metrics.available import availability
+from kubedra.objects.model import AllocationResult, Node, Pod, ResourceClaim
+
+POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+TERMINAL = ("Succeeded", "Failed", "Deleted")
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: looked up for every object on every scrape
+class FamilySpec:
+    name: str
+    help: str
+    labels: tuple[str, ...]
+    type: str = "gauge"  # or "untyped": a count that can go down but whose name ends in _total
+
+
+@dataclass
+class Family:
+    """One gauge family: its spec and rows of (label values, value)."""
+
+    spec: FamilySpec
+    rows: list[tuple[tuple[str, ...], float]] = field(default_factory=list)
+
+
+def _spec(name: str, text: str, *labels: str) -> FamilySpec:
+    return FamilySpec(name, text, labels)
+
+
+CLAIM_ALLOCATED = _spec(
+    "kube_resourceclaim_allocated",
+    "1 when the ResourceClaim has an allocation, else 0; one series per device class its requests use.",
+    "namespace", "name", "resource_class",
+)
+CLAIM_PENDING = _spec(
+    "kube_resourceclaim_pending",
+    "1 when the ResourceClaim is wanted (reserved for, referenced by or generated for a pod that has not finished) "
+    "and not allocated, else 0; one series per device class its requests use.",
+    "namespace", "name", "resource_class",
+)
+NODE_AVAILABLE = _spec(
+    "node_dra_resource_available",
+    "What is still free on the node for the device class: attribute=devices counts devices one more request of the "
+    "class could take now; other attributes are the consumable capacity left on free shareable devices.",
+    "node", "resource_class", "attribute",
+)
+NODE_CAPACITY = _spec(
+    "node_dra_resource_capacity",
+    "What the node has for the device class, free or not: attribute=devices counts the devices the class selects; "
+    "other attributes are the consumable capacity of its shareable devices (node_dra_resource_available's totals).",
+    "node", "resource_class", "attribute",
+)
+CLAIM_INFO = _spec("kube_resourceclaim_info", "Information about the ResourceClaim.", "namespace", "resourceclaim",
+                   "uid", "source")
+CLAIM_STATUS_ALLOCATED = _spec(
+    "kube_resourceclaim_status_allocated", "1 when the ResourceClaim is allocated, else 0.", "namespace",
+    "resourceclaim",
+)
+CLAIM_RESERVED_FOR = _spec(
+    "kube_resourceclaim_status_reserved_for", "One series per consumer the ResourceClaim is reserved for.",
+    "namespace", "resourceclaim", "consumer_resource", "consumer_name",
+)
+CLAIM_DEVICE = _spec(
+    "kube_resourceclaim_allocation_device_info",
+    "One series per device result of the ResourceClaim's allocation (share_id set for a share of a device).",
+    "namespace", "resourceclaim", "request", "driver", "pool", "device", "share_id",
+)
+SLICE_INFO = _spec("kube_resourceslice_info", "Information about the ResourceSlice.", "resourceslice", "driver",
+                   "pool", "node", "generation")
+# Untyped, not gauge: the name is kube-state-metrics' and promtool rejects a gauge whose name ends in _total.
+SLICE_DEVICES = FamilySpec("kube_resourceslice_devices_total", "Devices the ResourceSlice publishes.",
+                           ("resourceslice", "driver", "pool", "node"), "untyped")
+CLASS_INFO = _spec("kube_deviceclass_info", "Information about the DeviceClass.", "deviceclass",
+                   "extended_resource_name")
+POD_CLAIM = _spec(
+    "kube_pod_resourceclaim_info",
+    "One series per resource claim of a pod (resourceclaim empty while the claim is not made yet).",
+    "namespace", "pod", "pod_claim", "resourceclaim",
+)
+CLAIM_COUNTS = _spec(
+    "dynamic_resource_allocation_resource_claims",
+    "Number of ResourceClaims, categorized by allocation status, admin access, and source. Source can be "
+    "'resource_claim_template' (created from a template), 'extended_resource' (extended resources), or empty "
+    "(manually created by a user).",
+    "allocated", "admin_access", "source",
+)
+
+CLAIM_FAMILIES = (CLAIM_ALLOCATED, CLAIM_PENDING, CLAIM_INFO, CLAIM_STATUS_ALLOCATED, CLAIM_RESERVED_FOR, CLAIM_DEVICE)
+FAMILIES = (
+    CLAIM_ALLOCATED,
+    CLAIM_PENDING,
+    NODE_AVAILABLE,
+    NODE_CAPACITY,
+    CLAIM_INFO,
+    CLAIM_STATUS_ALLOCATED,
+    CLAIM_RESERVED_FOR,
+    CLAIM_DEVICE,
+    SLICE_INFO,
+    SLICE_DEVICES,
+    CLASS_INFO,
+    POD_CLAIM,
+    CLAIM_COUNTS,
+)
+
+Rows = dict[FamilySpec, list[tuple[tuple[str, ...], float]]]
+
+
+def go_float(value: float) -> str:
+    """The value as prometheus-client writes it (Go's float formatting)."""
+    text: str = _client_utils.floatToGoString(value)  # type: ignore[no-untyped-call]
+    return text
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def sample_line(spec: FamilySpec, labels: tuple[str, ...], value: float) -> str:
+    """One line of the text format, as prometheus-client writes it (labels in name order)."""
+    if not spec.labels:
+        return f"{spec.name} {go_float(value)}\n"
+    pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(zip(spec.labels, labels, strict=True)))
+    return f"{spec.name}{{{pairs}}} {go_float(value)}\n"
+
+
+def header(spec: FamilySpec) -> str:
+    text = spec.help.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {spec.name} {text}\n# TYPE {spec.name} {spec.type}\n"
+
+
+def render_families(families: Iterable[Family]) -> str:
+    return "".join(header(f.spec) + "".join(sample_line(f.spec, lv, v) for lv, v in f.rows) for f in families)
+
+
+@dataclass
+class _Chunk:
+    """The rows of one object and their text, with what they were computed from."""
+
+    source: object
+    rows: Rows
+    text: dict[FamilySpec, str]
+    extra: Any = None  # what else was derived from the source (a pod's claim keys, a claim's owner and counts)
+
+
+def _chunk(source: object, rows: Rows, extra: Any = None) -> _Chunk:
+    text = {spec: "".join(sample_line(spec, lv, v) for lv, v in r) for spec, r in rows.items()}
+    return _Chunk(source, rows, text, extra)
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b or a == b
+
+
+def _same_items(a: list[Any] | dict[str, Any], b: list[Any] | dict[str, Any]) -> bool:
+    """Element by element, identity first: the simulator's slices and classes never change, so no deep compare."""
+    if len(a) != len(b):
+        return False
+    left, right = (list(a.values()), list(b.values())) if isinstance(a, dict) and isinstance(b, dict) else (a, b)
+    if isinstance(a, dict) and isinstance(b, dict) and list(a) != list(b):
+        return False
+    return all(x is y for x, y in zip(left, right, strict=True)) or left == right
+
+
+def claim_classes(claim: ResourceClaim) -> list[str]:
+    """The device classes the claim's requests (and firstAvailable subrequests) name, in order, once each."""
+    names: dict[str, None] = {}
+    for request in claim.spec.devices.requests:
+        if request.exactly is not None:
+            names[request.exactly.device_class_name] = None
+        for sub in request.first_available:
+            names[sub.device_class_name] = None
+    return list(names)
+
+
+def claim_source(claim: ResourceClaim) -> str:
+    """kube-controller-manager's ``source`` label."""
+    annotations = claim.metadata.annotations
+    if annotations.get(EXTENDED_CLAIM_ANNOTATION) == "true":
+        return "extended_resource"
+    if annotations.get(POD_CLAIM_NAME_ANNOTATION):
+        return "resource_claim_template"
+    return ""
+
+
+def admin_access(claim: ResourceClaim) -> str:
+    """kube-controller-manager's ``admin_access`` label (subrequests never have admin access)."""
+    exact = (r.exactly for r in claim.spec.devices.requests)
+    return "true" if any(e is not None and e.admin_access for e in exact) else "false"
+
+
+def pod_claims(pod: Pod) -> list[tuple[str, str]]:
+    """(pod claim name, ResourceClaim name or "") for each claim of the pod, the extended-resource claim last."""
+    made = {s.name: s.resource_claim_name or "" for s in pod.status.resource_claim_statuses}
+    found = [(c.name, c.resource_claim_name or made.get(c.name, "")) for c in pod.spec.resource_claims]
+    extended = pod.status.extended_resource_claim_status
+    if extended is not None:
+        found.append(("", extended.resource_claim_name))
+    return found
+
+
+def _owner_pod(claim: ResourceClaim) -> str:
+    for owner in claim.metadata.owner_references:
+        if owner.controller and owner.api_version == "v1" and owner.kind == "Pod":
+            return owner.name
+    return ""
+
+
+def _claim_rows(claim: ResourceClaim, wanted: bool) -> Rows:
+    ns, name = claim.metadata.namespace, claim.metadata.name
+    allocation = claim.status.allocation
+    allocated = 1.0 if allocation is not None else 0.0
+    classes = claim_classes(claim)
+    rows: Rows = {
+        CLAIM_ALLOCATED: [((ns, name, c), allocated) for c in classes],
+        CLAIM_PENDING: [((ns, name, c), 1.0 if wanted and allocation is None else 0.0) for c in classes],
+        CLAIM_INFO: [((ns, name, claim.metadata.uid, claim_source(claim)), 1.0)],
+        CLAIM_STATUS_ALLOCATED: [((ns, name), allocated)],
+        CLAIM_RESERVED_FOR: [((ns, name, r.resource, r.name), 1.0) for r in claim.status.reserved_for],
+        CLAIM_DEVICE: [],
+    }
+    if allocation is not None:
+        rows[CLAIM_DEVICE] = [
+            ((ns, name, r.request, r.driver, r.pool, r.device, r.share_id or ""), 1.0)
+            for r in allocation.devices.results
+        ]
+    return rows
+
+
+class _Seen:
+    """The keys and values of a dict as last seen, to find what changed by identity (C-level comparisons)."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.values: list[object] = []
+
+    def changes(self, keys: list[str], values: list[object]) -> set[str]:
+        """Keys added, removed, or whose value is another object than last time; remembers the new contents."""
+        if keys == self.keys:
+            changed = {keys[i] for i in compress(range(len(values)), map(operator.is_not, self.values, values))}
+        else:
+            old = dict(zip(self.keys, self.values, strict=True))
+            changed = {k for k, v in zip(keys, values, strict=True) if old.get(k, _MISSING) is not v}
+            changed |= old.keys() - set(keys)
+        self.keys, self.values = keys, values
+        return changed
+
+
+_MISSING = object()
+_TEXT = operator.attrgetter("text")
+
+
+class DraMetrics:
+    """The families of one cluster, updated in place; see the module docstring."""
+
+    def __init__(self, features: Features | None = None) -> None:
+        self.features = features if features is not None else Features.for_release()
+        self._inventory: tuple[Any, ...] | None = None
+        self._allocator: Allocator | None = None
+        self._allocations: dict[str, AllocationResult] = {}
+        self._pool_nodes: dict[tuple[str, str], set[str]] = {}
+        self._everywhere: set[tuple[str, str]] = set()
+        self._claims: dict[str, _Chunk] = {}
+        self._pods: dict[str, _Chunk] = {}
+        self._nodes: dict[str, _Chunk] = {}
+        self._static: dict[FamilySpec, list[tuple[tuple[str, ...], float]]] = {}
+        self._static_text: dict[FamilySpec, str] = {}
+        self._counts: list[tuple[tuple[str, ...], float]] = []
+        self._count_of: dict[tuple[str, str, str], int] = {}
+        self._facts: dict[str, tuple[str, tuple[str, str, str]]] = {}  # claim -> (owner pod key, count labels)
+        self._owned: dict[str, set[str]] = {}  # pod key -> the claims it owns
+        self._refs: dict[str, int] = {}  # claim key -> live pods that reference it
+        self._live: set[str] = set()  # pods that have not finished
+        self._joined: dict[FamilySpec, str] = {}  # a family's text while none of its objects changed
+        self._seen_claims, self._seen_pods, self._seen_deleted, self._seen_nodes = _Seen(), _Seen(), _Seen(), _Seen()
+
+    # ------------------------------------------------------------------------------------------ update
+
+    def update(self, state: ClusterState) -> None:
+        """Bring every family in step with ``state``."""
+        reset = self._update_inventory(state)
+        claims = self._seen_claims.changes(list(state.claims), list(state.claims.values()))
+        records = list(state.pods.values())
+        pods = self._seen_pods.changes(list(state.pods), [r.pod for r in records])
+        pods |= self._seen_deleted.changes(list(state.pods), [bool(r.deleted) for r in records])
+        nodes = self._seen_nodes.changes(list(state.nodes), list(state.nodes.values()))
+        dirty = self._update_allocations(state, set(state.claims) if reset else claims)
+        self._update_nodes(state, set(state.nodes) if reset else dirty | nodes)
+        affected = self._update_pods(state, pods)
+        self._update_claims(state, claims, affected)
+
+    def _update_inventory(self, state: ClusterState) -> bool:
+        inventory: tuple[Any, ...] = (state.slices, state.classes, state.taint_rules)
+        if self._inventory is not None and all(
+            _same_items(a, b) for a, b in zip(self._inventory, inventory, strict=True)
+        ):
+            return False
+        self._inventory = (list(state.slices), dict(state.classes), list(state.taint_rules))
+        cel = CompileCache(self.features.cel_options())
+        self._allocator = Allocator(
+            self.features,
+            AllocatedState(consumable_capacity=self.features.consumable_capacity),
+            state.classes,
+            state.slices,
+            cel,
+            state.taint_rules,
+        )
+        self._allocations = {}
+        self._pool_nodes = {}
+        self._everywhere = set()
+        for s in state.slices:
+            pool = (s.spec.driver, s.spec.pool.name)
+            if s.spec.node_name:
+                self._pool_nodes.setdefault(pool, set()).add(s.spec.node_name)
+            else:
+                self._everywhere.add(pool)
+        self._nodes = {}
+        self._joined = {}
+        self._static = {
+            SLICE_INFO: [
+                ((s.metadata.name, s.spec.driver, s.spec.pool.name, s.spec.node_name or "",
+                  str(s.spec.pool.generation)), 1.0)
+                for s in state.slices
+            ],
+            SLICE_DEVICES: [
+                ((s.metadata.name, s.spec.driver, s.spec.pool.name, s.spec.node_name or ""), float(len(s.spec.devices)))
+                for s in state.slices
+            ],
+            CLASS_INFO: [((c.metadata.name, c.spec.extended_resource_name or ""), 1.0) for c in state.classes.values()],
+        }
+        self._static_text = _chunk(None, self._static).text
+        return True
+
+    def _touched(self, allocation: AllocationResult, nodes: set[str]) -> set[str]:
+        touched: set[str] = set()
+        for r in allocation.devices.results:
+            pool = (r.driver, r.pool)
+            if pool in self._everywhere:
+                return set(nodes)
+            touched |= self._pool_nodes.get(pool, set())
+        return touched
+
+    def _update_allocations(self, state: ClusterState, keys: set[str]) -> set[str]:
+        """Apply the allocations of the claims in ``keys`` that differ; the nodes whose devices they touch."""
+        assert self._allocator is not None
+        allocated = self._allocator.state
+        nodes = set(state.nodes)
+        dirty: set[str] = set()
+        added: list[tuple[str, AllocationResult]] = []
+        for key in keys:
+            claim = state.claims.get(key)
+            allocation = claim.status.allocation if claim is not None else None
+            previous = self._allocations.get(key)
+            if previous is allocation or (previous is not None and allocation is not None and previous == allocation):
+                continue
+            if previous is not None:
+                for r in previous.devices.results:
+                    allocated.remove_allocation(r)
+                dirty |= self._touched(previous, nodes)
+                del self._allocations[key]
+            if allocation is not None:
+                added.append((key, allocation))
+        # Every release before any allocation: a device freed by one claim and taken by another at the same instant
+        # is in use (the allocated state is a set, so the order matters).
+        for key, allocation in added:
+            for r in allocation.devices.results:
+                allocated.add_allocation(r)
+            dirty |= self._touched(allocation, nodes)
+            self._allocations[key] = allocation
+        return dirty
+
+    def _update_nodes(self, state: ClusterState, dirty: set[str]) -> None:
+        assert self._allocator is not None
+        changed = False
+        for name in [n for n in self._nodes if n not in state.nodes]:
+            del self._nodes[name]
+            changed = True
+        for name in dirty:
+            node = state.nodes.get(name)
+            if node is None:
+                continue
+            self._nodes[name] = _chunk(node, self._node_rows(node, state.classes))
+            changed = True
+        if changed:
+            if list(self._nodes) != list(state.nodes):  # keep the nodes' own order
+                self._nodes = {n: self._nodes[n] for n in state.nodes if n in self._nodes}
+            self._forget(NODE_AVAILABLE, NODE_CAPACITY)
+
+    def _forget(self, *specs: FamilySpec) -> None:
+        for spec in specs:
+            self._joined.pop(spec, None)
+
+    def _node_rows(self, node: Node, classes: Iterable[str]) -> Rows:
+        assert self._allocator is not None
+        free: list[tuple[tuple[str, ...], float]] = []
+        capacity: list[tuple[tuple[str, ...], float]] = []
+        name = node.metadata.name
+        for class_name in classes:
+            found = availability(self._allocator, node, class_name)
+            if found is None:
+                continue
+            free.append(((name, class_name, "devices"), float(found.devices)))
+            free.extend(((name, class_name, cap), value) for cap, value in sorted(found.capacity.items()))
+            capacity.append(((name, class_name, "devices"), float(found.matching)))
+            capacity.extend(((name, class_name, cap), value) for cap, value in sorted(found.total_capacity.items()))
+        return {NODE_AVAILABLE: free, NODE_CAPACITY: capacity}
+
+    def _update_pods(self, state: ClusterState, keys: set[str]) -> set[str]:
+        """Refresh the pods in ``keys``; the claims whose "wanted" may have changed with them."""
+        affected: set[str] = set()
+        for key in keys:
+            cached = self._pods.pop(key, None)
+            if cached is not None and cached.extra is not None:  # it wanted these until now
+                for claim in cached.extra:
+                    self._refs[claim] -= 1
+                affected.update(cached.extra)
+            was_live = key in self._live
+            self._live.discard(key)
+            record = state.pods.get(key)
+            if record is not None:
+                ns = record.pod.metadata.namespace
+                # The claims this pod wants while it runs or waits (None once it has finished).
+                wants = None if record.phase in TERMINAL else [f"{ns}/{c}" for _, c in pod_claims(record.pod) if c]
+                source = (record.pod, record.deleted)
+                if cached is not None and _same(cached.source, source):
+                    self._pods[key] = _Chunk(source, cached.rows, cached.text, wants)
+                else:
+                    self._pods[key] = _chunk(source, {POD_CLAIM: self._pod_rows(record)}, wants)
+                if wants is not None:
+                    self._live.add(key)
+                    for claim in wants:
+                        self._refs[claim] = self._refs.get(claim, 0) + 1
+                    affected.update(wants)
+            if was_live != (key in self._live):
+                affected |= self._owned.get(key, set())
+        if keys:
+            if list(self._pods) != list(state.pods):
+                self._pods = {k: self._pods[k] for k in state.pods}
+            self._forget(POD_CLAIM)
+        return affected
+
+    def _update_claims(self, state: ClusterState, keys: set[str], affected: set[str]) -> None:
+        """Refresh the claims in ``keys`` (changed) and ``affected`` (whether a pod wants them may have changed)."""
+        changed = False
+        for key in keys:
+            old = self._facts.pop(key, None)
+            if old is not None:
+                self._owned.get(old[0], set()).discard(key)
+                self._count_of[old[1]] -= 1
+            claim = state.claims.get(key)
+            if claim is None:
+                changed = self._claims.pop(key, None) is not None or changed
+                continue
+            owner = _owner_pod(claim)
+            owner_key = f"{claim.metadata.namespace}/{owner}" if owner else ""
+            labels = ("true" if claim.status.allocation is not None else "false", admin_access(claim),
+                      claim_source(claim))
+            self._facts[key] = (owner_key, labels)
+            if owner_key:
+                self._owned.setdefault(owner_key, set()).add(key)
+            self._count_of[labels] = self._count_of.get(labels, 0) + 1
+        for key in keys | affected:
+            claim = state.claims.get(key)
+            if claim is None:
+                continue
+            owner_key = self._facts[key][0]
+            want = bool(claim.status.reserved_for) or self._refs.get(key, 0) > 0 or owner_key in self._live
+            cached = self._claims.get(key)
+            if cached is None or not _same(cached.source, (claim, want)):
+                self._claims[key] = _chunk((claim, want), _claim_rows(claim, want))
+                changed = True
+        if keys:
+            self._counts = [(labels, float(n)) for labels, n in sorted(self._count_of.items()) if n]
+        if changed:
+            if list(self._claims) != list(state.claims):
+                self._claims = {k: self._claims[k] for k in state.claims}
+            self._forget(*CLAIM_FAMILIES)
+
+    @staticmethod
+    def _pod_rows(record: PodRecord) -> list[tuple[tuple[str, ...], float]]:
+        if record.deleted:
+            return []
+        pod = record.pod
+        return [((pod.metadata.namespace, pod.metadata.name, pod_claim, claim), 1.0)
+                for pod_claim, claim in pod_claims(pod)]
+
+    # ------------------------------------------------------------------------------------------ output
+
+    def _chunks_of(self, spec: FamilySpec) -> Iterable[_Chunk]:
+        if spec in CLAIM_FAMILIES:
+            return self._claims.values()
+        if spec in (NODE_AVAILABLE, NODE_CAPACITY):
+            return self._nodes.values()
+        if spec is POD_CLAIM:
+            return self._pods.values()
+        return []
+
+    def families(self) -> list[Family]:
+        """Every family with its rows, in exposition order."""
+        out: list[Family] = []
+        for spec in FAMILIES:
+            if spec is CLAIM_COUNTS:
+                out.append(Family(spec, list(self._counts)))
+            elif spec in self._static:
+                out.append(Family(spec, list(self._static[spec])))
+            else:
+                out.append(Family(spec, [row for c in self._chunks_of(spec) for row in c.rows.get(spec, [])]))
+        return out
+
+    def render(self) -> str:
+        """The text exposition of :meth:`families`, from the cached text of each object."""
+        parts: list[str] = []
+        for spec in FAMILIES:
+            parts.append(header(spec))
+            if spec is CLAIM_COUNTS:
+                parts.extend(sample_line(spec, lv, v) for lv, v in self._counts)
+            elif spec in self._static_text:
+                parts.append(self._static_text[spec])
+            else:
+                joined = self._joined.get(spec)
+                if joined is None:
+                    # C-level getters: every chunk of a group has every family of the group
+                    texts = map(operator.itemgetter(spec), map(_TEXT, self._chunks_of(spec)))
+                    joined = self._joined[spec] = "".join(texts)
+                parts.append(joined)
+        return "".join(parts)
