@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, explain, simulate, snapshot, validate
+from kubedra.cli import allocate, cel, convert, driver, explain, simulate, snapshot, validate
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
@@ -16,4 +16,5 @@ REGISTRARS: list[Callable[[typer.Typer], None]] = [
     cel.register,
     convert.register,
     validate.register,
+    driver.register,
 ]

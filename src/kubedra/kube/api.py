@@ -118,3 +118,42 @@ def served_version(client: Client, kind: Kind) -> str | None:
             raise
         return version
     return None
+
+
+def get_object(client: Client, kind: Kind, version: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    """One object as the API's JSON (apiVersion and kind set); raises lightkube's ApiError (404 when absent)."""
+    kwargs = {"namespace": namespace} if kind.namespaced else {}
+    item = client.get(resource(kind, version), name, **kwargs)
+    return {**item, "apiVersion": kind.api_version(version), "kind": kind.kind}
+
+
+def list_selected(client: Client, kind: Kind, version: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every object of a cluster-scoped kind whose fields equal ``fields`` (a field selector)."""
+    pages = client.list(resource(kind, version), fields=fields, chunk_size=DEFAULT_PAGE_SIZE, **all_namespaces(kind))
+    return [{**item, "apiVersion": kind.api_version(version), "kind": kind.kind} for item in pages]
+
+
+def apply_object(client: Client, kind: Kind, version: str, document: dict[str, Any], field_manager: str) -> None:
+    """Server-side apply of ``document`` (forced: this manager owns what it writes)."""
+    from lightkube.types import PatchType
+
+    metadata = document["metadata"]
+    kwargs = {"namespace": metadata["namespace"]} if kind.namespaced else {}
+    client.patch(
+        resource(kind, version),
+        metadata["name"],
+        document,
+        patch_type=PatchType.APPLY,
+        field_manager=field_manager,
+        force=True,
+        **kwargs,
+    )
+
+
+def delete_object(client: Client, kind: Kind, version: str, name: str) -> None:
+    """Delete one cluster-scoped object; one that is already gone is not an error."""
+    try:
+        client.delete(resource(kind, version), name)
+    except ApiError as exc:
+        if exc.status.code != _HTTP_NOT_FOUND:
+            raise
