@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.driver.helpers import DRIVER, StaticClaims, write_inventory
+from tests.driver.kubelet import Kubelet
 
 from kubedra.driver import grpcservice
 from kubedra.driver.fake import FakeBackend
 from kubedra.driver.node import NodeConfig, NodeDriver
 from kubedra.driver.sharing import RecordingRunner
-from tests.driver.helpers import DRIVER, StaticClaims, write_inventory
-from tests.driver.kubelet import Kubelet
 
 
 @dataclass

@@ -7,12 +7,12 @@ import time
 
 import grpc
 import pytest
-
-from kubedra.driver import grpcservice
-from kubedra.driver.protos import grpc_health_pb2 as ghealth
 from tests.driver.conftest import Dirs, Served
 from tests.driver.helpers import DRIVER, claim
 from tests.driver.kubelet import Kubelet
+
+from kubedra.driver import grpcservice
+from kubedra.driver.protos import grpc_health_pb2 as ghealth
 
 
 def test_registration_advertises_the_services_and_the_endpoint(served: Served, dirs: Dirs) -> None:
@@ -51,9 +51,9 @@ def test_a_refused_registration_is_recorded(dirs: Dirs) -> None:
     path = dirs.registry / "x-reg.sock"
     server = grpcservice.unix_server(path, [grpcservice.registration_handler("x", "/nowhere", state)])
     try:
-        Kubelet(dirs.registry).register_all(accept=False)
-    except grpc.RpcError as exc:
-        assert "plugin registration failed: refused by test" in exc.details()
+        with pytest.raises(grpc.RpcError) as info:
+            Kubelet(dirs.registry).register_all(accept=False)
+        assert "plugin registration failed: refused by test" in info.value.details()
     finally:
         server.stop(grace=None)
     assert state.registered is False

@@ -56,7 +56,7 @@ def test_generated_modules_are_current(tmp_path: Path) -> None:
 )
 def test_service_names_are_upstreams(module: object, service: str, methods: list[str]) -> None:
     descriptor = module.DESCRIPTOR  # type: ignore[attr-defined]
-    [found] = [s for s in descriptor.services_by_name.values()]
+    [found] = list(descriptor.services_by_name.values())
     assert found.full_name == service
     assert [m.name for m in found.methods] == methods
 
