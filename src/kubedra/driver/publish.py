@@ -79,6 +79,7 @@ class SlicePublisher:
             return PublishResult(generation, sorted(current), changed=False, deleted=[])
         generation += 1
         for document in desired:
+            document["apiVersion"], document["kind"] = RESOURCE_SLICE.api_version(version), RESOURCE_SLICE.kind
             document["spec"]["pool"]["generation"] = generation
             document["metadata"]["annotations"] = {HASH_ANNOTATION: digest}
             api.apply_object(self.client, RESOURCE_SLICE, version, document, FIELD_MANAGER)
