@@ -70,7 +70,7 @@ class Served:
 def served(dirs: Dirs) -> Iterator[Served]:
     """A NodeDriver behind the real sockets, and a kubelet that registered it."""
     claims, runner = StaticClaims(), RecordingRunner()
-    driver = make_driver(dirs, claims, runner)
+    driver = make_driver(dirs, claims, runner, count=2)
     state = grpcservice.RegistrationState()
     dra = dirs.plugin / "dra.sock"
     health = grpcservice.health_handler(lambda: grpcservice.probe(dirs.registry / f"{DRIVER}-reg.sock", dra))

@@ -8,6 +8,7 @@ component of the device's real path; ``numa_node``), as upstream's ``deviceattri
 from __future__ import annotations
 
 import contextlib
+import ctypes
 from pathlib import Path
 from typing import Any
 
@@ -143,11 +144,13 @@ class NvmlBackend:
                 info = nvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, index)
             except nvml.NVMLError:
                 continue  # NOT_SUPPORTED / INVALID_ARGUMENT: profile absent on this GPU
-            placements = tuple(
-                (int(p.start), int(p.size)) for p in nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, info.id)
-            )
+            count = ctypes.c_uint(int(info.instanceCount))
+            array = (nvml.c_nvmlGpuInstancePlacement_t * max(1, int(info.instanceCount)))()
+            nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, info.id, array, ctypes.byref(count))
+            placements = tuple((int(array[i].start), int(array[i].size)) for i in range(count.value))
             slices = int(info.memorySizeMB)
-            name = f"{int(info.sliceCount)}g.{round(slices / 1024)}gb"
+            written = _text(getattr(info, "name", b"")).removeprefix("MIG ").strip()
+            name = written or f"{int(info.sliceCount)}g.{round(slices / 1024)}gb"
             profiles.append(
                 MigProfileInfo(
                     profile=name,
