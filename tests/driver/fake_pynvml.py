@@ -1,3 +1,4 @@
+# ruff: noqa: N802, N816 - the names are pynvml's
 """A stand-in for nvidia-ml-py's ``pynvml`` module: the functions, constants, errors and ctypes structures the NVML
 backend uses, answering as NVML does for an A100-SXM4-40GB (MIG enabled) and an H100 80GB HBM3 (MIG off)."""
 
