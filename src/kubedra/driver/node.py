@@ -184,7 +184,7 @@ class NodeDriver:
             for uuid in _mps_gpus(spec):
                 for argv in sharing.set_exclusive_process(uuid):
                     self.runner.run(argv)
-            files.atomic_write(self._spec_path(uid), yaml.safe_dump(cdi.spec_document(spec), sort_keys=False).encode())
+            files.atomic_write(self._spec_path(uid), _dump(cdi.spec_document(spec)))
         except Exception as exc:
             log.exception("prepare %s", plan.ref)
             self._rollback(uid, record)
@@ -345,7 +345,7 @@ class NodeDriver:
             gpu = self.gpus.get(d.device)
             if gpu is not None and all(x.device != d.device for x in spec.devices):
                 spec.devices.append(cdi.CdiDevice(d.device, gpu.minor, tuple(by_request[d.request_names[0]])))
-        files.atomic_write(self._spec_path(uid), yaml.safe_dump(cdi.spec_document(spec), sort_keys=False).encode())
+        files.atomic_write(self._spec_path(uid), _dump(cdi.spec_document(spec)))
 
 
 def _result(record: ClaimRecord) -> PrepareResult:
@@ -355,6 +355,13 @@ def _result(record: ClaimRecord) -> PrepareResult:
             for d in record.devices
         )
     )
+
+
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml when present: half the time of a prepare
+
+
+def _dump(document: dict[str, Any]) -> bytes:
+    return yaml.dump(document, Dumper=_DUMPER, sort_keys=False).encode()
 
 
 def _mps_gpus(spec: cdi.ClaimSpec) -> list[str]:
