@@ -17,11 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from kubedra.driver import grpcservice
-from kubedra.driver.types import ClaimRef
 from tests.driver.conftest import Dirs, make_driver
 from tests.driver.helpers import DRIVER, StaticClaims, claim
 from tests.driver.kubelet import Kubelet
+
+from kubedra.driver import grpcservice
+from kubedra.driver.types import ClaimRef
 
 
 def _percentiles(samples: list[float]) -> str:
