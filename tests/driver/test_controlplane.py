@@ -262,3 +262,48 @@ def test_an_unreachable_api_is_retried_with_backoff() -> None:
     )
     assert result is not None
     assert waits == [0.5, 1.0, 1.5]
+
+
+@pytest.mark.slow
+def test_a_changed_inventory_is_republished_and_reaches_the_health_stream(
+    control_plane: ControlPlane, dirs: Dirs
+) -> None:
+    from kubedra.driver.plugin import DriverOptions, RunningDriver
+
+    driver, node = _driver_name(), f"gpu-node-{secrets.token_hex(3)}"
+    control_plane.create_node(node)
+    inventory = write_inventory(dirs.root / "inventory.yaml", 2)
+    options = DriverOptions(
+        node=node,
+        backend="fake",
+        inventory=inventory,
+        driver_name=driver,
+        plugin_dir=dirs.plugin,
+        registry_dir=dirs.registry,
+        cdi_root=dirs.cdi,
+        kubeconfig=str(control_plane.kubeconfig),
+        resync=0.2,
+    )
+    running = RunningDriver(options)
+    kubelet = Kubelet(dirs.registry)
+    try:
+        control_plane.wait_for(lambda: _slices(control_plane, driver, node), timeout=30, what="slices")
+        kubelet.register_all()
+        thread, reports = kubelet.watch_health_async(driver, 2)
+        control_plane.wait_for(lambda: reports, timeout=10, what="the first health report")
+        write_inventory(inventory, 3, healthy=True)
+        data = yaml.safe_load(inventory.read_text())
+        data["gpus"][0]["healthy"] = False
+        inventory.write_text(yaml.safe_dump(data))
+
+        def three() -> list[dict[str, Any]] | None:
+            slices = _slices(control_plane, driver, node)
+            return slices if slices and len(slices[0]["spec"]["devices"]) == 3 else None
+
+        [published] = control_plane.wait_for(three, timeout=30, what="the third GPU to be published")
+        assert published["spec"]["pool"]["generation"] == 2
+        thread.join(timeout=10)
+        assert [(d.device.device_name, d.health) for d in reports[1].devices][:1] == [("gpu-0", 2)]
+    finally:
+        kubelet.close()
+        running.stop()

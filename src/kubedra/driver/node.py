@@ -143,6 +143,15 @@ class NodeDriver:
             self._health_version += 1
             self._health_changed.notify_all()
 
+    def update_inventory(self, inventory: Inventory) -> None:
+        """A fresh discovery: new GPUs can be prepared, and health changes reach the health stream."""
+        with self._lock:
+            self.inventory = inventory
+            self.gpus = inventory.by_device_name()
+        for gpu in inventory.gpus:
+            if self._health.get(gpu.device_name, (None,))[0] != gpu.healthy:
+                self.set_health(gpu.device_name, gpu.healthy, "" if gpu.healthy else "reported unhealthy")
+
     def prepared_devices(self) -> dict[str, list[str]]:
         """Claim UID → device names, completed claims only (tests and the benchmark read it)."""
         return {

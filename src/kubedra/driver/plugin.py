@@ -83,7 +83,9 @@ class RunningDriver:
             raise _DriverError(str(exc)) from exc
         self.options = options
         backend, runner = make_backend(options)
+        self.backend = backend
         self.inventory = backend.discover()
+        self.owns_client = client is None
         if client is None:
             from kubedra.kube.api import connect
 
@@ -127,8 +129,25 @@ class RunningDriver:
             self.options.registration_socket, self.options.dra_socket
         )
 
+    def _rediscover(self) -> None:
+        """Every resync: the backend is asked again, so added GPUs are published (generation bumped) and health
+        changes reach the kubelet."""
+        try:
+            inventory = self.backend.discover()
+        except DriverError as exc:
+            log.error("rediscovery failed, keeping the last inventory: %s", exc)
+            return
+        if inventory != self.inventory:
+            log.info("inventory changed: %d GPU(s)", len(inventory.gpus))
+            self.inventory = inventory
+            self.driver.update_inventory(inventory)
+
     def _publish_loop(self) -> None:
+        first = True
         while not self.stopping.is_set():
+            if not first:
+                self._rediscover()
+            first = False
             try:
                 result = publish_with_retry(lambda: self.publisher.publish(self.inventory), self.stopping)
             except DriverError as exc:
@@ -147,6 +166,8 @@ class RunningDriver:
         for path in (self.options.registration_socket, self.options.dra_socket):
             grpcservice.remove_stale_socket(path)
         self.thread.join(timeout=5)
+        if self.owns_client:
+            self.client.close()
         log.info("stopped; sockets removed")
 
 
