@@ -307,3 +307,21 @@ def test_a_changed_inventory_is_republished_and_reaches_the_health_stream(
     finally:
         kubelet.close()
         running.stop()
+
+
+def test_the_daemonset_is_valid_and_its_command_line_parses(
+    control_plane: ControlPlane, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubedra.cli import main
+
+    driver_kubeconfig(control_plane)  # namespace kubedra and the ServiceAccount
+    document = yaml.safe_load((ROOT / "deploy" / "driver-daemonset.yaml").read_text())
+    [container] = document["spec"]["template"]["spec"]["containers"]
+    assert container["securityContext"] == {"privileged": True}
+    # the test kube-apiserver runs without --allow-privileged (real clusters' kube-apiservers allow it)
+    del container["securityContext"]
+    created = control_plane.request("POST", "/apis/apps/v1/namespaces/kubedra/daemonsets?dryRun=All", document)
+    assert created["spec"]["template"]["spec"]["serviceAccountName"] == "kubedra-driver"
+    argv = [a.replace("$(NODE_NAME)", "node-1") for a in container["command"][1:]]
+    assert main(argv) == 2  # parsed; here it stops at NVML, as on any node without an NVIDIA driver
+    assert "NVML cannot be initialised" in capsys.readouterr().err
