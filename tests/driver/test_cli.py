@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -125,3 +126,13 @@ def test_runs_without_an_api_server_and_stops_on_sigterm(dirs: Dirs) -> None:
     assert not (dirs.plugin / "dra.sock").exists()
     assert not (dirs.registry / f"{DRIVER}-reg.sock").exists()
     assert (dirs.plugin / "checkpoint.json").exists()
+
+
+def test_the_advertised_endpoint_is_absolute(monkeypatch: pytest.MonkeyPatch, dirs: Dirs) -> None:
+    from kubedra.driver.plugin import DriverOptions
+
+    monkeypatch.chdir(dirs.root)
+    options = DriverOptions(node="n", plugin_dir=Path("plugins/x"), registry_dir=Path("registry"))
+    assert options.dra_socket == dirs.root / "plugins" / "x" / "dra.sock"
+    assert options.registration_socket == dirs.root / "registry" / "gpu.nvidia.com-reg.sock"
+    assert DriverOptions(node="n").dra_socket == Path("/var/lib/kubelet/plugins/gpu.nvidia.com/dra.sock")

@@ -28,7 +28,8 @@ HELP = command_help(
     "--node NODE --backend fake --inventory FILE --plugin-dir DIR --registry-dir DIR --cdi-root DIR --kubeconfig "
     "FILE, against a cluster that has a Node named NODE.",
     examples=["kubedra driver --node gpu-node-1 --backend fake  # exit 2: --backend fake needs --inventory FILE"],
-    exit_status="0 after SIGTERM or SIGINT, 2 when it cannot start (bad flags or inventory, no NVML, no cluster).",
+    exit_status="0 after SIGTERM or SIGINT, 2 when it cannot start (bad flags, inventory or kubeconfig; no NVML). An "
+    "unreachable API server is retried with backoff, not fatal.",
 )
 
 
@@ -44,7 +45,7 @@ def register(app: typer.Typer) -> None:
         plugin_dir: Annotated[
             Path | None,
             typer.Option(
-                "--plugin-dir", help="dra.sock and checkpoint.json [default: /var/lib/kubelet/plugins/DRIVER]"
+                "--plugin-dir", help="Holds dra.sock and checkpoint.json (default: /var/lib/kubelet/plugins/DRIVER)."
             ),
         ] = None,
         registry_dir: Annotated[

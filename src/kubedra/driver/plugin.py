@@ -42,7 +42,8 @@ class DriverOptions:
 
     @property
     def plugin_path(self) -> Path:
-        return self.plugin_dir or Path("/var/lib/kubelet/plugins") / self.driver_name
+        """Absolute: the kubelet dials the endpoint exactly as advertised."""
+        return (self.plugin_dir or Path("/var/lib/kubelet/plugins") / self.driver_name).absolute()
 
     @property
     def dra_socket(self) -> Path:
@@ -50,7 +51,7 @@ class DriverOptions:
 
     @property
     def registration_socket(self) -> Path:
-        return self.registry_dir / f"{self.driver_name}-reg.sock"
+        return self.registry_dir.absolute() / f"{self.driver_name}-reg.sock"
 
 
 def make_backend(options: DriverOptions) -> tuple[Backend, CommandRunner]:
