@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.controlplane.fixture import ControlPlane
+from tests.driver import helpers
 from tests.driver.conftest import Dirs
 from tests.driver.helpers import write_inventory
 from tests.driver.kubelet import Kubelet
@@ -291,10 +292,11 @@ def test_a_changed_inventory_is_republished_and_reaches_the_health_stream(
         kubelet.register_all()
         thread, reports = kubelet.watch_health_async(driver, 2)
         control_plane.wait_for(lambda: reports, timeout=10, what="the first health report")
-        write_inventory(inventory, 3, healthy=True)
-        data = yaml.safe_load(inventory.read_text())
+        data = helpers.inventory(3)
         data["gpus"][0]["healthy"] = False
-        inventory.write_text(yaml.safe_dump(data))
+        staged = dirs.root / "staged.yaml"
+        staged.write_text(yaml.safe_dump(data))
+        staged.replace(inventory)  # one change, as a config-map update lands
 
         def three() -> list[dict[str, Any]] | None:
             slices = _slices(control_plane, driver, node)

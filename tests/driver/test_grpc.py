@@ -155,3 +155,19 @@ def test_health_is_not_serving_when_the_registration_socket_is_gone(served: Serv
     served.servers[1].stop(grace=None)  # type: ignore[attr-defined]
     target = f"unix://{dirs.plugin / 'dra.sock'}"
     assert served.kubelet.health_check(target).status == ghealth.HealthCheckResponse.NOT_SERVING
+
+
+def test_a_rediscovered_unhealthy_gpu_is_one_health_report(served: Served) -> None:
+    from tests.driver.helpers import inventory
+
+    from kubedra.driver.inventory import parse_inventory
+
+    thread, reports = served.kubelet.watch_health_async(DRIVER, 2)
+    deadline = time.monotonic() + 10
+    while not reports and time.monotonic() < deadline:
+        time.sleep(0.01)
+    data = inventory(3)
+    data["gpus"][1]["healthy"] = False
+    served.driver.update_inventory(parse_inventory(data, "inv.yaml"))
+    thread.join(timeout=10)
+    assert [(d.device.device_name, d.health) for d in reports[1].devices] == [("gpu-0", 1), ("gpu-1", 2), ("gpu-2", 1)]

@@ -148,9 +148,16 @@ class NodeDriver:
         with self._lock:
             self.inventory = inventory
             self.gpus = inventory.by_device_name()
-        for gpu in inventory.gpus:
-            if self._health.get(gpu.device_name, (None,))[0] != gpu.healthy:
-                self.set_health(gpu.device_name, gpu.healthy, "" if gpu.healthy else "reported unhealthy")
+        now = int(self.clock())
+        with self._health_changed:  # one change, one report
+            changed = False
+            for gpu in inventory.gpus:
+                if self._health.get(gpu.device_name, (None,))[0] != gpu.healthy:
+                    self._health[gpu.device_name] = (gpu.healthy, "" if gpu.healthy else "reported unhealthy", now)
+                    changed = True
+            if changed:
+                self._health_version += 1
+                self._health_changed.notify_all()
 
     def prepared_devices(self) -> dict[str, list[str]]:
         """Claim UID → device names, completed claims only (tests and the benchmark read it)."""
