@@ -373,3 +373,24 @@ def test_concurrent_prepares_of_one_device_give_it_to_one_claim(dirs: Dirs) -> N
     assert sum(1 for e in results.values() if e == "") == 1
     assert len(driver.prepared_devices()) == 1
     assert len(list(Path(dirs.cdi).iterdir())) == 1
+
+
+def test_a_lost_spec_comes_back_with_its_mps_edits(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    mps = _gpuconfig({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 25}})
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[mps])))
+    make_driver(dirs, claims).prepare([a])
+    before = _spec(dirs, a.uid)
+    assert "mounts" in before["devices"][0]["containerEdits"]
+    (dirs.cdi / f"k8s.gpu.nvidia.com-claim_{a.uid}.yaml").unlink()
+    make_driver(dirs, claims)
+    assert _spec(dirs, a.uid) == before
+
+
+def test_mps_with_consumable_shares_is_refused(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    mps = _gpuconfig({"strategy": "MPS"})
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[mps], share_ids={"gpu-0": "s1"})))
+    assert make_driver(dirs, claims).prepare([a])[a.uid].error == (
+        "claim default/a: device gpu-0: MPS cannot be combined with consumable shares"
+    )

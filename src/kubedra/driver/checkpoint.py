@@ -66,6 +66,7 @@ class ClaimRecord:
     name: str
     devices: list[DeviceRecord] = field(default_factory=list)
     time_slice: dict[str, int] = field(default_factory=dict)  # GPU UUID -> nvidia-smi time-slice level
+    cdi_spec: dict[str, Any] | None = None  # the spec written, so a lost one is written again exactly
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,6 +75,7 @@ class ClaimRecord:
             "name": self.name,
             "devices": [d.to_json() for d in self.devices],
             "timeSlice": dict(sorted(self.time_slice.items())),
+            "cdiSpec": self.cdi_spec,
         }
 
     @classmethod
@@ -87,6 +89,7 @@ class ClaimRecord:
             str(data["name"]),
             [DeviceRecord.from_json(d) for d in data["devices"]],
             {str(k): int(v) for k, v in (data.get("timeSlice") or {}).items()},
+            data.get("cdiSpec"),
         )
 
 

@@ -200,7 +200,7 @@ class NodeDriver:
             for uuid in _mps_gpus(spec):
                 for argv in sharing.set_exclusive_process(uuid):
                     self.runner.run(argv)
-            files.atomic_write(self._spec_path(uid), _dump(cdi.spec_document(spec)))
+            files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec or cdi.spec_document(spec)))
         except Exception as exc:
             log.exception("prepare %s", plan.ref)
             self._rollback(uid, record)
@@ -229,6 +229,11 @@ class NodeDriver:
                     f"for claim {holder[0]}"
                 )
             gpu_sharing = self._sharing(plan, device)
+            if gpu_sharing.strategy == "MPS" and device.share_id is not None:
+                raise ClaimRefusedError(
+                    f"claim {plan.ref.namespace}/{plan.ref.name}: device {device.device}: MPS cannot be combined "
+                    "with consumable shares"
+                )
             if gpu_sharing.strategy == "TimeSlicing":
                 other = self._time_slice_of(gpu.uuid, exclude=uid)
                 if other is not None and other != gpu_sharing.time_slice_level:
@@ -258,7 +263,9 @@ class NodeDriver:
             if gpu_sharing.strategy == "MPS":
                 env, mounts = sharing.mps_edits(gpu_sharing, self.config.plugin_dir, uid, index, gpu.uuid)
             spec.devices.append(cdi.CdiDevice(name, gpu.minor, visible, env, mounts, gpu.uuid))
-        record = ClaimRecord(PREPARE_STARTED, plan.ref.namespace, plan.ref.name, records, time_slice)
+        record = ClaimRecord(
+            PREPARE_STARTED, plan.ref.namespace, plan.ref.name, records, time_slice, cdi.spec_document(spec)
+        )
         return record, spec
 
     def _sharing(self, plan: ClaimPlan, device: Any) -> GpuSharing:
@@ -350,19 +357,9 @@ class NodeDriver:
         return report
 
     def _regenerate_spec(self, uid: str, record: ClaimRecord) -> None:
-        """A prepared claim whose spec is gone (``/var/run/cdi`` is often a tmpfs): written again."""
-        spec = cdi.ClaimSpec(uid)
-        by_request: dict[str, list[str]] = {}
-        for d in record.devices:
-            gpu = self.gpus.get(d.device)
-            if gpu is not None:
-                by_request.setdefault(d.request_names[0], []).append(gpu.uuid)
-        for d in record.devices:
-            gpu = self.gpus.get(d.device)
-            if gpu is not None and all(x.device != d.device for x in spec.devices):
-                spec.devices.append(cdi.CdiDevice(d.device, gpu.minor, tuple(by_request[d.request_names[0]])))
-        files.atomic_write(self._spec_path(uid), _dump(cdi.spec_document(spec)))
-
+        """A prepared claim whose spec is gone (``/var/run/cdi`` is often a tmpfs): written again, as it was."""
+        if record.cdi_spec is not None:
+            files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec))
 
 def _result(record: ClaimRecord) -> PrepareResult:
     return PrepareResult(
