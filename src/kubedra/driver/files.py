@@ -15,8 +15,12 @@ TEMP_PREFIX = ".kubedra-tmp-"
 BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """``path`` holds either its old content or ``data``, whatever happens (a kill, a full disk)."""
+def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
+    """``path`` holds either its old content or ``data``, whatever happens (a kill, a full disk).
+
+    ``durable``: fsync the file before the rename and the directory after, so the new content also survives a
+    power loss. CDI specs are written without: a kill cannot tear them (rename is atomic), and after a power loss
+    the boot ID voids every claim anyway (their specs are then removed as stale)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.parent / f"{TEMP_PREFIX}{path.name}.{os.getpid()}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -24,13 +28,15 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
         raise
-    sync_directory(path.parent)
+    if durable:
+        sync_directory(path.parent)
 
 
 def sync_directory(directory: Path) -> None:
@@ -42,12 +48,11 @@ def sync_directory(directory: Path) -> None:
 
 
 def remove(path: Path) -> bool:
-    """Remove a file; True if it existed. The directory is synced so the removal survives a crash."""
+    """Remove a file; True if it existed."""
     try:
         path.unlink()
     except FileNotFoundError:
         return False
-    sync_directory(path.parent)
     return True
 
 

@@ -200,7 +200,7 @@ class NodeDriver:
             for uuid in _mps_gpus(spec):
                 for argv in sharing.set_exclusive_process(uuid):
                     self.runner.run(argv)
-            files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec or cdi.spec_document(spec)))
+            files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec or cdi.spec_document(spec)), durable=False)
         except Exception as exc:
             log.exception("prepare %s", plan.ref)
             self._rollback(uid, record)
@@ -359,7 +359,7 @@ class NodeDriver:
     def _regenerate_spec(self, uid: str, record: ClaimRecord) -> None:
         """A prepared claim whose spec is gone (``/var/run/cdi`` is often a tmpfs): written again, as it was."""
         if record.cdi_spec is not None:
-            files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec))
+            files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec), durable=False)
 
 def _result(record: ClaimRecord) -> PrepareResult:
     return PrepareResult(
