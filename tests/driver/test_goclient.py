@@ -65,3 +65,41 @@ def test_upstreams_generated_client_prepares_through_kubedra(goclient: Path, ser
     assert beta["device_name"] == "gpu-1"
     assert out["unprepare"]["claims"] == {uid: {}}
     assert served.registration.registered
+
+
+@pytest.fixture(scope="module")
+def kubelet_manager(goclient: Path) -> Path:
+    binary = GOCLIENT / "bin" / "kubelet"
+    done = subprocess.run(
+        ["go", "build", "-mod=readonly", "-o", str(binary), "./kubelet"],
+        cwd=GOCLIENT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return binary
+
+
+@pytest.mark.slow
+def test_the_kubelets_own_plugin_manager_drives_kubedra(kubelet_manager: Path, served: Served, dirs: Dirs) -> None:
+    """k8s.io/kubernetes v1.37.2's DRAPluginManager validates and registers what GetInfo advertises, picks the
+    service, prepares and unprepares through its DRAPlugin and opens the device-health stream."""
+    ns, uid, name = served.claims.add(claim("kubelet", ["gpu-0"]))
+    done = subprocess.run(
+        [str(kubelet_manager), str(dirs.registry / f"{DRIVER}-reg.sock"), ns, uid, name],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    [device] = out["prepare"]["claims"][uid]["devices"]
+    assert (device["pool_name"], device["device_name"]) == ("node-1", "gpu-0")
+    assert device["cdi_device_ids"] == [f"k8s.gpu.nvidia.com/claim={uid}-gpu-0"]
+    assert out["unprepare"]["claims"] == {uid: {}}
+    health = out["health"]
+    assert health is not None, "the kubelet opened no health stream: " + done.stderr[-2000:]
+    assert [(d["device"]["device_name"], d["health"]) for d in health["devices"]] == [("gpu-0", 1), ("gpu-1", 1)]
