@@ -90,3 +90,21 @@ def test_only_the_kube_room_talks_to_an_api_server() -> None:
     ]
     assert offenders == []
     assert any(_talks_to_an_api_server(m) for p in (SRC / "kube").rglob("*.py") for m in _imports(p))
+
+
+# The node driver is an adapter room (gRPC, files, NVML, the API through kube/); its pure parts do no I/O.
+DRIVER_PURE = ["claims", "cdi", "checkpoint", "devices", "inventory", "types"]
+DRIVER_PURE_FORBIDDEN = ("grpc", "pynvml", "lightkube", "httpx", "httpx2", "subprocess", "kubedra.kube", "kubedra.cli")
+
+
+def test_driver_is_an_adapter_room_named_in_the_core_check() -> None:
+    assert "kubedra.driver" in FORBIDDEN
+    assert (SRC / "driver").is_dir()
+
+
+@pytest.mark.parametrize("module", DRIVER_PURE)
+def test_the_drivers_pure_parts_do_no_io(module: str) -> None:
+    imported = _imports(SRC / "driver" / f"{module}.py")
+    offenders = [m for m in imported if any(m == f or m.startswith(f + ".") for f in DRIVER_PURE_FORBIDDEN)]
+    offenders += [m for m in imported if m.startswith("kubedra.driver.") and m.rsplit(".", 1)[1] not in DRIVER_PURE]
+    assert offenders == []

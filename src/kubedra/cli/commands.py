@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, explain, exporter, migrate, simulate, snapshot, validate
+from kubedra.cli import allocate, cel, convert, driver, explain, exporter, migrate, simulate, snapshot, validate
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
@@ -18,4 +18,5 @@ REGISTRARS: list[Callable[[typer.Typer], None]] = [
     convert.register,
     migrate.register,
     validate.register,
+    driver.register,
 ]

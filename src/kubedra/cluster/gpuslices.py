@@ -62,6 +62,7 @@ class GpuNodeLayout:
     cuda_driver_version: str
     mig: bool = False
     shares: int | None = None
+    memory_shares: bool = False  # --consumable-shares=memory
 
 
 def binary_si(value: int) -> str:
@@ -98,11 +99,13 @@ def name_suffix(*parts: str) -> str:
     return "".join(chars)
 
 
-def slice_name(node: str, index: int, total: int) -> str:
+def slice_name(node: str, index: int, total: int, driver: str = DRIVER) -> str:
     """``<index as hex, at least 5 digits>-<driver>-<node>-<5 chars>``: the kubelet plugin helper's generateName
     (``resourceslicecontroller.go``) plus the API server's random suffix, made deterministic."""
     width = max(5, len(f"{max(total - 1, 0):x}"))
-    return f"{index:0{width}x}-{DRIVER}-{node}-{name_suffix('slice', node, str(index))}"
+    parts = ("slice", node, str(index)) if driver == DRIVER else ("slice", driver, node, str(index))
+    suffix = name_suffix(*parts)
+    return f"{index:0{width}x}-{driver}-{node}-{suffix}"
 
 
 def pci_location(minor: int, count: int) -> tuple[str, str, int]:
@@ -155,8 +158,10 @@ def _counters(capacities: dict[str, int], start: int, size: int) -> dict[str, Co
     return dict(sorted(counters.items()))
 
 
-def _shared_capacity(capacity: dict[str, DeviceCapacity], shares: int) -> dict[str, DeviceCapacity]:
-    """NVIDIA's ``applyConsumableShares`` for an integer N: memory becomes consumable, a ``shares`` capacity appears."""
+def _shared_capacity(capacity: dict[str, DeviceCapacity], shares: int | None) -> dict[str, DeviceCapacity]:
+    """NVIDIA's ``applyConsumableShares``: memory becomes consumable (1Mi steps); for an integer N its default is 0
+    and a ``shares`` capacity of N appears (one share by default); for ``memory`` (``shares`` None) a request
+    takes the whole memory unless it asks for less."""
     result = dict(capacity)
     memory = capacity.get("memory")
     if memory is not None:
@@ -165,9 +170,12 @@ def _shared_capacity(capacity: dict[str, DeviceCapacity], shares: int) -> dict[s
         result["memory"] = DeviceCapacity(
             value=maximum,
             request_policy=CapacityRequestPolicy(
-                default="0", valid_range=CapacityRequestPolicyRange(min="0", max=maximum, step="1Mi")
+                default="0" if shares is not None else maximum,
+                valid_range=CapacityRequestPolicyRange(min="0", max=maximum, step="1Mi"),
             ),
         )
+        if shares is None:
+            return dict(sorted(result.items()))
         n = str(shares)
         result["shares"] = DeviceCapacity(
             value=n,
@@ -189,6 +197,22 @@ def mig_device_suffix(profile: MigProfile, start: int) -> str:
     """What follows ``gpu-<minor>`` in a MIG device name: ``-mig-<profile, RFC 1123>-<profileID>-<start>``."""
     pname = profile.name.replace(".", "").lower().replace("+", "-")
     return f"-mig-{pname}-{profile.profile_id}-{start}"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuIdentity:
+    """What tells one physical GPU from another of the same model: NVML's UUID and where it sits on PCIe."""
+
+    uuid: str
+    pci_bus_id: str
+    pcie_root: str | None
+    numa_node: int | None = None
+
+
+def simulated_identity(node: str, minor: int, count: int) -> GpuIdentity:
+    """The identity a simulated GPU gets: a UUID from node and minor, a PCIe location from ``pci_location``."""
+    bus_id, root, numa = pci_location(minor, count)
+    return GpuIdentity(gpu_uuid(node, minor), bus_id, root, numa)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,20 +251,23 @@ class SliceFactory:
 
     def _capacity(self, values: dict[str, int]) -> dict[str, DeviceCapacity]:
         capacity = {name: DeviceCapacity(value=binary_si(v)) for name, v in values.items()}
-        return capacity if self.layout.shares is None else _shared_capacity(capacity, self.layout.shares)
+        if self.layout.shares is None and not self.layout.memory_shares:
+            return capacity
+        return _shared_capacity(capacity, self.layout.shares)
 
-    def gpu_devices(self, node: str, minor: int) -> list[Device]:
-        """The devices of one GPU: the full GPU (unless an Ampere GPU in MIG mode) and its MIG placements."""
+    def gpu_devices(self, node: str, minor: int, identity: GpuIdentity | None = None) -> list[Device]:
+        """The devices of one GPU: the full GPU (unless an Ampere GPU in MIG mode) and its MIG placements.
+
+        ``identity``: the real GPU's (the node driver's inventory); without it, a simulated one."""
         layout = self.layout
-        multiple = True if layout.shares is not None else None
-        bus_id, root, numa = pci_location(minor, layout.count)
-        uuid = gpu_uuid(node, minor)
-        placed = {
-            **self.common,
-            "resource.kubernetes.io/numaNode": DeviceAttribute(int=numa),
-            "resource.kubernetes.io/pciBusID": DeviceAttribute(string=bus_id),
-            "resource.kubernetes.io/pcieRoot": DeviceAttribute(string=root),
-        }
+        multiple = True if layout.shares is not None or layout.memory_shares else None
+        ident = identity or simulated_identity(node, minor, layout.count)
+        uuid = ident.uuid
+        placed = {**self.common, "resource.kubernetes.io/pciBusID": DeviceAttribute(string=ident.pci_bus_id)}
+        if ident.numa_node is not None:
+            placed["resource.kubernetes.io/numaNode"] = DeviceAttribute(int=ident.numa_node)
+        if ident.pcie_root is not None:
+            placed["resource.kubernetes.io/pcieRoot"] = DeviceAttribute(string=ident.pcie_root)
         devices: list[Device] = []
         name = f"gpu-{minor}"
         if not layout.mig or layout.model.mig_toggle_without_reset:

@@ -22,6 +22,7 @@ from kubedra.objects.errors import KubedraError
 
 DEFAULT_PAGE_SIZE = 500
 _VERBS = ["get", "list", "global_list", "watch", "global_watch"]
+_WRITE_VERBS = [*_VERBS, "create", "patch", "delete"]  # only the node driver writes (its ResourceSlices)
 _HTTP_NOT_FOUND = 404
 
 
@@ -56,16 +57,18 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
 
 
-_RESOURCES: dict[tuple[str, str], type[Any]] = {}
+_RESOURCES: dict[tuple[str, str, bool], type[Any]] = {}
 
 
-def resource(kind: Kind, version: str) -> type[Any]:
-    """lightkube's generic resource for one served version of a kind (items stay plain dicts)."""
-    key = (kind.kind, version)
+def resource(kind: Kind, version: str, *, writable: bool = False) -> type[Any]:
+    """lightkube's generic resource for one served version of a kind (items stay plain dicts); read-only unless
+    ``writable``."""
+    key = (kind.kind, version, writable)
     cls = _RESOURCES.get(key)
     if cls is None:
         base = GenericNamespacedResource if kind.namespaced else GenericGlobalResource
-        info = ApiInfo(resource=ResourceDef(kind.group, version, kind.kind), plural=kind.plural, verbs=_VERBS)
+        verbs = _WRITE_VERBS if writable else _VERBS
+        info = ApiInfo(resource=ResourceDef(kind.group, version, kind.kind), plural=kind.plural, verbs=verbs)
         cls = type(kind.kind, (base,), {"_api_info": info})
         _RESOURCES[key] = cls
     return cls
@@ -118,3 +121,42 @@ def served_version(client: Client, kind: Kind) -> str | None:
             raise
         return version
     return None
+
+
+def get_object(client: Client, kind: Kind, version: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    """One object as the API's JSON (apiVersion and kind set); raises lightkube's ApiError (404 when absent)."""
+    kwargs = {"namespace": namespace} if kind.namespaced else {}
+    item = client.get(resource(kind, version), name, **kwargs)
+    return {**item, "apiVersion": kind.api_version(version), "kind": kind.kind}
+
+
+def list_selected(client: Client, kind: Kind, version: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every object of a cluster-scoped kind whose fields equal ``fields`` (a field selector)."""
+    pages = client.list(resource(kind, version), fields=fields, chunk_size=DEFAULT_PAGE_SIZE, **all_namespaces(kind))
+    return [{**item, "apiVersion": kind.api_version(version), "kind": kind.kind} for item in pages]
+
+
+def apply_object(client: Client, kind: Kind, version: str, document: dict[str, Any], field_manager: str) -> None:
+    """Server-side apply of ``document`` (forced: this manager owns what it writes)."""
+    from lightkube.types import PatchType
+
+    metadata = document["metadata"]
+    kwargs = {"namespace": metadata["namespace"]} if kind.namespaced else {}
+    client.patch(
+        resource(kind, version, writable=True),
+        metadata["name"],
+        document,
+        patch_type=PatchType.APPLY,
+        field_manager=field_manager,
+        force=True,
+        **kwargs,
+    )
+
+
+def delete_object(client: Client, kind: Kind, version: str, name: str) -> None:
+    """Delete one cluster-scoped object; one that is already gone is not an error."""
+    try:
+        client.delete(resource(kind, version, writable=True), name)
+    except ApiError as exc:
+        if exc.status.code != _HTTP_NOT_FOUND:
+            raise

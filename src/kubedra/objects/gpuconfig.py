@@ -253,3 +253,83 @@ def read_gpu_config(doc: dict[str, Any]) -> GpuRequirements:
     _read_sharing(spec, req)
     _read_max_sharable(spec, req)
     return req
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The opaque GpuConfig itself, as NVIDIA's driver decodes it from a claim (strict: unknown fields are errors)
+
+TIME_SLICE_LEVELS = {"Default": 0, "Short": 1, "Medium": 2, "Long": 3}  # nvidia-smi compute-policy values
+
+
+@dataclass(frozen=True)
+class GpuSharing:
+    """``GpuConfig.sharing`` after validation (``validate.go``): a strategy and its settings."""
+
+    strategy: str | None = None  # None: no sharing configured
+    time_slice_level: int = 0
+    mps_active_thread_percentage: int | None = None
+    mps_pinned_memory_limit: str | None = None  # a quantity
+    mps_per_device_pinned_memory_limit: dict[str, str] = field(default_factory=dict)
+
+
+class GpuConfigError(ValueError):
+    """A GpuConfig the driver must refuse; the message names the field."""
+
+
+def _only(data: dict[str, Any], allowed: set[str], path: str) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise GpuConfigError(f'{path}: unknown field "{unknown[0]}"')
+
+
+def parse_gpu_config(parameters: Any) -> GpuSharing:
+    """The sharing a ``resource.nvidia.com/v1beta1`` ``GpuConfig`` asks for; GpuConfigError when invalid."""
+    if not isinstance(parameters, dict):
+        raise GpuConfigError("parameters: must be an object")
+    if parameters.get("apiVersion") != GPU_CONFIG_API_VERSION or parameters.get("kind") != "GpuConfig":
+        raise GpuConfigError(
+            f"parameters: expected apiVersion {GPU_CONFIG_API_VERSION} kind GpuConfig, got "
+            f"{parameters.get('apiVersion')!r} {parameters.get('kind')!r}"
+        )
+    _only(parameters, {"apiVersion", "kind", "sharing"}, "parameters")
+    sharing = parameters.get("sharing")
+    if sharing is None:
+        return GpuSharing()
+    if not isinstance(sharing, dict):
+        raise GpuConfigError("sharing: must be an object")
+    _only(sharing, {"strategy", "timeSlicingConfig", "mpsConfig"}, "sharing")
+    strategy = sharing.get("strategy")
+    if strategy == "TimeSlicing":
+        slicing = sharing.get("timeSlicingConfig") or {}
+        if not isinstance(slicing, dict):
+            raise GpuConfigError("sharing.timeSlicingConfig: must be an object")
+        _only(slicing, {"interval"}, "sharing.timeSlicingConfig")
+        interval = slicing.get("interval", "Default")
+        if interval not in TIME_SLICE_LEVELS:
+            raise GpuConfigError(f"sharing.timeSlicingConfig.interval: unknown time-slice interval: {interval}")
+        return GpuSharing("TimeSlicing", time_slice_level=TIME_SLICE_LEVELS[interval])
+    if strategy == "MPS":
+        mps = sharing.get("mpsConfig") or {}
+        if not isinstance(mps, dict):
+            raise GpuConfigError("sharing.mpsConfig: must be an object")
+        keys = {"defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit", "defaultPerDevicePinnedMemoryLimit"}
+        _only(mps, keys | {"multiUser"}, "sharing.mpsConfig")
+        percentage = mps.get("defaultActiveThreadPercentage")
+        if percentage is not None and (isinstance(percentage, bool) or not isinstance(percentage, int)
+                                       or not 0 <= percentage <= 100):
+            raise GpuConfigError(
+                "sharing.mpsConfig.defaultActiveThreadPercentage: active thread percentage must be between 0 and 100"
+            )
+        limit = mps.get("defaultPinnedDeviceMemoryLimit")
+        if limit is not None and not _quantity_ok(str(limit)):
+            raise GpuConfigError(f"sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: not a quantity: {limit}")
+        per_device = mps.get("defaultPerDevicePinnedMemoryLimit") or {}
+        if not isinstance(per_device, dict) or not all(_quantity_ok(str(v)) for v in per_device.values()):
+            raise GpuConfigError("sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit: must map devices to quantities")
+        return GpuSharing(
+            "MPS",
+            mps_active_thread_percentage=percentage,
+            mps_pinned_memory_limit=None if limit is None else str(limit),
+            mps_per_device_pinned_memory_limit={str(k): str(v) for k, v in per_device.items()},
+        )
+    raise GpuConfigError(f"sharing.strategy: unknown GPU sharing strategy: {strategy}")

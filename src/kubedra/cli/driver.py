@@ -1,0 +1,91 @@
+"""``kubedra driver``: the node driver (a DRA kubelet plugin), in the foreground until SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kubedra.cli.helptext import command_help
+from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, stderr_console
+
+HELP = command_help(
+    "Run the node driver: a DRA kubelet plugin that publishes this node's GPUs and prepares their claims.",
+    "Publishes the node's GPUs as ResourceSlices exactly as NVIDIA's driver names them (driver gpu.nvidia.com, pool "
+    "= node name, devices gpu-<minor>, attributes productName, architecture, cudaComputeCapability, driverVersion, "
+    "uuid, resource.kubernetes.io/pciBusID ..., capacity memory; MIG profiles as counter sets), registers with the "
+    "kubelet on <registry dir>/<driver>-reg.sock, and serves DRAPlugin v1 and v1beta1 and DRAResourceHealth on "
+    "<plugin dir>/dra.sock. Prepare writes one CDI spec per claim to the CDI root; a checkpoint in the plugin dir "
+    "makes restarts safe.",
+    "Backends: nvml (the node's NVIDIA driver through nvidia-ml-py; fails clearly when libnvidia-ml is missing) or "
+    "fake (--inventory FILE: driverVersion, cudaDriverVersion and gpus with minor, uuid, productName, brand, "
+    "architecture, cudaComputeCapability, memory, pciBusID and optional migProfiles). With fake, nvidia-smi "
+    "commands (GpuConfig TimeSlicing) are recorded, not run.",
+    "Without --kubeconfig: the in-cluster service account (a DaemonSet; RBAC in deploy/driver-rbac.yaml). Runs in "
+    "the foreground, logs to stderr, and removes its sockets on SIGTERM. To try it on a workstation: kubedra driver "
+    "--node NODE --backend fake --inventory FILE --plugin-dir DIR --registry-dir DIR --cdi-root DIR --kubeconfig "
+    "FILE, against a cluster that has a Node named NODE.",
+    examples=["kubedra driver --node gpu-node-1 --backend fake  # exit 2: --backend fake needs --inventory FILE"],
+    exit_status="0 after SIGTERM or SIGINT, 2 when it cannot start (bad flags, inventory or kubeconfig; no NVML). An "
+    "unreachable API server is retried with backoff, not fatal.",
+)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("driver", help=HELP)
+    def driver_command(
+        node: Annotated[str, typer.Option("--node", help="This node's name (the pool name).")],
+        backend: Annotated[str, typer.Option("--backend", help="Where the GPUs come from: nvml or fake.")] = "nvml",
+        inventory: Annotated[
+            Path | None, typer.Option("--inventory", help="The fake backend's YAML inventory.")
+        ] = None,
+        driver_name: Annotated[str, typer.Option("--driver-name", help="The DRA driver name.")] = "gpu.nvidia.com",
+        plugin_dir: Annotated[
+            Path | None,
+            typer.Option(
+                "--plugin-dir", help="Holds dra.sock and checkpoint.json (default: /var/lib/kubelet/plugins/DRIVER)."
+            ),
+        ] = None,
+        registry_dir: Annotated[
+            Path, typer.Option("--registry-dir", help="The kubelet's plugin registration directory.")
+        ] = Path("/var/lib/kubelet/plugins_registry"),
+        cdi_root: Annotated[Path, typer.Option("--cdi-root", help="Where CDI specs are written.")] = Path(
+            "/var/run/cdi"
+        ),
+        kubeconfig: Annotated[
+            str | None, typer.Option("--kubeconfig", help="Kubeconfig file (default: in-cluster config).")
+        ] = None,
+        consumable_shares: Annotated[
+            str | None,
+            typer.Option("--consumable-shares", help="N (a shares capacity of N per GPU) or memory (NVIDIA's flag)."),
+        ] = None,
+        health_port: Annotated[
+            int | None, typer.Option("--health-port", help="TCP port of the gRPC health service (liveness probe).")
+        ] = None,
+    ) -> None:
+        from kubedra.driver.plugin import DriverOptions, run
+        from kubedra.objects.errors import KubedraError
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        options = DriverOptions(
+            node=node,
+            backend=backend,
+            inventory=inventory,
+            driver_name=driver_name,
+            plugin_dir=plugin_dir,
+            registry_dir=registry_dir,
+            cdi_root=cdi_root,
+            kubeconfig=kubeconfig,
+            consumable_shares=consumable_shares,
+            health_port=health_port,
+        )
+        try:
+            raise typer.Exit(run(options) or EXIT_OK)
+        except KubedraError as exc:
+            stderr_console().print(f"error: {exc}", highlight=False, markup=False)
+            raise typer.Exit(EXIT_INVALID_INPUT) from exc
+        except OSError as exc:
+            stderr_console().print(f"error: {exc}", highlight=False, markup=False)
+            raise typer.Exit(EXIT_INVALID_INPUT) from exc

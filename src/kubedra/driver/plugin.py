@@ -1,0 +1,195 @@
+"""``kubedra driver``: wires the backend, the API client, the NodeDriver, the sockets and the publisher; runs in
+the foreground until SIGTERM or SIGINT, then removes its sockets.
+
+Start order: inventory (fails clearly without NVML), checkpoint recovery, DRA socket, registration socket (the
+kubelet may call as soon as it sees it), health port, then ResourceSlices in a background thread that retries
+until the API server answers and reconciles every ``resync`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from kubedra.driver import grpcservice
+from kubedra.driver.devices import Sharing
+from kubedra.driver.inventory import Backend, DriverError
+from kubedra.driver.node import NodeConfig, NodeDriver
+from kubedra.driver.publish import KubeClaims, SlicePublisher, publish_with_retry
+from kubedra.driver.sharing import CommandRunner, RecordingRunner, SubprocessRunner
+
+log = logging.getLogger("kubedra.driver")
+
+
+@dataclass
+class DriverOptions:
+    node: str
+    backend: str = "nvml"
+    inventory: Path | None = None
+    driver_name: str = "gpu.nvidia.com"
+    plugin_dir: Path | None = None
+    registry_dir: Path = Path("/var/lib/kubelet/plugins_registry")
+    cdi_root: Path = Path("/var/run/cdi")
+    kubeconfig: str | None = None
+    consumable_shares: str | None = None
+    health_port: int | None = None
+    resync: float = 30.0
+
+    @property
+    def plugin_path(self) -> Path:
+        """Absolute: the kubelet dials the endpoint exactly as advertised."""
+        return (self.plugin_dir or Path("/var/lib/kubelet/plugins") / self.driver_name).absolute()
+
+    @property
+    def dra_socket(self) -> Path:
+        return self.plugin_path / "dra.sock"
+
+    @property
+    def registration_socket(self) -> Path:
+        return self.registry_dir.absolute() / f"{self.driver_name}-reg.sock"
+
+
+def make_backend(options: DriverOptions) -> tuple[Backend, CommandRunner]:
+    if options.backend == "fake":
+        if options.inventory is None:
+            raise DriverError("--backend fake needs --inventory FILE")
+        from kubedra.driver.fake import FakeBackend
+
+        return FakeBackend(options.inventory), RecordingRunner()
+    if options.backend == "nvml":
+        from kubedra.driver.nvml import NvmlBackend
+
+        return NvmlBackend(), SubprocessRunner()
+    raise DriverError(f"--backend: {options.backend!r} is not one of nvml, fake")
+
+
+class RunningDriver:
+    """The started driver; ``stop()`` shuts servers down and removes the sockets."""
+
+    def __init__(self, options: DriverOptions, client: Any = None) -> None:
+        from kubedra.driver.inventory import DriverError as _DriverError
+        from kubedra.objects.formats import driver_name
+
+        problems = driver_name(options.driver_name)
+        if problems:
+            raise _DriverError(f"--driver-name {options.driver_name!r}: {problems[0]}")
+        try:
+            self.sharing = Sharing.parse(options.consumable_shares)
+        except ValueError as exc:
+            raise _DriverError(str(exc)) from exc
+        self.options = options
+        backend, runner = make_backend(options)
+        self.backend = backend
+        self.inventory = backend.discover()
+        self.owns_client = client is None
+        if client is None:
+            from kubedra.kube.api import connect
+
+            client = connect(options.kubeconfig)
+        self.client = client
+        self.driver = NodeDriver(
+            NodeConfig(options.node, options.driver_name, options.plugin_path, options.cdi_root),
+            self.inventory,
+            KubeClaims(client),
+            runner,
+        )
+        self.stopping = threading.Event()
+        self.registration = grpcservice.RegistrationState()
+        health = grpcservice.health_handler(self.healthy)
+        self.dra_server = grpcservice.unix_server(options.dra_socket, [*grpcservice.dra_handlers(self.driver), health])
+        self.registration_server = grpcservice.unix_server(
+            options.registration_socket,
+            [grpcservice.registration_handler(options.driver_name, str(options.dra_socket), self.registration)],
+            workers=2,
+        )
+        self.health_server = None
+        self.health_port: int | None = None
+        if options.health_port is not None:
+            self.health_server, self.health_port = grpcservice.tcp_server(options.health_port, [health])
+        self.publisher = SlicePublisher(client, options.driver_name, options.node, self.sharing)
+        self.published = threading.Event()
+        self.publish_error: DriverError | None = None
+        self.thread = threading.Thread(target=self._publish_loop, name="resourceslices", daemon=True)
+        self.thread.start()
+        log.info(
+            "driver %s on node %s: %d GPU(s), DRA socket %s, registration %s",
+            options.driver_name,
+            options.node,
+            len(self.inventory.gpus),
+            options.dra_socket,
+            options.registration_socket,
+        )
+
+    def healthy(self) -> bool:
+        return not self.stopping.is_set() and grpcservice.probe(
+            self.options.registration_socket, self.options.dra_socket
+        )
+
+    def _rediscover(self) -> None:
+        """Every resync: the backend is asked again, so added GPUs are published (generation bumped) and health
+        changes reach the kubelet."""
+        try:
+            inventory = self.backend.discover()
+        except DriverError as exc:
+            log.error("rediscovery failed, keeping the last inventory: %s", exc)
+            return
+        if inventory != self.inventory:
+            log.info("inventory changed: %d GPU(s)", len(inventory.gpus))
+            self.inventory = inventory
+            self.driver.update_inventory(inventory)
+
+    def _publish_loop(self) -> None:
+        first = True
+        while not self.stopping.is_set():
+            if not first:
+                self._rediscover()
+            first = False
+            try:
+                result = publish_with_retry(lambda: self.publisher.publish(self.inventory), self.stopping)
+            except DriverError as exc:
+                self.publish_error = exc
+                log.error("%s", exc)
+                return
+            if result is not None:
+                self.published.set()
+            self.stopping.wait(self.options.resync)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for server in (self.registration_server, self.dra_server, self.health_server):
+            if server is not None:
+                server.stop(grace=1.0).wait()
+        for path in (self.options.registration_socket, self.options.dra_socket):
+            grpcservice.remove_stale_socket(path)
+        self.thread.join(timeout=5)
+        if self.owns_client:
+            self.client.close()
+        log.info("stopped; sockets removed")
+
+
+def run(options: DriverOptions) -> int:
+    """Foreground run: 0 after SIGTERM/SIGINT; DriverError/KubeError propagate to the CLI (exit 2)."""
+    done = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: stopping", signum)
+        done.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        running = RunningDriver(options)
+        try:
+            while not done.wait(0.5):
+                if running.publish_error is not None:
+                    raise running.publish_error
+        finally:
+            running.stop()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return 0

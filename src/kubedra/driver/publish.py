@@ -1,0 +1,137 @@
+"""Publishing the node's pool as ResourceSlices, through the kube/ adapter (server-side apply).
+
+As the kubelet-plugin helper's ResourceSlice controller does it: slices listed by ``spec.driver`` and
+``spec.nodeName``; owner reference to the Node (controller); the pool's generation bumped and
+``resourceSliceCount`` set whenever the devices change; slices that are no longer wanted deleted. What was last
+applied is recognised by a hash annotation, so an unchanged pool costs one list and no write. API errors are
+retried with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from kubedra.driver.devices import Sharing, pool_slices
+from kubedra.driver.inventory import DriverError, Inventory
+from kubedra.kube import api
+from kubedra.kube.kinds import NODE, RESOURCE_SLICE
+
+log = logging.getLogger("kubedra.driver")
+FIELD_MANAGER = "kubedra-driver"
+HASH_ANNOTATION = "kubedra.io/pool-hash"
+
+
+@dataclass
+class PublishResult:
+    generation: int
+    slices: list[str]
+    changed: bool
+    deleted: list[str]
+
+
+def _content_hash(slices: list[dict[str, Any]]) -> str:
+    """What the pool says, without its generation: equal hashes, nothing to write."""
+    parts = []
+    for s in slices:
+        spec = {k: v for k, v in s["spec"].items() if k != "pool"}
+        parts.append({"name": s["metadata"]["name"], "spec": spec, "count": s["spec"]["pool"]["resourceSliceCount"]})
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+class SlicePublisher:
+    def __init__(self, client: Any, driver: str, node: str, sharing: Sharing | None = None) -> None:
+        self.client = client
+        self.driver = driver
+        self.node = node
+        self.sharing = sharing or Sharing()
+
+    def publish(self, inventory: Inventory) -> PublishResult:
+        """One reconcile: raises lightkube/httpx errors (the caller retries) or DriverError."""
+        version = api.served_version(self.client, RESOURCE_SLICE)
+        if version != "v1":
+            raise DriverError(
+                f"the API server serves ResourceSlices as {version}; this driver writes resource.k8s.io/v1"
+            )
+        node = api.get_object(self.client, NODE, "v1", self.node)
+        node_uid = str(node["metadata"]["uid"])
+        existing = api.list_selected(
+            self.client, RESOURCE_SLICE, version, {"spec.driver": self.driver, "spec.nodeName": self.node}
+        )
+        generation = max((int(s["spec"]["pool"].get("generation", 0)) for s in existing), default=0)
+        desired = [
+            msgspec.to_builtins(s)
+            for s in pool_slices(inventory, self.driver, self.node, node_uid, generation=0, sharing=self.sharing)
+        ]
+        digest = _content_hash(desired)
+        current = {s["metadata"]["name"]: s for s in existing}
+        unchanged = set(current) == {d["metadata"]["name"] for d in desired} and all(
+            (s["metadata"].get("annotations") or {}).get(HASH_ANNOTATION) == digest for s in existing
+        )
+        if unchanged:
+            return PublishResult(generation, sorted(current), changed=False, deleted=[])
+        generation += 1
+        for document in desired:
+            document["apiVersion"], document["kind"] = RESOURCE_SLICE.api_version(version), RESOURCE_SLICE.kind
+            document["spec"]["pool"]["generation"] = generation
+            document["metadata"]["annotations"] = {HASH_ANNOTATION: digest}
+            api.apply_object(self.client, RESOURCE_SLICE, version, document, FIELD_MANAGER)
+        wanted = {d["metadata"]["name"] for d in desired}
+        obsolete = sorted(set(current) - wanted)
+        for name in obsolete:
+            api.delete_object(self.client, RESOURCE_SLICE, version, name)
+        log.info(
+            "published pool %s generation %d: %d slice(s), deleted %d",
+            self.node,
+            generation,
+            len(desired),
+            len(obsolete),
+        )
+        return PublishResult(generation, sorted(wanted), changed=True, deleted=obsolete)
+
+
+def publish_with_retry(
+    publish: Callable[[], PublishResult],
+    stop: threading.Event,
+    *,
+    initial: float = 0.5,
+    maximum: float = 30.0,
+    sleep: Callable[[float], bool] | None = None,
+) -> PublishResult | None:
+    """``publish()`` until it succeeds (None if ``stop`` is set first); delays double from ``initial`` to
+    ``maximum``. A DriverError (nothing a retry fixes) is raised."""
+    wait = sleep or stop.wait
+    delay = initial
+    while not stop.is_set():
+        try:
+            return publish()
+        except DriverError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - API unavailable, refused, timed out: retried
+            log.warning(
+                "publishing ResourceSlices failed (retrying in %.1fs): %s", delay, api.describe_error(exc, "API")
+            )
+            if wait(delay):
+                return None
+            delay = min(delay * 2, maximum)
+    return None
+
+
+class KubeClaims:
+    """Claims read from the API server (the kubelet-plugin helper's ``getResourceClaims``)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.version = "v1"
+
+    def get_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        from kubedra.kube.kinds import RESOURCE_CLAIM
+
+        return api.get_object(self.client, RESOURCE_CLAIM, self.version, name, namespace)

@@ -1,0 +1,88 @@
+"""Fixtures of the driver tests: short directories (unix socket paths are limited to 107 bytes)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from tests.driver.helpers import DRIVER, StaticClaims, write_inventory
+from tests.driver.kubelet import Kubelet
+
+from kubedra.driver import grpcservice
+from kubedra.driver.fake import FakeBackend
+from kubedra.driver.node import NodeConfig, NodeDriver
+from kubedra.driver.sharing import RecordingRunner
+
+
+@dataclass
+class Dirs:
+    root: Path
+
+    @property
+    def plugin(self) -> Path:
+        return self.root / "plugins" / DRIVER
+
+    @property
+    def registry(self) -> Path:
+        return self.root / "registry"
+
+    @property
+    def cdi(self) -> Path:
+        return self.root / "cdi"
+
+    @property
+    def boot_id(self) -> Path:
+        return self.root / "boot_id"
+
+
+@pytest.fixture
+def dirs() -> Iterator[Dirs]:
+    root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
+    d = Dirs(root)
+    d.boot_id.write_text("boot-1\n")
+    yield d
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def make_driver(
+    dirs: Dirs, claims: StaticClaims, runner: RecordingRunner | None = None, count: int = 2, node: str = "node-1"
+) -> NodeDriver:
+    inventory = FakeBackend(write_inventory(dirs.root / "inventory.yaml", count)).discover()
+    config = NodeConfig(node, DRIVER, dirs.plugin, dirs.cdi, boot_id_path=dirs.boot_id)
+    return NodeDriver(config, inventory, claims, runner or RecordingRunner())
+
+
+@dataclass
+class Served:
+    driver: NodeDriver
+    claims: StaticClaims
+    runner: RecordingRunner
+    kubelet: Kubelet
+    registration: grpcservice.RegistrationState
+    servers: list[object]
+
+
+@pytest.fixture
+def served(dirs: Dirs) -> Iterator[Served]:
+    """A NodeDriver behind the real sockets, and a kubelet that registered it."""
+    claims, runner = StaticClaims(), RecordingRunner()
+    driver = make_driver(dirs, claims, runner, count=2)
+    state = grpcservice.RegistrationState()
+    dra = dirs.plugin / "dra.sock"
+    health = grpcservice.health_handler(lambda: grpcservice.probe(dirs.registry / f"{DRIVER}-reg.sock", dra))
+    servers = [
+        grpcservice.unix_server(dra, [*grpcservice.dra_handlers(driver), health]),
+        grpcservice.unix_server(
+            dirs.registry / f"{DRIVER}-reg.sock", [grpcservice.registration_handler(DRIVER, str(dra), state)]
+        ),
+    ]
+    kubelet = Kubelet(dirs.registry)
+    kubelet.register_all()
+    yield Served(driver, claims, runner, kubelet, state, servers)
+    kubelet.close()
+    for s in servers:
+        s.stop(grace=None)  # type: ignore[attr-defined]

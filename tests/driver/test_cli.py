@@ -1,0 +1,138 @@
+"""``kubedra driver`` as a process: flags, bad input (exit 2), an unreachable API server retried, SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.controlplane.fixture import free_port
+from tests.driver.conftest import Dirs
+from tests.driver.helpers import DRIVER, write_inventory
+from tests.driver.kubelet import Kubelet
+
+from kubedra.cli import main
+from kubedra.driver.protos import grpc_health_pb2 as ghealth
+
+
+def _flags(dirs: Dirs, *extra: str) -> list[str]:
+    return [
+        "driver",
+        "--node",
+        "node-1",
+        "--backend",
+        "fake",
+        "--plugin-dir",
+        str(dirs.plugin),
+        "--registry-dir",
+        str(dirs.registry),
+        "--cdi-root",
+        str(dirs.cdi),
+        *extra,
+    ]
+
+
+def test_a_bad_inventory_exits_2_naming_file_and_field(dirs: Dirs, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = dirs.root / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"driverVersion": "550.54.15", "cudaDriverVersion": "12.4", "gpus": [{"minor": 0}]}))
+    assert main(_flags(dirs, "--inventory", str(bad))) == 2
+    assert f"error: {bad}: gpus[0].uuid: required, a string" in capsys.readouterr().err
+    assert not dirs.plugin.exists()  # nothing created before the input was known good
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--consumable-shares", "lots"], "--consumable-shares: 'lots' is neither a positive integer nor 'memory'"),
+        (["--driver-name", "Not_A_Driver"], "--driver-name 'Not_A_Driver'"),
+        (["--inventory", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read the inventory"),
+    ],
+)
+def test_bad_flags_exit_2(dirs: Dirs, capsys: pytest.CaptureFixture[str], extra: list[str], message: str) -> None:
+    inventory = write_inventory(dirs.root / "inv.yaml")
+    args = _flags(dirs, "--inventory", str(inventory), *extra) if "--inventory" not in extra else _flags(dirs, *extra)
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_runs_without_an_api_server_and_stops_on_sigterm(dirs: Dirs) -> None:
+    """A kubeconfig with ``server: http://127.0.0.1:PORT`` and no credentials; nothing listens there: the driver
+    serves the kubelet anyway, retries publishing with backoff, and exits 0 on SIGTERM with its sockets gone."""
+    port = free_port()
+    kubeconfig = dirs.root / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "c",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {}}],
+            }
+        )
+    )
+    health_port = free_port()
+    inventory = write_inventory(dirs.root / "inv.yaml")
+    log = dirs.root / "driver.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kubedra",
+                *_flags(
+                    dirs,
+                    "--inventory",
+                    str(inventory),
+                    "--kubeconfig",
+                    str(kubeconfig),
+                    "--health-port",
+                    str(health_port),
+                ),
+            ],
+            stdout=out,
+            stderr=out,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        deadline = time.monotonic() + 20
+        while not (dirs.registry / f"{DRIVER}-reg.sock").exists():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        kubelet = Kubelet(dirs.registry)
+        assert kubelet.register_all()[DRIVER].info.endpoint == str(dirs.plugin / "dra.sock")
+        assert kubelet.health_check(f"127.0.0.1:{health_port}").status == ghealth.HealthCheckResponse.SERVING
+        kubelet.close()
+        while log.read_text().count("publishing ResourceSlices failed") < 2:
+            assert time.monotonic() < deadline + 10, log.read_text()
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0, log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = log.read_text()
+    assert "retrying in 0.5s" in text
+    assert "retrying in 1.0s" in text
+    assert "stopped; sockets removed" in text
+    assert not (dirs.plugin / "dra.sock").exists()
+    assert not (dirs.registry / f"{DRIVER}-reg.sock").exists()
+    assert (dirs.plugin / "checkpoint.json").exists()
+
+
+def test_the_advertised_endpoint_is_absolute(monkeypatch: pytest.MonkeyPatch, dirs: Dirs) -> None:
+    from kubedra.driver.plugin import DriverOptions
+
+    monkeypatch.chdir(dirs.root)
+    options = DriverOptions(node="n", plugin_dir=Path("plugins/x"), registry_dir=Path("registry"))
+    assert options.dra_socket == dirs.root / "plugins" / "x" / "dra.sock"
+    assert options.registration_socket == dirs.root / "registry" / "gpu.nvidia.com-reg.sock"
+    assert DriverOptions(node="n").dra_socket == Path("/var/lib/kubelet/plugins/gpu.nvidia.com/dra.sock")

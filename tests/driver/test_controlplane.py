@@ -1,0 +1,329 @@
+"""The driver against the real control plane: slices validated by the real kube-apiserver, claims allocated by
+the real kube-scheduler, prepared through the kubelet emulator, as the least-privileged ServiceAccount of
+deploy/driver-rbac.yaml."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.controlplane.fixture import ControlPlane
+from tests.driver import helpers
+from tests.driver.conftest import Dirs
+from tests.driver.helpers import write_inventory
+from tests.driver.kubelet import Kubelet
+from tests.kube import builders
+
+from kubedra.driver.fake import FakeBackend
+from kubedra.driver.publish import SlicePublisher
+from kubedra.kube.api import connect
+
+pytestmark = pytest.mark.controlplane
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _driver_name() -> str:
+    return f"gpu-{secrets.token_hex(3)}.nvidia.com"
+
+
+def _slices(plane: ControlPlane, driver: str, node: str) -> list[dict[str, Any]]:
+    selector = f"spec.driver={driver},spec.nodeName={node}"
+    items = plane.get(f"/apis/resource.k8s.io/v1/resourceslices?fieldSelector={selector}")["items"]
+    return sorted(items, key=lambda s: s["metadata"]["name"])
+
+
+def _ignore_conflict(call: Any) -> None:
+    try:
+        call()
+    except urllib.error.HTTPError as exc:
+        if exc.code != 409:
+            raise
+
+
+def driver_kubeconfig(plane: ControlPlane) -> Path:
+    """deploy/driver-rbac.yaml applied, and a kubeconfig with a token of its ServiceAccount (TokenRequest)."""
+    _ignore_conflict(
+        lambda: plane.request(
+            "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubedra"}}
+        )
+    )
+    paths = {
+        "ServiceAccount": "/api/v1/namespaces/kubedra/serviceaccounts",
+        "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    }
+    for document in yaml.safe_load_all((ROOT / "deploy" / "driver-rbac.yaml").read_text()):
+        _ignore_conflict(lambda d=document: plane.request("POST", paths[d["kind"]], d))
+    token = plane.request(
+        "POST",
+        "/api/v1/namespaces/kubedra/serviceaccounts/kubedra-driver/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
+    )["status"]["token"]
+    return plane.kubeconfig_for(token, "kubedra-driver")
+
+
+@pytest.mark.slow
+def test_slices_are_published_and_reconciled(control_plane: ControlPlane, dirs: Dirs) -> None:
+    driver, node = _driver_name(), f"gpu-node-{secrets.token_hex(3)}"
+    created = control_plane.create_node(node)
+    with connect(str(control_plane.kubeconfig)) as client:
+        publisher = SlicePublisher(client, driver, node)
+        inventory = FakeBackend(write_inventory(dirs.root / "inv.yaml", 2)).discover()
+        first = publisher.publish(inventory)
+        assert (first.generation, first.changed) == (1, True)
+        [published] = _slices(control_plane, driver, node)
+        assert published["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": node, "uid": created["metadata"]["uid"], "controller": True}
+        ]
+        spec = published["spec"]
+        assert spec["pool"] == {"name": node, "generation": 1, "resourceSliceCount": 1}
+        assert spec["nodeName"] == node
+        gpu0 = spec["devices"][0]
+        assert gpu0["name"] == "gpu-0"
+        assert gpu0["attributes"] == {
+            "architecture": {"string": "Ampere"},
+            "brand": {"string": "Nvidia"},
+            "cudaComputeCapability": {"version": "8.0.0"},
+            "cudaDriverVersion": {"version": "12.4.0"},
+            "driverVersion": {"version": "550.54.15"},
+            "productName": {"string": "NVIDIA A100-SXM4-40GB"},
+            "resource.kubernetes.io/pciBusID": {"string": "0000:07:00.0"},
+            "type": {"string": "gpu"},
+            "uuid": {"string": "GPU-2f6a4c1e-0000-4000-8000-000000000000"},
+        }
+        assert gpu0["capacity"] == {"memory": {"value": "40Gi"}}
+
+        again = publisher.publish(inventory)
+        assert (again.generation, again.changed) == (1, False)
+
+        big = FakeBackend(write_inventory(dirs.root / "big.yaml", 130)).discover()
+        grown = publisher.publish(big)
+        assert grown.generation == 2
+        slices = _slices(control_plane, driver, node)
+        assert [len(s["spec"]["devices"]) for s in slices] == [128, 2]
+        assert {(s["spec"]["pool"]["generation"], s["spec"]["pool"]["resourceSliceCount"]) for s in slices} == {(2, 2)}
+
+        shrunk = publisher.publish(inventory)
+        assert shrunk.generation == 3
+        assert len(shrunk.deleted) == 1
+        assert [len(s["spec"]["devices"]) for s in _slices(control_plane, driver, node)] == [2]
+
+
+def test_consumable_shares_and_mig_are_accepted_by_the_apiserver(control_plane: ControlPlane, dirs: Dirs) -> None:
+    from kubedra.driver.devices import Sharing
+
+    driver, node = _driver_name(), f"gpu-node-{secrets.token_hex(3)}"
+    control_plane.create_node(node)
+    mig = [
+        {"profile": "1g.5gb", "profileID": 19, "count": 7, "memory": "4864Mi", "multiprocessors": 14},
+        {
+            "profile": "7g.40gb",
+            "profileID": 0,
+            "count": 1,
+            "memory": "40192Mi",
+            "multiprocessors": 98,
+            "placements": [{"start": 0, "size": 8}],
+        },
+    ]
+    with connect(str(control_plane.kubeconfig)) as client:
+        shared = FakeBackend(write_inventory(dirs.root / "a.yaml", 2)).discover()
+        SlicePublisher(client, driver, node, Sharing.parse("4")).publish(shared)
+        [s] = _slices(control_plane, driver, node)
+        assert s["spec"]["devices"][0]["allowMultipleAllocations"] is True
+        assert s["spec"]["devices"][0]["capacity"]["shares"]["value"] == "4"
+        migged = FakeBackend(write_inventory(dirs.root / "b.yaml", 2, migProfiles=mig)).discover()
+        SlicePublisher(client, driver, node).publish(migged)
+        slices = _slices(control_plane, driver, node)
+    assert [len(s["spec"].get("sharedCounters", [])) for s in slices] == [2, 0, 0]
+    names = [d["name"] for d in slices[1]["spec"]["devices"]]
+    assert "gpu-0-mig-1g5gb-19-0" in names
+    assert "gpu-0-mig-7g40gb-0-0" in names
+    assert "gpu-0" not in names  # an Ampere GPU in MIG mode is not offered whole (NVIDIA's rule)
+
+
+@pytest.fixture
+def driver_process(control_plane: ControlPlane, dirs: Dirs) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    driver, node = _driver_name(), f"gpu-node-{secrets.token_hex(3)}"
+    control_plane.create_node(node)
+    kubeconfig = driver_kubeconfig(control_plane)
+    inventory = write_inventory(dirs.root / "inventory.yaml", 2)
+    args = [
+        sys.executable,
+        "-m",
+        "kubedra",
+        "driver",
+        "--node",
+        node,
+        "--backend",
+        "fake",
+        "--inventory",
+        str(inventory),
+        "--driver-name",
+        driver,
+        "--plugin-dir",
+        str(dirs.plugin),
+        "--registry-dir",
+        str(dirs.registry),
+        "--cdi-root",
+        str(dirs.cdi),
+        "--kubeconfig",
+        str(kubeconfig),
+    ]
+    log = (dirs.root / "driver.log").open("w")
+    process = subprocess.Popen(args, stderr=log, stdout=log, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    yield process, driver, node
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    log.close()
+
+
+@pytest.mark.slow
+def test_a_claim_allocated_by_kube_scheduler_is_prepared(
+    control_plane: ControlPlane, dirs: Dirs, namespace: str, driver_process: tuple[subprocess.Popen[str], str, str]
+) -> None:
+    process, driver, node = driver_process
+    control_plane.wait_for(lambda: _slices(control_plane, driver, node), timeout=30, what="the driver's slices")
+    class_name = driver.split(".", 1)[0]
+    control_plane.create(builders.device_class(class_name, driver))
+    control_plane.create(builders.claim("train", namespace, class_name, count=2))
+    control_plane.create(
+        builders.pod("trainer", namespace, claim_name="train", node_selector={"kubernetes.io/hostname": node})
+    )
+    path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/train"
+    allocated = control_plane.wait_for(
+        lambda: (c := control_plane.get(path)).get("status", {}).get("allocation") and c,
+        timeout=60,
+        what="kube-scheduler to allocate the claim",
+    )
+    results = allocated["status"]["allocation"]["devices"]["results"]
+    assert sorted(r["device"] for r in results) == ["gpu-0", "gpu-1"]
+    uid = allocated["metadata"]["uid"]
+
+    kubelet = Kubelet(dirs.registry)
+    try:
+        control_plane.wait_for(lambda: kubelet.register_all().get(driver), timeout=10, what="registration")
+        response = kubelet.prepare(driver, [(namespace, uid, "train")])
+        entry = response.claims[uid]
+        assert entry.error == ""
+        assert sorted(d.device_name for d in entry.devices) == ["gpu-0", "gpu-1"]
+        spec = yaml.safe_load((dirs.cdi / f"k8s.gpu.nvidia.com-claim_{uid}.yaml").read_text())
+        assert sorted(d["name"] for d in spec["devices"]) == [f"{uid}-gpu-0", f"{uid}-gpu-1"]
+        assert kubelet.unprepare(driver, [(namespace, uid, "train")]).claims[uid].error == ""
+        assert not (dirs.cdi / f"k8s.gpu.nvidia.com-claim_{uid}.yaml").exists()
+    finally:
+        kubelet.close()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=15) == 0
+    assert not (dirs.plugin / "dra.sock").exists()
+    assert not (dirs.registry / f"{driver}-reg.sock").exists()
+
+
+def test_the_drivers_role_is_least_privilege(control_plane: ControlPlane) -> None:
+    from lightkube.core.exceptions import ApiError
+    from lightkube.resources.core_v1 import Pod, Secret
+
+    kubeconfig = driver_kubeconfig(control_plane)
+    with connect(str(kubeconfig)) as client:
+        for call in (
+            lambda: list(client.list(Secret, namespace="kubedra")),
+            lambda: list(client.list(Pod, namespace="kubedra")),
+        ):
+            with pytest.raises(ApiError) as refused:
+                call()
+            assert refused.value.status.code == 403
+
+
+def test_an_unreachable_api_is_retried_with_backoff() -> None:
+    import threading
+
+    from kubedra.driver.publish import PublishResult, publish_with_retry
+
+    calls: list[float] = []
+    waits: list[float] = []
+
+    def publish() -> PublishResult:
+        calls.append(time.monotonic())
+        if len(calls) < 4:
+            raise ConnectionRefusedError("connection refused")
+        return PublishResult(1, ["s"], changed=True, deleted=[])
+
+    result = publish_with_retry(
+        publish, threading.Event(), initial=0.5, maximum=1.5, sleep=lambda d: waits.append(d) or False
+    )
+    assert result is not None
+    assert waits == [0.5, 1.0, 1.5]
+
+
+@pytest.mark.slow
+def test_a_changed_inventory_is_republished_and_reaches_the_health_stream(
+    control_plane: ControlPlane, dirs: Dirs
+) -> None:
+    from kubedra.driver.plugin import DriverOptions, RunningDriver
+
+    driver, node = _driver_name(), f"gpu-node-{secrets.token_hex(3)}"
+    control_plane.create_node(node)
+    inventory = write_inventory(dirs.root / "inventory.yaml", 2)
+    options = DriverOptions(
+        node=node,
+        backend="fake",
+        inventory=inventory,
+        driver_name=driver,
+        plugin_dir=dirs.plugin,
+        registry_dir=dirs.registry,
+        cdi_root=dirs.cdi,
+        kubeconfig=str(control_plane.kubeconfig),
+        resync=0.2,
+    )
+    running = RunningDriver(options)
+    kubelet = Kubelet(dirs.registry)
+    try:
+        control_plane.wait_for(lambda: _slices(control_plane, driver, node), timeout=30, what="slices")
+        kubelet.register_all()
+        thread, reports = kubelet.watch_health_async(driver, 2)
+        control_plane.wait_for(lambda: reports, timeout=10, what="the first health report")
+        data = helpers.inventory(3)
+        data["gpus"][0]["healthy"] = False
+        staged = dirs.root / "staged.yaml"
+        staged.write_text(yaml.safe_dump(data))
+        staged.replace(inventory)  # one change, as a config-map update lands
+
+        def three() -> list[dict[str, Any]] | None:
+            slices = _slices(control_plane, driver, node)
+            return slices if slices and len(slices[0]["spec"]["devices"]) == 3 else None
+
+        [published] = control_plane.wait_for(three, timeout=30, what="the third GPU to be published")
+        assert published["spec"]["pool"]["generation"] == 2
+        thread.join(timeout=10)
+        assert [(d.device.device_name, d.health) for d in reports[1].devices][:1] == [("gpu-0", 2)]
+    finally:
+        kubelet.close()
+        running.stop()
+
+
+def test_the_daemonset_is_valid_and_its_command_line_parses(
+    control_plane: ControlPlane, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubedra.cli import main
+
+    driver_kubeconfig(control_plane)  # namespace kubedra and the ServiceAccount
+    document = yaml.safe_load((ROOT / "deploy" / "driver-daemonset.yaml").read_text())
+    [container] = document["spec"]["template"]["spec"]["containers"]
+    assert container["securityContext"] == {"privileged": True}
+    # the test kube-apiserver runs without --allow-privileged (real clusters' kube-apiservers allow it)
+    del container["securityContext"]
+    created = control_plane.request("POST", "/apis/apps/v1/namespaces/kubedra/daemonsets?dryRun=All", document)
+    assert created["spec"]["template"]["spec"]["serviceAccountName"] == "kubedra-driver"
+    argv = [a.replace("$(NODE_NAME)", "node-1") for a in container["command"][1:]]
+    assert main(argv) == 2  # parsed; here it stops at NVML, as on any node without an NVIDIA driver
+    assert "NVML cannot be initialised" in capsys.readouterr().err

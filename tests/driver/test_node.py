@@ -1,0 +1,396 @@
+"""Prepare and unprepare on the node: exactly the allocated devices, CDI specs, checkpoint, sharing, recovery."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from tests.driver.conftest import Dirs, make_driver
+from tests.driver.helpers import StaticClaims, claim
+
+from kubedra.driver import checkpoint
+from kubedra.driver.sharing import RecordingRunner
+from kubedra.driver.types import ClaimRef
+
+
+def _ref(t: tuple[str, str, str]) -> ClaimRef:
+    return ClaimRef(*t)
+
+
+def _spec(dirs: Dirs, uid: str) -> dict:
+    return yaml.safe_load((dirs.cdi / f"k8s.gpu.nvidia.com-claim_{uid}.yaml").read_text())
+
+
+def _gpuconfig(sharing: dict, requests: list[str] | None = None, source: str = "FromClaim") -> dict:
+    return {
+        "source": source,
+        "requests": requests or [],
+        "opaque": {
+            "driver": "gpu.nvidia.com",
+            "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": sharing},
+        },
+    }
+
+
+def test_the_cdi_spec_has_one_device_per_prepared_gpu(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    ref = _ref(claims.add(claim("two", ["gpu-0", "gpu-1"])))
+    result = driver.prepare([ref])[ref.uid]
+    assert result.error == ""
+    assert [d.device_name for d in result.devices] == ["gpu-0", "gpu-1"]
+    spec = _spec(dirs, ref.uid)
+    assert spec["kind"] == "k8s.gpu.nvidia.com/claim"
+    assert [d["name"] for d in spec["devices"]] == [f"{ref.uid}-gpu-0", f"{ref.uid}-gpu-1"]
+    both = "NVIDIA_VISIBLE_DEVICES=GPU-2f6a4c1e-0000-4000-8000-000000000000,GPU-2f6a4c1e-0000-4000-8000-000000000001"
+    assert spec["devices"][0]["containerEdits"] == {"env": [both], "deviceNodes": [{"path": "/dev/nvidia0"}]}
+    assert spec["devices"][1]["containerEdits"]["deviceNodes"] == [{"path": "/dev/nvidia1"}]
+    assert spec["containerEdits"]["deviceNodes"][0] == {"path": "/dev/nvidiactl"}
+
+
+def test_subrequest_names_are_stripped(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    doc = claim("fa", ["gpu-1"])
+    doc["status"]["allocation"]["devices"]["results"][0]["request"] = "gpu/big"
+    ref = _ref(claims.add(doc))
+    [device] = driver.prepare([ref])[ref.uid].devices
+    assert device.request_names == ("gpu",)
+
+
+def test_prepare_is_idempotent_and_reads_the_checkpoint_not_the_node(dirs: Dirs) -> None:
+    claims, runner = StaticClaims(), RecordingRunner()
+    driver = make_driver(dirs, claims, runner)
+    ref = _ref(claims.add(claim("a", ["gpu-0"], config=[_gpuconfig({"strategy": "TimeSlicing"})])))
+    first = driver.prepare([ref])
+    commands = list(runner.commands)
+    assert driver.prepare([ref]) == first
+    assert runner.commands == commands  # nothing done twice
+
+
+def test_only_results_of_this_driver_and_pool_are_prepared(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    doc = claim("mixed", ["gpu-0"])
+    doc["status"]["allocation"]["devices"]["results"] += [
+        {"request": "gpu", "driver": "other.example.com", "pool": "node-1", "device": "gpu-1"},
+        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-2", "device": "gpu-1"},
+    ]
+    ref = _ref(claims.add(doc))
+    assert [d.device_name for d in driver.prepare([ref])[ref.uid].devices] == ["gpu-0"]
+
+
+def test_a_device_held_by_another_claim_is_refused(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    a = _ref(claims.add(claim("a", ["gpu-0"])))
+    b = _ref(claims.add(claim("b", ["gpu-0"])))
+    driver.prepare([a])
+    assert driver.prepare([b])[b.uid].error == "claim default/b: device gpu-0 is already prepared for claim default/a"
+    assert not (dirs.cdi / f"k8s.gpu.nvidia.com-claim_{b.uid}.yaml").exists()
+
+
+def test_shares_of_one_device_are_prepared_for_several_claims(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    a = _ref(claims.add(claim("a", ["gpu-0"], share_ids={"gpu-0": "s-1"})))
+    b = _ref(claims.add(claim("b", ["gpu-0"], share_ids={"gpu-0": "s-2"})))
+    results = driver.prepare([a, b])
+    assert [d.share_id for r in results.values() for d in r.devices] == ["s-1", "s-2"]
+    driver.unprepare([a])
+    assert driver.prepared_devices() == {b.uid: ["gpu-0"]}
+
+
+def test_an_unknown_device_or_a_mig_device_is_refused(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    gone = _ref(claims.add(claim("gone", ["gpu-7"])))
+    mig = _ref(claims.add(claim("mig", ["gpu-0-mig-1g5gb-19-0"])))
+    results = driver.prepare([gone, mig])
+    assert results[gone.uid].error == "claim default/gone: device gpu-7: unknown"
+    assert (
+        results[mig.uid].error
+        == "claim default/mig: device gpu-0-mig-1g5gb-19-0: MIG devices cannot be created by this driver yet"
+    )
+
+
+def test_time_slicing_is_set_per_gpu_and_reset_on_the_last_unprepare(dirs: Dirs) -> None:
+    claims, runner = StaticClaims(), RecordingRunner()
+    driver = make_driver(dirs, claims, runner)
+    long = _gpuconfig({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}})
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[long], share_ids={"gpu-0": "s1"})))
+    b = _ref(claims.add(claim("b", ["gpu-0"], config=[long], share_ids={"gpu-0": "s2"})))
+    uuid = "GPU-2f6a4c1e-0000-4000-8000-000000000000"
+    driver.prepare([a, b])
+    set_long = [
+        ["nvidia-smi", "-i", uuid, "-c", "DEFAULT"],
+        ["nvidia-smi", "compute-policy", "-i", uuid, "--set-timeslice", "3"],
+    ]
+    assert runner.commands == set_long * 2
+    runner.commands.clear()
+    driver.unprepare([a])
+    assert runner.commands == []  # b still uses it
+    driver.unprepare([b])
+    assert runner.commands == [["nvidia-smi", "compute-policy", "-i", uuid, "--set-timeslice", "0"]]
+
+
+def test_two_claims_cannot_set_different_time_slices_on_one_gpu(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    short = _gpuconfig({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Short"}})
+    long = _gpuconfig({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}})
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[short], share_ids={"gpu-0": "s1"})))
+    b = _ref(claims.add(claim("b", ["gpu-0"], config=[long], share_ids={"gpu-0": "s2"})))
+    results = driver.prepare([a, b])
+    assert results[a.uid].error == ""
+    assert "another claim set time-slice level 1 on GPU" in results[b.uid].error
+
+
+def test_claim_config_wins_over_class_config_and_a_bad_config_is_refused(dirs: Dirs) -> None:
+    claims, runner = StaticClaims(), RecordingRunner()
+    driver = make_driver(dirs, claims, runner)
+    from_class = _gpuconfig({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Short"}}, source="FromClass")
+    from_claim = _gpuconfig({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Medium"}})
+    # listed claim-first: precedence is by source, not by position
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[from_claim, from_class])))
+    driver.prepare([a])
+    assert runner.commands[-1][-1] == "2"
+    bad = _ref(claims.add(claim("bad", ["gpu-1"], config=[_gpuconfig({"strategy": "Sometimes"})])))
+    assert driver.prepare([bad])[bad.uid].error == (
+        "claim default/bad: GpuConfig: sharing.strategy: unknown GPU sharing strategy: Sometimes"
+    )
+
+
+def test_mps_is_cdi_env_and_mounts(dirs: Dirs) -> None:
+    claims, runner = StaticClaims(), RecordingRunner()
+    driver = make_driver(dirs, claims, runner)
+    mps = _gpuconfig(
+        {
+            "strategy": "MPS",
+            "mpsConfig": {"defaultActiveThreadPercentage": 50, "defaultPinnedDeviceMemoryLimit": "10Gi"},
+        }
+    )
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[mps])))
+    assert driver.prepare([a])[a.uid].error == ""
+    edits = _spec(dirs, a.uid)["devices"][0]["containerEdits"]
+    assert edits["env"][1:] == [
+        "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps",
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50",
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=10240M",
+    ]
+    root = dirs.plugin / "mps" / a.uid
+    assert edits["mounts"] == [
+        {"hostPath": str(root / "shm"), "containerPath": "/dev/shm", "options": ["rw", "nosuid", "nodev", "bind"]},
+        {
+            "hostPath": str(root / "pipe"),
+            "containerPath": "/tmp/nvidia-mps",
+            "options": ["rw", "nosuid", "nodev", "bind"],
+        },
+    ]
+    assert runner.commands == [
+        ["nvidia-smi", "-i", "GPU-2f6a4c1e-0000-4000-8000-000000000000", "-c", "EXCLUSIVE_PROCESS"]
+    ]
+
+
+def test_a_failing_command_fails_the_claim_and_leaves_nothing(dirs: Dirs) -> None:
+    class Failing(RecordingRunner):
+        def run(self, argv: list[str]) -> None:  # type: ignore[override]
+            super().run(argv)
+            if "--set-timeslice" in argv and argv[-1] != "0":
+                raise RuntimeError("nvidia-smi: Insufficient Permissions")
+
+    claims, runner = StaticClaims(), Failing()
+    driver = make_driver(dirs, claims, runner)
+    long = _gpuconfig({"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Long"}})
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[long])))
+    assert "Insufficient Permissions" in driver.prepare([a])[a.uid].error
+    assert list(dirs.cdi.iterdir()) == []
+    assert checkpoint.decode((dirs.plugin / "checkpoint.json").read_bytes()).claims == {}
+    assert runner.commands[-1] == [
+        "nvidia-smi",
+        "compute-policy",
+        "-i",
+        "GPU-2f6a4c1e-0000-4000-8000-000000000000",
+        "--set-timeslice",
+        "0",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- restarts
+
+
+def test_a_restart_keeps_prepared_claims(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    a = _ref(claims.add(claim("a", ["gpu-0"])))
+    first = make_driver(dirs, claims).prepare([a])
+    again = make_driver(dirs, claims)
+    assert again.prepare([a]) == first
+    assert again.prepared_devices() == {a.uid: ["gpu-0"]}
+
+
+def test_a_missing_spec_of_a_prepared_claim_is_written_again(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    a = _ref(claims.add(claim("a", ["gpu-1"])))
+    make_driver(dirs, claims).prepare([a])
+    before = _spec(dirs, a.uid)
+    (dirs.cdi / f"k8s.gpu.nvidia.com-claim_{a.uid}.yaml").unlink()
+    assert make_driver(dirs, claims).startup.regenerated_specs == [a.uid]
+    assert _spec(dirs, a.uid) == before
+
+
+def test_prepare_started_is_rolled_back_at_start(dirs: Dirs) -> None:
+    """What a kill between PrepareStarted and PrepareCompleted leaves: the spec (maybe) and the started entry."""
+    claims, runner = StaticClaims(), RecordingRunner()
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[_gpuconfig({"strategy": "TimeSlicing"})])))
+    make_driver(dirs, claims).prepare([a])
+    path = dirs.plugin / "checkpoint.json"
+    state = checkpoint.decode(path.read_bytes())
+    state.claims[a.uid].state = checkpoint.PREPARE_STARTED
+    path.write_bytes(checkpoint.encode(state))
+    restarted = make_driver(dirs, claims, runner)
+    assert restarted.startup.rolled_back == [a.uid]
+    assert list(dirs.cdi.iterdir()) == []
+    assert runner.commands == [
+        ["nvidia-smi", "compute-policy", "-i", "GPU-2f6a4c1e-0000-4000-8000-000000000000", "--set-timeslice", "0"]
+    ]
+    assert restarted.prepare([a])[a.uid].error == ""  # the kubelet's retry prepares it afresh
+
+
+def test_stale_specs_and_temp_files_are_cleaned_at_start(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    dirs.cdi.mkdir(parents=True)
+    (dirs.cdi / "k8s.gpu.nvidia.com-claim_0b7c0000-0000-4000-8000-000000000000.yaml").write_text("{}")
+    (dirs.cdi / ".kubedra-tmp-k8s.gpu.nvidia.com-claim_x.yaml.123").write_text("half")
+    (dirs.cdi / "nvidia.yaml").write_text("{}")  # someone else's spec stays
+    driver = make_driver(dirs, claims)
+    assert driver.startup.stale_specs == ["0b7c0000-0000-4000-8000-000000000000"]
+    assert sorted(p.name for p in dirs.cdi.iterdir()) == ["nvidia.yaml"]
+
+
+def test_a_corrupt_checkpoint_is_reported_and_set_aside(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    a = _ref(claims.add(claim("a", ["gpu-0"])))
+    make_driver(dirs, claims).prepare([a])
+    path = dirs.plugin / "checkpoint.json"
+    document = json.loads(path.read_text())
+    document["data"]["preparedClaims"][a.uid]["devices"][0]["device"] = "gpu-1"  # edited by hand: checksum breaks
+    path.write_text(json.dumps(document))
+    driver = make_driver(dirs, claims)
+    assert driver.startup.corrupt is not None
+    assert "checksum mismatch" in driver.startup.corrupt
+    assert any(p.name.startswith("checkpoint.json.corrupt-") for p in dirs.plugin.iterdir())
+    assert driver.startup.stale_specs == [a.uid]  # its spec went with it
+    assert driver.prepare([a])[a.uid].error == ""
+
+
+def test_a_reboot_voids_prepared_claims(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    a = _ref(claims.add(claim("a", ["gpu-0"])))
+    make_driver(dirs, claims).prepare([a])
+    dirs.boot_id.write_text("boot-2\n")
+    driver = make_driver(dirs, claims)
+    assert driver.startup.rebooted
+    assert driver.prepared_devices() == {}
+    assert list(dirs.cdi.iterdir()) == []
+
+
+def test_the_checkpoint_format(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    a = _ref(claims.add(claim("a", ["gpu-0"])))
+    make_driver(dirs, claims).prepare([a])
+    document = json.loads((dirs.plugin / "checkpoint.json").read_text())
+    assert document["version"] == 1
+    assert len(document["checksum"]) == 64
+    assert document["data"]["nodeBootID"] == "boot-1"
+    entry = document["data"]["preparedClaims"][a.uid]
+    assert entry["state"] == "PrepareCompleted"
+    assert entry["devices"] == [
+        {
+            "requestNames": ["gpu"],
+            "pool": "node-1",
+            "device": "gpu-0",
+            "cdiDeviceIDs": [f"k8s.gpu.nvidia.com/claim={a.uid}-gpu-0"],
+            "shareID": None,
+            "adminAccess": False,
+        }
+    ]
+    assert (dirs.plugin / "checkpoint.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_decode_refuses_other_versions_and_garbage() -> None:
+    import pytest
+
+    for raw, message in (
+        (b"{", "not JSON"),
+        (b'{"version": 2}', "unsupported checkpoint version 2"),
+        (b"[]", "version None"),
+    ):
+        with pytest.raises(checkpoint.CorruptCheckpointError, match=message):
+            checkpoint.decode(raw)
+
+
+def test_file_lock_serializes_two_drivers(dirs: Dirs) -> None:
+    """Two driver instances on one plugin dir (a rolling update) never prepare at the same time."""
+    import threading
+    import time
+
+    from kubedra.driver import files
+
+    order: list[str] = []
+    lock_path = dirs.root / "pu.lock"
+
+    def hold(name: str) -> None:
+        with files.file_lock(lock_path):
+            order.append(f"{name}-in")
+            time.sleep(0.1)
+            order.append(f"{name}-out")
+
+    threads = [threading.Thread(target=hold, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert order in (["a-in", "a-out", "b-in", "b-out"], ["b-in", "b-out", "a-in", "a-out"])
+
+
+def test_concurrent_prepares_of_one_device_give_it_to_one_claim(dirs: Dirs) -> None:
+    import threading
+
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    refs = [_ref(claims.add(claim(f"c{i}", ["gpu-0"]))) for i in range(8)]
+    results: dict[str, str] = {}
+
+    def go(ref: ClaimRef) -> None:
+        results.update({k: v.error for k, v in driver.prepare([ref]).items()})
+
+    threads = [threading.Thread(target=go, args=(r,)) for r in refs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(1 for e in results.values() if e == "") == 1
+    assert len(driver.prepared_devices()) == 1
+    assert len(list(Path(dirs.cdi).iterdir())) == 1
+
+
+def test_a_lost_spec_comes_back_with_its_mps_edits(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    mps = _gpuconfig({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 25}})
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[mps])))
+    make_driver(dirs, claims).prepare([a])
+    before = _spec(dirs, a.uid)
+    assert "mounts" in before["devices"][0]["containerEdits"]
+    (dirs.cdi / f"k8s.gpu.nvidia.com-claim_{a.uid}.yaml").unlink()
+    make_driver(dirs, claims)
+    assert _spec(dirs, a.uid) == before
+
+
+def test_mps_with_consumable_shares_is_refused(dirs: Dirs) -> None:
+    claims = StaticClaims()
+    mps = _gpuconfig({"strategy": "MPS"})
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[mps], share_ids={"gpu-0": "s1"})))
+    assert make_driver(dirs, claims).prepare([a])[a.uid].error == (
+        "claim default/a: device gpu-0: MPS cannot be combined with consumable shares"
+    )
