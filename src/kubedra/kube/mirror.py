@@ -95,7 +95,6 @@ class Mirror:
         self._generation = 0
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._clients: list[Client] = []
         self._started = False
 
     # ---------------------------------------------------------------------------------------------- control
@@ -122,15 +121,15 @@ class Mirror:
             self._started = True
 
     def stop(self, timeout: float = 1.0) -> None:
-        """Stop the workers, waiting at most ``timeout`` seconds: their clients are closed, and a worker still
-        blocked on a quiet watch ends when the server closes it (``watch_timeout``); it is a daemon thread and
-        changes nothing after this call."""
+        """Stop the workers, waiting at most ``timeout`` seconds. A worker still blocked on a quiet watch ends when
+        the server closes it (``watch_timeout``); it is a daemon thread and changes nothing after this call.
+
+        Each worker closes its own client as it ends. Closing it from here would free the socket's file
+        descriptor while the worker may still be inside a read on it: the number is reused at once (by the next
+        pipe or file the process opens) and the worker's pending read then consumes someone else's bytes."""
         self._stop.set()
         with self._changed:
-            clients = list(self._clients)
             self._changed.notify_all()
-        for client in clients:
-            client.close()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -240,6 +239,14 @@ class Mirror:
                 stats.reconnects += 1
 
     def _run(self, name: str) -> None:
+        client: list[Client] = []
+        try:
+            self._work(name, client)
+        finally:
+            for own in client:
+                own.close()
+
+    def _work(self, name: str, owned: list[Client]) -> None:
         state = self._states[name]
         kind, version = state.kind, state.version
         failures = 0
@@ -249,8 +256,7 @@ class Mirror:
             try:
                 if client is None:
                     client = self._connect()
-                    with self._changed:
-                        self._clients.append(client)
+                    owned.append(client)
                 if need_list:
                     self._replace(list_kind(client, kind, version, page_size=self._page_size))
                     need_list = False
