@@ -112,9 +112,11 @@ class Allocator:
     def _pool_counters(self, pool: Pool) -> PoolCounters:
         key = (pool.driver, pool.name)
         cached = self._available.get(key)
-        if cached is None or cached[0] != self.state.version:
+        # Only the pool's own devices consume its counters: changes elsewhere leave the cache valid.
+        version = self.state.pool_version(*key)
+        if cached is None or cached[0] != version:
             entries = [e for s in (*pool.slices, *pool.other_slices) for e in self.entries(s)]
-            cached = (self.state.version, available_counters(pool, entries, self.state.is_allocated))
+            cached = (version, available_counters(pool, entries, self.state.is_allocated))
             self._available[key] = cached
         return PoolCounters(cached[1])
 
