@@ -63,6 +63,8 @@ class NodeView:
         self.node = node
         self.pools = pools
         self.flat = flat
+        self.shape: Any = None
+        """The view's name-free shape (``answers.NodeShape``), built on first use by the allocator."""
 
 
 class Search:

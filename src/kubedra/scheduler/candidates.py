@@ -74,7 +74,8 @@ def requests_key(requests: Mapping[str, Quantity]) -> RequestsKey:
 
 
 class NodeSets:
-    """See the module docstring. ``touch(node)`` must be called whenever a node's usage or devices change."""
+    """See the module docstring. ``touch(node)`` must be called whenever a node's usage or devices change, and
+    ``refresh()`` before the sets are read."""
 
     def __init__(self, state: ClusterState, index: DeviceIndex) -> None:
         self.state = state
@@ -95,6 +96,7 @@ class NodeSets:
         self._scores: dict[tuple[ScoreKey, RequestsKey, int, Policy], float] = {}
         self._class_of: list[ScoreKey] = []
         self._classes: dict[ScoreKey, int] = {}
+        self._dirty: set[str] = set()
         for i, name in enumerate(self.names):
             key = self._score_key(name)
             self._class_of.append(key)
@@ -103,7 +105,18 @@ class NodeSets:
     # ------------------------------------------------------------------------------------------ upkeep
 
     def touch(self, name: str) -> None:
-        """A node's usage or devices changed: refresh every cached set's bit for it."""
+        """A node's usage or devices changed: its bits are refreshed before the sets are next read (``refresh``),
+        so a bind and its allocations, or a batch of pods ending together, refresh the node once."""
+        self._dirty.add(name)
+
+    def refresh(self) -> None:
+        """Bring every cached set up to date with the nodes touched since the last refresh."""
+        if self._dirty:
+            for name in self._dirty:
+                self._refresh(name)
+            self._dirty.clear()
+
+    def _refresh(self, name: str) -> None:
         i = self.pos.get(name)
         if i is None:
             return

@@ -238,6 +238,7 @@ class Scheduler:
     ) -> tuple[int, int, Verdicts | None, frozenset[str]] | None:
         """Nodes passing every check the index can decide, those only the allocator can, its cached answers."""
         record = attempt.record
+        sets.refresh()
         served: frozenset[str] = frozenset()
         if attempt.extended:
             if any(r.resource in sets.advertised for r in attempt.extended) or not sets.names:
