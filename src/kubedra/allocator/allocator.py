@@ -63,6 +63,8 @@ class Allocator:
         self.interrupt = interrupt
         self.pool_order = pool_order
         self.reuse_answers = reuse_answers
+        self._binding_conditions = features.binding_and_status
+        self._config_per_request = features.config_per_request
         self.memo = SelectorMemo(cel, names_device=features.cel_error_names_device)
         self._rules = [r for r in taint_rules if self._rule_active(r)] if features.taint_rules_apply else []
         self._on_node: dict[str, list[ResourceSlice]] = {}
@@ -229,8 +231,8 @@ class Allocator:
                 slots[i],
                 results[i],
                 node.metadata.name,
-                binding_conditions=self.features.binding_and_status,
-                config_per_request=self.features.config_per_request,
+                binding_conditions=self._binding_conditions,
+                config_per_request=self._config_per_request,
             )
             for i, claim in enumerate(claims)
         ]

@@ -35,11 +35,12 @@ Stored = tuple[list[list[tuple[RequestData, int]]], list[list[list[RequestData]]
 class NodeShape:
     """The name-free shape of one node view, and its devices (those of its pools' slices) in a fixed order."""
 
-    __slots__ = ("_use", "_use_at", "devices", "key", "pool_keys", "position")
+    __slots__ = ("_ids", "_use", "_use_at", "devices", "key", "pool_keys", "position")
 
     def __init__(self, key: object, devices: list[DeviceEntry], pool_keys: tuple[tuple[str, str], ...]) -> None:
         self.key = key
         self.devices = devices
+        self._ids = [entry.id for entry in devices]
         self.position = {entry.uid: i for i, entry in enumerate(devices)}
         self.pool_keys = pool_keys
         self._use: tuple[Any, ...] = ()
@@ -52,7 +53,7 @@ class NodeShape:
         if versions != self._use_at:
             dedicated, shares, consumed = state.allocated_devices, state.shares, state.aggregated_capacity
             if not shares and not consumed:
-                self._use = tuple([entry.id in dedicated for entry in self.devices])
+                self._use = tuple([device in dedicated for device in self._ids])
             else:
                 out: list[Any] = []
                 for entry in self.devices:

@@ -43,10 +43,19 @@ class PodRecord:
     pending_reason: str = ""
     claim_keys: list[str] = field(default_factory=list)
     extended_claim_key: str = ""
+    _requests_key: tuple[tuple[str, Quantity], ...] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def key(self) -> str:
         return _key(self.pod.metadata.namespace, self.pod.metadata.name)
+
+    @property
+    def requests_key(self) -> tuple[tuple[str, Quantity], ...]:
+        """``requests`` as a sorted tuple (a cache key), computed once: a pod's requests never change."""
+        found = self._requests_key
+        if found is None:
+            found = self._requests_key = tuple(sorted(self.requests.items()))
+        return found
 
 
 @dataclass

@@ -40,6 +40,8 @@ ScoreKey = tuple[str | None, str | None, Quantity | None, Quantity | None, int, 
 
 def nth_bit(x: int, n: int) -> int:
     """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest."""
+    if n == 0 and x:
+        return (x & -x).bit_length() - 1
     lo, hi = 0, x.bit_length() - 1
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -176,12 +178,16 @@ class NodeSets:
             self._static[key] = mask
         return mask
 
-    def fit_mask(self, requests: Mapping[str, Quantity], served: frozenset[str]) -> int:
-        """NodeResourcesFit; resources served through DRA are not counted, so they are left out of the key."""
+    def fit_mask(
+        self, requests: Mapping[str, Quantity], served: frozenset[str], rkey: RequestsKey | None = None
+    ) -> int:
+        """NodeResourcesFit; resources served through DRA are not counted, so they are left out of the key.
+        ``rkey``: ``requests_key(requests)`` when the caller has it."""
         if served:
             requests = {name: amount for name, amount in requests.items() if name not in served}
             served = frozenset()
-        key = (requests_key(requests), served)
+            rkey = None
+        key = (rkey if rkey is not None else requests_key(requests), served)
         found = self._fit.get(key)
         if found is None:
             mask = 0

@@ -9,7 +9,7 @@ is deleted. Each function returns new objects and never mutates its input.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import msgspec
 
@@ -34,7 +34,8 @@ NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
 def random_suffix(rng: random.Random, length: int = 5) -> str:
-    return "".join(rng.choice(NAME_ALPHABET) for _ in range(length))
+    choice = rng.choice
+    return "".join([choice(NAME_ALPHABET) for _ in range(length)])
 
 
 def generate_name_base(pod_name: str, claim_name: str) -> str:
@@ -120,8 +121,7 @@ def allocate_and_reserve(claim: ResourceClaim, allocation: AllocationResult | No
     return msgspec.structs.replace(claim, metadata=metadata, status=status)
 
 
-@dataclass(frozen=True)
-class Release:
+class Release(NamedTuple):
     """What happens to a claim when a pod is done with it."""
 
     claim: ResourceClaim | None  # None: the claim is deleted

@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
+
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, ContainerExtendedResourceRequest, Node, ResourceClaim
 from kubedra.objects.selection import node_selector_matches
-from kubedra.scheduler.candidates import NodeSets, Verdicts, requests_key
+from kubedra.scheduler.candidates import NodeSets, Verdicts
 from kubedra.scheduler.claims import key_of
 from kubedra.scheduler.device_index import Demand, DeviceIndex
 from kubedra.scheduler.extended import (
@@ -63,23 +65,20 @@ class DraBackend(Protocol):
     def begin(self) -> NodeAllocator: ...
 
 
-@dataclass(frozen=True)
-class Placement:
+class Placement(msgspec.Struct, frozen=True):
     node: str
     allocations: dict[str, AllocationResult]  # claim key -> new allocation (claims allocated by this attempt)
     special_claim: ResourceClaim | None = None
     special_allocation: AllocationResult | None = None
-    mappings: list[ContainerExtendedResourceRequest] = field(default_factory=list)
+    mappings: list[ContainerExtendedResourceRequest] = msgspec.field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Unschedulable:
+class Unschedulable(msgspec.Struct, frozen=True):
     message: str  # "0/3 nodes are available: ..." or the PreFilter reason
-    reasons: dict[str, list[str]] = field(default_factory=dict)  # reason -> nodes
+    reasons: dict[str, list[str]] = msgspec.field(default_factory=dict)  # reason -> nodes
 
 
-@dataclass(frozen=True)
-class Failed:
+class Failed(msgspec.Struct, frozen=True):
     message: str
 
 
@@ -244,7 +243,7 @@ class Scheduler:
             if any(r.resource in sets.advertised for r in attempt.extended) or not sets.names:
                 return None  # device plugins serve some of it on some nodes: per-node batches
             served = dra_served_resources(attempt.extended, self.state.nodes[sets.names[0]], self.extended_map)
-        mask = sets.static_mask(record.pod) & sets.fit_mask(record.requests, served)
+        mask = sets.static_mask(record.pod) & sets.fit_mask(record.requests, served, record.requests_key)
         for claim in attempt.claims:
             allocation = claim.status.allocation
             if allocation is not None and allocation.node_selector is not None:
@@ -270,7 +269,7 @@ class Scheduler:
         record = attempt.record
         batch = template.batch
         added = sum(_devices_asked(claim) for claim in batch)
-        rkey = requests_key(record.requests)
+        rkey = record.requests_key
         reasons: dict[str, list[str]] = {}
         while window:
             if self.policy is Policy.FIRST_FIT or window & (window - 1) == 0:
@@ -383,8 +382,7 @@ def feasible_nodes_to_find(node_count: int) -> int:
     return max(MIN_FEASIBLE_NODES_TO_FIND, node_count * percentage // 100)
 
 
-@dataclass
-class _Feasible:
+class _Feasible(msgspec.Struct):
     node: str
     results: list[AllocationResult] | None
     special: ResourceClaim | None
