@@ -85,6 +85,7 @@ class Allocator:
         self._shapes = ShapeBuilder(self.entries, with_taints=bool(self._rules))
         self._claim_keys = ClaimKeys()
         self._answers: dict[tuple[object, ...], tuple[Stored, int]] = {}
+        self._built: dict[tuple[object, ...], list[AllocationResult]] = {}
         self.answers_reused = 0
         """Calls answered from a node alike (see ``answers``), for tests and benchmarks."""
 
@@ -178,10 +179,15 @@ class Allocator:
                 if answer is None:
                     self._refused(view)
                     return None
-                devices = shape.devices
-                results: list[list[Result]] = [[(rd, devices[pos], None, None) for rd, pos in chosen]
-                                               for chosen in answer[0]]
-                return self._results(node, claims, answer[1], results)
+                # Allocation results are never modified once built: the same node in the same state gets the
+                # same objects again.
+                built = self._built.get((key, id(view)))
+                if built is None:
+                    devices = shape.devices
+                    results: list[list[Result]] = [[(rd, devices[pos], None, None) for rd, pos in chosen]
+                                                   for chosen in answer[0]]
+                    built = self._remember_built((key, id(view)), self._results(node, claims, answer[1], results))
+                return list(built)
         draws = self._draws
         search = self.new_search(node, claims)
         try:
@@ -198,6 +204,12 @@ class Allocator:
             self._refused(view)
             return None
         return self._results(node, claims, search.slots, search.results)
+
+    def _remember_built(self, key: tuple[object, ...], built: list[AllocationResult]) -> list[AllocationResult]:
+        if len(self._built) >= MAX_ANSWERS:
+            self._built.clear()
+        self._built[key] = built
+        return built
 
     def _shape(self, view: NodeView) -> NodeShape:
         found: NodeShape | None = view.shape

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 import msgspec
 
+from kubedra.allocator.answers import ClaimKeys
 from kubedra.cluster.state import ClusterState
 from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim, ResourceSlice
 from kubedra.objects.quantity import Quantity
@@ -94,7 +95,8 @@ class NodeSets:
         self._fit: dict[tuple[RequestsKey, frozenset[str]], tuple[Mapping[str, Quantity], int]] = {}
         self._selectors: dict[str, tuple[AllocationResult, int]] = {}
         self._free: dict[tuple[Signature, int], int] = {}
-        self._verdicts: dict[bytes, Verdicts] = {}
+        self._verdicts: dict[tuple[bytes, ...], Verdicts] = {}
+        self._claim_keys = ClaimKeys()
         self._scores: dict[tuple[ScoreKey, RequestsKey, int, Policy], float] = {}
         self._class_of: list[ScoreKey] = []
         self._classes: dict[ScoreKey, int] = {}
@@ -238,7 +240,7 @@ class NodeSets:
         """The allocator's cached answers for these claims, or None when answers cannot be cached."""
         if not self.verdicts_valid:
             return None
-        key = b"\0".join(msgspec.json.encode(claim.spec) for claim in batch)
+        key = self._claim_keys.key(batch)
         found = self._verdicts.get(key)
         if found is None:
             self._verdicts = _bounded(self._verdicts, MAX_CACHED // 4)

@@ -109,6 +109,7 @@ class Scheduler:
         self.index = index
         self.extended_map = ExtendedResourceMap(list(state.classes.values()))
         self._next_start = 0
+        self._extended: dict[str, tuple[object, object, list[ExtendedRequest]]] = {}
         self.sets: NodeSets | None = None
         if index is not None:
             specs = [t.spec.spec for t in state.templates.values()]
@@ -126,7 +127,7 @@ class Scheduler:
         if isinstance(resolved, str):
             return Unschedulable(resolved)
         claims = resolved
-        extended = extended_requests(record.pod) if self.extended_map else []
+        extended = self._extended_requests(record) if self.extended_map else []
         to_allocate = [c for c in claims if c.status.allocation is None]
         attempt = _Attempt(
             record=record,
@@ -140,6 +141,15 @@ class Scheduler:
             if fast is not None:
                 return fast
         return self._walk(attempt)
+
+    def _extended_requests(self, record: PodRecord) -> list[ExtendedRequest]:
+        """The pod's extended-resource requests, worked out once per pod (its containers never change)."""
+        spec = record.pod.spec
+        found = self._extended.get(record.key)
+        if found is None or found[0] is not spec.containers or found[1] is not spec.init_containers:
+            found = (spec.containers, spec.init_containers, extended_requests(record.pod))
+            self._extended[record.key] = found
+        return found[2]
 
     def _walk(self, attempt: _Attempt) -> Outcome:
         """Filter node by node from the rotating start, then Score (the reference the node sets reproduce)."""

@@ -137,11 +137,10 @@ class Simulation:
             self.events.append(Event(self._now, "Created", f"ResourceClaim {claim_key(claim)}",
                                      message=f"from template {pod_claim.resource_claim_template_name}"))
         if statuses:
-            status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses)
-            record.pod = msgspec.structs.replace(pod, status=status)
-        record.pod = msgspec.structs.replace(
-            record.pod, status=msgspec.structs.replace(record.pod.status, phase="Pending")
-        )
+            status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses, phase="Pending")
+        else:
+            status = msgspec.structs.replace(pod.status, phase="Pending")
+        record.pod = msgspec.structs.replace(pod, status=status)
         self._enqueue(record.key)
 
     def _enqueue(self, key: str) -> None:
