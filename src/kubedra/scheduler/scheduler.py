@@ -32,7 +32,7 @@ from kubedra.scheduler.extended import (
     request_mappings,
     special_claim,
 )
-from kubedra.scheduler.nodefit import node_fit_reason
+from kubedra.scheduler.nodefit import is_extended_resource, node_fit_reason
 from kubedra.scheduler.prefilter import prefilter_claims
 from kubedra.scheduler.scoring import DeviceUse, Policy, node_score, pick
 
@@ -109,7 +109,6 @@ class Scheduler:
         self.index = index
         self.extended_map = ExtendedResourceMap(list(state.classes.values()))
         self._next_start = 0
-        self._extended: dict[str, tuple[object, object, list[ExtendedRequest]]] = {}
         self.sets: NodeSets | None = None
         if index is not None:
             specs = [t.spec.spec for t in state.templates.values()]
@@ -143,13 +142,11 @@ class Scheduler:
         return self._walk(attempt)
 
     def _extended_requests(self, record: PodRecord) -> list[ExtendedRequest]:
-        """The pod's extended-resource requests, worked out once per pod (its containers never change)."""
-        spec = record.pod.spec
-        found = self._extended.get(record.key)
-        if found is None or found[0] is not spec.containers or found[1] is not spec.init_containers:
-            found = (spec.containers, spec.init_containers, extended_requests(record.pod))
-            self._extended[record.key] = found
-        return found[2]
+        """The pod's extended-resource requests. Every resource a container asks for with a positive amount is a key
+        of the pod's total requests, so a pod whose totals name none (most) has none: no walk of its containers."""
+        if not any(is_extended_resource(name) for name in record.requests):
+            return []
+        return extended_requests(record.pod)
 
     def _walk(self, attempt: _Attempt) -> Outcome:
         """Filter node by node from the rotating start, then Score (the reference the node sets reproduce)."""
@@ -278,14 +275,15 @@ class Scheduler:
         """Score the window's nodes by class, draw among ties as ``pick`` does, allocate on the chosen node."""
         record = attempt.record
         batch = template.batch
-        added = sum(_devices_asked(claim) for claim in batch)
-        rkey = record.requests_key
+        added = -1  # devices the batch asks for, counted when a score needs them
         reasons: dict[str, list[str]] = {}
         while window:
             if self.policy is Policy.FIRST_FIT or window & (window - 1) == 0:
                 i = sets.kth_rotated(window, start, 0)
             else:
-                tied = sets.best(window, self.policy, record.requests, rkey, added)
+                if added < 0:
+                    added = sum(_devices_asked(claim) for claim in batch)
+                tied = sets.best(window, self.policy, record.requests, record.requests_key, added)
                 ties = tied.bit_count()
                 i = sets.kth_rotated(tied, start, 0 if ties == 1 else self.rng.choice(range(ties)))
             name = sets.names[i]
