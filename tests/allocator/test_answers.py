@@ -153,3 +153,22 @@ def test_reused_answers_equal_a_full_search_on_every_call(seed: int) -> None:
                     allocator.state.remove_allocation(result)
     assert reusing.answers_reused > 0
     assert searching.answers_reused == 0
+
+
+def test_answers_stop_being_kept_where_nodes_are_seldom_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubedra.allocator import allocator as allocator_module
+
+    monkeypatch.setattr(allocator_module, "REUSE_TRIAL", 20)
+    rng = random.Random(99)
+    nodes, slices, classes, claims = _objects(rng)
+    features = Features()
+    reusing = Allocator(features, AllocatedState(), classes, slices, CompileCache(features.cel_options()),
+                        share_ids=_ids(1))
+    searching = Allocator(features, AllocatedState(), classes, slices, CompileCache(features.cel_options()),
+                          share_ids=_ids(1), reuse_answers=False)
+    for i in range(40):  # every call on another node shape or claim: nothing to reuse
+        node, claim = nodes[i % len(KINDS)], claims[i // len(KINDS) % len(claims)]
+        assert _outcome(reusing, node, [claim])[:2] == _outcome(searching, node, [claim])[:2]
+    assert reusing.answers_reused == 0
+    assert not reusing._reusing
+    assert not reusing._answers

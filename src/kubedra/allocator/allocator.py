@@ -25,6 +25,12 @@ from kubedra.allocator.selectors import Compiler, SelectorMemo
 from kubedra.allocator.state import AllocatedState
 from kubedra.objects.model import AllocationResult, DeviceClass, DeviceTaintRule, Node, ResourceClaim, ResourceSlice
 
+REUSE_TRIAL = 256
+REUSE_MIN_SHARE = 16
+"""After ``REUSE_TRIAL`` lookups, answers are no longer kept unless at least one lookup in ``REUSE_MIN_SHARE`` was
+answered from them (a cluster whose nodes are seldom alike, or claims that seldom repeat): the search alone is then
+cheaper. Decisions are the same either way."""
+
 
 def _uuid4() -> str:
     return str(uuid.uuid4())
@@ -63,6 +69,8 @@ class Allocator:
         self.interrupt = interrupt
         self.pool_order = pool_order
         self.reuse_answers = reuse_answers
+        self._reusing = reuse_answers
+        self._lookups = 0
         self._binding_conditions = features.binding_and_status
         self._config_per_request = features.config_per_request
         self.memo = SelectorMemo(cel, names_device=features.cel_error_names_device)
@@ -169,11 +177,15 @@ class Allocator:
         view = self.node_view(node)
         key: tuple[object, ...] | None = None
         shape: NodeShape | None = None
-        if self.reuse_answers and self.interrupt is None:
+        if self._reusing and self.interrupt is None:
             shape = self._shape(view)
             key = (shape.key, shape.use(self.state), self._claim_keys.key(claims))
             stored = self._answers.get(key)
-            if stored is not None:
+            self._lookups += 1
+            seldom = self.answers_reused * REUSE_MIN_SHARE < self._lookups
+            if stored is None and self._lookups >= REUSE_TRIAL and seldom:
+                self._stop_reusing()  # hardly any node is alike another here: keeping answers only costs
+            elif stored is not None:
                 self.answers_reused += 1
                 answer, self.last_steps = stored
                 if answer is None:
@@ -194,16 +206,25 @@ class Allocator:
             found = search.run()
         finally:
             self.last_steps = search.steps
-        if key is not None and shape is not None and self._draws == draws:
+        if key is not None and shape is not None and self._reusing and self._draws == draws:
             if len(self._answers) >= MAX_ANSWERS:
                 self._answers.clear()
             positions = shape.position
             kept = [[(rd, positions[entry.uid]) for rd, entry, _, _ in chosen] for chosen in search.results]
+            for claim_slots in search.slots:
+                for alternatives in claim_slots:
+                    for rd in alternatives:  # results are built from a request's name, class and flags only
+                        rd.candidates, rd.positions, rd.all_devices, rd.constraints = None, [], [], []
             self._answers[key] = ((kept, search.slots) if found else None, search.steps)
         if not found:
             self._refused(view)
             return None
         return self._results(node, claims, search.slots, search.results)
+
+    def _stop_reusing(self) -> None:
+        self._reusing = False
+        self._answers.clear()
+        self._built.clear()
 
     def _remember_built(self, key: tuple[object, ...], built: list[AllocationResult]) -> list[AllocationResult]:
         if len(self._built) >= MAX_ANSWERS:

@@ -20,7 +20,6 @@ from kubedra.objects.model import AllocationResult, DeviceClass, ResourceClaim, 
 
 # (class name, request selector expressions)
 Signature = tuple[str, tuple[str, ...]]
-MAX_DEMANDS = 1024  # remembered demands by claim specs; beyond that the memory starts over
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,6 @@ class DeviceIndex:
         self._signatures_of: dict[str, list[Signature]] = {}
         self._device_node: dict[str, str] = {}
         self.watchers: list[Callable[[str], None]] = []  # called with a node's name after its devices changed
-        self._demands: dict[tuple[int, ...], tuple[list[ResourceClaimSpec], Demand | None]] = {}
         self._build(slices)
         if taint_rules:
             self._exact_nodes = set()  # a DeviceTaintRule may taint any device: counts are only a bound then
@@ -125,19 +123,7 @@ class DeviceIndex:
     # ------------------------------------------------------------------------------------------ queries
 
     def demand(self, claims: Sequence[ResourceClaim]) -> Demand | None:
-        """The claims as N devices of one signature, or None when they ask for more than that (remembered per
-        claim specs: the claims of one template share theirs)."""
-        key = tuple([id(claim.spec) for claim in claims])
-        found = self._demands.get(key)
-        if found is not None and all(a is b.spec for a, b in zip(found[0], claims, strict=True)):
-            return found[1]
-        demand = self._demand(claims)
-        if len(self._demands) >= MAX_DEMANDS:
-            self._demands.clear()
-        self._demands[key] = ([claim.spec for claim in claims], demand)  # holds the specs: their ids stay unique
-        return demand
-
-    def _demand(self, claims: Sequence[ResourceClaim]) -> Demand | None:
+        """The claims as N devices of one signature, or None when they ask for more than that."""
         signature: Signature | None = None
         count = 0
         for claim in claims:
