@@ -87,6 +87,7 @@ class Allocator:
                 self._shared.append(s)
         self._entries: dict[int, list[DeviceEntry]] = {}
         self._views: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
+        self._last_views: dict[str, tuple[Node, NodeView]] = {}
         self._available: dict[tuple[str, str], tuple[int, dict[tuple[str, str], int]]] = {}
         self.last_steps = 0
         """``allocateOne`` calls of the last :meth:`allocate` (upstream's ``NumAllocateOneInvocations``)."""
@@ -123,6 +124,9 @@ class Allocator:
 
     def node_view(self, node: Node) -> NodeView:
         """The pools of a node and its devices in search order (cached per node name and labels)."""
+        same = self._last_views.get(node.metadata.name)
+        if same is not None and same[0] is node:  # the same Node object: its labels are the ones the view has
+            return same[1]
         key = (node.metadata.name, tuple(sorted(node.metadata.labels.items())))
         view = self._views.get(key)
         if view is None:
@@ -134,6 +138,7 @@ class Allocator:
                 pools = self.pool_order(pools)
             flat = [(e, p) for p in pools if p.usable for s in p.slices for e in self.entries(s)]
             view = self._views[key] = NodeView(node, pools, flat)
+        self._last_views[node.metadata.name] = (node, view)
         return view
 
     def _pool_counters(self, pool: Pool) -> PoolCounters:

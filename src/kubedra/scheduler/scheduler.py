@@ -399,7 +399,7 @@ class _Feasible(msgspec.Struct):
     deferred: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Attempt:
     """What PreFilter worked out for one pod, shared by the Filter calls of one attempt."""
 
