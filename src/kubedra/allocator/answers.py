@@ -49,7 +49,8 @@ class NodeShape:
     def use(self, state: AllocatedState) -> tuple[Any, ...]:
         """Per device: whether it is dedicated, and with shares what the search sees of them; recomputed only when
         one of its pools changed."""
-        versions = tuple([state.pool_version(*key) for key in self.pool_keys])
+        known = state.pool_versions
+        versions = tuple([known.get(key, 0) for key in self.pool_keys])
         if versions != self._use_at:
             dedicated, shares, consumed = state.allocated_devices, state.shares, state.aggregated_capacity
             if not shares and not consumed:
