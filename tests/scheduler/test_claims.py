@@ -16,6 +16,7 @@ from kubedra.scheduler.claims import (
     can_be_reserved,
     claim_from_template,
     generate_name_base,
+    random_suffix,
     release,
 )
 
@@ -90,3 +91,11 @@ def test_reserved_for_has_a_limit() -> None:
     for i in range(RESERVED_FOR_MAX):
         claim = allocate_and_reserve(claim, ALLOCATION if i == 0 else None, pod(f"p{i}", f"u{i}"))
     assert not can_be_reserved(claim)
+
+
+def test_random_suffix_draws_what_rng_choice_would() -> None:
+    """The inlined draw keeps generated names (and every later seeded draw) exactly as ``rng.choice`` makes them."""
+    ours, theirs = random.Random(42), random.Random(42)
+    for _ in range(2000):
+        assert random_suffix(ours) == "".join(theirs.choice(NAME_ALPHABET) for _ in range(5))
+    assert ours.random() == theirs.random()

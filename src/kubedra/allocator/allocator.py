@@ -12,16 +12,24 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
+from kubedra.allocator.answers import MAX_ANSWERS, ClaimKeys, NodeShape, ShapeBuilder, Stored
 from kubedra.allocator.counters import PoolCounters, available_counters
 from kubedra.allocator.devices import DeviceEntry
 from kubedra.allocator.errors import INVALID_POOLS, NodeAllocationFailed
 from kubedra.allocator.features import Features
 from kubedra.allocator.pools import Pool, gather_pools
+from kubedra.allocator.requests import RequestData
 from kubedra.allocator.results import build_result
-from kubedra.allocator.search import NodeView, Search
+from kubedra.allocator.search import NodeView, Result, Search
 from kubedra.allocator.selectors import Compiler, SelectorMemo
 from kubedra.allocator.state import AllocatedState
 from kubedra.objects.model import AllocationResult, DeviceClass, DeviceTaintRule, Node, ResourceClaim, ResourceSlice
+
+REUSE_TRIAL = 256
+REUSE_MIN_SHARE = 16
+"""After ``REUSE_TRIAL`` lookups, answers are no longer kept unless at least one lookup in ``REUSE_MIN_SHARE`` was
+answered from them (a cluster whose nodes are seldom alike, or claims that seldom repeat): the search alone is then
+cheaper. Decisions are the same either way."""
 
 
 def _uuid4() -> str:
@@ -44,18 +52,27 @@ class Allocator:
         share_ids: Callable[[], str] = _uuid4,
         interrupt: Callable[[], bool] | None = None,
         pool_order: Callable[[list[Pool]], list[Pool]] | None = None,
+        reuse_answers: bool = True,
     ) -> None:
         """``pool_order`` reorders the gathered pools of a node. Upstream's stable variant walks its pools in Go map
         order, which is random; kubedra uses (driver, name) order, and a differential test passes ``pool_order`` to
-        reproduce any other order upstream may have taken."""
+        reproduce any other order upstream may have taken. ``reuse_answers`` off searches on every call (the
+        reference the reused answers of nodes alike are checked against)."""
         self.features = features
         self.state = state
         self.classes = dict(classes)
         self.slices = list(slices)
         self.step_budget = step_budget
-        self.share_ids = share_ids
+        self.share_ids = self._counted_share_ids
+        self._new_share_id = share_ids
+        self._draws = 0
         self.interrupt = interrupt
         self.pool_order = pool_order
+        self.reuse_answers = reuse_answers
+        self._reusing = reuse_answers
+        self._lookups = 0
+        self._binding_conditions = features.binding_and_status
+        self._config_per_request = features.config_per_request
         self.memo = SelectorMemo(cel, names_device=features.cel_error_names_device)
         self._rules = [r for r in taint_rules if self._rule_active(r)] if features.taint_rules_apply else []
         self._on_node: dict[str, list[ResourceSlice]] = {}
@@ -70,9 +87,20 @@ class Allocator:
                 self._shared.append(s)
         self._entries: dict[int, list[DeviceEntry]] = {}
         self._views: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
+        self._last_views: dict[str, tuple[Node, NodeView]] = {}
         self._available: dict[tuple[str, str], tuple[int, dict[tuple[str, str], int]]] = {}
         self.last_steps = 0
         """``allocateOne`` calls of the last :meth:`allocate` (upstream's ``NumAllocateOneInvocations``)."""
+        self._shapes = ShapeBuilder(self.entries, with_taints=bool(self._rules))
+        self._claim_keys = ClaimKeys()
+        self._answers: dict[tuple[object, ...], tuple[Stored, int]] = {}
+        self._built: dict[tuple[object, ...], list[AllocationResult]] = {}
+        self.answers_reused = 0
+        """Calls answered from a node alike (see ``answers``), for tests and benchmarks."""
+
+    def _counted_share_ids(self) -> str:
+        self._draws += 1
+        return self._new_share_id()
 
     @property
     def taint_rules(self) -> list[DeviceTaintRule]:
@@ -96,6 +124,9 @@ class Allocator:
 
     def node_view(self, node: Node) -> NodeView:
         """The pools of a node and its devices in search order (cached per node name and labels)."""
+        same = self._last_views.get(node.metadata.name)
+        if same is not None and same[0] is node:  # the same Node object: its labels are the ones the view has
+            return same[1]
         key = (node.metadata.name, tuple(sorted(node.metadata.labels.items())))
         view = self._views.get(key)
         if view is None:
@@ -107,14 +138,17 @@ class Allocator:
                 pools = self.pool_order(pools)
             flat = [(e, p) for p in pools if p.usable for s in p.slices for e in self.entries(s)]
             view = self._views[key] = NodeView(node, pools, flat)
+        self._last_views[node.metadata.name] = (node, view)
         return view
 
     def _pool_counters(self, pool: Pool) -> PoolCounters:
         key = (pool.driver, pool.name)
         cached = self._available.get(key)
-        if cached is None or cached[0] != self.state.version:
+        # Only the pool's own devices consume its counters: changes elsewhere leave the cache valid.
+        version = self.state.pool_version(*key)
+        if cached is None or cached[0] != version:
             entries = [e for s in (*pool.slices, *pool.other_slices) for e in self.entries(s)]
-            cached = (self.state.version, available_counters(pool, entries, self.state.is_allocated))
+            cached = (version, available_counters(pool, entries, self.state.is_allocated))
             self._available[key] = cached
         return PoolCounters(cached[1])
 
@@ -145,23 +179,98 @@ class Allocator:
             SearchBudgetExceeded: the step (or time) budget ran out before an answer.
         """
         self.last_steps = 0
+        view = self.node_view(node)
+        key: tuple[object, ...] | None = None
+        shape: NodeShape | None = None
+        if self._reusing and self.interrupt is None:
+            shape = self._shape(view)
+            key = (shape.key, shape.use(self.state), self._claim_keys.key(claims))
+            stored = self._answers.get(key)
+            self._lookups += 1
+            seldom = self.answers_reused * REUSE_MIN_SHARE < self._lookups
+            if stored is None and self._lookups >= REUSE_TRIAL and seldom:
+                self._stop_reusing()  # hardly any node is alike another here: keeping answers only costs
+            elif stored is not None:
+                self.answers_reused += 1
+                answer, self.last_steps = stored
+                if answer is None:
+                    self._refused(view)
+                    return None
+                # Allocation results are never modified once built: the same node in the same state gets the
+                # same objects again.
+                built = self._built.get((key, id(view)))
+                if built is None:
+                    devices = shape.devices
+                    results: list[list[Result]] = [[(rd, devices[pos], None, None) for rd, pos in chosen]
+                                                   for chosen in answer[0]]
+                    built = self._remember_built((key, id(view)), self._results(node, claims, answer[1], results))
+                return list(built)
+        draws = self._draws
         search = self.new_search(node, claims)
         try:
             found = search.run()
         finally:
             self.last_steps = search.steps
+        if key is not None and shape is not None and self._reusing and self._draws == draws:
+            if len(self._answers) >= MAX_ANSWERS:
+                self._answers.clear()
+            positions = shape.position
+            kept = [[(rd, positions[entry.uid]) for rd, entry, _, _ in chosen] for chosen in search.results]
+            for claim_slots in search.slots:
+                for alternatives in claim_slots:
+                    for rd in alternatives:  # results are built from a request's name, class and flags only
+                        rd.candidates, rd.positions, rd.all_devices, rd.constraints = None, [], [], []
+            self._answers[key] = ((kept, search.slots) if found else None, search.steps)
         if not found:
-            if any(p.invalid for p in search.view.pools):
-                raise NodeAllocationFailed(INVALID_POOLS)
+            self._refused(view)
             return None
+        return self._results(node, claims, search.slots, search.results)
+
+    def _stop_reusing(self) -> None:
+        self._reusing = False
+        self._answers.clear()
+        self._built.clear()
+
+    def _remember_built(self, key: tuple[object, ...], built: list[AllocationResult]) -> list[AllocationResult]:
+        if len(self._built) >= MAX_ANSWERS:
+            self._built.clear()
+        self._built[key] = built
+        return built
+
+    def _shape(self, view: NodeView) -> NodeShape:
+        found: NodeShape | None = view.shape
+        if found is None:
+            node = view.node
+            # Devices that select nodes themselves make the node's name and labels part of what the search reads.
+            identity = (
+                (node.metadata.name, tuple(sorted(node.metadata.labels.items())))
+                if any(e.per_device_nodes for e, _ in view.flat)
+                else None
+            )
+            found = view.shape = self._shapes.shape(view.pools, identity)
+        return found
+
+    @staticmethod
+    def _refused(view: NodeView) -> None:
+        """No fit: ``None`` to the caller, unless an invalid pool is why (then only this node failed)."""
+        if any(p.invalid for p in view.pools):
+            raise NodeAllocationFailed(INVALID_POOLS)
+
+    def _results(
+        self,
+        node: Node,
+        claims: Sequence[ResourceClaim],
+        slots: list[list[list[RequestData]]],
+        results: list[list[Result]],
+    ) -> list[AllocationResult]:
         return [
             build_result(
                 claim,
-                search.slots[i],
-                search.results[i],
+                slots[i],
+                results[i],
                 node.metadata.name,
-                binding_conditions=self.features.binding_and_status,
-                config_per_request=self.features.config_per_request,
+                binding_conditions=self._binding_conditions,
+                config_per_request=self._config_per_request,
             )
             for i, claim in enumerate(claims)
         ]

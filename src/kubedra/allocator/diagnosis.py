@@ -188,7 +188,7 @@ class _Diagnosis:
         self.state = allocator.state
         self.search = search
         self.owners = owners
-        self.shared_ids = {s.device_id for s in allocator.state.allocated_shared}
+        self.shared_ids = allocator.state.shares
 
     def considered(self) -> tuple[Devices, int]:
         """The node's devices any request may look at, and how many wait for binding conditions (gate off)."""

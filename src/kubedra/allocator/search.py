@@ -13,7 +13,7 @@ and the search only walks that list.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubedra.allocator.capacity import CapacityError, consumed_capacity, fits
@@ -63,6 +63,8 @@ class NodeView:
         self.node = node
         self.pools = pools
         self.flat = flat
+        self.shape: Any = None
+        """The view's name-free shape (``answers.NodeShape``), built on first use by the allocator."""
 
 
 class Search:
@@ -103,7 +105,7 @@ class Search:
         self.lenient = features.lenient_capacity
         self.fractional = features.fractional_capacity_range
         # v0.37.2 counts a share without consumedCapacity as capacity in use; v0.36.6 does not.
-        self.shared_ids = {s.device_id for s in state.allocated_shared} if not self.lenient else set()
+        self.shared_ids: Mapping[DeviceID, int] = state.shares if not self.lenient else {}
         self.refs = [claim_ref(c) for c in claims]
 
     # ------------------------------------------------------------------------------------------ preparation

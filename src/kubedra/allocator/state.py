@@ -44,10 +44,15 @@ class AllocatedState:
 
     allocated_devices: set[DeviceID] = field(default_factory=set)
     allocated_shared: set[SharedDeviceID] = field(default_factory=set)
+    shares: dict[DeviceID, int] = field(default_factory=dict)
+    """How many entries of :attr:`allocated_shared` each device has, kept with it, so that "is any share of this
+    device allocated" is one lookup instead of a walk over every share in the cluster."""
     aggregated_capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
     consumable_capacity: bool = True
     version: int = 0
     """Bumped on every change, so caches derived from the state know when to refresh."""
+    pool_versions: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Bumped on every change of a device of the (driver, pool): caches of one pool survive changes elsewhere."""
 
     @classmethod
     def from_claims(cls, claims: Iterable[ResourceClaim], *, consumable_capacity: bool = True) -> AllocatedState:
@@ -61,14 +66,22 @@ class AllocatedState:
                 state.add_allocation(result)
         return state
 
+    def _touch(self, result: DeviceRequestAllocationResult) -> None:
+        self.version += 1
+        key = (result.driver, result.pool)
+        self.pool_versions[key] = self.pool_versions.get(key, 0) + 1
+
     def add_allocation(self, result: DeviceRequestAllocationResult) -> None:
         """Count one result of an allocation as in use."""
-        self.version += 1
+        self._touch(result)
         if result.admin_access:
             return
         device = DeviceID(result.driver, result.pool, result.device)
         if self.consumable_capacity and result.share_id is not None:
-            self.allocated_shared.add(SharedDeviceID(*device, result.share_id))
+            shared = SharedDeviceID(*device, result.share_id)
+            if shared not in self.allocated_shared:
+                self.allocated_shared.add(shared)
+                self.shares[device] = self.shares.get(device, 0) + 1
             if result.consumed_capacity:
                 totals = self.aggregated_capacity.setdefault(device, {})
                 for name, text in result.consumed_capacity.items():
@@ -79,12 +92,19 @@ class AllocatedState:
 
     def remove_allocation(self, result: DeviceRequestAllocationResult) -> None:
         """Undo :meth:`add_allocation` for one result (when a claim is deallocated)."""
-        self.version += 1
+        self._touch(result)
         if result.admin_access:
             return
         device = DeviceID(result.driver, result.pool, result.device)
         if self.consumable_capacity and result.share_id is not None:
-            self.allocated_shared.discard(SharedDeviceID(*device, result.share_id))
+            shared = SharedDeviceID(*device, result.share_id)
+            if shared in self.allocated_shared:
+                self.allocated_shared.remove(shared)
+                left = self.shares[device] - 1
+                if left:
+                    self.shares[device] = left
+                else:
+                    del self.shares[device]
             totals = self.aggregated_capacity.get(device)
             if totals is not None and result.consumed_capacity:
                 for name, text in result.consumed_capacity.items():
@@ -97,6 +117,8 @@ class AllocatedState:
 
     def is_allocated(self, device: DeviceID) -> bool:
         """Upstream's ``IsDeviceAllocated``: dedicated, shared or with consumed capacity."""
-        if device in self.allocated_devices or device in self.aggregated_capacity:
-            return True
-        return any(shared.device_id == device for shared in self.allocated_shared)
+        return device in self.allocated_devices or device in self.aggregated_capacity or device in self.shares
+
+    def pool_version(self, driver: str, pool: str) -> int:
+        """Changes so far to the devices of one pool (for caches of that pool)."""
+        return self.pool_versions.get((driver, pool), 0)

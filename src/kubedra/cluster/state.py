@@ -63,6 +63,11 @@ class PodRecord:
         """cpu and memory as kube-scheduler's scorers count them (see ``nodefit.scoring_requests``)."""
         return scoring_requests(self.pod)
 
+    @cached_property
+    def requests_key(self) -> tuple[tuple[str, Quantity], ...]:
+        """``requests`` as a sorted tuple (a cache key), computed once: a pod's requests never change."""
+        return tuple(sorted(self.requests.items()))
+
 
 @dataclass
 class ClusterState:

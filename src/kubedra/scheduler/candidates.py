@@ -24,6 +24,7 @@ from typing import TypeVar
 
 import msgspec
 
+from kubedra.allocator.answers import ClaimKeys
 from kubedra.cluster.state import ClusterState
 from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim, ResourceSlice
 from kubedra.objects.quantity import Quantity
@@ -40,6 +41,8 @@ ScoreKey = tuple[str | None, str | None, Quantity | None, Quantity | None, int, 
 
 def nth_bit(x: int, n: int) -> int:
     """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest."""
+    if n == 0 and x:
+        return (x & -x).bit_length() - 1
     lo, hi = 0, x.bit_length() - 1
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -74,7 +77,8 @@ def requests_key(requests: Mapping[str, Quantity]) -> RequestsKey:
 
 
 class NodeSets:
-    """See the module docstring. ``touch(node)`` must be called whenever a node's usage or devices change."""
+    """See the module docstring. ``touch(node)`` must be called whenever a node's usage or devices change, and
+    ``refresh()`` before the sets are read."""
 
     def __init__(self, state: ClusterState, index: DeviceIndex) -> None:
         self.state = state
@@ -91,10 +95,12 @@ class NodeSets:
         self._fit: dict[tuple[RequestsKey, frozenset[str]], tuple[Mapping[str, Quantity], int]] = {}
         self._selectors: dict[str, tuple[AllocationResult, int]] = {}
         self._free: dict[tuple[Signature, int], int] = {}
-        self._verdicts: dict[bytes, Verdicts] = {}
+        self._verdicts: dict[tuple[bytes, ...], Verdicts] = {}
+        self._claim_keys = ClaimKeys()
         self._scores: dict[tuple[ScoreKey, RequestsKey, int, Policy], float] = {}
         self._class_of: list[ScoreKey] = []
         self._classes: dict[ScoreKey, int] = {}
+        self._dirty: set[str] = set()
         for i, name in enumerate(self.names):
             key = self._score_key(name)
             self._class_of.append(key)
@@ -103,7 +109,18 @@ class NodeSets:
     # ------------------------------------------------------------------------------------------ upkeep
 
     def touch(self, name: str) -> None:
-        """A node's usage or devices changed: refresh every cached set's bit for it."""
+        """A node's usage or devices changed: its bits are refreshed before the sets are next read (``refresh``),
+        so a bind and its allocations, or a batch of pods ending together, refresh the node once."""
+        self._dirty.add(name)
+
+    def refresh(self) -> None:
+        """Bring every cached set up to date with the nodes touched since the last refresh."""
+        if self._dirty:
+            for name in self._dirty:
+                self._refresh(name)
+            self._dirty.clear()
+
+    def _refresh(self, name: str) -> None:
         i = self.pos.get(name)
         if i is None:
             return
@@ -163,12 +180,16 @@ class NodeSets:
             self._static[key] = mask
         return mask
 
-    def fit_mask(self, requests: Mapping[str, Quantity], served: frozenset[str]) -> int:
-        """NodeResourcesFit; resources served through DRA are not counted, so they are left out of the key."""
+    def fit_mask(
+        self, requests: Mapping[str, Quantity], served: frozenset[str], rkey: RequestsKey | None = None
+    ) -> int:
+        """NodeResourcesFit; resources served through DRA are not counted, so they are left out of the key.
+        ``rkey``: ``requests_key(requests)`` when the caller has it."""
         if served:
             requests = {name: amount for name, amount in requests.items() if name not in served}
             served = frozenset()
-        key = (requests_key(requests), served)
+            rkey = None
+        key = (rkey if rkey is not None else requests_key(requests), served)
         found = self._fit.get(key)
         if found is None:
             mask = 0
@@ -219,7 +240,7 @@ class NodeSets:
         """The allocator's cached answers for these claims, or None when answers cannot be cached."""
         if not self.verdicts_valid:
             return None
-        key = b"\0".join(msgspec.json.encode(claim.spec) for claim in batch)
+        key = self._claim_keys.key(batch)
         found = self._verdicts.get(key)
         if found is None:
             self._verdicts = _bounded(self._verdicts, MAX_CACHED // 4)

@@ -9,7 +9,7 @@ is deleted. Each function returns new objects and never mutates its input.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import msgspec
 
@@ -33,8 +33,21 @@ MAX_GENERATED_BASE = 57
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 
+_ALPHABET_SIZE = len(NAME_ALPHABET)
+_ALPHABET_BITS = _ALPHABET_SIZE.bit_length()
+
+
 def random_suffix(rng: random.Random, length: int = 5) -> str:
-    return "".join(rng.choice(NAME_ALPHABET) for _ in range(length))
+    """``length`` draws of ``rng.choice(NAME_ALPHABET)``, inlined: CPython's ``choice`` takes
+    ``getrandbits(bit_length)`` until it is below the alphabet size (a test holds the two streams equal)."""
+    bits = rng.getrandbits
+    out = []
+    for _ in range(length):
+        r = bits(_ALPHABET_BITS)
+        while r >= _ALPHABET_SIZE:
+            r = bits(_ALPHABET_BITS)
+        out.append(NAME_ALPHABET[r])
+    return "".join(out)
 
 
 def generate_name_base(pod_name: str, claim_name: str) -> str:
@@ -126,8 +139,7 @@ def allocate_and_reserve(claim: ResourceClaim, allocation: AllocationResult | No
     return msgspec.structs.replace(claim, metadata=metadata, status=status)
 
 
-@dataclass(frozen=True)
-class Release:
+class Release(NamedTuple):
     """What happens to a claim when a pod is done with it."""
 
     claim: ResourceClaim | None  # None: the claim is deleted

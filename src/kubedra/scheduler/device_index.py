@@ -206,22 +206,23 @@ class DeviceIndex:
 
     def _mark(self, allocation: AllocationResult, in_use: bool) -> None:
         touched: list[str] = []
+        device_node, busy, delta = self._device_node, self._in_use, -1 if in_use else 1
         for result in allocation.devices.results:
             key = f"{result.driver}/{result.pool}/{result.device}"
-            node = self._device_node.get(key)
-            if node is not None and node not in touched:
+            node = device_node.get(key)
+            if node is None:
+                continue
+            if node not in touched:
                 touched.append(node)
-            if result.admin_access or result.share_id:
+            if result.admin_access or result.share_id or (key in busy) == in_use:
                 continue
-            if node is None or (key in self._in_use) == in_use:
-                continue
+            on_node = self._in_use_on.setdefault(node, set())
             if in_use:
-                self._in_use.add(key)
-                self._in_use_on.setdefault(node, set()).add(self._local[key])
+                busy.add(key)
+                on_node.add(self._local[key])
             else:
-                self._in_use.discard(key)
-                self._in_use_on.get(node, set()).discard(self._local[key])
-            delta = -1 if in_use else 1
+                busy.discard(key)
+                on_node.discard(self._local[key])
             for signature in self._signatures_of.get(key, ()):
                 counts = self._free[signature]
                 counts[node] = counts.get(node, 0) + delta

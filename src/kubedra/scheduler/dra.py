@@ -49,6 +49,7 @@ class AllocatorBackend:
         index: DeviceIndex | None = None,
         step_budget: int = DEFAULT_STEP_BUDGET,
         share_ids: Callable[[], str] = lambda: str(uuid.uuid4()),
+        reuse_answers: bool = True,
     ) -> None:
         self.features = features
         self.index = index
@@ -64,6 +65,7 @@ class AllocatorBackend:
             state.taint_rules,
             step_budget,
             share_ids=share_ids,
+            reuse_answers=reuse_answers,
         )
         if index is not None:
             for claim in state.allocated_claims():

@@ -16,10 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
+
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, ContainerExtendedResourceRequest, Node, ResourceClaim
 from kubedra.objects.selection import node_selector_matches
-from kubedra.scheduler.candidates import NodeSets, Verdicts, requests_key
+from kubedra.scheduler.candidates import NodeSets, Verdicts
 from kubedra.scheduler.claims import key_of
 from kubedra.scheduler.device_index import Demand, DeviceIndex
 from kubedra.scheduler.extended import (
@@ -30,7 +32,7 @@ from kubedra.scheduler.extended import (
     request_mappings,
     special_claim,
 )
-from kubedra.scheduler.nodefit import node_fit_reason
+from kubedra.scheduler.nodefit import is_extended_resource, node_fit_reason
 from kubedra.scheduler.prefilter import prefilter_claims
 from kubedra.scheduler.scoring import Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
@@ -63,23 +65,20 @@ class DraBackend(Protocol):
     def begin(self) -> NodeAllocator: ...
 
 
-@dataclass(frozen=True)
-class Placement:
+class Placement(msgspec.Struct, frozen=True):
     node: str
     allocations: dict[str, AllocationResult]  # claim key -> new allocation (claims allocated by this attempt)
     special_claim: ResourceClaim | None = None
     special_allocation: AllocationResult | None = None
-    mappings: list[ContainerExtendedResourceRequest] = field(default_factory=list)
+    mappings: list[ContainerExtendedResourceRequest] = msgspec.field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Unschedulable:
+class Unschedulable(msgspec.Struct, frozen=True):
     message: str  # "0/3 nodes are available: ..." or the PreFilter reason
-    reasons: dict[str, list[str]] = field(default_factory=dict)  # reason -> nodes
+    reasons: dict[str, list[str]] = msgspec.field(default_factory=dict)  # reason -> nodes
 
 
-@dataclass(frozen=True)
-class Failed:
+class Failed(msgspec.Struct, frozen=True):
     message: str
 
 
@@ -128,7 +127,7 @@ class Scheduler:
         if isinstance(resolved, str):
             return Unschedulable(resolved)
         claims = resolved
-        extended = extended_requests(record.pod) if self.extended_map else []
+        extended = self._extended_requests(record) if self.extended_map else []
         to_allocate = [c for c in claims if c.status.allocation is None]
         attempt = _Attempt(
             record=record,
@@ -144,6 +143,13 @@ class Scheduler:
             if fast is not None:
                 return fast
         return self._walk(attempt)
+
+    def _extended_requests(self, record: PodRecord) -> list[ExtendedRequest]:
+        """The pod's extended-resource requests. Every resource a container asks for with a positive amount is a key
+        of the pod's total requests, so a pod whose totals name none (most) has none: no walk of its containers."""
+        if not any(is_extended_resource(name) for name in record.requests):
+            return []
+        return extended_requests(record.pod)
 
     def _walk(self, attempt: _Attempt) -> Outcome:
         """Filter node by node from the rotating start, then Score (the reference the node sets reproduce)."""
@@ -241,12 +247,13 @@ class Scheduler:
     ) -> tuple[int, int, Verdicts | None, frozenset[str]] | None:
         """Nodes passing every check the index can decide, those only the allocator can, its cached answers."""
         record = attempt.record
+        sets.refresh()
         served: frozenset[str] = frozenset()
         if attempt.extended:
             if any(r.resource in sets.advertised for r in attempt.extended) or not sets.names:
                 return None  # device plugins serve some of it on some nodes: per-node batches
             served = dra_served_resources(attempt.extended, self.state.nodes[sets.names[0]], self.extended_map)
-        mask = sets.static_mask(record.pod) & sets.fit_mask(record.requests, served)
+        mask = sets.static_mask(record.pod) & sets.fit_mask(record.requests, served, record.requests_key)
         for claim in attempt.claims:
             allocation = claim.status.allocation
             if allocation is not None and allocation.node_selector is not None:
@@ -271,8 +278,7 @@ class Scheduler:
         """Score the window's nodes by class, draw among ties as ``pick`` does, allocate on the chosen node."""
         record = attempt.record
         batch = template.batch
-        added = sum(_devices_asked(claim) for claim in batch)
-        rkey = requests_key(record.requests)
+        added = -1  # devices the batch asks for, counted when a score needs them
         reasons: dict[str, list[str]] = {}
         while window:
             if self.policy is Policy.FIRST_FIT or window & (window - 1) == 0:
@@ -283,7 +289,9 @@ class Scheduler:
                 order = list(sets.rotated(window, start))
                 i = order[self.kube.choose(record, [Candidate(sets.names[j]) for j in order], attempt.claims)]
             else:
-                tied = sets.best(window, self.policy, record.requests, rkey, added)
+                if added < 0:
+                    added = sum(_devices_asked(claim) for claim in batch)
+                tied = sets.best(window, self.policy, record.requests, record.requests_key, added)
                 ties = tied.bit_count()
                 i = sets.kth_rotated(tied, start, 0 if ties == 1 else self.rng.choice(range(ties)))
             name = sets.names[i]
@@ -392,8 +400,7 @@ def feasible_nodes_to_find(node_count: int) -> int:
     return max(MIN_FEASIBLE_NODES_TO_FIND, node_count * percentage // 100)
 
 
-@dataclass
-class _Feasible:
+class _Feasible(msgspec.Struct):
     node: str
     results: list[AllocationResult] | None
     special: ResourceClaim | None
@@ -402,7 +409,7 @@ class _Feasible:
     deferred: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Attempt:
     """What PreFilter worked out for one pod, shared by the Filter calls of one attempt."""
 

@@ -42,9 +42,10 @@ DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
-@dataclass(frozen=True)
-class Event:
-    """One line of the timeline: what happened to which pod or claim, and when (seconds from the start)."""
+class Event(msgspec.Struct, frozen=True, gc=False):
+    """One line of the timeline: what happened to which pod or claim, and when (seconds from the start).
+
+    A struct the garbage collector does not track (only strings and a float): a run makes several per pod."""
 
     time: float
     # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted, and the controller's

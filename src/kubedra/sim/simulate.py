@@ -29,7 +29,7 @@ class Options:
     policy: Policy = DEFAULT_POLICY
     seed: int = 0
     features: Features = field(default_factory=Features.for_release)
-    fast_path: bool = True  # the device index; off = the allocator on every node (for cross-checks)
+    fast_path: bool = True  # the device index and reused answers; off = a full search on every node (cross-checks)
     step_budget: int = DEFAULT_STEP_BUDGET
 
 
@@ -55,7 +55,13 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         else None
     )
     backend = AllocatorBackend(
-        features, state, cel, index=index, step_budget=options.step_budget, share_ids=seeded_share_ids(options.seed)
+        features,
+        state,
+        cel,
+        index=index,
+        step_budget=options.step_budget,
+        share_ids=seeded_share_ids(options.seed),
+        reuse_answers=options.fast_path,
     )
     for claim in state.allocated_claims():
         assert claim.status.allocation is not None

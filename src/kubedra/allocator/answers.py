@@ -1,0 +1,130 @@
+"""Nodes that are alike are decided once: the allocator's answers keyed by what the search reads, modulo names.
+
+The search of one ``Allocate`` call reads the node's pools (in order, with their flags and counter sets), each
+device's contents (attributes, capacity, counters, taints, binding conditions), which devices are in use (dedicated,
+shared, capacity consumed) and the claims' specs. Pool, node and slice names reach only the results (which device)
+and error texts. So two calls whose node *shape* (everything the search reads but the names), whose devices' *use*
+and whose claims' specs are equal get the same answer, with the devices at the same positions: the answer is stored
+as positions and replayed on the other node's devices.
+
+Not stored (the search runs): answers that raise, that drew a shareID (the stream of IDs must advance as it would),
+searches with a time budget, and nodes whose devices select nodes themselves (then the node's name and labels are
+part of the shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from kubedra.allocator.devices import DeviceEntry
+from kubedra.allocator.pools import Pool
+from kubedra.allocator.requests import RequestData
+from kubedra.allocator.state import AllocatedState
+from kubedra.objects.model import ResourceClaim, ResourceSlice
+
+MAX_ANSWERS = 4096
+"""Remembered answers per allocator; beyond that the memory starts over (bounded, still correct)."""
+
+Stored = tuple[list[list[tuple[RequestData, int]]], list[list[list[RequestData]]]] | None
+"""Per claim its (request, device position) results and its request slots; None: the claims do not fit."""
+
+
+class NodeShape:
+    """The name-free shape of one node view, and its devices (those of its pools' slices) in a fixed order."""
+
+    __slots__ = ("_ids", "_use", "_use_at", "devices", "key", "pool_keys", "position")
+
+    def __init__(self, key: object, devices: list[DeviceEntry], pool_keys: tuple[tuple[str, str], ...]) -> None:
+        self.key = key
+        self.devices = devices
+        self._ids = [entry.id for entry in devices]
+        self.position = {entry.uid: i for i, entry in enumerate(devices)}
+        self.pool_keys = pool_keys
+        self._use: tuple[Any, ...] = ()
+        self._use_at: tuple[int, ...] | None = None
+
+    def use(self, state: AllocatedState) -> tuple[Any, ...]:
+        """Per device: whether it is dedicated, and with shares what the search sees of them; recomputed only when
+        one of its pools changed."""
+        known = state.pool_versions
+        versions = tuple([known.get(key, 0) for key in self.pool_keys])
+        if versions != self._use_at:
+            dedicated, shares, consumed = state.allocated_devices, state.shares, state.aggregated_capacity
+            if not shares and not consumed:
+                self._use = tuple([device in dedicated for device in self._ids])
+            else:
+                out: list[Any] = []
+                for entry in self.devices:
+                    device = entry.id
+                    totals = consumed.get(device)
+                    if totals is None and device not in shares:
+                        out.append(device in dedicated)
+                        continue
+                    amounts = tuple(sorted((name, q.nanos) for name, q in totals.items())) if totals else ()
+                    out.append((device in dedicated, device in shares, amounts))
+                self._use = tuple(out)
+            self._use_at = versions
+        return self._use
+
+
+class ShapeBuilder:
+    """Builds node shapes; slices' name-free encodings are computed once per slice."""
+
+    def __init__(self, entries_of: Callable[[ResourceSlice], list[DeviceEntry]], with_taints: bool) -> None:
+        self._entries_of = entries_of
+        self._with_taints = with_taints
+        self._slices: dict[int, tuple[ResourceSlice, bytes]] = {}
+        self._ids: dict[object, int] = {}
+
+    def _slice_key(self, slice_: ResourceSlice) -> bytes:
+        found = self._slices.get(id(slice_))
+        if found is None:
+            spec = slice_.spec
+            nameless = msgspec.structs.replace(
+                spec,
+                node_name="" if spec.node_name is not None else None,
+                pool=msgspec.structs.replace(spec.pool, name=""),
+            )
+            key = msgspec.json.encode(nameless)
+            if self._with_taints:  # DeviceTaintRules may taint devices by pool or node: the taints in effect count
+                key += msgspec.json.encode([e.taints for e in self._entries_of(slice_)])
+            found = self._slices[id(slice_)] = (slice_, key)
+        return found[1]
+
+    def shape(self, pools: Sequence[Pool], node_identity: object) -> NodeShape:
+        parts: list[object] = [node_identity]
+        devices: list[DeviceEntry] = []
+        for pool in pools:
+            counters = tuple(
+                (name, tuple((c, q.nanos) for c, q in values.items())) for name, values in pool.counter_sets.items()
+            )
+            slices = tuple(self._slice_key(s) for s in pool.slices)
+            others = tuple(self._slice_key(s) for s in pool.other_slices)
+            parts.append((pool.driver, pool.incomplete, pool.invalid, counters, slices, others))
+            for s in (*pool.slices, *pool.other_slices):
+                devices.extend(self._entries_of(s))
+        key = tuple(parts)
+        shape_id = self._ids.setdefault(key, len(self._ids))
+        return NodeShape(shape_id, devices, tuple((p.driver, p.name) for p in pools))
+
+
+class ClaimKeys:
+    """The claims' specs as one key; specs shared by many claims (a template's) are encoded once."""
+
+    def __init__(self) -> None:
+        self._specs: dict[int, tuple[object, bytes]] = {}
+
+    def key(self, claims: Sequence[ResourceClaim]) -> tuple[bytes, ...]:
+        out = []
+        for claim in claims:
+            spec = claim.spec
+            found = self._specs.get(id(spec))
+            if found is None:
+                if len(self._specs) >= MAX_ANSWERS:
+                    self._specs.clear()
+                found = self._specs[id(spec)] = (spec, msgspec.json.encode(spec))  # holds spec: ids stay unique
+            out.append(found[1])
+        return tuple(out)
