@@ -125,3 +125,18 @@ def test_json_findings_carry_the_line_of_their_field(capsys: pytest.CaptureFixtu
     assert code == 1
     (finding,) = json.loads(out)["findings"]
     assert (finding["field"], finding["line"]) == ("spec.selectors[0].cel.expression", 8)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "apiVersion: {group: x}\nkind: NodePool\n",  # the fuzzer's: a map where a string belongs
+        f"apiVersion: v1\nkind: {'Pod' * 200}\n",  # a kind no schema file could be named after
+        "apiVersion: ../../../etc/v1\nkind: Passwd\n",
+    ],
+)
+def test_a_kind_or_api_version_no_schema_file_could_have_is_a_finding_not_a_crash(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, head: str
+) -> None:
+    code, _ = validate(capsys, tmp_path, head + "metadata: {name: x}\n")
+    assert code == 1

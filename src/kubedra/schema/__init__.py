@@ -14,6 +14,8 @@ from importlib import resources
 from typing import Any
 
 KUBEDRA_GROUP = "kubedra.io"
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
+_API_VERSION = re.compile(r"(?:[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/)?v[0-9]+(?:(?:alpha|beta)[0-9]+)?")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,8 @@ class SchemaChecker:
 
             group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
             schema_file = self.directory.joinpath(f"{kind.lower()}-{group_version}.json")
-            if not schema_file.is_file():
+            # Only names a schema file could have are looked up (a fuzzed apiVersion is no path to stat).
+            if not (_KIND.fullmatch(kind) and _API_VERSION.fullmatch(api_version)) or not schema_file.is_file():
                 self._validators[key] = None
             else:
                 if self._definitions is None:
