@@ -80,10 +80,12 @@ def _simulate(
     gates: str,
     live: tuple[str | None, str | None] = (None, None),
     quiet: bool = False,
-) -> tuple[Any, Any]:
-    """The final state of the one run ``kubedra simulate`` makes of these inputs, and that run's allocator; ``live``
-    (kubeconfig, context) starts from a cluster; exits 2 on bad input."""
+) -> tuple[Any, Any, dict[str, Any]]:
+    """The final state of the one run ``kubedra simulate`` makes of these inputs, that run's allocator, and the input
+    pods as written (a live cluster's or a snapshot's carry the cluster's own status); ``live`` (kubeconfig, context)
+    starts from a cluster; exits 2 on bad input."""
     from kubedra.cli.simulate import load_scenario
+    from kubedra.objects.model import Pod
     from kubedra.sim.simulate import Options, simulate
 
     loaded, scenario, features = load_scenario(files, seed, version, gates, *live)
@@ -93,7 +95,12 @@ def _simulate(
             markup=False,
         )
     result = simulate(scenario, Options(policy=policy, seed=seed, features=features))
-    return result.state, result.allocator
+    observed = {
+        f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}": pod
+        for pod in loaded.of_kind(Pod)
+        if pod.metadata.name
+    }
+    return result.state, result.allocator, observed
 
 
 def _fail(message: str) -> None:
@@ -133,6 +140,9 @@ def _print_pod(data: dict[str, Any], limit: int, indent: str = "", title: bool =
         _say(f"{indent}Pod {data['pod']}: {data['phase']}{where}")
     if data["message"]:
         _say(f"{body}{data['message']}")
+    cluster = data.get("cluster")
+    if cluster and (cluster["scheduled"] or cluster["node"]):  # the input carried the cluster's own answer
+        _say(f"{body}{'cluster' if cluster['agrees'] is not False else 'cluster disagrees'}: {cluster['note']}")
     for claim in data["claims"]:
         devices = f": {', '.join(claim['devices'])}" if claim["devices"] else ""
         _say(f"{body}claim {claim['claim']} ({claim['state']}){devices}")
@@ -173,6 +183,16 @@ def _print_workload(data: dict[str, Any], limit: int) -> None:
         _print_pod(explanation, limit, indent="    ", title=False)
 
 
+def _pod_with_cluster(state: Any, allocator: Any, key: str, policy: Policy, observed: Any) -> dict[str, Any]:
+    """explain pod's answer, beside the cluster's own where the input pod carried it."""
+    from kubedra.scheduler.explain import compare_with_cluster, explain_pod
+
+    explanation = explain_pod(state, allocator, key, policy=policy.value)
+    if observed is not None:
+        explanation.cluster = compare_with_cluster(observed, explanation)
+    return explanation.as_dict()
+
+
 def _explain(
     target: str,
     name: str | None,
@@ -188,7 +208,7 @@ def _explain(
     live: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """Run the scenario once, find the object, explain it, print it; exits 0 (or 2 when it does not exist)."""
-    from kubedra.scheduler.explain import explain_claim, explain_pod, explain_workload, lookup, workload_keys
+    from kubedra.scheduler.explain import explain_claim, explain_workload, lookup, workload_keys
 
     require_format(output or default_format(), (*TABLE_FORMATS, OutputFormat.json, OutputFormat.yaml), "explain")
     written, _, inline = target.partition("/")
@@ -202,7 +222,7 @@ def _explain(
     if not wanted:
         _fail(f"which {kind.lower()}? e.g. kubedra explain {written} NAME")
     assert wanted is not None
-    state, allocator = _simulate(files, policy, seed, version, gates, live, quiet)
+    state, allocator, observed = _simulate(files, policy, seed, version, gates, live, quiet)
     label = kind.lower()
     if kind == "pod":
         keys = list(state.pods)
@@ -216,7 +236,7 @@ def _explain(
     assert found.key is not None
     printer: Callable[[dict[str, Any], int], None]
     if kind == "pod":
-        data, printer = explain_pod(state, allocator, found.key, policy=policy.value).as_dict(), _print_pod
+        data, printer = _pod_with_cluster(state, allocator, found.key, policy, observed.get(found.key)), _print_pod
     elif kind == "resourceclaim":
         data, printer = explain_claim(state, allocator, found.key, policy=policy.value).as_dict(), _print_claim
     else:

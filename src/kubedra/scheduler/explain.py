@@ -40,6 +40,7 @@ from kubedra.objects.model import (
     AllocationResult,
     Node,
     NodeSelector,
+    Pod,
     ResourceClaim,
     ResourceClaimStatus,
 )
@@ -114,8 +115,10 @@ class PodExplanation:
     started_at: float | None = None
     ended_at: float | None = None
     end_reason: str = ""
+    cluster: ClusterVerdict | None = None  # what the cluster itself said of the pod, where the input carried it
 
     def as_dict(self) -> dict[str, Any]:
+        extra = {"cluster": self.cluster.as_dict()} if self.cluster is not None else {}
         return {
             "pod": self.pod,
             "phase": self.phase,
@@ -127,7 +130,51 @@ class PodExplanation:
             "endReason": self.end_reason,
             "claims": [c.as_dict() for c in self.claims],
             "groups": [_group_dict(g, self.labels) for g in self.groups],
+            **extra,
         }
+
+
+@dataclass(frozen=True)
+class ClusterVerdict:
+    """The cluster's own answer for a pod (its ``nodeName`` and ``PodScheduled`` condition, as read from a live
+    cluster or a snapshot) beside kubedra's; ``agrees`` is None where the cluster has given no answer yet."""
+
+    node: str
+    scheduled: str  # the PodScheduled condition's status: "True", "False" or "" (no condition)
+    reason: str
+    message: str
+    agrees: bool | None
+    note: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"node": self.node or None, "scheduled": self.scheduled or None, "reason": self.reason or None,
+                "message": self.message or None, "agrees": self.agrees, "note": self.note}
+
+
+def compare_with_cluster(observed: Pod, explanation: PodExplanation) -> ClusterVerdict:
+    """Say where the cluster's own status and kubedra's decision differ instead of hiding it: a pod the cluster's
+    scheduler marked Unschedulable that kubedra places, or one bound elsewhere than kubedra has it."""
+    condition = next((c for c in observed.status.conditions if c.type == "PodScheduled"), None)
+    status, reason, message = (condition.status, condition.reason, condition.message) if condition else ("", "", "")
+    bound, ours = observed.spec.node_name, explanation.node
+    said = f"{reason}: {message}" if message else reason or "unschedulable"
+    if bound:
+        agrees = bound == ours
+        note = (f"the cluster runs it on {bound}" if agrees else
+                f"the cluster runs it on {bound}, kubedra has it on {ours or 'no node'}")
+    elif observed.status.phase in ("Succeeded", "Failed"):
+        agrees, note = True, f"the cluster reports it {observed.status.phase}"
+    elif status == "False":
+        agrees = explanation.phase == "Pending"
+        note = (f"the cluster's scheduler agrees: {said}" if agrees else
+                f"the cluster's scheduler reports {said}, but kubedra finds it fits on {ours}: the cluster may have "
+                "changed since the scheduler last tried (it retries on cluster events and after a backoff), or the "
+                "scheduler weighs something kubedra does not model")
+    else:
+        agrees = None
+        note = ("the cluster's scheduler has not decided yet (no PodScheduled condition)" +
+                (f"; kubedra places it on {ours}" if ours else ""))
+    return ClusterVerdict(bound, status, reason, message, agrees, note)
 
 
 @dataclass
