@@ -29,6 +29,7 @@ from kubedra.cluster.state import ClusterState
 from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim, ResourceSlice
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import node_selector_matches
+from kubedra.scheduler.bitsets import nth_bit
 from kubedra.scheduler.device_index import DeviceIndex, Signature
 from kubedra.scheduler.nodefit import affinity_reason, resources_reason, taint_reason
 from kubedra.scheduler.scoring import DeviceUse, Policy, node_score
@@ -37,20 +38,6 @@ MAX_CACHED = 256  # shapes per cache; beyond that a cache starts over (bounded m
 
 RequestsKey = tuple[tuple[str, Quantity], ...]
 ScoreKey = tuple[str | None, str | None, Quantity | None, Quantity | None, int, int]
-
-
-def nth_bit(x: int, n: int) -> int:
-    """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest."""
-    if n == 0 and x:
-        return (x & -x).bit_length() - 1
-    lo, hi = 0, x.bit_length() - 1
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if (x & ((2 << mid) - 1)).bit_count() > n:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 def bits(x: int) -> Iterator[int]:

@@ -32,6 +32,7 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, Node, Pod, PreferredSchedulingTerm, ResourceClaim
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
+from kubedra.scheduler.bitsets import nth_bit
 from kubedra.scheduler.nodefit import ZERO, NodeUsage, ScoringRequests, affinity_reason
 
 MAX_NODE_SCORE = 100
@@ -190,18 +191,6 @@ def _subtree_holds(best: int, root: int, n: int) -> bool:
             return True
         first, size = 2 * first + 1, 2 * size
     return False
-
-
-def nth_bit(x: int, n: int) -> int:
-    """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest."""
-    lo, hi = 0, x.bit_length() - 1
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if (x & ((2 << mid) - 1)).bit_count() > n:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 _SELECTOR = bytes.maketrans(b"01", b"\x00\x01")
