@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,14 @@ spec:
 STRING_RESULT = "must evaluate to bool or the unknown type, not string"
 
 
+LINE = re.compile(r" \(line \d+\)$", re.M)
+
+
+def _without_lines(text: str) -> str:
+    """The findings without the ``(line N)`` each ends with (the tests that check lines say so)."""
+    return LINE.sub("", text)
+
+
 def _validate(capsys: pytest.CaptureFixture[str], tmp_path: Path, *docs: str, args: tuple[str, ...] = ()) -> tuple[
         int, str, str]:
     path = tmp_path / "in.yaml"
@@ -101,7 +110,9 @@ def test_every_selector_is_compiled_and_must_return_bool(
         capsys, tmp_path, CLASS.format(name="s", expression="device.driver"), CLAIM, TEMPLATE, TAINT_RULE
     )
     assert code == 1
-    lines = out.splitlines()
+    assert out.splitlines()[0].endswith('"device.driver": must evaluate to bool or the unknown type, not string '
+                                        "(line 6)")  # the line of the expression in the file
+    lines = _without_lines(out).splitlines()
     f = tmp_path / "in.yaml"
     assert lines[0] == (f'{f}[0]: DeviceClass/s: spec.selectors[0].cel.expression: Invalid value: "device.driver": '
                         f"{STRING_RESULT}")
@@ -144,7 +155,7 @@ def test_the_cost_limit_as_upstream_estimates_it(
     code, out, _ = _validate(capsys, tmp_path, CLASS.format(name="slow", expression=expression))
     assert code == (1 if rejected else 0)
     if rejected:
-        assert out.splitlines()[0].endswith(
+        assert _without_lines(out).splitlines()[0].endswith(
             "DeviceClass/slow: spec.selectors[0].cel.expression: Forbidden: too complex, exceeds cost limit"
         )
 
@@ -188,7 +199,8 @@ def test_workloads_and_their_templates(
     code, out, _ = _validate(capsys, tmp_path, TEMPLATE.replace('"yes"', "true"),
                              DEPLOYMENT.replace("REPLICAS", replicas).replace("CLAIM", claim))
     assert code == 1
-    assert out.splitlines() == [f"{tmp_path / 'in.yaml'}[1]: {finding}", "2 objects checked: 1 finding"]
+    assert _without_lines(out).splitlines() == [f"{tmp_path / 'in.yaml'}[1]: {finding}", "2 objects checked: 1 finding"]
+    assert LINE.search(out.splitlines()[0])  # and the line of the field
 
 
 def test_a_pod_naming_an_unknown_claim(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -75,10 +75,10 @@ def test_references_must_exist_in_the_pods_namespace(capsys: pytest.CaptureFixtu
     f = tmp_path / "in.yaml"
     assert out.splitlines() == [
         f'{f}[0]: Deployment/web: spec.template.spec.resourceClaims[0].resourceClaimTemplateName: Not found: "one": '
-        "exists in namespace other, not in the pod's namespace ml",
+        "exists in namespace other, not in the pod's namespace ml (line 9)",
         f'{f}[1]: ResourceClaimTemplate/one: spec.spec.devices.requests[0].exactly.deviceClassName: Not found: '
         "\"big-gpus\": no DeviceClass of this name in the inputs (nor one of NVIDIA's chart: gpu.nvidia.com, "
-        "mig.nvidia.com, vfio.gpu.nvidia.com)",
+        "mig.nvidia.com, vfio.gpu.nvidia.com) (line 21)",
         "2 objects checked: 2 findings",
     ]
     code, out = validate(capsys, tmp_path, deployment + "---\n" + TEMPLATE.replace("NAMESPACE", "ml").replace(
@@ -97,7 +97,7 @@ def test_fields_the_release_gates_off(
     if findings:
         assert out.splitlines()[0].endswith(
             f"DeviceClass/gpus: spec.extendedResourceName: Forbidden: feature gate DRAExtendedResource is off "
-            f"(Kubernetes {release} defaults and --feature-gates): the API server drops this field")
+            f"(Kubernetes {release} defaults and --feature-gates): the API server drops this field (line 4)")
 
 
 def test_nodepools_and_examples_are_clean(capsys: pytest.CaptureFixture[str]) -> None:

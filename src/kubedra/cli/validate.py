@@ -25,7 +25,8 @@ EXIT_FINDINGS = EXIT_UNSCHEDULABLE
 
 HELP = command_help(
     "Check FILEs as the API server would before accepting them, and as kubedra simulate would before running them.",
-    "Every finding is reported, one per line, naming the file, the document index, Kind/name and the field path, in "
+    "Every finding is reported, one per line, naming the file, the document index, Kind/name, the field path and its "
+    "line, in "
     "the API server's wording (e.g. \"spec.devices: Too many: 129: must have at most 128 items\"): resource.k8s.io/v1 "
     "and core/v1 validation rules and limits; every CEL selector (DeviceClasses, claims, claim templates, "
     "DeviceTaintRules) compiled as the API server compiles it - it must return bool and stay within the cost limit; "
@@ -79,14 +80,15 @@ def finding_lines(problems: list[Any], sources: list[Any]) -> list[int | None]:
 def _report(problems: list[Any], checked: int | None, unchecked: list[str], fmt: OutputFormat,
             sources: list[Any] | None = None) -> None:
     """The findings and a summary; ``checked`` None: documents did not decode, so the rest was not checked."""
+    lines = finding_lines(problems, sources or [])
     if fmt is not OutputFormat.table:
-        lines = finding_lines(problems, sources or [])
         data = [_finding(p, line) for p, line in zip(problems, lines, strict=True)]
         print_data({"findings": data, "checked": checked, "unchecked": unchecked}, fmt)
         return
     console = stdout_console()
-    for problem in problems:
-        console.print(str(problem), highlight=False, markup=False)
+    for problem, line in zip(problems, lines, strict=True):
+        at = f" (line {line})" if line is not None and "(line " not in problem.message else ""
+        console.print(f"{problem}{at}", highlight=False, markup=False)
     count = len(problems)
     findings = f"{count} finding{'s' if count != 1 else ''}"
     if checked is None:
@@ -136,11 +138,11 @@ def schema_findings(files: list[str], stdin_text: str | None, release: str) -> l
     return findings
 
 
-def _sources(files: list[str], stdin_text: str | None, fmt: OutputFormat) -> list[Any]:
-    """The inputs' texts, for the lines of -o json|yaml findings (the table names lines of schema findings only)."""
+def _sources(files: list[str], stdin_text: str | None) -> list[Any]:
+    """The inputs' texts, for the line of each finding (only asked for when there are findings)."""
     from kubedra.cli.migrate import read_sources
 
-    return [] if fmt is OutputFormat.table else read_sources(files, stdin_text, recursive=False)
+    return read_sources(files, stdin_text, recursive=False)
 
 
 def _merge(schema: list[Any], others: list[Any]) -> list[Any]:
@@ -191,11 +193,11 @@ def register(app: typer.Typer) -> None:
                     console.print(f"error: {problem}", highlight=False, markup=False)
                 raise typer.Exit(EXIT_INVALID_INPUT) from error
             _report(_merge(schema_findings(files, stdin_text, kubernetes_version), error.problems), None, [], fmt,
-                    _sources(files, stdin_text, fmt))
+                    _sources(files, stdin_text))
             raise typer.Exit(EXIT_FINDINGS) from error
         print_warnings(loaded.warnings, quiet=quiet)
         result = validate_inputs(loaded, features, files)
         result.findings = _merge(schema_findings(files, stdin_text, kubernetes_version), result.findings)
         _report(result.findings, result.checked, [str(r.location) for r in result.unchecked], fmt,
-                _sources(files, stdin_text, fmt) if result.findings else [])
+                _sources(files, stdin_text) if result.findings else [])
         raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_OK)
