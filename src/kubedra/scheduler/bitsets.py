@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
 
 def nth_bit(x: int, n: int) -> int:
     """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest."""
@@ -15,3 +20,19 @@ def nth_bit(x: int, n: int) -> int:
         else:
             lo = mid + 1
     return lo
+
+
+def reclassify(classes: dict[K, int], class_of: list[K], i: int, key: K) -> None:
+    """Move node ``i`` into the class ``key`` (``classes``: key -> bitset of its nodes; ``class_of``: each node's
+    key); an emptied class is dropped, so the classes always partition the nodes."""
+    old = class_of[i]
+    if key == old:
+        return
+    bit = 1 << i
+    rest = classes[old] & ~bit
+    if rest:
+        classes[old] = rest
+    else:
+        del classes[old]
+    classes[key] = classes.get(key, 0) | bit
+    class_of[i] = key

@@ -29,7 +29,7 @@ from kubedra.cluster.state import ClusterState
 from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim, ResourceSlice
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import node_selector_matches
-from kubedra.scheduler.bitsets import nth_bit
+from kubedra.scheduler.bitsets import nth_bit, reclassify
 from kubedra.scheduler.device_index import DeviceIndex, Signature
 from kubedra.scheduler.nodefit import affinity_reason, resources_reason, taint_reason
 from kubedra.scheduler.scoring import DeviceUse, Policy, node_score
@@ -125,16 +125,7 @@ class NodeSets:
             verdicts.ok &= keep
             verdicts.bad &= keep
             verdicts.reasons.pop(i, None)
-        key = self._score_key(name)
-        old = self._class_of[i]
-        if key != old:
-            rest = self._classes[old] & keep
-            if rest:
-                self._classes[old] = rest
-            else:
-                del self._classes[old]
-            self._classes[key] = self._classes.get(key, 0) | bit
-            self._class_of[i] = key
+        reclassify(self._classes, self._class_of, i, self._score_key(name))
 
     def _score_key(self, name: str) -> ScoreKey:
         allocatable = self.state.nodes[name].status.allocatable

@@ -32,7 +32,7 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, Node, Pod, PreferredSchedulingTerm, ResourceClaim
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
-from kubedra.scheduler.bitsets import nth_bit
+from kubedra.scheduler.bitsets import nth_bit, reclassify
 from kubedra.scheduler.nodefit import ZERO, NodeUsage, ScoringRequests, affinity_reason
 
 MAX_NODE_SCORE = 100
@@ -411,17 +411,7 @@ class KubeScorer:
         i = self._pos.get(name)
         if i is None:
             return
-        key, old = self._resource_key(name), self._class_of[i]
-        if key == old:
-            return
-        bit = 1 << i
-        rest = self._classes[old] & ~bit
-        if rest:
-            self._classes[old] = rest
-        else:
-            del self._classes[old]
-        self._classes[key] = self._classes.get(key, 0) | bit
-        self._class_of[i] = key
+        reclassify(self._classes, self._class_of, i, self._resource_key(name))
 
     def resources(self, key: ResourceKey, wants: ScoringRequests) -> tuple[int, int]:
         """NodeResourcesFit and NodeResourcesBalancedAllocation for a pod asking ``wants`` on a node like ``key``."""
