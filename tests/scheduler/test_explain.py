@@ -288,8 +288,8 @@ def test_identical_nodes_form_one_group_with_merged_holders() -> None:
     assert group["count"] == 12
     assert group["nodes"] == [f"n{i}" for i in range(12)]
     assert group["reason"] == (
-        "claim ml/c, request gpu: 1 device matches class gpu, it is in use by ml/h0, ml/h1, ml/h2, ml/h3, ml/h4 "
-        "and 7 more"
+        "claim ml/c, request gpu: 1 device matches class gpu, it is in use on each node, by ml/h0, ml/h1, ml/h2, "
+        "ml/h3, ml/h4 and 7 more"
     )
     assert group["heldBy"] == [f"ml/h{i}" for i in range(12)]
     assert data["summary"] == "0 of 12 nodes can run the pod now"

@@ -57,13 +57,16 @@ class Issue:
         return head + self.text + users_suffix(self.users, self.users_label, max_users)
 
 
-def users_suffix(users: Sequence[str], label: str, max_users: int = 5) -> str:
-    """`` by ns/a, ns/b and 3 more`` (after "all in use") or ``; in use by ...``."""
+def users_suffix(users: Sequence[str], label: str, max_users: int = 5, nodes: int = 1) -> str:
+    """`` by ns/a, ns/b and 3 more`` (after "all in use") or ``; in use by ...``; for a group of ``nodes`` > 1 the
+    claims are those of all the group's nodes, so the text says the devices are in use on each node."""
     if not users:
         return ""
     shown = ", ".join(users[:max_users])
     more = len(users) - max_users
     listed = shown + (f" and {more} more" if more > 0 else "")
+    if nodes > 1:
+        return f" on each node, by {listed}" if label == "by" else f"; on these nodes {label} {listed}"
     return f" {label} {listed}" if label == "by" else f"; {label} {listed}"
 
 

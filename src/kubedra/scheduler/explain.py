@@ -75,7 +75,8 @@ class Group:
         out = []
         for issue, users in zip(self.issues, self.users, strict=True):
             subject = _subject(issue, labels or {})
-            out.append(subject + issue.text + users_suffix(list(users), issue.users_label, max_users))
+            out.append(subject + issue.text + users_suffix(list(users), issue.users_label, max_users,
+                                                                  len(self.nodes)))
         return out
 
 
