@@ -184,7 +184,7 @@ def test_exporter_follows_the_cluster_release(helm: Path) -> None:
 def test_privileged_only_where_needed(helm: Path) -> None:
     objects = render(helm, [])
     driver = one(objects, "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["securityContext"]
-    assert driver == {"privileged": True}
+    assert driver == {"runAsUser": 0, "privileged": True}
     exporter = one(objects, "Deployment")["spec"]["template"]["spec"]
     assert exporter["securityContext"]["runAsNonRoot"] is True
     assert exporter["containers"][0]["securityContext"] == {
