@@ -32,7 +32,8 @@ COMBINATIONS: dict[str, list[str]] = {
     "no-dashboard": ["exporter.grafanaDashboard.enabled=false"],
     "fake-unprivileged": ["driver.backend=fake", "driver.privileged=false"],
     "runtime-class": ["driver.runtimeClassName=nvidia", "driverRoot=/run/nvidia/driver", "cdiRoot=/etc/cdi"],
-    "one-pool": ["driver.nodeSelector.cloud\\.google\\.com/gke-nodepool=gpu-a", "image.repository=registry.example/kubedra",
+    "one-pool": ["driver.nodeSelector.cloud\\.google\\.com/gke-nodepool=gpu-a",
+                 "string:driver.nodeSelector.kubedra\\.io/dra=true", "image.repository=registry.example/kubedra",
                  "image.tag=0.1.0", "image.pullPolicy=Always", "driver.resources.requests.cpu=100m",
                  "exporter.resources.limits.memory=512Mi", "imagePullSecrets[0].name=registry"],
     "no-classes-no-policy": ["deviceClasses.create=false", "nodeRestriction.enabled=false"],
@@ -57,7 +58,9 @@ def helm_run(helm: Path, *args: str, check: bool = True) -> subprocess.Completed
 
 
 def set_args(settings: list[str]) -> list[str]:
-    return [arg for s in settings for arg in ("--set", s)]
+    """``--set`` for each setting; ``string:KEY=VALUE`` is a ``--set-string`` (a label value such as "true")."""
+    return [arg for s in settings for arg in (
+        ("--set-string", s.removeprefix("string:")) if s.startswith("string:") else ("--set", s))]
 
 
 def render(helm: Path, settings: list[str], *, kube_version: str = "1.36", namespace: str = "kubedra",

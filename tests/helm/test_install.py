@@ -24,6 +24,7 @@ import pytest
 import yaml
 from tests.controlplane.fixture import ControlPlane, running_control_plane
 from tests.helm.chart import CHART, helm_run
+from tests.runbook import RUNBOOK
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -273,19 +274,24 @@ def test_the_real_exporter_syncs_with_the_charts_rbac(installed: Installed, tmp_
 def test_upgrade_refused_beside_a_running_device_plugin(installed: Installed) -> None:
     plane = installed.plane
     body = {"apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "default"},
+            "metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "gpu-operator"},
             "spec": {"selector": {"matchLabels": {"app": "dp"}},
                      "template": {"metadata": {"labels": {"app": "dp"}},
                                   "spec": {"containers": [{"name": "dp", "image": "nvcr.io/nvidia/k8s-device-plugin"}]}}}}
-    plane.request("POST", "/apis/apps/v1/namespaces/default/daemonsets", body)
+    plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": "gpu-operator"}})
+    plane.request("POST", "/apis/apps/v1/namespaces/gpu-operator/daemonsets", body)
     try:
         sets = [a for s in SETTINGS for a in ("--set", s)]
         refused = helm_in(plane, installed.helm, "upgrade", RELEASE, str(CHART), "-n", NAMESPACE, *sets)
         assert refused.returncode != 0
-        assert ("DaemonSet default/nvidia-device-plugin-daemonset (the NVIDIA device plugin) is in the cluster"
+        assert ("DaemonSet gpu-operator/nvidia-device-plugin-daemonset (the NVIDIA device plugin) is in the cluster"
                 in refused.stderr), refused.stderr
+        # The runbook shows this refusal (for helm install): the same words, from the same template line.
+        error = refused.stderr.strip().splitlines()[-1].split("execution error at ", 1)[1]
+        assert f"Error: INSTALLATION FAILED: execution error at {error}\n" in RUNBOOK.read_text()
         allowed = helm_in(plane, installed.helm, "upgrade", RELEASE, str(CHART), "-n", NAMESPACE, *sets,
                           "--set", "allowBesideDevicePlugin=true")
         assert allowed.returncode == 0, allowed.stderr
     finally:
-        plane.request("DELETE", "/apis/apps/v1/namespaces/default/daemonsets/nvidia-device-plugin-daemonset")
+        plane.request("DELETE", "/apis/apps/v1/namespaces/gpu-operator/daemonsets/nvidia-device-plugin-daemonset")
