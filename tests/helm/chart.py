@@ -30,7 +30,7 @@ COMBINATIONS: dict[str, list[str]] = {
     "monitoring-crds": ["exporter.serviceMonitor.enabled=true", "exporter.prometheusRule.enabled=true",
                         "exporter.serviceMonitor.labels.release=prometheus"],
     "no-dashboard": ["exporter.grafanaDashboard.enabled=false"],
-    "fake-unprivileged": ["driver.backend=fake", "driver.privileged=false"],
+    "unprivileged": ["driver.privileged=false", "driver.runtimeClassName=nvidia"],
     "runtime-class": ["driver.runtimeClassName=nvidia", "driverRoot=/run/nvidia/driver", "cdiRoot=/etc/cdi"],
     "one-pool": ["driver.nodeSelector.cloud\\.google\\.com/gke-nodepool=gpu-a",
                  "string:driver.nodeSelector.kubedra\\.io/dra=true", "image.repository=registry.example/kubedra",

@@ -154,6 +154,7 @@ def test_driver_args_carry_the_values(helm: Path) -> None:
                "DaemonSet")["spec"]["template"]["spec"]["containers"][0]["args"]
     params = _parse("driver", args)
     assert (params["consumable_shares"], params["health_port"], str(params["cdi_root"])) == ("memory", 6000, "/etc/cdi")
+    assert params["backend"] == "nvml"
     assert "--pod-uid=$(POD_UID)" in args
 
 
@@ -189,8 +190,9 @@ def test_privileged_only_where_needed(helm: Path) -> None:
     assert exporter["securityContext"]["runAsNonRoot"] is True
     assert exporter["containers"][0]["securityContext"] == {
         "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
-    fake = one(render(helm, ["driver.backend=fake", "driver.privileged=false"]), "DaemonSet")
-    assert fake["spec"]["template"]["spec"]["containers"][0]["securityContext"]["privileged"] is False
+    unprivileged = one(render(helm, ["driver.privileged=false"]), "DaemonSet")
+    assert unprivileged["spec"]["template"]["spec"]["containers"][0]["securityContext"] == {
+        "runAsUser": 0, "privileged": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def test_driver_host_paths_affinity_and_rollout(helm: Path) -> None:
@@ -281,7 +283,7 @@ BAD_VALUES = {
     "sharing.timeSlicing.interval=Forever": "at '/sharing/timeSlicing/interval': value must be one of",
     "driver.enable=true": "at '/driver': additional properties 'enable' not allowed",
     "driver.healthPort=70000": "at '/driver/healthPort': maximum: got 70,000, want 65,535",
-    "driver.backend=cuda": "at '/driver/backend': value must be one of 'nvml', 'fake'",
+    "driver.backend=fake": "at '/driver': additional properties 'backend' not allowed",
     "cdiRoot=var/run/cdi": "at '/cdiRoot': 'var/run/cdi' does not match pattern",
     "image.pullPolicy=Sometimes": "at '/image/pullPolicy': value must be one of",
     "exporter.kubernetesVersion=1.30": "at '/exporter/kubernetesVersion': value must be one of",
