@@ -10,11 +10,8 @@ create too; sharing one would make either depend on test order."""
 from __future__ import annotations
 
 import json
-import ssl
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,15 +20,13 @@ from typing import Any
 import pytest
 import yaml
 from tests.controlplane.fixture import ControlPlane, running_control_plane
-from tests.helm.chart import CHART, helm_run
+from tests.helm.apiserver import NAMESPACE, POLICY, RELEASE, call, helm_in, token_for
+from tests.helm.chart import CHART
 from tests.runbook import RUNBOOK
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
-RELEASE = "kubedra"
-NAMESPACE = "kubedra"
 SETTINGS = ["mig.enabled=true", "sharing.consumableShares=4", "deviceClasses.extendedResourceName=nvidia.com/gpu"]
-POLICY = "kubedra-driver-resourceslices"
 
 
 @dataclass
@@ -39,26 +34,6 @@ class Installed:
     plane: ControlPlane
     helm: Path
     manifest: list[dict[str, Any]]
-
-
-def call(plane: ControlPlane, token: str, method: str, path: str, body: Any = None) -> tuple[int, dict[str, Any]]:
-    """One API call as ``token``: (HTTP status, the JSON body: the object or the Status of a refusal)."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(plane.server + path, data=data, method=method)
-    request.add_header("Authorization", f"Bearer {token}")
-    request.add_header("Content-Type", "application/json")
-    context = ssl.create_default_context(cafile=str(plane.cert_dir / "apiserver.crt"))
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=30) as response:
-            payload = response.read()
-            # A watch answers with one event per line: the first one stands for the stream.
-            return response.status, json.loads(payload.split(b"\n", 1)[0] or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
-
-
-def helm_in(installed_plane: ControlPlane, helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return helm_run(helm, *args, "--kubeconfig", str(installed_plane.kubeconfig), check=False)
 
 
 @pytest.fixture(scope="module")
@@ -115,17 +90,6 @@ def _slice(node: str, name: str | None = None) -> dict[str, Any]:
     }
 
 
-def _token(plane: ControlPlane, service_account: str, pod: dict[str, Any] | None = None) -> str:
-    spec: dict[str, Any] = {"expirationSeconds": 3600}
-    if pod is not None:
-        spec["boundObjectRef"] = {"kind": "Pod", "apiVersion": "v1", "name": pod["metadata"]["name"],
-                                  "uid": pod["metadata"]["uid"]}
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
-    answer = plane.request("POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{service_account}/token", body)
-    token: str = answer["status"]["token"]
-    return token
-
-
 @pytest.fixture(scope="module")
 def driver_on_a(installed: Installed) -> str:
     """A token of the driver's ServiceAccount bound to a driver Pod on node-a (no kubelet runs it)."""
@@ -137,7 +101,7 @@ def driver_on_a(installed: Installed) -> str:
         "spec": {"nodeName": "node-a", "serviceAccountName": "kubedra-driver",
                  "containers": [{"name": "driver", "image": "kubedra:0.1.0"}]},
     })
-    token = _token(plane, "kubedra-driver", pod)
+    token = token_for(plane, "kubedra-driver", pod)
     # The policy is enforced once the apiserver's admission informers have it: wait for its first refusal.
     probe = _slice("node-b", "probe")
 
@@ -212,7 +176,7 @@ def test_driver_cannot_write_slices_without_a_node(installed: Installed, driver_
 
 def test_a_token_not_bound_to_a_pod_on_a_node_writes_nothing(installed: Installed, driver_on_a: str) -> None:
     plane = installed.plane
-    unbound = _token(plane, "kubedra-driver")
+    unbound = token_for(plane, "kubedra-driver")
     status, answer = call(plane, unbound, "POST", SLICES, _slice("node-a"))
     assert status == 403
     assert answer["message"].endswith("denied request: the kubedra driver may write ResourceSlices only with a token "
@@ -242,7 +206,7 @@ READS = ["/api/v1/nodes", "/api/v1/pods", "/apis/resource.k8s.io/v1/deviceclasse
 
 def test_exporter_reads_and_writes_nothing(installed: Installed) -> None:
     plane = installed.plane
-    token = _token(plane, "kubedra-exporter")
+    token = token_for(plane, "kubedra-exporter")
     for path in READS:
         assert call(plane, token, "GET", path)[0] == 200, path
         assert call(plane, token, "GET", f"{path}?watch=true&timeoutSeconds=1")[0] == 200, path
@@ -262,7 +226,7 @@ def test_exporter_reads_and_writes_nothing(installed: Installed) -> None:
 def test_the_real_exporter_syncs_with_the_charts_rbac(installed: Installed, tmp_path: Path) -> None:
     """`kubedra exporter --once` as the exporter's ServiceAccount: every kind it watches is readable."""
     plane = installed.plane
-    kubeconfig = plane.kubeconfig_for(_token(plane, "kubedra-exporter"), "chart-exporter")
+    kubeconfig = plane.kubeconfig_for(token_for(plane, "kubedra-exporter"), "chart-exporter")
     done = subprocess.run([sys.executable, "-m", "kubedra", "exporter", "--kubeconfig", str(kubeconfig), "--once",
                            "--sync-timeout", "30"], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
