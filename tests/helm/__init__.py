@@ -1,0 +1,1 @@
+"""The Helm chart deploy/helm/kubedra, rendered, linted and installed with the real Helm (built by build.sh)."""
