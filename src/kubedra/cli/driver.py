@@ -64,6 +64,14 @@ def register(app: typer.Typer) -> None:
         health_port: Annotated[
             int | None, typer.Option("--health-port", help="TCP port of the gRPC health service (liveness probe).")
         ] = None,
+        pod_uid: Annotated[
+            str | None,
+            typer.Option(
+                "--pod-uid",
+                help="This driver pod's metadata.uid (downward API): per-pod socket names <driver>-<uid>-reg.sock "
+                "and dra-<uid>.sock, so an old and a new driver pod overlap during a rolling update (kubelet 1.33+).",
+            ),
+        ] = None,
     ) -> None:
         from kubedra.driver.plugin import DriverOptions, run
         from kubedra.objects.errors import KubedraError
@@ -80,6 +88,7 @@ def register(app: typer.Typer) -> None:
             kubeconfig=kubeconfig,
             consumable_shares=consumable_shares,
             health_port=health_port,
+            pod_uid=pod_uid,
         )
         try:
             raise typer.Exit(run(options) or EXIT_OK)

@@ -88,7 +88,9 @@ class NodeDriver:
         config.plugin_dir.mkdir(parents=True, exist_ok=True)
         config.cdi_root.mkdir(parents=True, exist_ok=True)
         self.state = Checkpoint(files.boot_id(config.boot_id_path))
-        self.startup = self._recover()
+        self._stamp: tuple[int, int, int] | None = None  # the checkpoint file as this process last saw it
+        with self._serialized(reload=False):  # another driver pod (rolling update) may be mid-prepare
+            self.startup = self._recover()
 
     # ------------------------------------------------------------------------------------------ kubelet calls
 
@@ -170,12 +172,43 @@ class NodeDriver:
     # ------------------------------------------------------------------------------------------ internals
 
     @contextlib.contextmanager
-    def _serialized(self) -> Iterator[None]:
+    def _serialized(self, *, reload: bool = True) -> Iterator[None]:
+        """One call at a time on this node, across processes: during a rolling update two driver pods share the
+        plugin dir, and the kubelet may prepare through one and unprepare through the other. Under the lock the
+        checkpoint is read again when the other process has written it since (the helper's "load shared state at
+        the start of a call")."""
         with self._lock, files.file_lock(self.config.plugin_dir / LOCK_FILE):
+            if reload:
+                self._reload()
             yield
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.config.checkpoint_path.stat()
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def _reload(self) -> None:
+        stamp = self._file_stamp()
+        if stamp == self._stamp or stamp is None:
+            return
+        try:
+            loaded = checkpoint.decode(self.config.checkpoint_path.read_bytes())
+        except (OSError, checkpoint.CorruptCheckpointError) as exc:
+            log.error(
+                "checkpoint %s written by another driver cannot be read, keeping this one's: %s",
+                self.config.checkpoint_path,
+                exc,
+            )
+            return
+        if loaded.boot_id == self.state.boot_id:
+            self.state.claims = loaded.claims
+        self._stamp = stamp
 
     def _save(self) -> None:
         files.atomic_write(self.config.checkpoint_path, checkpoint.encode(self.state), 0o600)
+        self._stamp = self._file_stamp()
 
     def _spec_path(self, uid: str) -> Path:
         return self.config.cdi_root / cdi.spec_file_name(uid)
@@ -360,6 +393,7 @@ class NodeDriver:
         """A prepared claim whose spec is gone (``/var/run/cdi`` is often a tmpfs): written again, as it was."""
         if record.cdi_spec is not None:
             files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec), durable=False)
+
 
 def _result(record: ClaimRecord) -> PrepareResult:
     return PrepareResult(

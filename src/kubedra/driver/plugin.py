@@ -8,7 +8,10 @@ until the API server answers and reconciles every ``resync`` seconds.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
+import re
 import signal
 import threading
 from dataclasses import dataclass
@@ -24,6 +27,28 @@ from kubedra.driver.publish import KubeClaims, SlicePublisher, publish_with_retr
 from kubedra.driver.sharing import CommandRunner, RecordingRunner, SubprocessRunner
 
 log = logging.getLogger("kubedra.driver")
+_SAFE_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+UNIX_PATH_MAX = 108  # AF_UNIX sun_path on Linux, as the kubelet-plugin helper counts it
+
+
+def rolling_update_registration_socket(registry_dir: Path, driver: str, pod_uid: str) -> Path:
+    """The registration socket of one driver pod during a rolling update, named as the kubelet-plugin helper's
+    ``RollingUpdateRegistrarSocketFile`` names it: ``<driver>-<uid>-reg.sock``; when that path is too long,
+    ``<driver>-<base64url(sha256(uid)[:8])>-reg.sock``; else ``dra-<base64url(sha256(driver NUL uid)[:16])>-reg.sock``.
+    """
+
+    def b64(data: str, size: int) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(data.encode()).digest()[:size]).decode().rstrip("=")
+
+    candidates = [
+        f"{driver}-{pod_uid}-reg.sock",
+        f"{driver}-{b64(pod_uid, 8)}-reg.sock",
+        f"dra-{b64(driver + chr(0) + pod_uid, 16)}-reg.sock",
+    ]
+    for name in candidates:
+        if len(str(registry_dir / name)) <= UNIX_PATH_MAX:
+            return registry_dir / name
+    return registry_dir / candidates[-1]
 
 
 @dataclass
@@ -38,6 +63,7 @@ class DriverOptions:
     kubeconfig: str | None = None
     consumable_shares: str | None = None
     health_port: int | None = None
+    pod_uid: str | None = None  # rolling updates: per-pod socket names, so two driver pods can overlap
     resync: float = 30.0
 
     @property
@@ -47,11 +73,15 @@ class DriverOptions:
 
     @property
     def dra_socket(self) -> Path:
-        return self.plugin_path / "dra.sock"
+        """``dra.sock``, or ``dra-<pod uid>.sock`` with ``--pod-uid`` (the kubelet-plugin helper's names)."""
+        return self.plugin_path / (f"dra-{self.pod_uid}.sock" if self.pod_uid else "dra.sock")
 
     @property
     def registration_socket(self) -> Path:
-        return self.registry_dir.absolute() / f"{self.driver_name}-reg.sock"
+        registry = self.registry_dir.absolute()
+        if self.pod_uid:
+            return rolling_update_registration_socket(registry, self.driver_name, self.pod_uid)
+        return registry / f"{self.driver_name}-reg.sock"
 
 
 def make_backend(options: DriverOptions) -> tuple[Backend, CommandRunner]:
@@ -78,6 +108,8 @@ class RunningDriver:
         problems = driver_name(options.driver_name)
         if problems:
             raise _DriverError(f"--driver-name {options.driver_name!r}: {problems[0]}")
+        if options.pod_uid is not None and not _SAFE_UID.fullmatch(options.pod_uid):
+            raise _DriverError(f"--pod-uid {options.pod_uid!r}: not a pod UID (letters, digits, '-', '_', '.')")
         try:
             self.sharing = Sharing.parse(options.consumable_shares)
         except ValueError as exc:
