@@ -158,7 +158,6 @@ def test_pod_uid_names_the_sockets_as_the_kubelet_plugin_helper_does(dirs: Dirs)
     assert rolling_update_registration_socket(deeper, DRIVER, uid) == deeper / (
         "dra-" + base64.urlsafe_b64encode(hashed).decode().rstrip("=") + "-reg.sock"
     )
-    assert len(str(rolling_update_registration_socket(deeper, DRIVER, uid))) <= 108
 
 
 def test_a_bad_pod_uid_exits_2(dirs: Dirs, capsys: pytest.CaptureFixture[str]) -> None:
