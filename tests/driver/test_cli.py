@@ -51,6 +51,10 @@ def test_a_bad_inventory_exits_2_naming_file_and_field(dirs: Dirs, capsys: pytes
         (["--consumable-shares", "lots"], "--consumable-shares: 'lots' is neither a positive integer nor 'memory'"),
         (["--driver-name", "Not_A_Driver"], "--driver-name 'Not_A_Driver'"),
         (["--inventory", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read the inventory"),
+        (
+            ["--resource-api-version", "v1alpha3"],
+            "--resource-api-version: 'v1alpha3' is not one of v1, v1beta2, v1beta1",
+        ),
     ],
 )
 def test_bad_flags_exit_2(dirs: Dirs, capsys: pytest.CaptureFixture[str], extra: list[str], message: str) -> None:

@@ -64,6 +64,14 @@ def register(app: typer.Typer) -> None:
         health_port: Annotated[
             int | None, typer.Option("--health-port", help="TCP port of the gRPC health service (liveness probe).")
         ] = None,
+        resource_api_version: Annotated[
+            str,
+            typer.Option(
+                "--resource-api-version",
+                help="resource.k8s.io version ResourceSlices are written and claims read in: v1 (Kubernetes "
+                "1.34+), v1beta2 (1.33) or v1beta1 (1.32).",
+            ),
+        ] = "v1",
         pod_uid: Annotated[
             str | None,
             typer.Option(
@@ -89,6 +97,7 @@ def register(app: typer.Typer) -> None:
             consumable_shares=consumable_shares,
             health_port=health_port,
             pod_uid=pod_uid,
+            resource_api_version=resource_api_version,
         )
         try:
             raise typer.Exit(run(options) or EXIT_OK)

@@ -23,7 +23,7 @@ from kubedra.driver import grpcservice
 from kubedra.driver.devices import Sharing
 from kubedra.driver.inventory import Backend, DriverError
 from kubedra.driver.node import NodeConfig, NodeDriver
-from kubedra.driver.publish import KubeClaims, SlicePublisher, publish_with_retry
+from kubedra.driver.publish import KubeClaims, SlicePublisher, check_resource_api_version, publish_with_retry
 from kubedra.driver.sharing import CommandRunner, RecordingRunner, SubprocessRunner
 
 log = logging.getLogger("kubedra.driver")
@@ -63,6 +63,7 @@ class DriverOptions:
     kubeconfig: str | None = None
     consumable_shares: str | None = None
     health_port: int | None = None
+    resource_api_version: str = "v1"  # resource.k8s.io version of slices and claims: v1, v1beta2 (1.33), v1beta1 (1.32)
     pod_uid: str | None = None  # rolling updates: per-pod socket names, so two driver pods can overlap
     resync: float = 30.0
 
@@ -110,6 +111,7 @@ class RunningDriver:
             raise _DriverError(f"--driver-name {options.driver_name!r}: {problems[0]}")
         if options.pod_uid is not None and not _SAFE_UID.fullmatch(options.pod_uid):
             raise _DriverError(f"--pod-uid {options.pod_uid!r}: not a pod UID (letters, digits, '-', '_', '.')")
+        check_resource_api_version(options.resource_api_version)
         try:
             self.sharing = Sharing.parse(options.consumable_shares)
         except ValueError as exc:
@@ -127,7 +129,7 @@ class RunningDriver:
         self.driver = NodeDriver(
             NodeConfig(options.node, options.driver_name, options.plugin_path, options.cdi_root),
             self.inventory,
-            KubeClaims(client),
+            KubeClaims(client, options.resource_api_version),
             runner,
         )
         self.stopping = threading.Event()
@@ -143,7 +145,9 @@ class RunningDriver:
         self.health_port: int | None = None
         if options.health_port is not None:
             self.health_server, self.health_port = grpcservice.tcp_server(options.health_port, [health])
-        self.publisher = SlicePublisher(client, options.driver_name, options.node, self.sharing)
+        self.publisher = SlicePublisher(
+            client, options.driver_name, options.node, self.sharing, options.resource_api_version
+        )
         self.published = threading.Event()
         self.publish_error: DriverError | None = None
         self.thread = threading.Thread(target=self._publish_loop, name="resourceslices", daemon=True)
