@@ -102,17 +102,15 @@ def test_shares_of_one_device_are_prepared_for_several_claims(dirs: Dirs) -> Non
     assert driver.prepared_devices() == {b.uid: ["gpu-0"]}
 
 
-def test_an_unknown_device_or_a_mig_device_is_refused(dirs: Dirs) -> None:
+def test_an_unknown_device_is_refused(dirs: Dirs) -> None:
+    """Also a MIG device of a GPU that publishes no MIG profiles (MIG off); MIG prepare is in test_mig.py."""
     claims = StaticClaims()
     driver = make_driver(dirs, claims)
     gone = _ref(claims.add(claim("gone", ["gpu-7"])))
     mig = _ref(claims.add(claim("mig", ["gpu-0-mig-1g5gb-19-0"])))
     results = driver.prepare([gone, mig])
     assert results[gone.uid].error == "claim default/gone: device gpu-7: unknown"
-    assert (
-        results[mig.uid].error
-        == "claim default/mig: device gpu-0-mig-1g5gb-19-0: MIG devices cannot be created by this driver yet"
-    )
+    assert results[mig.uid].error == "claim default/mig: device gpu-0-mig-1g5gb-19-0: unknown"
 
 
 def test_time_slicing_is_set_per_gpu_and_reset_on_the_last_unprepare(dirs: Dirs) -> None:

@@ -36,9 +36,11 @@ class DeviceRecord:
     cdi_device_ids: list[str]
     share_id: str | None = None
     admin_access: bool = False
+    # a MIG device: {parentUUID, profileID, start, size} before it is created, then all of MigDevice's fields
+    mig: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "requestNames": self.request_names,
             "pool": self.pool,
             "device": self.device,
@@ -46,6 +48,9 @@ class DeviceRecord:
             "shareID": self.share_id,
             "adminAccess": self.admin_access,
         }
+        if self.mig is not None:
+            data["mig"] = self.mig
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DeviceRecord:
@@ -56,6 +61,7 @@ class DeviceRecord:
             list(data["cdiDeviceIDs"]),
             data.get("shareID"),
             bool(data.get("adminAccess", False)),
+            dict(data["mig"]) if data.get("mig") is not None else None,
         )
 
 

@@ -10,8 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubedra.cluster.catalogue import GpuModel
-from kubedra.cluster.gpuslices import MAX_COUNTER_SETS_PER_SLICE, GpuIdentity, GpuNodeLayout, SliceFactory, slice_name
-from kubedra.driver.inventory import MIB, GpuInfo, Inventory, version_value
+from kubedra.cluster.gpuslices import (
+    MAX_COUNTER_SETS_PER_SLICE,
+    GpuIdentity,
+    GpuNodeLayout,
+    SliceFactory,
+    mig_device_suffix,
+    slice_name,
+)
+from kubedra.driver.inventory import MIB, GpuInfo, Inventory, MigProfileInfo, version_value
 from kubedra.objects.model import (
     CounterSet,
     Device,
@@ -41,6 +48,27 @@ class Sharing:
         if not text.isdigit() or int(text) < 1:
             raise ValueError(f"--consumable-shares: {text!r} is neither a positive integer nor 'memory'")
         return cls(shares=int(text))
+
+
+@dataclass(frozen=True, slots=True)
+class MigPlacement:
+    """What a published MIG device (``gpu-0-mig-1g5gb-19-0``) stands for: a profile at a placement of a GPU."""
+
+    gpu: GpuInfo
+    profile: MigProfileInfo
+    start: int
+    size: int
+
+
+def mig_placements(inventory: Inventory) -> dict[str, MigPlacement]:
+    """Every MIG device name the pool publishes → its placement (names as the slice builder makes them)."""
+    out: dict[str, MigPlacement] = {}
+    for gpu in inventory.gpus:
+        for profile in gpu.mig_profiles:
+            catalogue = profile.catalogue()
+            for start, size in profile.placements:
+                out[gpu.device_name + mig_device_suffix(catalogue, start)] = MigPlacement(gpu, profile, start, size)
+    return out
 
 
 def gpu_model(gpu: GpuInfo) -> GpuModel:

@@ -8,7 +8,7 @@ simulator's. Reading the file and calling NVML are the backends' business (:mod:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kubedra.cluster.catalogue import MigProfile
 from kubedra.objects.errors import KubedraError
@@ -88,6 +88,61 @@ class Backend(Protocol):
     """Where the inventory comes from."""
 
     def discover(self) -> Inventory: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MigDevice:
+    """A MIG device that exists on a GPU: its GPU instance (profile and placement) and compute instance, its UUID
+    and the minors of the ``/dev/nvidia-caps/nvidia-cap<N>`` nodes that grant access to the GI and the CI."""
+
+    parent_uuid: str
+    profile_id: int
+    start: int
+    size: int
+    gi: int
+    ci: int
+    uuid: str
+    gi_cap: int
+    ci_cap: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "parentUUID": self.parent_uuid,
+            "profileID": self.profile_id,
+            "start": self.start,
+            "size": self.size,
+            "gi": self.gi,
+            "ci": self.ci,
+            "uuid": self.uuid,
+            "giCap": self.gi_cap,
+            "ciCap": self.ci_cap,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MigDevice:
+        return cls(
+            str(data["parentUUID"]),
+            int(data["profileID"]),
+            int(data["start"]),
+            int(data["size"]),
+            int(data["gi"]),
+            int(data["ci"]),
+            str(data["uuid"]),
+            int(data["giCap"]),
+            int(data["ciCap"]),
+        )
+
+
+@runtime_checkable
+class MigBackend(Protocol):
+    """Dynamic MIG, as NVIDIA's driver does it with its DynamicMIG gate: a GPU instance with the allocated
+    profile and placement and one compute instance spanning it, created at prepare and destroyed at unprepare."""
+
+    def create_mig(self, parent_uuid: str, profile_id: int, start: int, size: int) -> MigDevice: ...
+
+    def destroy_mig(self, device: MigDevice) -> None: ...
+
+    def mig_devices(self, parent_uuid: str) -> list[MigDevice]: ...
 
 
 def version_value(text: str) -> str:

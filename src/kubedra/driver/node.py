@@ -3,7 +3,10 @@
 Prepare of one claim: already ``PrepareCompleted`` → the recorded devices (idempotent); ``PrepareStarted`` (a
 previous attempt died) → roll back first; refuse devices another claim holds unless shared (consumable shares or
 admin access); write ``PrepareStarted`` with what will be done; apply sharing (nvidia-smi through the runner);
-write the CDI spec; write ``PrepareCompleted``. Unprepare releases exactly what the checkpoint says was prepared.
+create MIG devices (NVIDIA's DynamicMIG: the published placement devices become a GPU instance and a compute
+instance through the backend); write the CDI spec; write ``PrepareCompleted``. At start, MIG devices no claim
+records are destroyed (the checkpoint is the truth, as NVIDIA's ``DestroyUnknownMIGDevices`` has it).
+Unprepare releases exactly what the checkpoint says was prepared.
 Calls are serialized by a thread lock and a file lock (``pu.lock``, as NVIDIA's driver names it); claims are read
 from the API before taking them, as the kubelet-plugin helper does.
 """
@@ -24,7 +27,8 @@ import yaml
 from kubedra.driver import cdi, checkpoint, files, sharing
 from kubedra.driver.checkpoint import PREPARE_COMPLETED, PREPARE_STARTED, Checkpoint, ClaimRecord, DeviceRecord
 from kubedra.driver.claims import ClaimPlan, ClaimRefusedError, plan_claim
-from kubedra.driver.inventory import GpuInfo, Inventory
+from kubedra.driver.devices import MigPlacement, mig_placements
+from kubedra.driver.inventory import GpuInfo, Inventory, MigBackend, MigDevice
 from kubedra.driver.types import ClaimRef, DeviceHealth, HealthReport, PreparedDevice, PrepareResult
 from kubedra.objects.gpuconfig import GpuConfigError, GpuSharing, parse_gpu_config
 
@@ -61,6 +65,7 @@ class StartupReport:
     rolled_back: list[str] = field(default_factory=list)
     stale_specs: list[str] = field(default_factory=list)
     regenerated_specs: list[str] = field(default_factory=list)
+    destroyed_mig: list[str] = field(default_factory=list)  # "<parent UUID>/gi<N>/ci<M>" no claim records
 
 
 class NodeDriver:
@@ -72,10 +77,13 @@ class NodeDriver:
         runner: sharing.CommandRunner,
         *,
         clock: Callable[[], float] = time.time,
+        mig: MigBackend | None = None,
     ) -> None:
         self.config = config
         self.inventory = inventory
         self.gpus = inventory.by_device_name()
+        self.migs = mig_placements(inventory)
+        self.mig = mig
         self.claims = claims
         self.runner = runner
         self.clock = clock
@@ -150,6 +158,7 @@ class NodeDriver:
         with self._lock:
             self.inventory = inventory
             self.gpus = inventory.by_device_name()
+            self.migs = mig_placements(inventory)
         now = int(self.clock())
         with self._health_changed:  # one change, one report
             changed = False
@@ -233,6 +242,7 @@ class NodeDriver:
             for uuid in _mps_gpus(spec):
                 for argv in sharing.set_exclusive_process(uuid):
                     self.runner.run(argv)
+            self._create_mig(record, spec)
             files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec or cdi.spec_document(spec)), durable=False)
         except Exception as exc:
             log.exception("prepare %s", plan.ref)
@@ -251,9 +261,9 @@ class NodeDriver:
         gpus: dict[str, tuple[GpuInfo, GpuSharing]] = {}
         for device in plan.devices:
             gpu = self.gpus.get(device.device)
-            if gpu is None:
-                known = "MIG devices cannot be created by this driver yet" if "-mig-" in device.device else "unknown"
-                raise ClaimRefusedError(f"claim {plan.ref.namespace}/{plan.ref.name}: device {device.device}: {known}")
+            placement = self.migs.get(device.device) if gpu is None else None
+            if gpu is None and placement is None:
+                raise ClaimRefusedError(f"claim {plan.ref.namespace}/{plan.ref.name}: device {device.device}: unknown")
             shared = device.share_id is not None or device.admin_access
             holder = held.get(device.device)
             if holder is not None and not (shared and holder[1]):
@@ -261,6 +271,10 @@ class NodeDriver:
                     f"claim {plan.ref.namespace}/{plan.ref.name}: device {device.device} is already prepared "
                     f"for claim {holder[0]}"
                 )
+            if placement is not None:
+                records.append(self._mig_record(plan, device, placement, uid))
+                continue
+            assert gpu is not None
             gpu_sharing = self._sharing(plan, device)
             if gpu_sharing.strategy == "MPS" and device.share_id is not None:
                 raise ClaimRefusedError(
@@ -301,6 +315,89 @@ class NodeDriver:
         )
         return record, spec
 
+    def _mig_record(self, plan: ClaimPlan, device: Any, placement: MigPlacement, uid: str) -> DeviceRecord:
+        """A MIG device to create at prepare (NVIDIA's DynamicMIG): refused without a MIG-capable backend, and
+        with a GpuConfig (NVIDIA's driver refuses a config of the wrong device type)."""
+        where = f"claim {plan.ref.namespace}/{plan.ref.name}: device {device.device}"
+        if self.mig is None:
+            raise ClaimRefusedError(f"{where}: this backend cannot create MIG devices")
+        if plan.configs_for(device):
+            raise ClaimRefusedError(f"{where}: a GpuConfig cannot be applied to a MIG device")
+        if device.share_id is not None:
+            raise ClaimRefusedError(f"{where}: a MIG device cannot be shared with consumable shares")
+        intent = {
+            "parentUUID": placement.gpu.uuid,
+            "profileID": placement.profile.profile_id,
+            "start": placement.start,
+            "size": placement.size,
+        }
+        return DeviceRecord(
+            [device.base_request],
+            device.pool,
+            device.device,
+            [cdi.cdi_device_id(uid, device.device)],
+            None,
+            device.admin_access,
+            intent,
+        )
+
+    def _create_mig(self, record: ClaimRecord, spec: cdi.ClaimSpec) -> None:
+        """Create the record's MIG devices (the checkpoint already says they may exist) and add their CDI devices."""
+        wanted = [d for d in record.devices if d.mig is not None]
+        if not wanted:
+            return
+        assert self.mig is not None
+        for d in wanted:
+            assert d.mig is not None
+            created = self.mig.create_mig(d.mig["parentUUID"], d.mig["profileID"], d.mig["start"], d.mig["size"])
+            d.mig = created.to_json()
+            parent = next(g for g in self.inventory.gpus if g.uuid == created.parent_uuid)
+            caps = (f"/dev/nvidia-caps/nvidia-cap{created.gi_cap}", f"/dev/nvidia-caps/nvidia-cap{created.ci_cap}")
+            spec.devices.append(cdi.CdiDevice(d.device, parent.minor, (created.uuid,), uuid=created.uuid, nodes=caps))
+        record.cdi_spec = cdi.spec_document(spec)
+
+    def _destroy_mig(self, record: ClaimRecord) -> None:
+        if self.mig is None:
+            return
+        for d in record.devices:
+            if d.mig is None:
+                continue
+            if "gi" in d.mig:
+                targets = [MigDevice.from_json(d.mig)]
+            else:  # a prepare died between asking NVML and recording the result: found by its placement
+                targets = [
+                    m
+                    for m in self.mig.mig_devices(d.mig["parentUUID"])
+                    if (m.profile_id, m.start) == (d.mig["profileID"], d.mig["start"])
+                ]
+            for target in targets:
+                self.mig.destroy_mig(target)
+
+    def _destroy_unknown_mig(self, report: StartupReport) -> None:
+        """NVIDIA's DestroyUnknownMIGDevices: the checkpoint is the truth; MIG devices no claim records go."""
+        if self.mig is None:
+            return
+        recorded = {
+            (d.mig["parentUUID"], d.mig.get("gi"), d.mig.get("ci"))
+            for rec in self.state.claims.values()
+            for d in rec.devices
+            if d.mig is not None
+        }
+        for gpu in self.inventory.gpus:
+            if not gpu.mig_profiles:
+                continue
+            for m in self.mig.mig_devices(gpu.uuid):
+                if (m.parent_uuid, m.gi, m.ci) not in recorded:
+                    log.warning(
+                        "destroying MIG device %s (GI %d, CI %d) of %s: no claim records it",
+                        m.uuid,
+                        m.gi,
+                        m.ci,
+                        gpu.uuid,
+                    )
+                    self.mig.destroy_mig(m)
+                    report.destroyed_mig.append(f"{m.parent_uuid}/gi{m.gi}/ci{m.ci}")
+
     def _sharing(self, plan: ClaimPlan, device: Any) -> GpuSharing:
         configs = plan.configs_for(device)
         if not configs:
@@ -331,6 +428,7 @@ class NodeDriver:
     def _release(self, uid: str, record: ClaimRecord) -> None:
         """Undo what ``record`` says was (or may have been) done: CDI spec, then time slices nobody else uses."""
         files.remove(self._spec_path(uid))
+        self._destroy_mig(record)
         for uuid in record.time_slice:
             if self._time_slice_of(uuid, exclude=uid) is None:
                 for argv in sharing.reset_time_slice(uuid):
@@ -377,6 +475,7 @@ class NodeDriver:
             if record.state == PREPARE_STARTED:
                 self._rollback(uid, record)
                 report.rolled_back.append(uid)
+        self._destroy_unknown_mig(report)
         for spec_file in sorted(self.config.cdi_root.glob(f"{cdi.SPEC_PREFIX}*{cdi.SPEC_SUFFIX}")):
             owner = cdi.claim_of_spec_file(spec_file.name)
             if owner is not None and owner not in self.state.claims:

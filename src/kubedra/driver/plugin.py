@@ -21,7 +21,7 @@ from typing import Any
 
 from kubedra.driver import grpcservice
 from kubedra.driver.devices import Sharing
-from kubedra.driver.inventory import Backend, DriverError
+from kubedra.driver.inventory import Backend, DriverError, MigBackend
 from kubedra.driver.node import NodeConfig, NodeDriver
 from kubedra.driver.publish import KubeClaims, SlicePublisher, check_resource_api_version, publish_with_retry
 from kubedra.driver.sharing import CommandRunner, RecordingRunner, SubprocessRunner
@@ -91,7 +91,7 @@ def make_backend(options: DriverOptions) -> tuple[Backend, CommandRunner]:
             raise DriverError("--backend fake needs --inventory FILE")
         from kubedra.driver.fake import FakeBackend
 
-        return FakeBackend(options.inventory), RecordingRunner()
+        return FakeBackend(options.inventory, state=options.plugin_path / "fake-mig.json"), RecordingRunner()
     if options.backend == "nvml":
         from kubedra.driver.nvml import NvmlBackend
 
@@ -131,6 +131,7 @@ class RunningDriver:
             self.inventory,
             KubeClaims(client, options.resource_api_version),
             runner,
+            mig=backend if isinstance(backend, MigBackend) else None,
         )
         self.stopping = threading.Event()
         self.registration = grpcservice.RegistrationState()
