@@ -1,10 +1,11 @@
-# ruff: noqa: N802, N816 - the names are pynvml's
+# ruff: noqa: N802, N815, N816 - the names are pynvml's
 """A stand-in for nvidia-ml-py's ``pynvml`` module: the functions, constants, errors and ctypes structures the NVML
 backend uses, answering as NVML does for an A100-SXM4-40GB (MIG enabled) and an H100 80GB HBM3 (MIG off)."""
 
 from __future__ import annotations
 
 import ctypes
+import queue
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -81,6 +82,9 @@ class FakeNvml:
         self.initialised = 0
         self.shutdowns = 0
         self.calls: list[tuple[Any, ...]] = []  # MIG creates and destroys, as (function, arguments...)
+        self.unmonitored: set[str] = set()  # GPUs whose nvmlDeviceRegisterEvents answers NOT_SUPPORTED
+        self.waits = 0
+        self.event_set: Any = None
         for gpu in self.gpus:
             gpu.instances = {}
         for name in (
@@ -267,6 +271,42 @@ class FakeNvml:
 
     def nvmlDeviceGetComputeInstanceId(self, mig: Any) -> int:
         return int(mig.ci)
+
+    # ------------------------------------------------------------------------------------- XID events
+
+    nvmlEventTypeXidCriticalError = real.nvmlEventTypeXidCriticalError
+    NVMLError_Timeout = real.NVMLError_Timeout
+
+    def nvmlEventSetCreate(self) -> Any:
+        self.event_set = SimpleNamespace(queue=queue.Queue(), registered=[], freed=False)
+        return self.event_set
+
+    def nvmlDeviceRegisterEvents(self, g: Gpu, types: int, events: Any) -> None:
+        if g.uuid in self.unmonitored:
+            raise real.NVMLError_NotSupported(real.NVML_ERROR_NOT_SUPPORTED)
+        events.registered.append((g.uuid, types))
+
+    def nvmlEventSetWait_v2(self, events: Any, timeout_ms: int) -> Any:
+        self.waits += 1
+        try:
+            return events.queue.get(timeout=timeout_ms / 1000)
+        except queue.Empty:
+            raise real.NVMLError_Timeout(real.NVML_ERROR_TIMEOUT) from None
+
+    def nvmlEventSetFree(self, events: Any) -> None:
+        events.freed = True
+
+    def emit_xid(self, uuid: str, xid: int, gi: int = 0xFFFFFFFF, ci: int = 0xFFFFFFFF) -> None:
+        """An XID as the GPU raises it: delivered to the event set's next wait."""
+        [gpu] = [g for g in self.gpus if g.uuid == uuid]
+        event = SimpleNamespace(
+            device=gpu,
+            eventType=real.nvmlEventTypeXidCriticalError,
+            eventData=xid,
+            gpuInstanceId=gi,
+            computeInstanceId=ci,
+        )
+        self.event_set.queue.put(event)
 
 
 def mig_uuid(parent: str, gi: int, ci: int) -> str:

@@ -72,6 +72,15 @@ def register(app: typer.Typer) -> None:
                 "1.34+), v1beta2 (1.33) or v1beta1 (1.32).",
             ),
         ] = "v1",
+        xid_taints: Annotated[
+            bool,
+            typer.Option(
+                "--xid-taints",
+                help="Also taint a device in its ResourceSlice on an XID (gpu.nvidia.com/xid=<xid>: NoSchedule, or "
+                "None for the XIDs NVIDIA ignores: 13, 31, 43, 45, 68, 109). Critical XIDs always make the device "
+                "Unhealthy in the kubelet's health stream.",
+            ),
+        ] = False,
         pod_uid: Annotated[
             str | None,
             typer.Option(
@@ -97,6 +106,7 @@ def register(app: typer.Typer) -> None:
             consumable_shares=consumable_shares,
             health_port=health_port,
             pod_uid=pod_uid,
+            xid_taints=xid_taints,
             resource_api_version=resource_api_version,
         )
         try:

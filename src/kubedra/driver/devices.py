@@ -7,7 +7,10 @@ Pure. Without MIG the devices go into slices of at most 128 (``ResourceSliceMaxD
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+import msgspec
 
 from kubedra.cluster.catalogue import GpuModel
 from kubedra.cluster.gpuslices import (
@@ -22,6 +25,7 @@ from kubedra.driver.inventory import MIB, GpuInfo, Inventory, MigProfileInfo, ve
 from kubedra.objects.model import (
     CounterSet,
     Device,
+    DeviceTaint,
     ObjectMeta,
     OwnerReference,
     ResourcePool,
@@ -145,10 +149,26 @@ def pool_specs(
 
 
 def pool_slices(
-    inventory: Inventory, driver: str, node: str, node_uid: str, *, generation: int = 1, sharing: Sharing | None = None
+    inventory: Inventory,
+    driver: str,
+    node: str,
+    node_uid: str,
+    *,
+    generation: int = 1,
+    sharing: Sharing | None = None,
+    taints: Mapping[str, list[DeviceTaint]] | None = None,
 ) -> list[ResourceSlice]:
-    """Every slice of the node's pool (pool name = node name), owned by the Node, ``resourceSliceCount`` set."""
+    """Every slice of the node's pool (pool name = node name), owned by the Node, ``resourceSliceCount`` set;
+    ``taints``: device name → the taints it carries (XIDs)."""
     specs = pool_specs(inventory, node, sharing or Sharing())
+    if taints:
+        specs = [
+            (
+                [msgspec.structs.replace(d, taints=list(taints[d.name])) if d.name in taints else d for d in devices],
+                sets,
+            )
+            for devices, sets in specs
+        ]
     owner = [OwnerReference(api_version="v1", kind="Node", name=node, uid=node_uid, controller=True)]
     return [
         ResourceSlice(

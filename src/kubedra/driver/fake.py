@@ -2,21 +2,24 @@
 
 MIG devices are "created" as NVML would: a GPU instance on a free placement (overlapping ones are refused with
 NVML's "Insufficient Resources"), the lowest free GI and CI IDs, a ``MIG-`` UUID; every create and destroy is
-recorded in ``calls``. With ``state`` (a JSON file in the plugin dir) they outlive the process, as real MIG
+recorded in ``calls``. XID events are what ``emit_xid`` puts in (tests), delivered as NVML's event set delivers
+them. With ``state`` (a JSON file in the plugin dir) they outlive the process, as real MIG
 devices outlive a driver restart, so crash recovery can be exercised.
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import uuid as uuidlib
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
 from kubedra.driver import files
-from kubedra.driver.inventory import DriverError, Inventory, MigDevice, parse_inventory
+from kubedra.driver.inventory import DriverError, Inventory, MigDevice, XidEvent, parse_inventory
 
 
 class FakeBackend:
@@ -26,6 +29,7 @@ class FakeBackend:
         self.calls: list[tuple[str, str, int, int]] = []  # ("create" | "destroy", parent UUID, profile ID, start)
         self._lock = threading.Lock()
         self._devices: list[MigDevice] = []
+        self._xids: queue.Queue[XidEvent] = queue.Queue()
         if state is not None and state.exists():
             self._devices = [MigDevice.from_json(d) for d in json.loads(state.read_text())]
 
@@ -81,3 +85,14 @@ class FakeBackend:
     def mig_devices(self, parent_uuid: str) -> list[MigDevice]:
         with self._lock:
             return [d for d in self._devices if d.parent_uuid == parent_uuid]
+
+    def emit_xid(self, event: XidEvent) -> None:
+        self._xids.put(event)
+
+    def watch_xids(self, on_event: Callable[[XidEvent], None], stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                event = self._xids.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            on_event(event)

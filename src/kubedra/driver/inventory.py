@@ -7,6 +7,8 @@ simulator's. Reading the file and calling NVML are the backends' business (:mod:
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -285,3 +287,34 @@ def parse_inventory(data: Any, source: str) -> Inventory:
         cuda_driver_version=reader.version(data, "cudaDriverVersion", ""),
         gpus=gpus,
     )
+
+
+# ------------------------------------------------------------------------------------------ XID health
+
+# XIDs NVIDIA's driver leaves out of device health by default (application errors, not the GPU's): its taints for
+# them have effect None. 13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing,
+# 45 preemptive cleanup, 68 video processor exception, 109 context switch timeout.
+IGNORED_XIDS = frozenset({13, 31, 43, 45, 68, 109})
+NO_INSTANCE = 0xFFFFFFFF  # NVML's GPU/compute instance ID of an event on the whole GPU
+XID_TAINT_KEY = "gpu.nvidia.com/xid"
+
+
+@dataclass(frozen=True, slots=True)
+class XidEvent:
+    """``nvmlEventTypeXidCriticalError`` on a GPU (or one of its MIG devices: GI and CI IDs)."""
+
+    uuid: str
+    xid: int
+    gi: int = NO_INSTANCE
+    ci: int = NO_INSTANCE
+
+    @property
+    def critical(self) -> bool:
+        return self.xid not in IGNORED_XIDS
+
+
+@runtime_checkable
+class XidSource(Protocol):
+    """A backend that reports XID events: ``watch_xids`` blocks, calling ``on_event`` for each, until ``stop``."""
+
+    def watch_xids(self, on_event: Callable[[XidEvent], None], stop: threading.Event) -> None: ...

@@ -28,9 +28,10 @@ from kubedra.driver import cdi, checkpoint, files, sharing
 from kubedra.driver.checkpoint import PREPARE_COMPLETED, PREPARE_STARTED, Checkpoint, ClaimRecord, DeviceRecord
 from kubedra.driver.claims import ClaimPlan, ClaimRefusedError, plan_claim
 from kubedra.driver.devices import MigPlacement, mig_placements
-from kubedra.driver.inventory import GpuInfo, Inventory, MigBackend, MigDevice
+from kubedra.driver.inventory import NO_INSTANCE, XID_TAINT_KEY, GpuInfo, Inventory, MigBackend, MigDevice, XidEvent
 from kubedra.driver.types import ClaimRef, DeviceHealth, HealthReport, PreparedDevice, PrepareResult
 from kubedra.objects.gpuconfig import GpuConfigError, GpuSharing, parse_gpu_config
+from kubedra.objects.model import DeviceTaint
 
 log = logging.getLogger("kubedra.driver")
 CHECKPOINT_FILE = "checkpoint.json"
@@ -90,6 +91,7 @@ class NodeDriver:
         self._lock = threading.Lock()
         self._health_changed = threading.Condition()
         self._health_version = 0
+        self._taints: dict[str, DeviceTaint] = {}  # device → the XID taint it carries (NVIDIA's gpu.nvidia.com/xid)
         self._health: dict[str, tuple[bool | None, str, int]] = {
             g.device_name: (g.healthy, "", int(clock())) for g in inventory.gpus
         }
@@ -152,6 +154,43 @@ class NodeDriver:
             self._health[device] = (healthy, message, int(self.clock()))
             self._health_version += 1
             self._health_changed.notify_all()
+
+    def record_xid(self, event: XidEvent) -> str | None:
+        """An XID on a GPU (or a prepared MIG device): a critical one makes the device Unhealthy in the health
+        stream; every one sets the device's ``gpu.nvidia.com/xid=<xid>`` taint — NoSchedule, or None for the XIDs
+        NVIDIA ignores (a later ignored XID never softens a critical one). The device's name, None if unknown."""
+        device = self._device_of(event)
+        if device is None:
+            log.warning("XID %d on %s: not a GPU of this node", event.xid, event.uuid)
+            return None
+        log.warning("XID %d on %s (%s)%s", event.xid, device, event.uuid, "" if event.critical else ", ignored")
+        with self._health_changed:
+            current = self._taints.get(device)
+            if event.critical or current is None or current.effect != "NoSchedule":
+                effect = "NoSchedule" if event.critical else "None"
+                self._taints[device] = DeviceTaint(key=XID_TAINT_KEY, value=str(event.xid), effect=effect)
+        if event.critical:
+            self.set_health(device, False, f"XID {event.xid}")
+        return device
+
+    def device_taints(self) -> dict[str, list[DeviceTaint]]:
+        with self._health_changed:
+            return {device: [taint] for device, taint in self._taints.items()}
+
+    def _device_of(self, event: XidEvent) -> str | None:
+        gpu = next((g for g in self.inventory.gpus if g.uuid == event.uuid), None)
+        if gpu is None:
+            return None
+        if event.gi != NO_INSTANCE:  # a MIG device's event: the prepared MIG device it belongs to
+            for record in list(self.state.claims.values()):
+                for d in record.devices:
+                    if d.mig and (d.mig.get("parentUUID"), d.mig.get("gi"), d.mig.get("ci")) == (
+                        event.uuid,
+                        event.gi,
+                        event.ci,
+                    ):
+                        return d.device
+        return gpu.device_name
 
     def update_inventory(self, inventory: Inventory) -> None:
         """A fresh discovery: new GPUs can be prepared, and health changes reach the health stream."""

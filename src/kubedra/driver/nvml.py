@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from collections.abc import Iterator
+import logging
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kubedra.driver.inventory import DriverError, GpuInfo, Inventory, MigDevice, MigProfileInfo
+from kubedra.driver.inventory import DriverError, GpuInfo, Inventory, MigDevice, MigProfileInfo, XidEvent
 
+log = logging.getLogger("kubedra.driver")
 SYSFS_PCI = Path("/sys/bus/pci/devices")
+EVENT_WAIT_MS = 5000  # NVIDIA's eventSet.Wait(5000)
 PROC_CAPS = Path("/proc/driver/nvidia/capabilities")  # gpu<minor>/mig/gi<GI>/[ci<CI>/]access: DeviceFileMinor
 # nvmlDeviceGetArchitecture values (nvml.h NVML_DEVICE_ARCH_*) → go-nvlib's names
 ARCHITECTURES = {
@@ -90,10 +94,55 @@ def _cap_minor(path: Path) -> int:
 
 
 class NvmlBackend:
-    def __init__(self, module: Any = None, sysfs: Path = SYSFS_PCI, proc_caps: Path = PROC_CAPS) -> None:
+    def __init__(
+        self, module: Any = None, sysfs: Path = SYSFS_PCI, proc_caps: Path = PROC_CAPS, wait_ms: int = EVENT_WAIT_MS
+    ) -> None:
         self._module = module
         self.sysfs = sysfs
         self.proc_caps = proc_caps
+        self.wait_ms = wait_ms
+
+    # ------------------------------------------------------------------------------------- XID events
+
+    def watch_xids(self, on_event: Callable[[XidEvent], None], stop: threading.Event) -> None:
+        """NVIDIA's device-health loop: one event set with ``nvmlEventTypeXidCriticalError`` registered on every
+        GPU (a GPU that cannot is logged as unmonitored), ``nvmlEventSetWait`` in a loop until ``stop``."""
+        nvml = self._nvml()
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as exc:
+            log.error("XID events: NVML cannot be initialised (%s); devices are unmonitored", exc)
+            return
+        events = None
+        try:
+            events = nvml.nvmlEventSetCreate()
+            for index in range(nvml.nvmlDeviceGetCount()):
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                try:
+                    nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, events)
+                except nvml.NVMLError as exc:
+                    log.warning("XID events: GPU %s is unmonitored (%s)", _text(nvml.nvmlDeviceGetUUID(handle)), exc)
+            while not stop.is_set():
+                try:
+                    data = nvml.nvmlEventSetWait_v2(events, self.wait_ms)
+                except nvml.NVMLError_Timeout:
+                    continue
+                except nvml.NVMLError as exc:
+                    log.error("XID events: nvmlEventSetWait: %s", exc)
+                    stop.wait(1.0)
+                    continue
+                if int(data.eventType) != int(nvml.nvmlEventTypeXidCriticalError):
+                    continue
+                uuid = _text(nvml.nvmlDeviceGetUUID(data.device))
+                on_event(XidEvent(uuid, int(data.eventData), int(data.gpuInstanceId), int(data.computeInstanceId)))
+        except nvml.NVMLError as exc:
+            log.error("XID events: %s; devices are unmonitored", exc)
+        finally:
+            if events is not None:
+                with contextlib.suppress(Exception):
+                    nvml.nvmlEventSetFree(events)
+            with contextlib.suppress(Exception):
+                nvml.nvmlShutdown()
 
     @contextlib.contextmanager
     def _session(self, what: str) -> Iterator[Any]:

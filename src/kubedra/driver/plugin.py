@@ -21,7 +21,7 @@ from typing import Any
 
 from kubedra.driver import grpcservice
 from kubedra.driver.devices import Sharing
-from kubedra.driver.inventory import Backend, DriverError, MigBackend
+from kubedra.driver.inventory import Backend, DriverError, MigBackend, XidEvent, XidSource
 from kubedra.driver.node import NodeConfig, NodeDriver
 from kubedra.driver.publish import KubeClaims, SlicePublisher, check_resource_api_version, publish_with_retry
 from kubedra.driver.sharing import CommandRunner, RecordingRunner, SubprocessRunner
@@ -64,6 +64,7 @@ class DriverOptions:
     consumable_shares: str | None = None
     health_port: int | None = None
     resource_api_version: str = "v1"  # resource.k8s.io version of slices and claims: v1, v1beta2 (1.33), v1beta1 (1.32)
+    xid_taints: bool = False  # XIDs also taint the device in its ResourceSlice (gpu.nvidia.com/xid=<xid>)
     pod_uid: str | None = None  # rolling updates: per-pod socket names, so two driver pods can overlap
     resync: float = 30.0
 
@@ -150,9 +151,16 @@ class RunningDriver:
             client, options.driver_name, options.node, self.sharing, options.resource_api_version
         )
         self.published = threading.Event()
+        self.republish = threading.Event()  # wakes the publisher before the next resync (a new taint)
         self.publish_error: DriverError | None = None
         self.thread = threading.Thread(target=self._publish_loop, name="resourceslices", daemon=True)
         self.thread.start()
+        self.xid_thread: threading.Thread | None = None
+        if isinstance(backend, XidSource):
+            self.xid_thread = threading.Thread(
+                target=backend.watch_xids, args=(self._on_xid, self.stopping), name="xid-events", daemon=True
+            )
+            self.xid_thread.start()
         log.info(
             "driver %s on node %s: %d GPU(s), DRA socket %s, registration %s",
             options.driver_name,
@@ -180,6 +188,13 @@ class RunningDriver:
             self.inventory = inventory
             self.driver.update_inventory(inventory)
 
+    def _on_xid(self, event: XidEvent) -> None:
+        if self.driver.record_xid(event) is not None and self.options.xid_taints:
+            self.republish.set()
+
+    def _taints(self) -> dict[str, Any]:
+        return self.driver.device_taints() if self.options.xid_taints else {}
+
     def _publish_loop(self) -> None:
         first = True
         while not self.stopping.is_set():
@@ -187,23 +202,29 @@ class RunningDriver:
                 self._rediscover()
             first = False
             try:
-                result = publish_with_retry(lambda: self.publisher.publish(self.inventory), self.stopping)
+                result = publish_with_retry(
+                    lambda: self.publisher.publish(self.inventory, self._taints()), self.stopping
+                )
             except DriverError as exc:
                 self.publish_error = exc
                 log.error("%s", exc)
                 return
             if result is not None:
                 self.published.set()
-            self.stopping.wait(self.options.resync)
+            self.republish.wait(self.options.resync)
+            self.republish.clear()
 
     def stop(self) -> None:
         self.stopping.set()
+        self.republish.set()
         for server in (self.registration_server, self.dra_server, self.health_server):
             if server is not None:
                 server.stop(grace=1.0).wait()
         for path in (self.options.registration_socket, self.options.dra_socket):
             grpcservice.remove_stale_socket(path)
         self.thread.join(timeout=5)
+        if self.xid_thread is not None:
+            self.xid_thread.join(timeout=6)  # NVML's event wait returns within 5 s
         if self.owns_client:
             self.client.close()
         log.info("stopped; sockets removed")

@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from kubedra.kube import api
 from kubedra.kube.kinds import NODE, RESOURCE_SLICE
 from kubedra.migrate.versions import from_v1
 from kubedra.objects.beta import to_v1
+from kubedra.objects.model import DeviceTaint
 
 log = logging.getLogger("kubedra.driver")
 FIELD_MANAGER = "kubedra-driver"
@@ -71,7 +72,7 @@ class SlicePublisher:
         self.sharing = sharing or Sharing()
         self.version = check_resource_api_version(version)
 
-    def publish(self, inventory: Inventory) -> PublishResult:
+    def publish(self, inventory: Inventory, taints: Mapping[str, list[DeviceTaint]] | None = None) -> PublishResult:
         """One reconcile: raises lightkube/httpx errors (the caller retries) or DriverError."""
         version = self.version
         if not api.serves(self.client, RESOURCE_SLICE, version):
@@ -88,7 +89,9 @@ class SlicePublisher:
         generation = max((int(s["spec"]["pool"].get("generation", 0)) for s in existing), default=0)
         desired = [
             msgspec.to_builtins(s)
-            for s in pool_slices(inventory, self.driver, self.node, node_uid, generation=0, sharing=self.sharing)
+            for s in pool_slices(
+                inventory, self.driver, self.node, node_uid, generation=0, sharing=self.sharing, taints=taints
+            )
         ]
         digest = _content_hash(desired)
         current = {s["metadata"]["name"]: s for s in existing}
