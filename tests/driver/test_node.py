@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 from tests.driver.conftest import Dirs, make_driver
 from tests.driver.helpers import StaticClaims, claim
 
 from kubedra.driver import checkpoint
-from kubedra.driver.sharing import RecordingRunner
+from kubedra.driver.sharing import RecordingRunner, Run
 from kubedra.driver.types import ClaimRef
 
 
@@ -186,9 +188,48 @@ def test_mps_is_cdi_env_and_mounts(dirs: Dirs) -> None:
             "options": ["rw", "nosuid", "nodev", "bind"],
         },
     ]
-    assert runner.commands == [
-        ["nvidia-smi", "-i", "GPU-2f6a4c1e-0000-4000-8000-000000000000", "-c", "EXCLUSIVE_PROCESS"]
+    uuid = "GPU-2f6a4c1e-0000-4000-8000-000000000000"
+    env = {
+        "CUDA_MPS_PIPE_DIRECTORY": str(root / "pipe"),
+        "CUDA_MPS_LOG_DIRECTORY": str(root / "log"),
+        "CUDA_VISIBLE_DEVICES": uuid,
+    }
+    assert runner.runs == [
+        Run(["nvidia-smi", "-i", uuid, "-c", "EXCLUSIVE_PROCESS"], {}, None),
+        Run(["nvidia-cuda-mps-control", "-d"], env, None),  # the claim's control daemon
+        Run(["nvidia-cuda-mps-control"], env, "set_default_active_thread_percentage 50\n"),
+        Run(["nvidia-cuda-mps-control"], env, f"set_default_device_pinned_mem_limit {uuid} 10240M\n"),
     ]
+    assert sorted(p.name for p in root.iterdir()) == ["log", "pipe", "shm"]
+    record = checkpoint.decode((dirs.plugin / "checkpoint.json").read_bytes()).claims[a.uid]
+    assert record.mps == {"gpus": [uuid], "settings": [r.stdin.strip() for r in runner.runs[2:] if r.stdin]}
+    runner.runs.clear()
+    assert driver.prepare([a])[a.uid].error == ""  # idempotent: no second daemon
+    assert runner.runs == []
+    assert driver.unprepare([a]) == {a.uid: ""}
+    assert runner.runs == [Run(["nvidia-cuda-mps-control"], env, "quit\n")]
+    assert not root.exists()
+
+
+def test_a_crash_after_the_mps_daemon_started_stops_it_at_start(dirs: Dirs) -> None:
+    class DiesAfterDaemon(RecordingRunner):
+        def run(self, argv: Any, *, env: Any = None, stdin: Any = None) -> None:
+            super().run(argv, env=env, stdin=stdin)
+            if stdin and stdin.startswith("set_default_active_thread_percentage"):
+                raise KeyboardInterrupt  # stands for SIGKILL: no rollback in this process
+
+    claims, runner = StaticClaims(), DiesAfterDaemon()
+    driver = make_driver(dirs, claims, runner)
+    mps = _gpuconfig({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 20}})
+    a = _ref(claims.add(claim("a", ["gpu-1"], config=[mps])))
+    with pytest.raises(KeyboardInterrupt):
+        driver.prepare([a])
+    assert (dirs.plugin / "mps" / a.uid / "pipe").is_dir()
+    after = RecordingRunner()
+    restarted = make_driver(dirs, claims, after)
+    assert restarted.startup.rolled_back == [a.uid]
+    assert [(r.argv, r.stdin) for r in after.runs] == [(["nvidia-cuda-mps-control"], "quit\n")]
+    assert not (dirs.plugin / "mps" / a.uid).exists()
 
 
 def test_a_failing_command_fails_the_claim_and_leaves_nothing(dirs: Dirs) -> None:

@@ -22,7 +22,9 @@ HELP = command_help(
     "Backends: nvml (the node's NVIDIA driver through nvidia-ml-py; fails clearly when libnvidia-ml is missing) or "
     "fake (--inventory FILE: driverVersion, cudaDriverVersion and gpus with minor, uuid, productName, brand, "
     "architecture, cudaComputeCapability, memory, pciBusID and optional migProfiles). With fake, nvidia-smi "
-    "commands (GpuConfig TimeSlicing) are recorded, not run.",
+    "commands (GpuConfig TimeSlicing) and the MPS control daemon's (GpuConfig MPS: nvidia-cuda-mps-control -d per "
+    "claim, pipe and log directories under <plugin dir>/mps/<claim UID>) are recorded, not run, and MIG devices "
+    "(created at prepare from the published placements) are kept in <plugin dir>/fake-mig.json.",
     "Without --kubeconfig: the in-cluster service account (a DaemonSet; RBAC in deploy/driver-rbac.yaml). Runs in "
     "the foreground, logs to stderr, and removes its sockets on SIGTERM. To try it on a workstation: kubedra driver "
     "--node NODE --backend fake --inventory FILE --plugin-dir DIR --registry-dir DIR --cdi-root DIR --kubeconfig "

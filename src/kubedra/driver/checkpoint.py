@@ -73,6 +73,7 @@ class ClaimRecord:
     devices: list[DeviceRecord] = field(default_factory=list)
     time_slice: dict[str, int] = field(default_factory=dict)  # GPU UUID -> nvidia-smi time-slice level
     cdi_spec: dict[str, Any] | None = None  # the spec written, so a lost one is written again exactly
+    mps: dict[str, Any] | None = None  # the claim's MPS control daemon: {"gpus": [UUID...], "settings": [line...]}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +83,7 @@ class ClaimRecord:
             "devices": [d.to_json() for d in self.devices],
             "timeSlice": dict(sorted(self.time_slice.items())),
             "cdiSpec": self.cdi_spec,
+            **({"mps": self.mps} if self.mps is not None else {}),
         }
 
     @classmethod
@@ -96,6 +98,7 @@ class ClaimRecord:
             [DeviceRecord.from_json(d) for d in data["devices"]],
             {str(k): int(v) for k, v in (data.get("timeSlice") or {}).items()},
             data.get("cdiSpec"),
+            dict(data["mps"]) if data.get("mps") is not None else None,
         )
 
 

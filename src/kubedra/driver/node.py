@@ -281,6 +281,8 @@ class NodeDriver:
             for uuid in _mps_gpus(spec):
                 for argv in sharing.set_exclusive_process(uuid):
                     self.runner.run(argv)
+            if record.mps is not None:
+                sharing.start_mps(self.runner, self.config.plugin_dir, uid, record.mps["gpus"], record.mps["settings"])
             self._create_mig(record, spec)
             files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec or cdi.spec_document(spec)), durable=False)
         except Exception as exc:
@@ -341,7 +343,10 @@ class NodeDriver:
             by_request.setdefault(device.base_request, []).append(gpu.uuid)
             gpus.setdefault(device.device, (gpu, gpu_sharing))
         spec = cdi.ClaimSpec(uid)
+        mps: list[tuple[int, str, GpuSharing]] = []
         for index, (name, (gpu, gpu_sharing)) in enumerate(gpus.items()):
+            if gpu_sharing.strategy == "MPS":
+                mps.append((index, gpu.uuid, gpu_sharing))
             requests = [r.request_names[0] for r in records if r.device == name]
             visible = tuple(dict.fromkeys(u for r in requests for u in by_request[r]))
             env: tuple[str, ...] = ()
@@ -352,6 +357,9 @@ class NodeDriver:
         record = ClaimRecord(
             PREPARE_STARTED, plan.ref.namespace, plan.ref.name, records, time_slice, cdi.spec_document(spec)
         )
+        if mps:  # one control daemon for the claim's MPS GPUs, with the claim's limits
+            settings = sharing.mps_settings(mps[0][2], [(i, u) for i, u, _ in mps])
+            record.mps = {"gpus": [u for _, u, _ in mps], "settings": settings}
         return record, spec
 
     def _mig_record(self, plan: ClaimPlan, device: Any, placement: MigPlacement, uid: str) -> DeviceRecord:
@@ -468,6 +476,8 @@ class NodeDriver:
         """Undo what ``record`` says was (or may have been) done: CDI spec, then time slices nobody else uses."""
         files.remove(self._spec_path(uid))
         self._destroy_mig(record)
+        if record.mps is not None:
+            sharing.stop_mps(self.runner, self.config.plugin_dir, uid, record.mps["gpus"])
         for uuid in record.time_slice:
             if self._time_slice_of(uuid, exclude=uid) is None:
                 for argv in sharing.reset_time_slice(uuid):
