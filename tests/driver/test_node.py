@@ -433,3 +433,27 @@ def test_mps_with_consumable_shares_is_refused(dirs: Dirs) -> None:
     assert make_driver(dirs, claims).prepare([a])[a.uid].error == (
         "claim default/a: device gpu-0: MPS cannot be combined with consumable shares"
     )
+
+
+def test_a_prepare_makes_one_durable_write(dirs: Dirs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PrepareStarted and the CDI spec are renamed into place without fsync; PrepareCompleted is the one durable
+    write (the file's fsync and its directory's): what the p99 of prepare on a disk is made of."""
+    import os
+
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    ref = _ref(claims.add(claim("a", ["gpu-0"])))
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert driver.prepare([ref])[ref.uid].error == ""
+    assert len(synced) == 2
+    assert synced[0].startswith(str(dirs.plugin / ".kubedra-tmp-checkpoint.json"))
+    assert synced[1] == str(dirs.plugin)
+    state = checkpoint.decode((dirs.plugin / "checkpoint.json").read_bytes())
+    assert state.claims[ref.uid].state == checkpoint.PREPARE_COMPLETED

@@ -254,8 +254,12 @@ class NodeDriver:
             self.state.claims = loaded.claims
         self._stamp = stamp
 
-    def _save(self) -> None:
-        files.atomic_write(self.config.checkpoint_path, checkpoint.encode(self.state), 0o600)
+    def _save(self, *, durable: bool = True) -> None:
+        """``durable=False`` for PrepareStarted: renamed into place, not fsynced. A SIGKILL cannot lose it (the
+        kernel has it; the next reader sees it), and what a power loss could lose does not matter: the node then
+        reboots, the boot ID voids every claim and the GPUs come back reset. So PrepareCompleted is a prepare's one
+        durable write, its commit point, and the CDI spec (also not fsynced) is written again from it at start."""
+        files.atomic_write(self.config.checkpoint_path, checkpoint.encode(self.state), 0o600, durable=durable)
         self._stamp = self._file_stamp()
 
     def _spec_path(self, uid: str) -> Path:
@@ -273,7 +277,7 @@ class NodeDriver:
         except ClaimRefusedError as exc:
             return PrepareResult(error=str(exc))
         self.state.claims[uid] = record
-        self._save()
+        self._save(durable=False)
         try:
             for uuid, level in record.time_slice.items():
                 for argv in sharing.set_time_slice(uuid, level):
