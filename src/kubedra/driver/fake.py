@@ -30,8 +30,13 @@ class FakeBackend:
         self._lock = threading.Lock()
         self._devices: list[MigDevice] = []
         self._xids: queue.Queue[XidEvent] = queue.Queue()
-        if state is not None and state.exists():
-            self._devices = [MigDevice.from_json(d) for d in json.loads(state.read_text())]
+        self._load()
+
+    def _load(self) -> None:
+        """The devices as the state file has them: another driver process (a rolling update) may have changed
+        them; the driver's file lock serializes the calls."""
+        if self.state is not None and self.state.exists():
+            self._devices = [MigDevice.from_json(d) for d in json.loads(self.state.read_text())]
 
     def discover(self) -> Inventory:
         try:
@@ -48,6 +53,7 @@ class FakeBackend:
 
     def create_mig(self, parent_uuid: str, profile_id: int, start: int, size: int) -> MigDevice:
         with self._lock:
+            self._load()
             mine = [d for d in self._devices if d.parent_uuid == parent_uuid]
             if any(d.start < start + size and start < d.start + d.size for d in mine):
                 raise DriverError(
@@ -74,6 +80,7 @@ class FakeBackend:
 
     def destroy_mig(self, device: MigDevice) -> None:
         with self._lock:
+            self._load()
             kept = [
                 d for d in self._devices if (d.parent_uuid, d.gi, d.ci) != (device.parent_uuid, device.gi, device.ci)
             ]
@@ -84,6 +91,7 @@ class FakeBackend:
 
     def mig_devices(self, parent_uuid: str) -> list[MigDevice]:
         with self._lock:
+            self._load()
             return [d for d in self._devices if d.parent_uuid == parent_uuid]
 
     def emit_xid(self, event: XidEvent) -> None:
