@@ -41,7 +41,8 @@ class Kubelet:
     def __init__(self, registry_dir: Path, prefer: tuple[str, ...] = ("v1.DRAPlugin", "v1beta1.DRAPlugin")) -> None:
         self.registry_dir = registry_dir
         self.prefer = prefer
-        self.plugins: dict[str, Registered] = {}
+        self.plugins: dict[str, Registered] = {}  # by driver name: the instance registered last
+        self.instances: dict[str, Registered] = {}  # by registration socket (rolling updates: several per driver)
 
     def register_all(self, accept: bool = True) -> dict[str, Registered]:
         for socket in sorted(self.registry_dir.glob("*-reg.sock")):
@@ -60,17 +61,24 @@ class Kubelet:
                     notify(reg.RegistrationStatus(plugin_registered=False, error="no supported version"))
                     continue
                 notify(reg.RegistrationStatus(plugin_registered=accept, error="" if accept else "refused by test"))
-                self.plugins[info.name] = Registered(info, service, grpc.insecure_channel(f"unix://{info.endpoint}"))
+                previous = self.instances.get(str(socket))
+                if previous is not None:
+                    previous.channel.close()
+                registered = Registered(info, service, grpc.insecure_channel(f"unix://{info.endpoint}"))
+                self.plugins[info.name] = self.instances[str(socket)] = registered
         return self.plugins
+
+    def _plugin(self, driver: str, via: Path | None) -> Registered:
+        return self.plugins[driver] if via is None else self.instances[str(via)]
 
     def _module(self, plugin: Registered) -> tuple[Any, str]:
         if plugin.service == "v1.DRAPlugin":
             return v1, "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"
         return v1beta1, "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin"
 
-    def prepare(self, driver: str, claims: list[tuple[str, str, str]]) -> Any:
-        """``claims``: (namespace, uid, name)."""
-        plugin = self.plugins[driver]
+    def prepare(self, driver: str, claims: list[tuple[str, str, str]], via: Path | None = None) -> Any:
+        """``claims``: (namespace, uid, name); ``via``: the registration socket of the instance to call."""
+        plugin = self._plugin(driver, via)
         module, service = self._module(plugin)
         call = _unary(
             plugin.channel,
@@ -83,8 +91,8 @@ class Kubelet:
         )
         return call(request, timeout=TIMEOUT)
 
-    def unprepare(self, driver: str, claims: list[tuple[str, str, str]]) -> Any:
-        plugin = self.plugins[driver]
+    def unprepare(self, driver: str, claims: list[tuple[str, str, str]], via: Path | None = None) -> Any:
+        plugin = self._plugin(driver, via)
         module, service = self._module(plugin)
         call = _unary(
             plugin.channel,
@@ -126,5 +134,5 @@ class Kubelet:
             )(ghealth.HealthCheckRequest(service=service), timeout=10)
 
     def close(self) -> None:
-        for plugin in self.plugins.values():
+        for plugin in {id(p): p for p in [*self.plugins.values(), *self.instances.values()]}.values():
             plugin.channel.close()

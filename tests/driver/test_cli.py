@@ -51,6 +51,10 @@ def test_a_bad_inventory_exits_2_naming_file_and_field(dirs: Dirs, capsys: pytes
         (["--consumable-shares", "lots"], "--consumable-shares: 'lots' is neither a positive integer nor 'memory'"),
         (["--driver-name", "Not_A_Driver"], "--driver-name 'Not_A_Driver'"),
         (["--inventory", "/nonexistent.yaml"], "/nonexistent.yaml: cannot read the inventory"),
+        (
+            ["--resource-api-version", "v1alpha3"],
+            "--resource-api-version: 'v1alpha3' is not one of v1, v1beta2, v1beta1",
+        ),
     ],
 )
 def test_bad_flags_exit_2(dirs: Dirs, capsys: pytest.CaptureFixture[str], extra: list[str], message: str) -> None:
@@ -136,3 +140,31 @@ def test_the_advertised_endpoint_is_absolute(monkeypatch: pytest.MonkeyPatch, di
     assert options.dra_socket == dirs.root / "plugins" / "x" / "dra.sock"
     assert options.registration_socket == dirs.root / "registry" / "gpu.nvidia.com-reg.sock"
     assert DriverOptions(node="n").dra_socket == Path("/var/lib/kubelet/plugins/gpu.nvidia.com/dra.sock")
+
+
+def test_pod_uid_names_the_sockets_as_the_kubelet_plugin_helper_does(dirs: Dirs) -> None:
+    """RollingUpdate(uid): ``<driver>-<uid>-reg.sock`` and ``dra-<uid>.sock``; too long for AF_UNIX, the helper's
+    hashed fallbacks (values computed as RollingUpdateRegistrarSocketFile computes them: base64url, no padding)."""
+    import base64
+    import hashlib
+
+    from kubedra.driver.plugin import DriverOptions, rolling_update_registration_socket
+
+    uid = "0f4b2a6c-1111-4222-8333-444455556666"
+    options = DriverOptions(node="n", plugin_dir=dirs.plugin, registry_dir=dirs.registry, pod_uid=uid)
+    assert options.registration_socket == dirs.registry / f"{DRIVER}-{uid}-reg.sock"
+    assert options.dra_socket == dirs.plugin / f"dra-{uid}.sock"
+    short = base64.urlsafe_b64encode(hashlib.sha256(uid.encode()).digest()[:8]).decode().rstrip("=")
+    deep = Path("/" + "r" * 50)
+    assert rolling_update_registration_socket(deep, DRIVER, uid) == deep / f"{DRIVER}-{short}-reg.sock"
+    deeper = Path("/" + "r" * 80)
+    hashed = hashlib.sha256(f"{DRIVER}\0{uid}".encode()).digest()[:16]
+    assert rolling_update_registration_socket(deeper, DRIVER, uid) == deeper / (
+        "dra-" + base64.urlsafe_b64encode(hashed).decode().rstrip("=") + "-reg.sock"
+    )
+
+
+def test_a_bad_pod_uid_exits_2(dirs: Dirs, capsys: pytest.CaptureFixture[str]) -> None:
+    inventory = write_inventory(dirs.root / "inv.yaml")
+    assert main(_flags(dirs, "--inventory", str(inventory), "--pod-uid", "../x")) == 2
+    assert "--pod-uid '../x': not a pod UID" in capsys.readouterr().err

@@ -151,12 +151,11 @@ def test_consumable_shares_and_mig_are_accepted_by_the_apiserver(control_plane: 
     assert "gpu-0" not in names  # an Ampere GPU in MIG mode is not offered whole (NVIDIA's rule)
 
 
-@pytest.fixture
-def driver_process(control_plane: ControlPlane, dirs: Dirs) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
-    driver, node = _driver_name(), f"gpu-node-{secrets.token_hex(3)}"
-    control_plane.create_node(node)
-    kubeconfig = driver_kubeconfig(control_plane)
-    inventory = write_inventory(dirs.root / "inventory.yaml", 2)
+def start_driver(dirs: Dirs, kubeconfig: Path, driver: str, node: str, *extra: str, log: str = "driver.log") -> Any:
+    """``kubedra driver`` as a process (fake backend, 2 GPUs), logging to ``dirs.root / log``."""
+    inventory = dirs.root / "inventory.yaml"
+    if not inventory.exists():
+        write_inventory(inventory, 2)
     args = [
         sys.executable,
         "-m",
@@ -178,14 +177,45 @@ def driver_process(control_plane: ControlPlane, dirs: Dirs) -> Iterator[tuple[su
         str(dirs.cdi),
         "--kubeconfig",
         str(kubeconfig),
+        *extra,
     ]
-    log = (dirs.root / "driver.log").open("w")
-    process = subprocess.Popen(args, stderr=log, stdout=log, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    yield process, driver, node
+    with (dirs.root / log).open("w") as out:
+        return subprocess.Popen(args, stderr=out, stdout=out, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
     if process.poll() is None:
         process.kill()
         process.wait()
-    log.close()
+
+
+@pytest.fixture
+def driver_process(control_plane: ControlPlane, dirs: Dirs) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    driver, node = _driver_name(), f"gpu-node-{secrets.token_hex(3)}"
+    control_plane.create_node(node)
+    process = start_driver(dirs, driver_kubeconfig(control_plane), driver, node)
+    yield process, driver, node
+    _stop(process)
+
+
+def _allocated_claims(
+    plane: ControlPlane, namespace: str, driver: str, node: str, names: list[str]
+) -> dict[str, dict[str, Any]]:
+    """One 1-GPU claim per name, each for a pod on ``node``, allocated by kube-scheduler."""
+    class_name = driver.split(".", 1)[0]
+    _ignore_conflict(lambda: plane.create(builders.device_class(class_name, driver)))
+    for name in names:
+        plane.create(builders.claim(name, namespace, class_name))
+        plane.create(builders.pod(name, namespace, claim_name=name, node_selector={"kubernetes.io/hostname": node}))
+    allocated = {}
+    for name in names:
+        path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
+        allocated[name] = plane.wait_for(
+            lambda p=path: (c := plane.get(p)).get("status", {}).get("allocation") and c,
+            timeout=60,
+            what=f"kube-scheduler to allocate claim {name}",
+        )
+    return allocated
 
 
 @pytest.mark.slow
@@ -227,6 +257,89 @@ def test_a_claim_allocated_by_kube_scheduler_is_prepared(
     assert process.wait(timeout=15) == 0
     assert not (dirs.plugin / "dra.sock").exists()
     assert not (dirs.registry / f"{driver}-reg.sock").exists()
+
+
+@pytest.mark.slow
+def test_two_driver_pods_overlap_during_a_rolling_update(
+    control_plane: ControlPlane, dirs: Dirs, namespace: str
+) -> None:
+    """``--pod-uid``: an old and a new driver pod serve the same plugin dir at once, each on its own sockets (the
+    kubelet-plugin helper's names); the kubelet prepares through one and unprepares through the other; calls from
+    both, at once, are serialized by the file lock and each sees what the other recorded. Then the old pod stops:
+    only its sockets go."""
+    import threading
+
+    from kubedra.driver import checkpoint
+    from kubedra.driver.plugin import rolling_update_registration_socket
+
+    driver, node = _driver_name(), f"gpu-node-{secrets.token_hex(3)}"
+    control_plane.create_node(node)
+    kubeconfig = driver_kubeconfig(control_plane)
+    old_uid, new_uid = "3f1c0a52-0000-4000-8000-00000000000a", "3f1c0a52-0000-4000-8000-00000000000b"
+    old = start_driver(dirs, kubeconfig, driver, node, "--pod-uid", old_uid, log="old.log")
+    new = start_driver(dirs, kubeconfig, driver, node, "--pod-uid", new_uid, log="new.log")
+    old_reg = dirs.registry / f"{driver}-{old_uid}-reg.sock"
+    new_reg = dirs.registry / f"{driver}-{new_uid}-reg.sock"
+    assert rolling_update_registration_socket(dirs.registry, driver, old_uid) == old_reg
+    kubelet = Kubelet(dirs.registry)
+    try:
+        claims = _allocated_claims(control_plane, namespace, driver, node, ["c1", "c2"])
+        refs = {n: (namespace, c["metadata"]["uid"], n) for n, c in claims.items()}
+        control_plane.wait_for(
+            lambda: old_reg.exists() and new_reg.exists() and len(kubelet.register_all() and kubelet.instances) == 2,
+            timeout=30,
+            what="both driver pods to register",
+        )
+        assert kubelet.instances[str(old_reg)].info.endpoint == str(dirs.plugin / f"dra-{old_uid}.sock")
+        assert kubelet.instances[str(new_reg)].info.endpoint == str(dirs.plugin / f"dra-{new_uid}.sock")
+
+        def state() -> checkpoint.Checkpoint:
+            return checkpoint.decode((dirs.plugin / "checkpoint.json").read_bytes())
+
+        uid1, uid2 = refs["c1"][1], refs["c2"][1]
+        assert kubelet.prepare(driver, [refs["c1"]], via=old_reg).claims[uid1].error == ""
+        assert kubelet.prepare(driver, [refs["c2"]], via=new_reg).claims[uid2].error == ""
+        assert set(state().claims) == {uid1, uid2}  # the new pod kept what the old one recorded
+        assert kubelet.unprepare(driver, [refs["c1"]], via=new_reg).claims[uid1].error == ""  # prepared by the old
+        assert not (dirs.cdi / f"k8s.gpu.nvidia.com-claim_{uid1}.yaml").exists()
+        assert set(state().claims) == {uid2}
+        assert kubelet.unprepare(driver, [refs["c2"]], via=old_reg).claims[uid2].error == ""
+        assert state().claims == {}
+
+        errors: list[str] = []
+
+        def hammer(via: Path, seed: int) -> None:
+            import random
+
+            rng = random.Random(seed)
+            for _ in range(15):
+                ref = refs[rng.choice(["c1", "c2"])]
+                call = kubelet.prepare if rng.random() < 0.6 else kubelet.unprepare
+                entry = call(driver, [ref], via=via).claims[ref[1]]
+                if entry.error:
+                    errors.append(entry.error)
+
+        threads = [threading.Thread(target=hammer, args=(v, i)) for i, v in enumerate([old_reg, new_reg] * 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert errors == []
+        final = state()
+        assert all(r.state == checkpoint.PREPARE_COMPLETED for r in final.claims.values())
+        specs = {p.name for p in dirs.cdi.iterdir()}
+        assert specs == {f"k8s.gpu.nvidia.com-claim_{u}.yaml" for u in final.claims}
+
+        old.send_signal(signal.SIGTERM)
+        assert old.wait(timeout=15) == 0
+        assert not old_reg.exists() and not (dirs.plugin / f"dra-{old_uid}.sock").exists()
+        assert new_reg.exists() and (dirs.plugin / f"dra-{new_uid}.sock").exists()
+        kubelet.unprepare(driver, list(refs.values()), via=new_reg)
+        assert list(dirs.cdi.iterdir()) == []
+    finally:
+        kubelet.close()
+        _stop(old)
+        _stop(new)
 
 
 def test_the_drivers_role_is_least_privilege(control_plane: ControlPlane) -> None:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 from tests.driver.conftest import Dirs, make_driver
 from tests.driver.helpers import StaticClaims, claim
 
 from kubedra.driver import checkpoint
-from kubedra.driver.sharing import RecordingRunner
+from kubedra.driver.sharing import RecordingRunner, Run
 from kubedra.driver.types import ClaimRef
 
 
@@ -102,17 +104,15 @@ def test_shares_of_one_device_are_prepared_for_several_claims(dirs: Dirs) -> Non
     assert driver.prepared_devices() == {b.uid: ["gpu-0"]}
 
 
-def test_an_unknown_device_or_a_mig_device_is_refused(dirs: Dirs) -> None:
+def test_an_unknown_device_is_refused(dirs: Dirs) -> None:
+    """Also a MIG device of a GPU that publishes no MIG profiles (MIG off); MIG prepare is in test_mig.py."""
     claims = StaticClaims()
     driver = make_driver(dirs, claims)
     gone = _ref(claims.add(claim("gone", ["gpu-7"])))
     mig = _ref(claims.add(claim("mig", ["gpu-0-mig-1g5gb-19-0"])))
     results = driver.prepare([gone, mig])
     assert results[gone.uid].error == "claim default/gone: device gpu-7: unknown"
-    assert (
-        results[mig.uid].error
-        == "claim default/mig: device gpu-0-mig-1g5gb-19-0: MIG devices cannot be created by this driver yet"
-    )
+    assert results[mig.uid].error == "claim default/mig: device gpu-0-mig-1g5gb-19-0: unknown"
 
 
 def test_time_slicing_is_set_per_gpu_and_reset_on_the_last_unprepare(dirs: Dirs) -> None:
@@ -188,9 +188,48 @@ def test_mps_is_cdi_env_and_mounts(dirs: Dirs) -> None:
             "options": ["rw", "nosuid", "nodev", "bind"],
         },
     ]
-    assert runner.commands == [
-        ["nvidia-smi", "-i", "GPU-2f6a4c1e-0000-4000-8000-000000000000", "-c", "EXCLUSIVE_PROCESS"]
+    uuid = "GPU-2f6a4c1e-0000-4000-8000-000000000000"
+    env = {
+        "CUDA_MPS_PIPE_DIRECTORY": str(root / "pipe"),
+        "CUDA_MPS_LOG_DIRECTORY": str(root / "log"),
+        "CUDA_VISIBLE_DEVICES": uuid,
+    }
+    assert runner.runs == [
+        Run(["nvidia-smi", "-i", uuid, "-c", "EXCLUSIVE_PROCESS"], {}, None),
+        Run(["nvidia-cuda-mps-control", "-d"], env, None),  # the claim's control daemon
+        Run(["nvidia-cuda-mps-control"], env, "set_default_active_thread_percentage 50\n"),
+        Run(["nvidia-cuda-mps-control"], env, f"set_default_device_pinned_mem_limit {uuid} 10240M\n"),
     ]
+    assert sorted(p.name for p in root.iterdir()) == ["log", "pipe", "shm"]
+    record = checkpoint.decode((dirs.plugin / "checkpoint.json").read_bytes()).claims[a.uid]
+    assert record.mps == {"gpus": [uuid], "settings": [r.stdin.strip() for r in runner.runs[2:] if r.stdin]}
+    runner.runs.clear()
+    assert driver.prepare([a])[a.uid].error == ""  # idempotent: no second daemon
+    assert runner.runs == []
+    assert driver.unprepare([a]) == {a.uid: ""}
+    assert runner.runs == [Run(["nvidia-cuda-mps-control"], env, "quit\n")]
+    assert not root.exists()
+
+
+def test_a_crash_after_the_mps_daemon_started_stops_it_at_start(dirs: Dirs) -> None:
+    class DiesAfterDaemon(RecordingRunner):
+        def run(self, argv: Any, *, env: Any = None, stdin: Any = None) -> None:
+            super().run(argv, env=env, stdin=stdin)
+            if stdin and stdin.startswith("set_default_active_thread_percentage"):
+                raise KeyboardInterrupt  # stands for SIGKILL: no rollback in this process
+
+    claims, runner = StaticClaims(), DiesAfterDaemon()
+    driver = make_driver(dirs, claims, runner)
+    mps = _gpuconfig({"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 20}})
+    a = _ref(claims.add(claim("a", ["gpu-1"], config=[mps])))
+    with pytest.raises(KeyboardInterrupt):
+        driver.prepare([a])
+    assert (dirs.plugin / "mps" / a.uid / "pipe").is_dir()
+    after = RecordingRunner()
+    restarted = make_driver(dirs, claims, after)
+    assert restarted.startup.rolled_back == [a.uid]
+    assert [(r.argv, r.stdin) for r in after.runs] == [(["nvidia-cuda-mps-control"], "quit\n")]
+    assert not (dirs.plugin / "mps" / a.uid).exists()
 
 
 def test_a_failing_command_fails_the_claim_and_leaves_nothing(dirs: Dirs) -> None:
@@ -394,3 +433,27 @@ def test_mps_with_consumable_shares_is_refused(dirs: Dirs) -> None:
     assert make_driver(dirs, claims).prepare([a])[a.uid].error == (
         "claim default/a: device gpu-0: MPS cannot be combined with consumable shares"
     )
+
+
+def test_a_prepare_makes_one_durable_write(dirs: Dirs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PrepareStarted and the CDI spec are renamed into place without fsync; PrepareCompleted is the one durable
+    write (the file's fsync and its directory's): what the p99 of prepare on a disk is made of."""
+    import os
+
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    ref = _ref(claims.add(claim("a", ["gpu-0"])))
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert driver.prepare([ref])[ref.uid].error == ""
+    assert len(synced) == 2
+    assert synced[0].startswith(str(dirs.plugin / ".kubedra-tmp-checkpoint.json"))
+    assert synced[1] == str(dirs.plugin)
+    state = checkpoint.decode((dirs.plugin / "checkpoint.json").read_bytes())
+    assert state.claims[ref.uid].state == checkpoint.PREPARE_COMPLETED

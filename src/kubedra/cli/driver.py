@@ -22,7 +22,9 @@ HELP = command_help(
     "Backends: nvml (the node's NVIDIA driver through nvidia-ml-py; fails clearly when libnvidia-ml is missing) or "
     "fake (--inventory FILE: driverVersion, cudaDriverVersion and gpus with minor, uuid, productName, brand, "
     "architecture, cudaComputeCapability, memory, pciBusID and optional migProfiles). With fake, nvidia-smi "
-    "commands (GpuConfig TimeSlicing) are recorded, not run.",
+    "commands (GpuConfig TimeSlicing) and the MPS control daemon's (GpuConfig MPS: nvidia-cuda-mps-control -d per "
+    "claim, pipe and log directories under <plugin dir>/mps/<claim UID>) are recorded, not run, and MIG devices "
+    "(created at prepare from the published placements) are kept in <plugin dir>/fake-mig.json.",
     "Without --kubeconfig: the in-cluster service account (a DaemonSet; RBAC in deploy/driver-rbac.yaml). Runs in "
     "the foreground, logs to stderr, and removes its sockets on SIGTERM. To try it on a workstation: kubedra driver "
     "--node NODE --backend fake --inventory FILE --plugin-dir DIR --registry-dir DIR --cdi-root DIR --kubeconfig "
@@ -64,6 +66,31 @@ def register(app: typer.Typer) -> None:
         health_port: Annotated[
             int | None, typer.Option("--health-port", help="TCP port of the gRPC health service (liveness probe).")
         ] = None,
+        resource_api_version: Annotated[
+            str,
+            typer.Option(
+                "--resource-api-version",
+                help="resource.k8s.io version ResourceSlices are written and claims read in: v1 (Kubernetes "
+                "1.34+), v1beta2 (1.33) or v1beta1 (1.32).",
+            ),
+        ] = "v1",
+        xid_taints: Annotated[
+            bool,
+            typer.Option(
+                "--xid-taints",
+                help="Also taint a device in its ResourceSlice on an XID (gpu.nvidia.com/xid=<xid>: NoSchedule, or "
+                "None for the XIDs NVIDIA ignores: 13, 31, 43, 45, 68, 109). Critical XIDs always make the device "
+                "Unhealthy in the kubelet's health stream.",
+            ),
+        ] = False,
+        pod_uid: Annotated[
+            str | None,
+            typer.Option(
+                "--pod-uid",
+                help="This driver pod's metadata.uid (downward API): per-pod socket names <driver>-<uid>-reg.sock "
+                "and dra-<uid>.sock, so an old and a new driver pod overlap during a rolling update (kubelet 1.33+).",
+            ),
+        ] = None,
     ) -> None:
         from kubedra.driver.plugin import DriverOptions, run
         from kubedra.objects.errors import KubedraError
@@ -80,6 +107,9 @@ def register(app: typer.Typer) -> None:
             kubeconfig=kubeconfig,
             consumable_shares=consumable_shares,
             health_port=health_port,
+            pod_uid=pod_uid,
+            xid_taints=xid_taints,
+            resource_api_version=resource_api_version,
         )
         try:
             raise typer.Exit(run(options) or EXIT_OK)

@@ -2,7 +2,8 @@
 
 File ``<cdi root>/k8s.gpu.nvidia.com-claim_<claimUID>.yaml``, kind ``k8s.gpu.nvidia.com/claim``, one device
 ``<claimUID>-<device>`` per prepared device (its ``/dev/nvidia<minor>`` node and ``NVIDIA_VISIBLE_DEVICES`` with
-the UUIDs of its request's GPUs), the control nodes every GPU container needs at spec level. The kubelet gets
+the UUIDs of its request's GPUs; a MIG device: its parent's node, the nvidia-caps nodes of its GPU and compute
+instances, and its ``MIG-`` UUID), the control nodes every GPU container needs at spec level. The kubelet gets
 ``k8s.gpu.nvidia.com/claim=<claimUID>-<device>``.
 """
 
@@ -50,6 +51,7 @@ class CdiDevice:
     env: tuple[str, ...] = ()
     mounts: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # (hostPath, containerPath, options)
     uuid: str = ""
+    nodes: tuple[str, ...] = ()  # more device nodes: a MIG device's /dev/nvidia-caps/nvidia-cap<N> for its GI and CI
 
 
 @dataclass
@@ -64,7 +66,7 @@ def spec_document(spec: ClaimSpec) -> dict[str, Any]:
     for d in spec.devices:
         edits: dict[str, Any] = {
             "env": [f"NVIDIA_VISIBLE_DEVICES={','.join(d.visible)}", *d.env],
-            "deviceNodes": [{"path": f"/dev/nvidia{d.minor}"}],
+            "deviceNodes": [{"path": f"/dev/nvidia{d.minor}"}, *({"path": n} for n in d.nodes)],
         }
         if d.mounts:
             edits["mounts"] = [

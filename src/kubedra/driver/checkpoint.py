@@ -36,9 +36,11 @@ class DeviceRecord:
     cdi_device_ids: list[str]
     share_id: str | None = None
     admin_access: bool = False
+    # a MIG device: {parentUUID, profileID, start, size} before it is created, then all of MigDevice's fields
+    mig: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "requestNames": self.request_names,
             "pool": self.pool,
             "device": self.device,
@@ -46,6 +48,9 @@ class DeviceRecord:
             "shareID": self.share_id,
             "adminAccess": self.admin_access,
         }
+        if self.mig is not None:
+            data["mig"] = self.mig
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DeviceRecord:
@@ -56,6 +61,7 @@ class DeviceRecord:
             list(data["cdiDeviceIDs"]),
             data.get("shareID"),
             bool(data.get("adminAccess", False)),
+            dict(data["mig"]) if data.get("mig") is not None else None,
         )
 
 
@@ -67,6 +73,7 @@ class ClaimRecord:
     devices: list[DeviceRecord] = field(default_factory=list)
     time_slice: dict[str, int] = field(default_factory=dict)  # GPU UUID -> nvidia-smi time-slice level
     cdi_spec: dict[str, Any] | None = None  # the spec written, so a lost one is written again exactly
+    mps: dict[str, Any] | None = None  # the claim's MPS control daemon: {"gpus": [UUID...], "settings": [line...]}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,6 +83,7 @@ class ClaimRecord:
             "devices": [d.to_json() for d in self.devices],
             "timeSlice": dict(sorted(self.time_slice.items())),
             "cdiSpec": self.cdi_spec,
+            **({"mps": self.mps} if self.mps is not None else {}),
         }
 
     @classmethod
@@ -90,6 +98,7 @@ class ClaimRecord:
             [DeviceRecord.from_json(d) for d in data["devices"]],
             {str(k): int(v) for k, v in (data.get("timeSlice") or {}).items()},
             data.get("cdiSpec"),
+            dict(data["mps"]) if data.get("mps") is not None else None,
         )
 
 

@@ -7,14 +7,25 @@ Pure. Without MIG the devices go into slices of at most 128 (``ResourceSliceMaxD
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+import msgspec
+
 from kubedra.cluster.catalogue import GpuModel
-from kubedra.cluster.gpuslices import MAX_COUNTER_SETS_PER_SLICE, GpuIdentity, GpuNodeLayout, SliceFactory, slice_name
-from kubedra.driver.inventory import MIB, GpuInfo, Inventory, version_value
+from kubedra.cluster.gpuslices import (
+    MAX_COUNTER_SETS_PER_SLICE,
+    GpuIdentity,
+    GpuNodeLayout,
+    SliceFactory,
+    mig_device_suffix,
+    slice_name,
+)
+from kubedra.driver.inventory import MIB, GpuInfo, Inventory, MigProfileInfo, version_value
 from kubedra.objects.model import (
     CounterSet,
     Device,
+    DeviceTaint,
     ObjectMeta,
     OwnerReference,
     ResourcePool,
@@ -41,6 +52,27 @@ class Sharing:
         if not text.isdigit() or int(text) < 1:
             raise ValueError(f"--consumable-shares: {text!r} is neither a positive integer nor 'memory'")
         return cls(shares=int(text))
+
+
+@dataclass(frozen=True, slots=True)
+class MigPlacement:
+    """What a published MIG device (``gpu-0-mig-1g5gb-19-0``) stands for: a profile at a placement of a GPU."""
+
+    gpu: GpuInfo
+    profile: MigProfileInfo
+    start: int
+    size: int
+
+
+def mig_placements(inventory: Inventory) -> dict[str, MigPlacement]:
+    """Every MIG device name the pool publishes → its placement (names as the slice builder makes them)."""
+    out: dict[str, MigPlacement] = {}
+    for gpu in inventory.gpus:
+        for profile in gpu.mig_profiles:
+            catalogue = profile.catalogue()
+            for start, size in profile.placements:
+                out[gpu.device_name + mig_device_suffix(catalogue, start)] = MigPlacement(gpu, profile, start, size)
+    return out
 
 
 def gpu_model(gpu: GpuInfo) -> GpuModel:
@@ -117,10 +149,26 @@ def pool_specs(
 
 
 def pool_slices(
-    inventory: Inventory, driver: str, node: str, node_uid: str, *, generation: int = 1, sharing: Sharing | None = None
+    inventory: Inventory,
+    driver: str,
+    node: str,
+    node_uid: str,
+    *,
+    generation: int = 1,
+    sharing: Sharing | None = None,
+    taints: Mapping[str, list[DeviceTaint]] | None = None,
 ) -> list[ResourceSlice]:
-    """Every slice of the node's pool (pool name = node name), owned by the Node, ``resourceSliceCount`` set."""
+    """Every slice of the node's pool (pool name = node name), owned by the Node, ``resourceSliceCount`` set;
+    ``taints``: device name → the taints it carries (XIDs)."""
     specs = pool_specs(inventory, node, sharing or Sharing())
+    if taints:
+        specs = [
+            (
+                [msgspec.structs.replace(d, taints=list(taints[d.name])) if d.name in taints else d for d in devices],
+                sets,
+            )
+            for devices, sets in specs
+        ]
     owner = [OwnerReference(api_version="v1", kind="Node", name=node, uid=node_uid, controller=True)]
     return [
         ResourceSlice(

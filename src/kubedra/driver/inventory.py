@@ -7,8 +7,10 @@ simulator's. Reading the file and calling NVML are the backends' business (:mod:
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from kubedra.cluster.catalogue import MigProfile
 from kubedra.objects.errors import KubedraError
@@ -88,6 +90,61 @@ class Backend(Protocol):
     """Where the inventory comes from."""
 
     def discover(self) -> Inventory: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MigDevice:
+    """A MIG device that exists on a GPU: its GPU instance (profile and placement) and compute instance, its UUID
+    and the minors of the ``/dev/nvidia-caps/nvidia-cap<N>`` nodes that grant access to the GI and the CI."""
+
+    parent_uuid: str
+    profile_id: int
+    start: int
+    size: int
+    gi: int
+    ci: int
+    uuid: str
+    gi_cap: int
+    ci_cap: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "parentUUID": self.parent_uuid,
+            "profileID": self.profile_id,
+            "start": self.start,
+            "size": self.size,
+            "gi": self.gi,
+            "ci": self.ci,
+            "uuid": self.uuid,
+            "giCap": self.gi_cap,
+            "ciCap": self.ci_cap,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MigDevice:
+        return cls(
+            str(data["parentUUID"]),
+            int(data["profileID"]),
+            int(data["start"]),
+            int(data["size"]),
+            int(data["gi"]),
+            int(data["ci"]),
+            str(data["uuid"]),
+            int(data["giCap"]),
+            int(data["ciCap"]),
+        )
+
+
+@runtime_checkable
+class MigBackend(Protocol):
+    """Dynamic MIG, as NVIDIA's driver does it with its DynamicMIG gate: a GPU instance with the allocated
+    profile and placement and one compute instance spanning it, created at prepare and destroyed at unprepare."""
+
+    def create_mig(self, parent_uuid: str, profile_id: int, start: int, size: int) -> MigDevice: ...
+
+    def destroy_mig(self, device: MigDevice) -> None: ...
+
+    def mig_devices(self, parent_uuid: str) -> list[MigDevice]: ...
 
 
 def version_value(text: str) -> str:
@@ -230,3 +287,34 @@ def parse_inventory(data: Any, source: str) -> Inventory:
         cuda_driver_version=reader.version(data, "cudaDriverVersion", ""),
         gpus=gpus,
     )
+
+
+# ------------------------------------------------------------------------------------------ XID health
+
+# XIDs NVIDIA's driver leaves out of device health by default (application errors, not the GPU's): its taints for
+# them have effect None. 13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing,
+# 45 preemptive cleanup, 68 video processor exception, 109 context switch timeout.
+IGNORED_XIDS = frozenset({13, 31, 43, 45, 68, 109})
+NO_INSTANCE = 0xFFFFFFFF  # NVML's GPU/compute instance ID of an event on the whole GPU
+XID_TAINT_KEY = "gpu.nvidia.com/xid"
+
+
+@dataclass(frozen=True, slots=True)
+class XidEvent:
+    """``nvmlEventTypeXidCriticalError`` on a GPU (or one of its MIG devices: GI and CI IDs)."""
+
+    uuid: str
+    xid: int
+    gi: int = NO_INSTANCE
+    ci: int = NO_INSTANCE
+
+    @property
+    def critical(self) -> bool:
+        return self.xid not in IGNORED_XIDS
+
+
+@runtime_checkable
+class XidSource(Protocol):
+    """A backend that reports XID events: ``watch_xids`` blocks, calling ``on_event`` for each, until ``stop``."""
+
+    def watch_xids(self, on_event: Callable[[XidEvent], None], stop: threading.Event) -> None: ...

@@ -3,7 +3,10 @@
 Prepare of one claim: already ``PrepareCompleted`` → the recorded devices (idempotent); ``PrepareStarted`` (a
 previous attempt died) → roll back first; refuse devices another claim holds unless shared (consumable shares or
 admin access); write ``PrepareStarted`` with what will be done; apply sharing (nvidia-smi through the runner);
-write the CDI spec; write ``PrepareCompleted``. Unprepare releases exactly what the checkpoint says was prepared.
+create MIG devices (NVIDIA's DynamicMIG: the published placement devices become a GPU instance and a compute
+instance through the backend); write the CDI spec; write ``PrepareCompleted``. At start, MIG devices no claim
+records are destroyed (the checkpoint is the truth, as NVIDIA's ``DestroyUnknownMIGDevices`` has it).
+Unprepare releases exactly what the checkpoint says was prepared.
 Calls are serialized by a thread lock and a file lock (``pu.lock``, as NVIDIA's driver names it); claims are read
 from the API before taking them, as the kubelet-plugin helper does.
 """
@@ -24,9 +27,11 @@ import yaml
 from kubedra.driver import cdi, checkpoint, files, sharing
 from kubedra.driver.checkpoint import PREPARE_COMPLETED, PREPARE_STARTED, Checkpoint, ClaimRecord, DeviceRecord
 from kubedra.driver.claims import ClaimPlan, ClaimRefusedError, plan_claim
-from kubedra.driver.inventory import GpuInfo, Inventory
+from kubedra.driver.devices import MigPlacement, mig_placements
+from kubedra.driver.inventory import NO_INSTANCE, XID_TAINT_KEY, GpuInfo, Inventory, MigBackend, MigDevice, XidEvent
 from kubedra.driver.types import ClaimRef, DeviceHealth, HealthReport, PreparedDevice, PrepareResult
 from kubedra.objects.gpuconfig import GpuConfigError, GpuSharing, parse_gpu_config
+from kubedra.objects.model import DeviceTaint
 
 log = logging.getLogger("kubedra.driver")
 CHECKPOINT_FILE = "checkpoint.json"
@@ -61,6 +66,7 @@ class StartupReport:
     rolled_back: list[str] = field(default_factory=list)
     stale_specs: list[str] = field(default_factory=list)
     regenerated_specs: list[str] = field(default_factory=list)
+    destroyed_mig: list[str] = field(default_factory=list)  # "<parent UUID>/gi<N>/ci<M>" no claim records
 
 
 class NodeDriver:
@@ -72,23 +78,29 @@ class NodeDriver:
         runner: sharing.CommandRunner,
         *,
         clock: Callable[[], float] = time.time,
+        mig: MigBackend | None = None,
     ) -> None:
         self.config = config
         self.inventory = inventory
         self.gpus = inventory.by_device_name()
+        self.migs = mig_placements(inventory)
+        self.mig = mig
         self.claims = claims
         self.runner = runner
         self.clock = clock
         self._lock = threading.Lock()
         self._health_changed = threading.Condition()
         self._health_version = 0
+        self._taints: dict[str, DeviceTaint] = {}  # device → the XID taint it carries (NVIDIA's gpu.nvidia.com/xid)
         self._health: dict[str, tuple[bool | None, str, int]] = {
             g.device_name: (g.healthy, "", int(clock())) for g in inventory.gpus
         }
         config.plugin_dir.mkdir(parents=True, exist_ok=True)
         config.cdi_root.mkdir(parents=True, exist_ok=True)
         self.state = Checkpoint(files.boot_id(config.boot_id_path))
-        self.startup = self._recover()
+        self._stamp: tuple[int, int, int] | None = None  # the checkpoint file as this process last saw it
+        with self._serialized(reload=False):  # another driver pod (rolling update) may be mid-prepare
+            self.startup = self._recover()
 
     # ------------------------------------------------------------------------------------------ kubelet calls
 
@@ -143,11 +155,49 @@ class NodeDriver:
             self._health_version += 1
             self._health_changed.notify_all()
 
+    def record_xid(self, event: XidEvent) -> str | None:
+        """An XID on a GPU (or a prepared MIG device): a critical one makes the device Unhealthy in the health
+        stream; every one sets the device's ``gpu.nvidia.com/xid=<xid>`` taint — NoSchedule, or None for the XIDs
+        NVIDIA ignores (a later ignored XID never softens a critical one). The device's name, None if unknown."""
+        device = self._device_of(event)
+        if device is None:
+            log.warning("XID %d on %s: not a GPU of this node", event.xid, event.uuid)
+            return None
+        log.warning("XID %d on %s (%s)%s", event.xid, device, event.uuid, "" if event.critical else ", ignored")
+        with self._health_changed:
+            current = self._taints.get(device)
+            if event.critical or current is None or current.effect != "NoSchedule":
+                effect = "NoSchedule" if event.critical else "None"
+                self._taints[device] = DeviceTaint(key=XID_TAINT_KEY, value=str(event.xid), effect=effect)
+        if event.critical:
+            self.set_health(device, False, f"XID {event.xid}")
+        return device
+
+    def device_taints(self) -> dict[str, list[DeviceTaint]]:
+        with self._health_changed:
+            return {device: [taint] for device, taint in self._taints.items()}
+
+    def _device_of(self, event: XidEvent) -> str | None:
+        gpu = next((g for g in self.inventory.gpus if g.uuid == event.uuid), None)
+        if gpu is None:
+            return None
+        if event.gi != NO_INSTANCE:  # a MIG device's event: the prepared MIG device it belongs to
+            for record in list(self.state.claims.values()):
+                for d in record.devices:
+                    if d.mig and (d.mig.get("parentUUID"), d.mig.get("gi"), d.mig.get("ci")) == (
+                        event.uuid,
+                        event.gi,
+                        event.ci,
+                    ):
+                        return d.device
+        return gpu.device_name
+
     def update_inventory(self, inventory: Inventory) -> None:
         """A fresh discovery: new GPUs can be prepared, and health changes reach the health stream."""
         with self._lock:
             self.inventory = inventory
             self.gpus = inventory.by_device_name()
+            self.migs = mig_placements(inventory)
         now = int(self.clock())
         with self._health_changed:  # one change, one report
             changed = False
@@ -170,12 +220,47 @@ class NodeDriver:
     # ------------------------------------------------------------------------------------------ internals
 
     @contextlib.contextmanager
-    def _serialized(self) -> Iterator[None]:
+    def _serialized(self, *, reload: bool = True) -> Iterator[None]:
+        """One call at a time on this node, across processes: during a rolling update two driver pods share the
+        plugin dir, and the kubelet may prepare through one and unprepare through the other. Under the lock the
+        checkpoint is read again when the other process has written it since (the helper's "load shared state at
+        the start of a call")."""
         with self._lock, files.file_lock(self.config.plugin_dir / LOCK_FILE):
+            if reload:
+                self._reload()
             yield
 
-    def _save(self) -> None:
-        files.atomic_write(self.config.checkpoint_path, checkpoint.encode(self.state), 0o600)
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.config.checkpoint_path.stat()
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def _reload(self) -> None:
+        stamp = self._file_stamp()
+        if stamp == self._stamp or stamp is None:
+            return
+        try:
+            loaded = checkpoint.decode(self.config.checkpoint_path.read_bytes())
+        except (OSError, checkpoint.CorruptCheckpointError) as exc:
+            log.error(
+                "checkpoint %s written by another driver cannot be read, keeping this one's: %s",
+                self.config.checkpoint_path,
+                exc,
+            )
+            return
+        if loaded.boot_id == self.state.boot_id:
+            self.state.claims = loaded.claims
+        self._stamp = stamp
+
+    def _save(self, *, durable: bool = True) -> None:
+        """``durable=False`` for PrepareStarted: renamed into place, not fsynced. A SIGKILL cannot lose it (the
+        kernel has it; the next reader sees it), and what a power loss could lose does not matter: the node then
+        reboots, the boot ID voids every claim and the GPUs come back reset. So PrepareCompleted is a prepare's one
+        durable write, its commit point, and the CDI spec (also not fsynced) is written again from it at start."""
+        files.atomic_write(self.config.checkpoint_path, checkpoint.encode(self.state), 0o600, durable=durable)
+        self._stamp = self._file_stamp()
 
     def _spec_path(self, uid: str) -> Path:
         return self.config.cdi_root / cdi.spec_file_name(uid)
@@ -192,7 +277,7 @@ class NodeDriver:
         except ClaimRefusedError as exc:
             return PrepareResult(error=str(exc))
         self.state.claims[uid] = record
-        self._save()
+        self._save(durable=False)
         try:
             for uuid, level in record.time_slice.items():
                 for argv in sharing.set_time_slice(uuid, level):
@@ -200,6 +285,9 @@ class NodeDriver:
             for uuid in _mps_gpus(spec):
                 for argv in sharing.set_exclusive_process(uuid):
                     self.runner.run(argv)
+            if record.mps is not None:
+                sharing.start_mps(self.runner, self.config.plugin_dir, uid, record.mps["gpus"], record.mps["settings"])
+            self._create_mig(record, spec)
             files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec or cdi.spec_document(spec)), durable=False)
         except Exception as exc:
             log.exception("prepare %s", plan.ref)
@@ -218,9 +306,9 @@ class NodeDriver:
         gpus: dict[str, tuple[GpuInfo, GpuSharing]] = {}
         for device in plan.devices:
             gpu = self.gpus.get(device.device)
-            if gpu is None:
-                known = "MIG devices cannot be created by this driver yet" if "-mig-" in device.device else "unknown"
-                raise ClaimRefusedError(f"claim {plan.ref.namespace}/{plan.ref.name}: device {device.device}: {known}")
+            placement = self.migs.get(device.device) if gpu is None else None
+            if gpu is None and placement is None:
+                raise ClaimRefusedError(f"claim {plan.ref.namespace}/{plan.ref.name}: device {device.device}: unknown")
             shared = device.share_id is not None or device.admin_access
             holder = held.get(device.device)
             if holder is not None and not (shared and holder[1]):
@@ -228,6 +316,10 @@ class NodeDriver:
                     f"claim {plan.ref.namespace}/{plan.ref.name}: device {device.device} is already prepared "
                     f"for claim {holder[0]}"
                 )
+            if placement is not None:
+                records.append(self._mig_record(plan, device, placement, uid))
+                continue
+            assert gpu is not None
             gpu_sharing = self._sharing(plan, device)
             if gpu_sharing.strategy == "MPS" and device.share_id is not None:
                 raise ClaimRefusedError(
@@ -255,7 +347,10 @@ class NodeDriver:
             by_request.setdefault(device.base_request, []).append(gpu.uuid)
             gpus.setdefault(device.device, (gpu, gpu_sharing))
         spec = cdi.ClaimSpec(uid)
+        mps: list[tuple[int, str, GpuSharing]] = []
         for index, (name, (gpu, gpu_sharing)) in enumerate(gpus.items()):
+            if gpu_sharing.strategy == "MPS":
+                mps.append((index, gpu.uuid, gpu_sharing))
             requests = [r.request_names[0] for r in records if r.device == name]
             visible = tuple(dict.fromkeys(u for r in requests for u in by_request[r]))
             env: tuple[str, ...] = ()
@@ -266,7 +361,93 @@ class NodeDriver:
         record = ClaimRecord(
             PREPARE_STARTED, plan.ref.namespace, plan.ref.name, records, time_slice, cdi.spec_document(spec)
         )
+        if mps:  # one control daemon for the claim's MPS GPUs, with the claim's limits
+            settings = sharing.mps_settings(mps[0][2], [(i, u) for i, u, _ in mps])
+            record.mps = {"gpus": [u for _, u, _ in mps], "settings": settings}
         return record, spec
+
+    def _mig_record(self, plan: ClaimPlan, device: Any, placement: MigPlacement, uid: str) -> DeviceRecord:
+        """A MIG device to create at prepare (NVIDIA's DynamicMIG): refused without a MIG-capable backend, and
+        with a GpuConfig (NVIDIA's driver refuses a config of the wrong device type)."""
+        where = f"claim {plan.ref.namespace}/{plan.ref.name}: device {device.device}"
+        if self.mig is None:
+            raise ClaimRefusedError(f"{where}: this backend cannot create MIG devices")
+        if plan.configs_for(device):
+            raise ClaimRefusedError(f"{where}: a GpuConfig cannot be applied to a MIG device")
+        if device.share_id is not None:
+            raise ClaimRefusedError(f"{where}: a MIG device cannot be shared with consumable shares")
+        intent = {
+            "parentUUID": placement.gpu.uuid,
+            "profileID": placement.profile.profile_id,
+            "start": placement.start,
+            "size": placement.size,
+        }
+        return DeviceRecord(
+            [device.base_request],
+            device.pool,
+            device.device,
+            [cdi.cdi_device_id(uid, device.device)],
+            None,
+            device.admin_access,
+            intent,
+        )
+
+    def _create_mig(self, record: ClaimRecord, spec: cdi.ClaimSpec) -> None:
+        """Create the record's MIG devices (the checkpoint already says they may exist) and add their CDI devices."""
+        wanted = [d for d in record.devices if d.mig is not None]
+        if not wanted:
+            return
+        assert self.mig is not None
+        for d in wanted:
+            assert d.mig is not None
+            created = self.mig.create_mig(d.mig["parentUUID"], d.mig["profileID"], d.mig["start"], d.mig["size"])
+            d.mig = created.to_json()
+            parent = next(g for g in self.inventory.gpus if g.uuid == created.parent_uuid)
+            caps = (f"/dev/nvidia-caps/nvidia-cap{created.gi_cap}", f"/dev/nvidia-caps/nvidia-cap{created.ci_cap}")
+            spec.devices.append(cdi.CdiDevice(d.device, parent.minor, (created.uuid,), uuid=created.uuid, nodes=caps))
+        record.cdi_spec = cdi.spec_document(spec)
+
+    def _destroy_mig(self, record: ClaimRecord) -> None:
+        if self.mig is None:
+            return
+        for d in record.devices:
+            if d.mig is None:
+                continue
+            if "gi" in d.mig:
+                targets = [MigDevice.from_json(d.mig)]
+            else:  # a prepare died between asking NVML and recording the result: found by its placement
+                targets = [
+                    m
+                    for m in self.mig.mig_devices(d.mig["parentUUID"])
+                    if (m.profile_id, m.start) == (d.mig["profileID"], d.mig["start"])
+                ]
+            for target in targets:
+                self.mig.destroy_mig(target)
+
+    def _destroy_unknown_mig(self, report: StartupReport) -> None:
+        """NVIDIA's DestroyUnknownMIGDevices: the checkpoint is the truth; MIG devices no claim records go."""
+        if self.mig is None:
+            return
+        recorded = {
+            (d.mig["parentUUID"], d.mig.get("gi"), d.mig.get("ci"))
+            for rec in self.state.claims.values()
+            for d in rec.devices
+            if d.mig is not None
+        }
+        for gpu in self.inventory.gpus:
+            if not gpu.mig_profiles:
+                continue
+            for m in self.mig.mig_devices(gpu.uuid):
+                if (m.parent_uuid, m.gi, m.ci) not in recorded:
+                    log.warning(
+                        "destroying MIG device %s (GI %d, CI %d) of %s: no claim records it",
+                        m.uuid,
+                        m.gi,
+                        m.ci,
+                        gpu.uuid,
+                    )
+                    self.mig.destroy_mig(m)
+                    report.destroyed_mig.append(f"{m.parent_uuid}/gi{m.gi}/ci{m.ci}")
 
     def _sharing(self, plan: ClaimPlan, device: Any) -> GpuSharing:
         configs = plan.configs_for(device)
@@ -298,6 +479,9 @@ class NodeDriver:
     def _release(self, uid: str, record: ClaimRecord) -> None:
         """Undo what ``record`` says was (or may have been) done: CDI spec, then time slices nobody else uses."""
         files.remove(self._spec_path(uid))
+        self._destroy_mig(record)
+        if record.mps is not None:
+            sharing.stop_mps(self.runner, self.config.plugin_dir, uid, record.mps["gpus"])
         for uuid in record.time_slice:
             if self._time_slice_of(uuid, exclude=uid) is None:
                 for argv in sharing.reset_time_slice(uuid):
@@ -344,6 +528,7 @@ class NodeDriver:
             if record.state == PREPARE_STARTED:
                 self._rollback(uid, record)
                 report.rolled_back.append(uid)
+        self._destroy_unknown_mig(report)
         for spec_file in sorted(self.config.cdi_root.glob(f"{cdi.SPEC_PREFIX}*{cdi.SPEC_SUFFIX}")):
             owner = cdi.claim_of_spec_file(spec_file.name)
             if owner is not None and owner not in self.state.claims:
@@ -360,6 +545,7 @@ class NodeDriver:
         """A prepared claim whose spec is gone (``/var/run/cdi`` is often a tmpfs): written again, as it was."""
         if record.cdi_spec is not None:
             files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec), durable=False)
+
 
 def _result(record: ClaimRecord) -> PrepareResult:
     return PrepareResult(

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kubedra.driver.inventory import DriverError, GpuInfo, Inventory, MigProfileInfo
+from kubedra.driver.inventory import DriverError, GpuInfo, Inventory, MigDevice, MigProfileInfo, XidEvent
 
+log = logging.getLogger("kubedra.driver")
 SYSFS_PCI = Path("/sys/bus/pci/devices")
+EVENT_WAIT_MS = 5000  # NVIDIA's eventSet.Wait(5000)
+PROC_CAPS = Path("/proc/driver/nvidia/capabilities")  # gpu<minor>/mig/gi<GI>/[ci<CI>/]access: DeviceFileMinor
 # nvmlDeviceGetArchitecture values (nvml.h NVML_DEVICE_ARCH_*) → go-nvlib's names
 ARCHITECTURES = {
     2: "Kepler",
@@ -74,10 +80,169 @@ def _normal_bus_id(raw: str) -> str:
     return f"{int(domain, 16):04x}:{rest}" if rest else raw.lower()
 
 
+def _cap_minor(path: Path) -> int:
+    """``DeviceFileMinor: N`` of an nvidia-caps ``access`` file (the N of ``/dev/nvidia-caps/nvidia-cap<N>``)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise DriverError(f"{path}: cannot read the MIG capability ({exc.strerror or exc})") from exc
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "DeviceFileMinor":
+            return int(value.strip())
+    raise DriverError(f"{path}: no DeviceFileMinor")
+
+
 class NvmlBackend:
-    def __init__(self, module: Any = None, sysfs: Path = SYSFS_PCI) -> None:
+    def __init__(
+        self, module: Any = None, sysfs: Path = SYSFS_PCI, proc_caps: Path = PROC_CAPS, wait_ms: int = EVENT_WAIT_MS
+    ) -> None:
         self._module = module
         self.sysfs = sysfs
+        self.proc_caps = proc_caps
+        self.wait_ms = wait_ms
+
+    # ------------------------------------------------------------------------------------- XID events
+
+    def watch_xids(self, on_event: Callable[[XidEvent], None], stop: threading.Event) -> None:
+        """NVIDIA's device-health loop: one event set with ``nvmlEventTypeXidCriticalError`` registered on every
+        GPU (a GPU that cannot is logged as unmonitored), ``nvmlEventSetWait`` in a loop until ``stop``."""
+        nvml = self._nvml()
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as exc:
+            log.error("XID events: NVML cannot be initialised (%s); devices are unmonitored", exc)
+            return
+        events = None
+        try:
+            events = nvml.nvmlEventSetCreate()
+            for index in range(nvml.nvmlDeviceGetCount()):
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                try:
+                    nvml.nvmlDeviceRegisterEvents(handle, nvml.nvmlEventTypeXidCriticalError, events)
+                except nvml.NVMLError as exc:
+                    log.warning("XID events: GPU %s is unmonitored (%s)", _text(nvml.nvmlDeviceGetUUID(handle)), exc)
+            while not stop.is_set():
+                try:
+                    data = nvml.nvmlEventSetWait_v2(events, self.wait_ms)
+                except nvml.NVMLError_Timeout:
+                    continue
+                except nvml.NVMLError as exc:
+                    log.error("XID events: nvmlEventSetWait: %s", exc)
+                    stop.wait(1.0)
+                    continue
+                if int(data.eventType) != int(nvml.nvmlEventTypeXidCriticalError):
+                    continue
+                uuid = _text(nvml.nvmlDeviceGetUUID(data.device))
+                on_event(XidEvent(uuid, int(data.eventData), int(data.gpuInstanceId), int(data.computeInstanceId)))
+        except nvml.NVMLError as exc:
+            log.error("XID events: %s; devices are unmonitored", exc)
+        finally:
+            if events is not None:
+                with contextlib.suppress(Exception):
+                    nvml.nvmlEventSetFree(events)
+            with contextlib.suppress(Exception):
+                nvml.nvmlShutdown()
+
+    @contextlib.contextmanager
+    def _session(self, what: str) -> Iterator[Any]:
+        """nvmlInit ... nvmlShutdown around one operation (NVIDIA's driver without a long-lived session);
+        NVML errors become DriverErrors that say what was being done."""
+        nvml = self._nvml()
+        try:
+            nvml.nvmlInit()
+        except nvml.NVMLError as exc:
+            raise DriverError(f"NVML cannot be initialised ({exc})") from exc
+        try:
+            yield nvml
+        except nvml.NVMLError as exc:
+            raise DriverError(f"NVML: {what}: {exc}") from exc
+        finally:
+            with contextlib.suppress(Exception):
+                nvml.nvmlShutdown()
+
+    # ------------------------------------------------------------------------------------- dynamic MIG
+
+    def create_mig(self, parent_uuid: str, profile_id: int, start: int, size: int) -> MigDevice:
+        """A GPU instance of ``profile_id`` at the placement, then the one compute instance that spans it (the
+        compute-instance profile with the most slices the GPU instance supports), as NVIDIA's createMigDevice."""
+        with self._session(f"creating MIG profile {profile_id} at {start} on {parent_uuid}") as nvml:
+            handle = nvml.nvmlDeviceGetHandleByUUID(parent_uuid)
+            placement = nvml.c_nvmlGpuInstancePlacement_t()
+            placement.start, placement.size = start, size
+            gi = nvml.nvmlDeviceCreateGpuInstanceWithPlacement(handle, profile_id, placement)
+            try:
+                gi_id = int(nvml.nvmlGpuInstanceGetInfo(gi).id)
+                ci_profile = self._full_compute_profile(nvml, gi)
+                ci = nvml.nvmlGpuInstanceCreateComputeInstance(gi, ci_profile)
+                ci_id = int(nvml.nvmlComputeInstanceGetInfo(ci).id)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    nvml.nvmlGpuInstanceDestroy(gi)
+                raise
+            minor = int(nvml.nvmlDeviceGetMinorNumber(handle))
+            found = [m for m in self._list(nvml, handle, parent_uuid, minor) if (m.gi, m.ci) == (gi_id, ci_id)]
+            if not found:
+                raise DriverError(f"NVML: the MIG device GI {gi_id} CI {ci_id} of {parent_uuid} did not appear")
+            return found[0]
+
+    def _full_compute_profile(self, nvml: Any, gi: Any) -> int:
+        best: tuple[int, int] | None = None
+        for index in range(nvml.NVML_COMPUTE_INSTANCE_PROFILE_COUNT):
+            try:
+                info = nvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(
+                    gi, index, nvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED
+                )
+            except nvml.NVMLError:
+                continue
+            if best is None or int(info.sliceCount) > best[0]:
+                best = (int(info.sliceCount), int(info.id))
+        if best is None:
+            raise DriverError("NVML: the GPU instance supports no compute-instance profile")
+        return best[1]
+
+    def destroy_mig(self, device: MigDevice) -> None:
+        """Compute instance, then GPU instance; one already gone is not an error (unprepare is idempotent)."""
+        with self._session(f"destroying MIG device {device.uuid}") as nvml:
+            handle = nvml.nvmlDeviceGetHandleByUUID(device.parent_uuid)
+            try:
+                gi = nvml.nvmlDeviceGetGpuInstanceById(handle, device.gi)
+            except nvml.NVMLError_NotFound:
+                return
+            with contextlib.suppress(nvml.NVMLError_NotFound):
+                nvml.nvmlComputeInstanceDestroy(nvml.nvmlGpuInstanceGetComputeInstanceById(gi, device.ci))
+            nvml.nvmlGpuInstanceDestroy(gi)
+
+    def mig_devices(self, parent_uuid: str) -> list[MigDevice]:
+        with self._session(f"listing the MIG devices of {parent_uuid}") as nvml:
+            handle = nvml.nvmlDeviceGetHandleByUUID(parent_uuid)
+            return self._list(nvml, handle, parent_uuid, int(nvml.nvmlDeviceGetMinorNumber(handle)))
+
+    def _list(self, nvml: Any, handle: Any, parent_uuid: str, minor: int) -> list[MigDevice]:
+        found = []
+        for index in range(int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))):
+            try:
+                mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, index)
+            except nvml.NVMLError_NotFound:
+                continue
+            gi_id = int(nvml.nvmlDeviceGetGpuInstanceId(mig))
+            ci_id = int(nvml.nvmlDeviceGetComputeInstanceId(mig))
+            info = nvml.nvmlGpuInstanceGetInfo(nvml.nvmlDeviceGetGpuInstanceById(handle, gi_id))
+            caps = self.proc_caps / f"gpu{minor}" / "mig" / f"gi{gi_id}"
+            found.append(
+                MigDevice(
+                    parent_uuid,
+                    int(info.profileId),
+                    int(info.placement.start),
+                    int(info.placement.size),
+                    gi_id,
+                    ci_id,
+                    _text(nvml.nvmlDeviceGetUUID(mig)),
+                    _cap_minor(caps / "access"),
+                    _cap_minor(caps / f"ci{ci_id}" / "access"),
+                )
+            )
+        return found
 
     def _nvml(self) -> Any:
         if self._module is not None:

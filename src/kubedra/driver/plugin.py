@@ -8,7 +8,10 @@ until the API server answers and reconciles every ``resync`` seconds.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
+import re
 import signal
 import threading
 from dataclasses import dataclass
@@ -18,12 +21,34 @@ from typing import Any
 
 from kubedra.driver import grpcservice
 from kubedra.driver.devices import Sharing
-from kubedra.driver.inventory import Backend, DriverError
+from kubedra.driver.inventory import Backend, DriverError, MigBackend, XidEvent, XidSource
 from kubedra.driver.node import NodeConfig, NodeDriver
-from kubedra.driver.publish import KubeClaims, SlicePublisher, publish_with_retry
+from kubedra.driver.publish import KubeClaims, SlicePublisher, check_resource_api_version, publish_with_retry
 from kubedra.driver.sharing import CommandRunner, RecordingRunner, SubprocessRunner
 
 log = logging.getLogger("kubedra.driver")
+_SAFE_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+UNIX_PATH_MAX = 108  # AF_UNIX sun_path on Linux, as the kubelet-plugin helper counts it
+
+
+def rolling_update_registration_socket(registry_dir: Path, driver: str, pod_uid: str) -> Path:
+    """The registration socket of one driver pod during a rolling update, named as the kubelet-plugin helper's
+    ``RollingUpdateRegistrarSocketFile`` names it: ``<driver>-<uid>-reg.sock``; when that path is too long,
+    ``<driver>-<base64url(sha256(uid)[:8])>-reg.sock``; else ``dra-<base64url(sha256(driver NUL uid)[:16])>-reg.sock``.
+    """
+
+    def b64(data: str, size: int) -> str:
+        return base64.urlsafe_b64encode(hashlib.sha256(data.encode()).digest()[:size]).decode().rstrip("=")
+
+    candidates = [
+        f"{driver}-{pod_uid}-reg.sock",
+        f"{driver}-{b64(pod_uid, 8)}-reg.sock",
+        f"dra-{b64(driver + chr(0) + pod_uid, 16)}-reg.sock",
+    ]
+    for name in candidates:
+        if len(str(registry_dir / name)) <= UNIX_PATH_MAX:
+            return registry_dir / name
+    return registry_dir / candidates[-1]
 
 
 @dataclass
@@ -38,6 +63,9 @@ class DriverOptions:
     kubeconfig: str | None = None
     consumable_shares: str | None = None
     health_port: int | None = None
+    resource_api_version: str = "v1"  # resource.k8s.io version of slices and claims: v1, v1beta2 (1.33), v1beta1 (1.32)
+    xid_taints: bool = False  # XIDs also taint the device in its ResourceSlice (gpu.nvidia.com/xid=<xid>)
+    pod_uid: str | None = None  # rolling updates: per-pod socket names, so two driver pods can overlap
     resync: float = 30.0
 
     @property
@@ -47,11 +75,15 @@ class DriverOptions:
 
     @property
     def dra_socket(self) -> Path:
-        return self.plugin_path / "dra.sock"
+        """``dra.sock``, or ``dra-<pod uid>.sock`` with ``--pod-uid`` (the kubelet-plugin helper's names)."""
+        return self.plugin_path / (f"dra-{self.pod_uid}.sock" if self.pod_uid else "dra.sock")
 
     @property
     def registration_socket(self) -> Path:
-        return self.registry_dir.absolute() / f"{self.driver_name}-reg.sock"
+        registry = self.registry_dir.absolute()
+        if self.pod_uid:
+            return rolling_update_registration_socket(registry, self.driver_name, self.pod_uid)
+        return registry / f"{self.driver_name}-reg.sock"
 
 
 def make_backend(options: DriverOptions) -> tuple[Backend, CommandRunner]:
@@ -60,7 +92,7 @@ def make_backend(options: DriverOptions) -> tuple[Backend, CommandRunner]:
             raise DriverError("--backend fake needs --inventory FILE")
         from kubedra.driver.fake import FakeBackend
 
-        return FakeBackend(options.inventory), RecordingRunner()
+        return FakeBackend(options.inventory, state=options.plugin_path / "fake-mig.json"), RecordingRunner()
     if options.backend == "nvml":
         from kubedra.driver.nvml import NvmlBackend
 
@@ -78,6 +110,9 @@ class RunningDriver:
         problems = driver_name(options.driver_name)
         if problems:
             raise _DriverError(f"--driver-name {options.driver_name!r}: {problems[0]}")
+        if options.pod_uid is not None and not _SAFE_UID.fullmatch(options.pod_uid):
+            raise _DriverError(f"--pod-uid {options.pod_uid!r}: not a pod UID (letters, digits, '-', '_', '.')")
+        check_resource_api_version(options.resource_api_version)
         try:
             self.sharing = Sharing.parse(options.consumable_shares)
         except ValueError as exc:
@@ -95,8 +130,9 @@ class RunningDriver:
         self.driver = NodeDriver(
             NodeConfig(options.node, options.driver_name, options.plugin_path, options.cdi_root),
             self.inventory,
-            KubeClaims(client),
+            KubeClaims(client, options.resource_api_version),
             runner,
+            mig=backend if isinstance(backend, MigBackend) else None,
         )
         self.stopping = threading.Event()
         self.registration = grpcservice.RegistrationState()
@@ -111,11 +147,20 @@ class RunningDriver:
         self.health_port: int | None = None
         if options.health_port is not None:
             self.health_server, self.health_port = grpcservice.tcp_server(options.health_port, [health])
-        self.publisher = SlicePublisher(client, options.driver_name, options.node, self.sharing)
+        self.publisher = SlicePublisher(
+            client, options.driver_name, options.node, self.sharing, options.resource_api_version
+        )
         self.published = threading.Event()
+        self.republish = threading.Event()  # wakes the publisher before the next resync (a new taint)
         self.publish_error: DriverError | None = None
         self.thread = threading.Thread(target=self._publish_loop, name="resourceslices", daemon=True)
         self.thread.start()
+        self.xid_thread: threading.Thread | None = None
+        if isinstance(backend, XidSource):
+            self.xid_thread = threading.Thread(
+                target=backend.watch_xids, args=(self._on_xid, self.stopping), name="xid-events", daemon=True
+            )
+            self.xid_thread.start()
         log.info(
             "driver %s on node %s: %d GPU(s), DRA socket %s, registration %s",
             options.driver_name,
@@ -143,6 +188,13 @@ class RunningDriver:
             self.inventory = inventory
             self.driver.update_inventory(inventory)
 
+    def _on_xid(self, event: XidEvent) -> None:
+        if self.driver.record_xid(event) is not None and self.options.xid_taints:
+            self.republish.set()
+
+    def _taints(self) -> dict[str, Any]:
+        return self.driver.device_taints() if self.options.xid_taints else {}
+
     def _publish_loop(self) -> None:
         first = True
         while not self.stopping.is_set():
@@ -150,23 +202,29 @@ class RunningDriver:
                 self._rediscover()
             first = False
             try:
-                result = publish_with_retry(lambda: self.publisher.publish(self.inventory), self.stopping)
+                result = publish_with_retry(
+                    lambda: self.publisher.publish(self.inventory, self._taints()), self.stopping
+                )
             except DriverError as exc:
                 self.publish_error = exc
                 log.error("%s", exc)
                 return
             if result is not None:
                 self.published.set()
-            self.stopping.wait(self.options.resync)
+            self.republish.wait(self.options.resync)
+            self.republish.clear()
 
     def stop(self) -> None:
         self.stopping.set()
+        self.republish.set()
         for server in (self.registration_server, self.dra_server, self.health_server):
             if server is not None:
                 server.stop(grace=1.0).wait()
         for path in (self.options.registration_socket, self.options.dra_socket):
             grpcservice.remove_stale_socket(path)
         self.thread.join(timeout=5)
+        if self.xid_thread is not None:
+            self.xid_thread.join(timeout=6)  # NVML's event wait returns within 5 s
         if self.owns_client:
             self.client.close()
         log.info("stopped; sockets removed")

@@ -13,7 +13,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,9 @@ from kubedra.driver.devices import Sharing, pool_slices
 from kubedra.driver.inventory import DriverError, Inventory
 from kubedra.kube import api
 from kubedra.kube.kinds import NODE, RESOURCE_SLICE
+from kubedra.migrate.versions import from_v1
+from kubedra.objects.beta import to_v1
+from kubedra.objects.model import DeviceTaint
 
 log = logging.getLogger("kubedra.driver")
 FIELD_MANAGER = "kubedra-driver"
@@ -46,19 +49,37 @@ def _content_hash(slices: list[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
 
+RESOURCE_API_VERSIONS = ("v1", "v1beta2", "v1beta1")
+
+
+def check_resource_api_version(version: str) -> str:
+    if version not in RESOURCE_API_VERSIONS:
+        raise DriverError(f"--resource-api-version: {version!r} is not one of {', '.join(RESOURCE_API_VERSIONS)}")
+    return version
+
+
 class SlicePublisher:
-    def __init__(self, client: Any, driver: str, node: str, sharing: Sharing | None = None) -> None:
+    """``version``: the resource.k8s.io version slices are written in (v1 from Kubernetes 1.34, v1beta2 on 1.33,
+    v1beta1 on 1.32); the slices are built in v1 and written through the one v1 → beta converter
+    (:func:`kubedra.migrate.versions.from_v1`, that of ``kubedra convert --to``)."""
+
+    def __init__(
+        self, client: Any, driver: str, node: str, sharing: Sharing | None = None, version: str = "v1"
+    ) -> None:
         self.client = client
         self.driver = driver
         self.node = node
         self.sharing = sharing or Sharing()
+        self.version = check_resource_api_version(version)
 
-    def publish(self, inventory: Inventory) -> PublishResult:
+    def publish(self, inventory: Inventory, taints: Mapping[str, list[DeviceTaint]] | None = None) -> PublishResult:
         """One reconcile: raises lightkube/httpx errors (the caller retries) or DriverError."""
-        version = api.served_version(self.client, RESOURCE_SLICE)
-        if version != "v1":
+        version = self.version
+        if not api.serves(self.client, RESOURCE_SLICE, version):
+            served = api.served_version(self.client, RESOURCE_SLICE)
             raise DriverError(
-                f"the API server serves ResourceSlices as {version}; this driver writes resource.k8s.io/v1"
+                f"the API server does not serve resource.k8s.io/{version} ResourceSlices"
+                + (f" (it serves {served}: --resource-api-version {served})" if served else "")
             )
         node = api.get_object(self.client, NODE, "v1", self.node)
         node_uid = str(node["metadata"]["uid"])
@@ -68,7 +89,9 @@ class SlicePublisher:
         generation = max((int(s["spec"]["pool"].get("generation", 0)) for s in existing), default=0)
         desired = [
             msgspec.to_builtins(s)
-            for s in pool_slices(inventory, self.driver, self.node, node_uid, generation=0, sharing=self.sharing)
+            for s in pool_slices(
+                inventory, self.driver, self.node, node_uid, generation=0, sharing=self.sharing, taints=taints
+            )
         ]
         digest = _content_hash(desired)
         current = {s["metadata"]["name"]: s for s in existing}
@@ -79,10 +102,11 @@ class SlicePublisher:
             return PublishResult(generation, sorted(current), changed=False, deleted=[])
         generation += 1
         for document in desired:
-            document["apiVersion"], document["kind"] = RESOURCE_SLICE.api_version(version), RESOURCE_SLICE.kind
+            document["apiVersion"], document["kind"] = RESOURCE_SLICE.api_version("v1"), RESOURCE_SLICE.kind
             document["spec"]["pool"]["generation"] = generation
             document["metadata"]["annotations"] = {HASH_ANNOTATION: digest}
-            api.apply_object(self.client, RESOURCE_SLICE, version, document, FIELD_MANAGER)
+            written = from_v1(RESOURCE_SLICE.kind, document, version).document
+            api.apply_object(self.client, RESOURCE_SLICE, version, written, FIELD_MANAGER)
         wanted = {d["metadata"]["name"] for d in desired}
         obsolete = sorted(set(current) - wanted)
         for name in obsolete:
@@ -125,13 +149,15 @@ def publish_with_retry(
 
 
 class KubeClaims:
-    """Claims read from the API server (the kubelet-plugin helper's ``getResourceClaims``)."""
+    """Claims read from the API server (the kubelet-plugin helper's ``getResourceClaims``), in ``version`` (the
+    driver's --resource-api-version: a 1.32 cluster has no v1) and brought to v1 by the loader's converter."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, version: str = "v1") -> None:
         self.client = client
-        self.version = "v1"
+        self.version = check_resource_api_version(version)
 
     def get_claim(self, namespace: str, name: str) -> dict[str, Any]:
         from kubedra.kube.kinds import RESOURCE_CLAIM
 
-        return api.get_object(self.client, RESOURCE_CLAIM, self.version, name, namespace)
+        document = api.get_object(self.client, RESOURCE_CLAIM, self.version, name, namespace)
+        return document if self.version == "v1" else to_v1(RESOURCE_CLAIM.kind, self.version, document).document

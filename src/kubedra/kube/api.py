@@ -123,6 +123,17 @@ def served_version(client: Client, kind: Kind) -> str | None:
     return None
 
 
+def serves(client: Client, kind: Kind, version: str) -> bool:
+    """Whether the server serves ``kind`` as ``version`` (a one-item list)."""
+    try:
+        next(iter(client.list(resource(kind, version), chunk_size=1, **all_namespaces(kind))), None)
+    except ApiError as exc:
+        if exc.status.code == _HTTP_NOT_FOUND:
+            return False
+        raise
+    return True
+
+
 def get_object(client: Client, kind: Kind, version: str, name: str, namespace: str | None = None) -> dict[str, Any]:
     """One object as the API's JSON (apiVersion and kind set); raises lightkube's ApiError (404 when absent)."""
     kwargs = {"namespace": namespace} if kind.namespaced else {}
