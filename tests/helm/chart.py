@@ -23,7 +23,7 @@ COMBINATIONS: dict[str, list[str]] = {
     "extended-resource": ["deviceClasses.extendedResourceName=nvidia.com/gpu"],
     "everything": [
         "mig.enabled=true", "sharing.consumableShares=8", "deviceClasses.extendedResourceName=nvidia.com/gpu",
-        "exporter.serviceMonitor.enabled=true", "exporter.prometheusRule.enabled=true",
+        "driver.xidTaints=true", "exporter.serviceMonitor.enabled=true", "exporter.prometheusRule.enabled=true",
     ],
     "driver-only": ["exporter.enabled=false"],
     "exporter-only": ["driver.enabled=false", "deviceClasses.create=false"],

@@ -117,12 +117,6 @@ def test_class_selectors_match_kubedra_migrate(helm: Path) -> None:
 
 # ------------------------------------------------------------------------------------------- the pods' commands
 
-# Flags the sibling driver2 branch adds to `kubedra driver` this week (issue 12). Until it is merged they are
-# dropped before parsing; once the CLI has them they are parsed like every other flag. Tighten to "must exist"
-# when driver2 is in main.
-PENDING_DRIVER_FLAGS = {"--resource-api-version", "--pod-uid"}
-
-
 def _parse(command_name: str, args: list[str]) -> dict[str, Any]:
     """The container's args through the real click command's parser (no --help), as `kubedra ARGS` would be."""
     root = typer.main.get_command(build_app())
@@ -130,8 +124,9 @@ def _parse(command_name: str, args: list[str]) -> dict[str, Any]:
     command = root.commands[command_name]  # type: ignore[attr-defined]
     known = {opt for p in command.params for opt in p.opts}
     expanded = [re.sub(r"\$\((\w+)\)", lambda m: f"value-of-{m.group(1).lower()}", a) for a in args[1:]]
-    kept = [a for a in expanded if a.split("=", 1)[0] not in PENDING_DRIVER_FLAGS - known]
-    context = command.make_context(command_name, kept)
+    unknown = [a for a in expanded if a.startswith("--") and a.split("=", 1)[0] not in known]
+    assert not unknown, f"kubedra {command_name} has no such flags: {unknown}"
+    context = command.make_context(command_name, expanded)
     return dict(context.params)
 
 
@@ -147,6 +142,9 @@ def test_driver_args_parse_with_the_real_cli(helm: Path, combination: str) -> No
         env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container["env"]}
         assert env["NODE_NAME"] == "spec.nodeName"
         assert env["POD_UID"] == "metadata.uid"
+        assert params["pod_uid"] == "value-of-pod_uid"
+        assert params["resource_api_version"] in ("v1", "v1beta2", "v1beta1")
+        assert params["xid_taints"] is ("driver.xidTaints=true" in COMBINATIONS[combination])
 
 
 def test_driver_args_carry_the_values(helm: Path) -> None:
