@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ from kubedra.kube.mirror import Backoff, KindStats, Mirror
 from kubedra.kube.read import to_loaded
 from kubedra.metrics.live import LiveSource
 from kubedra.metrics.model import DraMetrics
+from kubedra.metrics.serve import MetricsServer
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, simulate
 
@@ -160,3 +162,54 @@ def test_live_numbers_match_the_embedded_source_and_survive_a_restart(
     assert all(v == 1.0 for (n, _), v in after.items() if n == "kubedra_exporter_watch_up")
     assert _ours(after, namespace) == _embedded(live, namespace)
     assert time.time() - after[("kubedra_exporter_last_sync_timestamp_seconds", ())] < 30
+
+
+@pytest.mark.controlplane
+@pytest.mark.slow
+def test_watch_up_and_each_kinds_sync_time_are_exact_through_an_api_server_restart(
+    control_plane: ControlPlane, live: LiveSource
+) -> None:
+    """Scraped from /metrics every 50 ms while the API server is killed and started again: each kind's watch_up
+    goes 1, then 0 from the failure until the kind has been listed again, then 1 (never back to 1 in between, as
+    a reconnect attempt alone would have it); its sync time is now while up and frozen while down."""
+    server = MetricsServer(live, "127.0.0.1", 0).start()
+    url = "http://{}:{}/metrics".format(*server.address)
+    scrapes: list[tuple[float, Samples]] = []
+    stop = threading.Event()
+
+    def scrape() -> None:
+        while not stop.is_set():
+            with urllib.request.urlopen(url, timeout=5) as response:
+                scrapes.append((time.time(), _samples(response.read().decode())))
+            time.sleep(0.05)
+
+    try:
+        _wait(live, "none", lambda _s: True)
+        kinds = sorted(live.mirror.stats())
+        lists_before = {k: s.lists for k, s in live.mirror.stats().items()}
+        scraper = threading.Thread(target=scrape, daemon=True)
+        scraper.start()
+        time.sleep(0.3)
+        control_plane.restart_apiserver(downtime=1.5)
+        deadline = time.monotonic() + 30
+        while not all(s.up for s in live.mirror.stats().values()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        server.stop()
+    stats = live.mirror.stats()
+    for kind in kinds:
+        up = [s[("kubedra_exporter_watch_up", (("kind", kind),))] for _, s in scrapes]
+        changes = [v for i, v in enumerate(up) if i == 0 or v != up[i - 1]]
+        assert changes == [1.0, 0.0, 1.0], (kind, up)
+        assert stats[kind].lists > lists_before[kind], (kind, stats[kind])  # up again only after a new list
+        synced = [(at, s[("kubedra_exporter_watch_last_sync_timestamp_seconds", (("kind", kind),))])
+                  for at, s in scrapes]
+        down = [value for (at, value), u in zip(synced, up, strict=True) if u == 0.0]
+        assert len(set(down)) == 1, (kind, down)  # frozen at the failure
+        assert all(at - value < 1.0 for (at, value), u in zip(synced, up, strict=True) if u == 1.0)  # current
+        assert down[0] <= min(at for (at, _), u in zip(synced, up, strict=True) if u == 0.0)
+    # The numbers' own sync time never ran ahead while a watch was down.
+    last = [s[("kubedra_exporter_last_sync_timestamp_seconds", ())] for _, s in scrapes]
+    assert last == sorted(last)

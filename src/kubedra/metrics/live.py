@@ -172,6 +172,7 @@ class LiveSource:
         self._model_lock = threading.Lock()  # guards the model while a refresh updates it
         self._text = ""
         self._synced = False
+        self._pending_at: float | None = None  # read time of a state applied to the model but not rendered yet
         self._synced_at = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kubedra-exporter-refresh", daemon=True)
@@ -197,10 +198,23 @@ class LiveSource:
                 return False
             self._cursor = changes.cursor
             self.model.update(self.live.state)
-            text = self.model.render()
-        with self._lock:
-            self._text, self._synced, self._synced_at = text, True, read_at
+            self._pending_at = read_at  # rendered by the next scrape (a burst of events costs one render)
         return True
+
+    def _render(self) -> None:
+        """The text of the model's state, when a refresh left it unrendered and none is under way (a scrape
+        never waits for one: it serves the state before it)."""
+        if not self._model_lock.acquire(blocking=False):
+            return
+        try:
+            at = self._pending_at  # under the lock: another scrape may have rendered it meanwhile
+            if at is not None:
+                text = self.model.render()
+                self._pending_at = None
+                with self._lock:
+                    self._text, self._synced, self._synced_at = text, True, at
+        finally:
+            self._model_lock.release()
 
     def _loop(self) -> None:
         seen = -1
@@ -209,8 +223,9 @@ class LiveSource:
             if generation != seen and self.refresh():
                 seen = generation
             elif generation == seen:
+                self._render()
                 with self._lock:  # nothing new, and every watch up: the numbers are current as of now
-                    if all(s.up for s in self.mirror.stats().values()):
+                    if self._pending_at is None and all(s.up for s in self.mirror.stats().values()):
                         self._synced_at = self._clock()
             self.mirror.wait_change(generation, timeout=1.0)
 
@@ -238,14 +253,15 @@ class LiveSource:
 
     def families(self) -> list[Family]:
         """Every family (the registry's path: built on demand, after any refresh under way)."""
+        self._render()
         with self._model_lock:
-            health = self._health()
-            with self._lock:
-                synced = self._synced
-            return [*(self.model.families() if synced else []), *health]
+            synced = self._synced or self._pending_at is not None
+            return [*(self.model.families() if synced else []), *self._health()]
 
     def text(self) -> str:
-        """The exposition: the text of the last refresh (never waits for one under way) and the health now."""
+        """The exposition: the last state refreshed (or, while a refresh is under way, the one before) and the
+        health now."""
+        self._render()
         health = self._health()
         with self._lock:
             return self._text + render_families(health)

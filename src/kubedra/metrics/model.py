@@ -14,6 +14,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import compress
 from typing import Any
 
@@ -46,6 +47,12 @@ class FamilySpec:
     help: str
     labels: tuple[str, ...]
     type: str = "gauge"  # or "untyped": a count that can go down but whose name ends in _total
+
+    @cached_property
+    def layout(self) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """The label positions in name order (the order prometheus-client writes them) and each ``name="``."""
+        order = tuple(sorted(range(len(self.labels)), key=self.labels.__getitem__))
+        return order, tuple(f'{self.labels[i]}="' for i in order)
 
 
 @dataclass
@@ -145,15 +152,19 @@ def go_float(value: float) -> str:
 
 
 def _escape(value: str) -> str:
+    if "\\" not in value and "\n" not in value and '"' not in value:
+        return value
     return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
 def sample_line(spec: FamilySpec, labels: tuple[str, ...], value: float) -> str:
     """One line of the text format, as prometheus-client writes it (labels in name order)."""
+    number = "1.0" if value == 1.0 else "0.0" if value == 0.0 and str(value) == "0.0" else go_float(value)
     if not spec.labels:
-        return f"{spec.name} {go_float(value)}\n"
-    pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(zip(spec.labels, labels, strict=True)))
-    return f"{spec.name}{{{pairs}}} {go_float(value)}\n"
+        return f"{spec.name} {number}\n"
+    order, keys = spec.layout
+    pairs = '",'.join([key + _escape(labels[i]) for key, i in zip(keys, order, strict=True)])
+    return f'{spec.name}{{{pairs}"}} {number}\n'
 
 
 def header(spec: FamilySpec) -> str:
