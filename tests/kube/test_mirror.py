@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 import secrets
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from tests.controlplane.fixture import ControlPlane
 from tests.kube import builders as b
 
-from kubedra.kube import mirror as mirror_module
-from kubedra.kube.api import Listing, connect
+from kubedra.kube.api import connect
 from kubedra.kube.mirror import Backoff, Mirror, NotSyncedError
 from kubedra.kube.read import ClusterDocuments
 
@@ -124,30 +121,3 @@ def test_an_api_server_restart_is_survived_without_a_half_state(
     # Every watch broke and every kind was listed again before it watched on.
     assert all(s.reconnects + s.gone >= 1 and s.lists >= 2 for s in stats.values()), stats
     assert all(s.up for s in stats.values()), stats
-
-
-def test_a_410_gone_lists_the_kind_again(
-    control_plane: ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The first list of claims says it was taken at resourceVersion 1, long compacted away: the real server
-    answers the watch with 410 Gone, and the mirror lists again and watches from there."""
-    real = mirror_module.list_kind
-    stale: list[str] = []
-
-    def first_one_stale(client: Any, kind: Any, version: str, **kwargs: Any) -> Listing:
-        listing = real(client, kind, version, **kwargs)
-        if kind.kind == "ResourceClaim" and not stale:
-            stale.append(listing.resource_version)
-            return dataclasses.replace(listing, resource_version="1")
-        return listing
-
-    monkeypatch.setattr(mirror_module, "list_kind", first_one_stale)
-    control_plane.create(b.claim("before", namespace, "no-such-class"))
-    kubeconfig = str(control_plane.kubeconfig)
-    with Mirror(lambda: connect(kubeconfig), watch_timeout=5, backoff=Backoff(initial=0.1, maximum=1.0)) as watcher:
-        watcher.wait(lambda d: f"{namespace}/before" in names(d, "ResourceClaim"))
-        control_plane.create(b.claim("after", namespace, "no-such-class"))
-        watcher.wait(lambda d: f"{namespace}/after" in names(d, "ResourceClaim"), timeout=30)
-        stats = watcher.stats()["ResourceClaim"]
-    assert stale and stats.gone == 1 and stats.lists == 2 and stats.reconnects == 0, stats
-    assert "410" in stats.last_error or "Gone" in stats.last_error or "too old" in stats.last_error, stats

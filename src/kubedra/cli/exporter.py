@@ -61,7 +61,10 @@ def register(app: typer.Typer) -> None:
         except (KubeError, FeatureGateError) as exc:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise typer.Exit(EXIT_INVALID_INPUT) from exc
-        source = LiveSource(mirror, features, on_error=warn)
+        import gc
+
+        # The cluster's objects live as long as the process: kept out of the collector's full passes.
+        source = LiveSource(mirror, features, on_error=warn, on_first_sync=gc.freeze)
         try:
             if once:
                 try:

@@ -21,7 +21,7 @@ from kubedra.allocator import Features
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.kube.mirror import Changes, NotSyncedError
 from kubedra.kube.read import ClusterDocuments
-from kubedra.metrics.model import DraMetrics, Family, FamilySpec, render_families
+from kubedra.metrics.model import Changed, DraMetrics, Family, FamilySpec, render_families
 from kubedra.objects.errors import InvalidInputError
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import (
@@ -93,8 +93,9 @@ class LiveState:
         self.state = ClusterState()
         self._lists: dict[str, dict[str, Any]] = {kind: {} for kind in _LISTS}  # slices and rules by key
 
-    def apply(self, changes: Changes) -> None:
-        """Apply one batch; InvalidInputError (nothing applied) when a document cannot be read."""
+    def apply(self, changes: Changes) -> Changed | None:
+        """Apply one batch: the claims, pods and nodes it changed (None after a complete batch: everything may
+        have); InvalidInputError (nothing applied) when a document cannot be read."""
         present = {kind: [d for d in docs.values() if d is not None] for kind, docs in changes.documents.items()}
         loaded = self._read(ClusterDocuments(present))
         decoded: dict[str, dict[str, Any]] = {}
@@ -103,7 +104,7 @@ class LiveState:
         if changes.complete:
             self.state = state_from_loaded(loaded)
             self._lists = {kind: {_key(o): o for o in getattr(self.state, attr)} for kind, attr in _LISTS.items()}
-            return
+            return None
         state = self.state
         for kind, docs in changes.documents.items():
             new = decoded.get(kind, {})
@@ -122,6 +123,9 @@ class LiveState:
                 self._put(target, docs, new)
         if changes.documents.get("ResourceSlice"):
             self._index_devices()
+        documents = changes.documents
+        return Changed(frozenset(documents.get("ResourceClaim", ())), frozenset(documents.get("Pod", ())),
+                       frozenset(documents.get("Node", ())))
 
     @staticmethod
     def _put(target: dict[str, Any], docs: dict[str, dict[str, Any] | None], new: dict[str, Any]) -> None:
@@ -159,7 +163,11 @@ class LiveSource:
         to_loaded: Callable[[ClusterDocuments], Loaded] | None = None,
         clock: Callable[[], float] = time.time,
         on_error: Callable[[str], None] = lambda _message: None,
+        on_first_sync: Callable[[], None] = lambda: None,
     ) -> None:
+        """``on_first_sync`` runs once the first complete state is in the model (the exporter freezes the garbage
+        collector's view of the objects then: a cluster's worth of them scanned on every full collection would
+        cost each scrape a pause)."""
         from kubedra.kube.read import to_loaded as read_documents
 
         self.mirror = mirror
@@ -168,6 +176,7 @@ class LiveSource:
         self._cursor: int | None = None  # None: the next refresh reads everything
         self._clock = clock
         self._on_error = on_error
+        self._on_first_sync: Callable[[], None] | None = on_first_sync
         self._lock = threading.Lock()  # guards what a scrape reads: the text, and whether and when synced
         self._model_lock = threading.Lock()  # guards the model while a refresh updates it
         self._text = ""
@@ -191,14 +200,17 @@ class LiveSource:
             return False
         with self._model_lock:
             try:
-                self.live.apply(changes)
+                changed = self.live.apply(changes)
             except InvalidInputError as exc:
                 self._cursor = None
                 self._on_error(f"the cluster's objects cannot be read; serving the last state: {exc}")
                 return False
             self._cursor = changes.cursor
-            self.model.update(self.live.state)
+            self.model.update(self.live.state, changed)
             self._pending_at = read_at  # rendered by the next scrape (a burst of events costs one render)
+        if self._on_first_sync is not None:
+            first, self._on_first_sync = self._on_first_sync, None
+            first()
         return True
 
     def _render(self) -> None:

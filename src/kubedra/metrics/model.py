@@ -202,7 +202,7 @@ def _same_items(a: list[Any] | dict[str, Any], b: list[Any] | dict[str, Any]) ->
     left, right = (list(a.values()), list(b.values())) if isinstance(a, dict) and isinstance(b, dict) else (a, b)
     if isinstance(a, dict) and isinstance(b, dict) and list(a) != list(b):
         return False
-    return all(x is y for x, y in zip(left, right, strict=True)) or left == right
+    return all(map(operator.is_, left, right)) or left == right
 
 
 def claim_classes(claim: ResourceClaim) -> list[str]:
@@ -324,6 +324,15 @@ class _Seen:
         return changed
 
 
+@dataclass(frozen=True)
+class Changed:
+    """The keys of the claims, pods and nodes added, replaced or removed since the last ``update``."""
+
+    claims: frozenset[str] = frozenset()
+    pods: frozenset[str] = frozenset()
+    nodes: frozenset[str] = frozenset()
+
+
 _MISSING = object()
 _TEXT = operator.attrgetter("text")
 
@@ -359,15 +368,19 @@ class DraMetrics:
 
     # ------------------------------------------------------------------------------------------ update
 
-    def update(self, state: ClusterState) -> None:
-        """Bring every family in step with ``state``."""
+    def update(self, state: ClusterState, changed: Changed | None = None) -> None:
+        """Bring every family in step with ``state``. Which claims, pods and nodes changed is found by comparing
+        with the last state (identity first), unless ``changed`` says (the live source knows from its events)."""
         first = self._allocator is None
         inventory_nodes, changed_classes = self._update_inventory(state)
-        claims = self._seen_claims.changes(list(state.claims), list(state.claims.values()))
-        records = list(state.pods.values())
-        pods = self._seen_pods.changes(list(state.pods), [r.pod for r in records])
-        pods |= self._seen_deleted.changes(list(state.pods), [bool(r.deleted) for r in records])
-        nodes = self._seen_nodes.changes(list(state.nodes), list(state.nodes.values()))
+        if changed is not None and not first:
+            claims, pods, nodes = set(changed.claims), set(changed.pods), set(changed.nodes)
+        else:
+            claims = self._seen_claims.changes(list(state.claims), list(state.claims.values()))
+            records = list(state.pods.values())
+            pods = self._seen_pods.changes(list(state.pods), [r.pod for r in records])
+            pods |= self._seen_deleted.changes(list(state.pods), [bool(r.deleted) for r in records])
+            nodes = self._seen_nodes.changes(list(state.nodes), list(state.nodes.values()))
         dirty = self._update_allocations(state, set(state.claims) if first else claims)
         self._update_nodes(state, set(state.nodes) if first else dirty | nodes | inventory_nodes, changed_classes)
         affected = self._update_pods(state, pods)
