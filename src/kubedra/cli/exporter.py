@@ -14,11 +14,14 @@ from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, stderr_console
 HELP = command_help(
     "Serve Prometheus metrics of a live cluster's DRA state: claims pending and allocated, free devices per node.",
     "Lists and watches Nodes, DeviceClasses, ResourceSlices, DeviceTaintRules, ResourceClaims, "
-    "ResourceClaimTemplates and Pods (read only; deploy/rbac.yaml is the ClusterRole it needs), re-lists on 410 "
-    "Gone and reconnects with backoff. Free devices are what the structured allocator could still allocate (CEL "
+    "ResourceClaimTemplates and Pods (read only; deploy/rbac.yaml is the ClusterRole it needs), lists a kind "
+    "again after any failed watch (410 Gone included), with backoff. Free devices are what the structured "
+    "allocator could still allocate (CEL "
     "selectors, taints, counter sets, consumable capacity). No DRA number is served before every kind was listed; "
-    "kubedra_exporter_synced, kubedra_exporter_watch_up{kind} and kubedra_exporter_last_sync_timestamp_seconds say "
-    "how current the numbers are. deploy/prometheus/dra-rules.yaml has the alerts, deploy/grafana the dashboard.",
+    "kubedra_exporter_synced, kubedra_exporter_watch_up{kind} (0 from a failed watch until the kind is listed again), "
+    "kubedra_exporter_watch_last_sync_timestamp_seconds{kind} and kubedra_exporter_last_sync_timestamp_seconds say "
+    "how current the numbers are. Watch events update only what they touch. deploy/prometheus/dra-rules.yaml has "
+    "the alerts, deploy/grafana the dashboard.",
     "Without --kubeconfig: the in-cluster service account, then $KUBECONFIG, then ~/.kube/config. --once prints one "
     "exposition once synced and exits (for a look, or a cron job).",
     examples=[
