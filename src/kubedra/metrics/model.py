@@ -356,7 +356,6 @@ class _Blocks:
         self.keys: list[Any] = []
         self.chunks: list[_Chunk] = []
         self.blocks: dict[FamilySpec, list[str]] = {spec: [] for spec in specs}
-        self.text: dict[FamilySpec, str] = dict.fromkeys(specs, "")
 
     def sync(self, group: dict[Any, _Chunk]) -> None:
         keys, chunks = list(group), list(group.values())
@@ -367,17 +366,10 @@ class _Blocks:
             changed = compress(range(len(chunks)), map(operator.is_not, self.chunks, chunks))
             todo = sorted({i - i % BLOCK for i in changed})
         self.keys, self.chunks = keys, chunks
-        done = False
         for start in todo:
             part = chunks[start: start + BLOCK]
             for spec in self.specs:
                 self.blocks[spec][start // BLOCK] = "".join([c.text[spec] for c in part])
-            done = True
-        if done or not keys:
-            self.text = {spec: "".join(self.blocks[spec]) for spec in self.specs}
-
-    def joined(self, spec: FamilySpec) -> str:
-        return self.text[spec]
 
 
 class DraMetrics:
@@ -684,5 +676,5 @@ class DraMetrics:
             if spec is CLAIM_COUNTS:
                 parts.extend(sample_line(spec, lv, v) for lv, v in self._counts)
             else:
-                parts.append(self._blocks[_GROUP_OF[spec]].joined(spec))
+                parts.extend(self._blocks[_GROUP_OF[spec]].blocks[spec])
         return "".join(parts)
