@@ -3,10 +3,14 @@ same objects, nothing served before the first sync, and an API server restart su
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -14,11 +18,13 @@ from tests.controlplane.fixture import ControlPlane
 from tests.kube import builders as b
 
 from kubedra.allocator import Features
-from kubedra.kube.api import connect
+from kubedra.kube import mirror as mirror_module
+from kubedra.kube.api import Listing, connect
 from kubedra.kube.mirror import Backoff, KindStats, Mirror
 from kubedra.kube.read import to_loaded
 from kubedra.metrics.live import LiveSource
 from kubedra.metrics.model import DraMetrics
+from kubedra.metrics.serve import MetricsServer
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, simulate
 
@@ -160,3 +166,107 @@ def test_live_numbers_match_the_embedded_source_and_survive_a_restart(
     assert all(v == 1.0 for (n, _), v in after.items() if n == "kubedra_exporter_watch_up")
     assert _ours(after, namespace) == _embedded(live, namespace)
     assert time.time() - after[("kubedra_exporter_last_sync_timestamp_seconds", ())] < 30
+
+
+@pytest.mark.controlplane
+@pytest.mark.slow
+def test_watch_up_and_each_kinds_sync_time_are_exact_through_an_api_server_restart(
+    control_plane: ControlPlane, live: LiveSource
+) -> None:
+    """Scraped from /metrics every 50 ms while the API server is killed and started again: each kind's watch_up
+    goes 1, then 0 from the failure until the kind has been listed again, then 1 (never back to 1 in between, as
+    a reconnect attempt alone would have it); its sync time is now while up and frozen while down."""
+    server = MetricsServer(live, "127.0.0.1", 0).start()
+    url = "http://{}:{}/metrics".format(*server.address)
+    scrapes: list[tuple[float, Samples]] = []
+    stop = threading.Event()
+
+    def scrape() -> None:
+        while not stop.is_set():
+            with urllib.request.urlopen(url, timeout=5) as response:
+                scrapes.append((time.time(), _samples(response.read().decode())))
+            time.sleep(0.05)
+
+    try:
+        _wait(live, "none", lambda _s: True)
+        kinds = sorted(live.mirror.stats())
+        lists_before = {k: s.lists for k, s in live.mirror.stats().items()}
+        scraper = threading.Thread(target=scrape, daemon=True)
+        scraper.start()
+        time.sleep(0.3)
+        control_plane.restart_apiserver(downtime=1.5)
+        deadline = time.monotonic() + 30
+        while not all(s.up for s in live.mirror.stats().values()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        server.stop()
+    stats = live.mirror.stats()
+    for kind in kinds:
+        up = [s[("kubedra_exporter_watch_up", (("kind", kind),))] for _, s in scrapes]
+        changes = [v for i, v in enumerate(up) if i == 0 or v != up[i - 1]]
+        assert changes == [1.0, 0.0, 1.0], (kind, up)
+        assert stats[kind].lists > lists_before[kind], (kind, stats[kind])  # up again only after a new list
+        synced = [(at, s[("kubedra_exporter_watch_last_sync_timestamp_seconds", (("kind", kind),))])
+                  for at, s in scrapes]
+        down = [value for (at, value), u in zip(synced, up, strict=True) if u == 0.0]
+        assert len(set(down)) == 1, (kind, down)  # frozen at the failure
+        assert all(at - value < 1.0 for (at, value), u in zip(synced, up, strict=True) if u == 1.0)  # current
+        assert down[0] <= min(at for (at, _), u in zip(synced, up, strict=True) if u == 0.0)
+    # The numbers' own sync time never ran ahead while a watch was down.
+    last = [s[("kubedra_exporter_last_sync_timestamp_seconds", ())] for _, s in scrapes]
+    assert last == sorted(last)
+
+
+@pytest.mark.controlplane
+@pytest.mark.slow
+def test_a_410_gone_is_survived_with_no_wrong_number_served(
+    control_plane: ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first list of claims says it was taken at resourceVersion 1, long compacted away: the real server
+    answers the watch with 410 Gone; the mirror lists again and watches on, and meanwhile every scrape serves the
+    claims as they were (or none before the first sync), never a state without them."""
+    real = mirror_module.list_kind
+    stale: list[str] = []
+
+    def first_one_stale(client: Any, kind: Any, version: str, **kwargs: Any) -> Listing:
+        listing = real(client, kind, version, **kwargs)
+        if kind.kind == "ResourceClaim" and not stale:
+            stale.append(listing.resource_version)
+            # etcd forgets every revision before the list's (as its periodic compaction would): resourceVersion 1
+            # is then gone for the watch cache and etcd alike.
+            body = json.dumps({"revision": listing.resource_version}).encode()
+            request = urllib.request.Request(f"http://127.0.0.1:{control_plane.etcd_port}/v3/kv/compaction", body)
+            urllib.request.urlopen(request, timeout=10).close()
+            return dataclasses.replace(listing, resource_version="1")
+        return listing
+
+    monkeypatch.setattr(mirror_module, "list_kind", first_one_stale)
+    control_plane.create(b.claim("before", namespace, "no-such-class"))
+    # A fresh API server's watch cache starts at the current revision (one started with the cluster would still
+    # reach back to resourceVersion 1 and replay from there).
+    control_plane.restart_apiserver(graceful=True)
+    kubeconfig = str(control_plane.kubeconfig)
+    mirror = Mirror(lambda: connect(kubeconfig), watch_timeout=5, backoff=Backoff(initial=0.1, maximum=1.0))
+    mirror.start()
+    source = LiveSource(mirror, Features.for_release()).start()
+    seen: list[float] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            samples = _samples(source.text())
+            if samples.get(("kubedra_exporter_synced", ())) == 1.0:
+                seen.append(_total(_ours(samples, namespace), "kube_resourceclaim_info"))
+                if seen[-1] == 1.0 and mirror.stats()["ResourceClaim"].lists >= 2 and len(seen) > 3:
+                    break
+            time.sleep(0.05)
+        control_plane.create(b.claim("after", namespace, "no-such-class"))
+        after = _wait(source, namespace, lambda s: _total(s, "kube_resourceclaim_info") == 2)
+        stats = mirror.stats()["ResourceClaim"]
+    finally:
+        source.stop()
+        mirror.stop()
+    assert stale and stats.gone == 1 and stats.lists == 2 and stats.reconnects == 0, stats
+    assert set(seen) == {1.0}, seen  # from the first sync on: the claim, through the 410 and the new list
+    assert after[("kubedra_exporter_watch_up", (("kind", "ResourceClaim"),))] == 1.0

@@ -14,11 +14,14 @@ from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, stderr_console
 HELP = command_help(
     "Serve Prometheus metrics of a live cluster's DRA state: claims pending and allocated, free devices per node.",
     "Lists and watches Nodes, DeviceClasses, ResourceSlices, DeviceTaintRules, ResourceClaims, "
-    "ResourceClaimTemplates and Pods (read only; deploy/rbac.yaml is the ClusterRole it needs), re-lists on 410 "
-    "Gone and reconnects with backoff. Free devices are what the structured allocator could still allocate (CEL "
+    "ResourceClaimTemplates and Pods (read only; deploy/rbac.yaml is the ClusterRole it needs), lists a kind "
+    "again after any failed watch (410 Gone included), with backoff. Free devices are what the structured "
+    "allocator could still allocate (CEL "
     "selectors, taints, counter sets, consumable capacity). No DRA number is served before every kind was listed; "
-    "kubedra_exporter_synced, kubedra_exporter_watch_up{kind} and kubedra_exporter_last_sync_timestamp_seconds say "
-    "how current the numbers are. deploy/prometheus/dra-rules.yaml has the alerts, deploy/grafana the dashboard.",
+    "kubedra_exporter_synced, kubedra_exporter_watch_up{kind} (0 from a failed watch until the kind is listed again), "
+    "kubedra_exporter_watch_last_sync_timestamp_seconds{kind} and kubedra_exporter_last_sync_timestamp_seconds say "
+    "how current the numbers are. Watch events update only what they touch. deploy/prometheus/dra-rules.yaml has "
+    "the alerts, deploy/grafana the dashboard.",
     "Without --kubeconfig: the in-cluster service account, then $KUBECONFIG, then ~/.kube/config. --once prints one "
     "exposition once synced and exits (for a look, or a cron job).",
     examples=[
@@ -61,7 +64,10 @@ def register(app: typer.Typer) -> None:
         except (KubeError, FeatureGateError) as exc:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise typer.Exit(EXIT_INVALID_INPUT) from exc
-        source = LiveSource(mirror, features, on_error=warn)
+        import gc
+
+        # The cluster's objects live as long as the process: kept out of the collector's full passes.
+        source = LiveSource(mirror, features, on_error=warn, on_first_sync=gc.freeze)
         try:
             if once:
                 try:

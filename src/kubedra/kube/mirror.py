@@ -1,10 +1,17 @@
 """The cluster kept in memory as an informer keeps it: list every kind, then watch from the list's resourceVersion.
 
-One thread per kind, each with its own client. A watch that drops (the API server restarted, the network broke) is
-resumed from the last resourceVersion seen, after a backoff that grows with each failure in a row; a 410 Gone
-(the server no longer has that version) lists the kind again. A new list replaces the kind's objects in one step,
-so :meth:`Mirror.snapshot` only ever returns states the cluster was in: never a half-listed kind, and nothing
+One thread per kind, each with its own client. A watch that fails (the API server restarted, the network broke, a
+410 Gone: the server no longer has that version) lists the kind again, after a backoff that grows with each failure
+in a row (none after a 410), and watches on from the new list's resourceVersion; a watch the server ends normally
+(its timeout) is simply resumed. So a kind's ``up`` is exact: false from the failure until the kind has been
+listed again, and ``synced_at`` is when its copy was last known current. A new list replaces the kind's objects in
+one step, so :meth:`Mirror.snapshot` only ever returns states the cluster was in: never a half-listed kind, and nothing
 before every kind has been listed once.
+
+Every object a list or an event changed is also written to a journal, so an incremental reader
+(:meth:`Mirror.changes`) gets only what changed since it last asked: the documents as they are now, or None for
+those deleted. A re-list journals only the objects that differ from what the mirror had (compared as documents),
+so a 410 Gone costs the reader the changes it missed, not the whole cluster again.
 """
 
 from __future__ import annotations
@@ -39,6 +46,21 @@ class NotSyncedError(Exception):
 
 
 @dataclass(frozen=True)
+class Changes:
+    """What changed since a reader's cursor: by kind name, ``key -> document`` (None once deleted).
+
+    ``complete`` when it holds every object (the first call, or a reader so far behind that the journal no longer
+    reaches back to its cursor): the reader then starts over from these documents alone."""
+
+    cursor: int
+    documents: dict[str, dict[str, dict[str, Any] | None]]
+    complete: bool
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self.documents.values())
+
+
+@dataclass(frozen=True)
 class Backoff:
     """Delay before retry ``n`` (1-based): ``initial * factor**(n-1)``, at most ``maximum`` seconds."""
 
@@ -59,7 +81,8 @@ class KindStats:
     reconnects: int = 0
     gone: int = 0
     last_error: str = ""
-    up: bool = False  # the watch is open (or being opened); false from a failure until the next attempt
+    up: bool = False  # listed and watching; false from a failure until the kind has been listed again
+    synced_at: float = 0.0  # Unix time of the last list, or of the failure that ended the watch after it
 
 
 @dataclass
@@ -83,7 +106,11 @@ class Mirror:
         page_size: int = DEFAULT_PAGE_SIZE,
         watch_timeout: int = 30,
         backoff: Backoff = Backoff(),
+        journal_limit: int = 200_000,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``journal_limit``: changes kept for an incremental reader; past it the journal is dropped (a reader that
+        never asks costs no memory) and the next :meth:`changes` is complete."""
         self._connect = connect
         self._kinds = list(kinds)
         self._page_size = page_size
@@ -96,6 +123,10 @@ class Mirror:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started = False
+        self._journal: list[tuple[str, str]] = []  # (kind name, key) of each change, oldest first
+        self._journal_start = 0  # the cursor of the journal's first entry (entries before it were read and dropped)
+        self._journal_limit = journal_limit
+        self._clock = clock
 
     # ---------------------------------------------------------------------------------------------- control
 
@@ -108,16 +139,22 @@ class Mirror:
                     self._versions[kind.kind] = served_version(client, kind)
                 except (ApiError, httpx2.HTTPError, OSError) as exc:
                     raise KubeError(describe_error(exc, f"discovering {kind.plural}")) from exc
-        for kind in self._kinds:
-            version = self._versions[kind.kind]
-            if version is None:
-                continue
-            self._states[kind.kind] = _KindState(kind, version)
-            thread = threading.Thread(target=self._run, args=(kind.kind,), name=f"kubedra-watch-{kind.plural}",
+        self.prepare(self._versions)
+        for name, state in self._states.items():
+            thread = threading.Thread(target=self._run, args=(name,), name=f"kubedra-watch-{state.kind.plural}",
                                       daemon=True)
             self._threads.append(thread)
             thread.start()
+
+    def prepare(self, versions: dict[str, str | None]) -> None:
+        """Hold the kinds served (kind name -> version; None: not served) with nothing listed yet. ``start`` calls
+        it after discovery; without ``start``, :meth:`replace` and :meth:`apply` feed the mirror by hand."""
         with self._changed:
+            self._versions = dict(versions)
+            for kind in self._kinds:
+                version = versions.get(kind.kind)
+                if version is not None:
+                    self._states[kind.kind] = _KindState(kind, version)
             self._started = True
 
     def stop(self, timeout: float = 1.0) -> None:
@@ -171,6 +208,29 @@ class Mirror:
                 raise NotSyncedError("not every kind has been listed yet")
             return self._copy()
 
+    def changes(self, cursor: int | None = None) -> Changes:
+        """What changed since ``cursor`` (from an earlier call; None for everything); NotSyncedError before every
+        kind was listed. Entries up to the cursor returned are dropped: one incremental reader per mirror."""
+        with self._changed:
+            if not self._all_synced():
+                raise NotSyncedError("not every kind has been listed yet")
+            end = self._journal_start + len(self._journal)
+            documents: dict[str, dict[str, dict[str, Any] | None]]
+            if cursor is None or cursor < self._journal_start or cursor > end:
+                documents = {name: {key: state.objects[key] for key in sorted(state.objects)}
+                             for name, state in self._states.items()}
+                found = Changes(end, documents, complete=True)
+            else:
+                touched: dict[str, dict[str, None]] = {name: {} for name in self._states}
+                for name, key in self._journal[cursor - self._journal_start:]:
+                    touched[name][key] = None
+                documents = {name: {key: self._states[name].objects.get(key) for key in keys}
+                             for name, keys in touched.items()}
+                found = Changes(end, documents, complete=False)
+            self._journal = []
+            self._journal_start = end
+            return found
+
     def wait(
         self, predicate: Callable[[ClusterDocuments], bool] = lambda _: True, timeout: float = 30.0
     ) -> ClusterDocuments:
@@ -198,20 +258,34 @@ class Mirror:
         }
         return ClusterDocuments(by_kind, dict(self._versions))
 
-    def _replace(self, listing: Listing) -> None:
+    def _journal_trim(self) -> None:
+        if len(self._journal) > self._journal_limit:
+            self._journal_start += len(self._journal)
+            self._journal = []
+
+    def replace(self, listing: Listing) -> None:
+        """A kind listed anew: its objects replaced in one step (the workers call it after each list)."""
         with self._changed:
             if self._stop.is_set():
                 return
             state = self._states[listing.kind.kind]
-            state.objects = {object_key(item): item for item in listing.items}
+            objects = {object_key(item): item for item in listing.items}
+            old = state.objects
+            name = listing.kind.kind
+            self._journal.extend((name, key) for key, item in objects.items() if old.get(key) != item)
+            self._journal.extend((name, key) for key in old.keys() - objects.keys())
+            state.objects = objects
+            self._journal_trim()
             state.resource_version = listing.resource_version
             state.synced = True
             state.stats.up = True
+            state.stats.synced_at = self._clock()
             state.stats.lists += 1
             self._generation += 1
             self._changed.notify_all()
 
-    def _apply(self, name: str, event_type: str, document: dict[str, Any]) -> None:
+    def apply(self, name: str, event_type: str, document: dict[str, Any]) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED) of kind ``name``."""
         with self._changed:
             if self._stop.is_set():
                 return
@@ -219,8 +293,11 @@ class Mirror:
             key = object_key(document)
             if event_type == "DELETED":
                 state.objects.pop(key, None)
+                self._journal.append((name, key))
             elif event_type in ("ADDED", "MODIFIED"):
                 state.objects[key] = document
+                self._journal.append((name, key))
+            self._journal_trim()
             version = document.get("metadata", {}).get("resourceVersion")
             if version:
                 state.resource_version = version
@@ -232,6 +309,8 @@ class Mirror:
         with self._changed:
             stats = self._states[name].stats
             stats.last_error = message
+            if stats.up:
+                stats.synced_at = self._clock()
             stats.up = False
             if gone:
                 stats.gone += 1
@@ -258,12 +337,11 @@ class Mirror:
                     client = self._connect()
                     owned.append(client)
                 if need_list:
-                    self._replace(list_kind(client, kind, version, page_size=self._page_size))
+                    self.replace(list_kind(client, kind, version, page_size=self._page_size))
                     need_list = False
                     failures = 0
                 with self._changed:
                     since = state.resource_version
-                    state.stats.up = True
                 events = client.watch(
                     resource(kind, version),
                     resource_version=since,
@@ -274,14 +352,14 @@ class Mirror:
                     if self._stop.is_set():
                         return
                     failures = 0
-                    self._apply(name, event_type, dict(obj))
+                    self.apply(name, event_type, dict(obj))
             except (ApiError, httpx2.HTTPError, OSError) as exc:
                 if self._stop.is_set():
                     return
                 gone = is_gone(exc)
                 self._note_failure(name, describe_error(exc, f"watch {kind.plural}"), gone)
+                need_list = True
                 if gone:
-                    need_list = True
                     continue
                 failures += 1
                 if self._stop.wait(self._backoff.delay(failures)):

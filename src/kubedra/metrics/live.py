@@ -1,11 +1,13 @@
 """The live source: the families of a real cluster, from the ``kube/`` adapter's list+watch mirror.
 
-A refresher thread waits for the mirror to change, takes a snapshot (only ever a state the cluster was in, and only
-once every kind was listed), reads it through the same loader as files, and recomputes the families incrementally;
-a scrape serves the last complete result. Before the first complete sync no DRA number is served at all, only the
-exporter's health: ``kubedra_exporter_synced``, ``kubedra_exporter_watch_up{kind}`` and the time of the state the
-numbers describe. While the API server is away, the numbers stay those of the last state seen (never a partial one)
-and the health families say so.
+A refresher thread waits for the mirror to change and takes only what changed since it last looked
+(``Mirror.changes``): :class:`LiveState` decodes just those documents, through the same loader as files, and puts
+them into a ``ClusterState`` in which every other object keeps its identity, so ``DraMetrics`` (the collectors the
+simulation uses too) recomputes only what they touch. Every state applied is one the cluster was in, and none before
+every kind was listed; a scrape serves the last complete result. Before the first sync no DRA number is served at
+all, only the exporter's health: ``kubedra_exporter_synced``, ``kubedra_exporter_watch_up{kind}``, the time of the
+state the numbers describe and when each kind's copy was last known current. While the API server is away, the
+numbers stay those of the last state seen (never a partial one) and the health families say so.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any
 
 from kubedra.allocator import Features
 from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.metrics.model import DraMetrics, Family, FamilySpec, render_families
+from kubedra.kube.mirror import Changes, NotSyncedError
+from kubedra.kube.read import ClusterDocuments
+from kubedra.metrics.model import Changed, DraMetrics, Family, FamilySpec, render_families
 from kubedra.objects.errors import InvalidInputError
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import (
@@ -29,6 +33,7 @@ from kubedra.objects.model import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.scheduler.nodefit import NodeUsage
 
 SYNCED = FamilySpec(
     "kubedra_exporter_synced",
@@ -45,6 +50,17 @@ LAST_SYNC = FamilySpec(
     "Unix time at which the state the DRA numbers describe was read from the watches (0 before the first sync).",
     (),
 )
+KIND_SYNC = FamilySpec(
+    "kubedra_exporter_watch_last_sync_timestamp_seconds",
+    "Unix time up to which the exporter's copy of the kind is known current: now while its watch is up, else the "
+    "moment the watch failed (0 before the kind was first listed).",
+    ("kind",),
+)
+
+# Where each kind lives in a ClusterState (lists of slices and taint rules are kept in key order too).
+_DICTS = {"Node": "nodes", "DeviceClass": "classes", "ResourceClaim": "claims",
+          "ResourceClaimTemplate": "templates", "Pod": "pods"}
+_LISTS = {"ResourceSlice": "slices", "DeviceTaintRule": "taint_rules"}
 
 
 def state_from_loaded(loaded: Loaded) -> ClusterState:
@@ -62,6 +78,80 @@ def state_from_loaded(loaded: Loaded) -> ClusterState:
     return state
 
 
+def _key(obj: Any) -> str:
+    """The mirror's key of a decoded object (``kube.read.object_key`` of its document)."""
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else str(meta.name)
+
+
+class LiveState:
+    """A ``ClusterState`` kept from a mirror's changes: what a full read of the same documents would build, object
+    for object and in the same (key) order, but decoding only the documents that changed."""
+
+    def __init__(self, read: Callable[[ClusterDocuments], Loaded]) -> None:
+        self._read = read
+        self.state = ClusterState()
+        self._lists: dict[str, dict[str, Any]] = {kind: {} for kind in _LISTS}  # slices and rules by key
+
+    def apply(self, changes: Changes) -> Changed | None:
+        """Apply one batch: the claims, pods and nodes it changed (None after a complete batch: everything may
+        have); InvalidInputError (nothing applied) when a document cannot be read."""
+        present = {kind: [d for d in docs.values() if d is not None] for kind, docs in changes.documents.items()}
+        loaded = self._read(ClusterDocuments(present))
+        decoded: dict[str, dict[str, Any]] = {}
+        for obj in loaded.objects:
+            decoded.setdefault(obj.KIND, {})[_key(obj)] = obj
+        if changes.complete:
+            self.state = state_from_loaded(loaded)
+            self._lists = {kind: {_key(o): o for o in getattr(self.state, attr)} for kind, attr in _LISTS.items()}
+            return None
+        state = self.state
+        for kind, docs in changes.documents.items():
+            new = decoded.get(kind, {})
+            if kind in _LISTS:
+                self._put(self._lists[kind], docs, new)
+                setattr(state, _LISTS[kind], list(self._lists[kind].values()))
+            elif kind in _DICTS:
+                target: dict[str, Any] = getattr(state, _DICTS[kind])
+                if kind == "Pod":
+                    new = {k: PodRecord(pod=pod, requests={}) for k, pod in new.items()}
+                if kind == "Node":
+                    for name in new:
+                        state.usage.setdefault(name, NodeUsage())
+                    for name in [n for n, d in docs.items() if d is None]:
+                        state.usage.pop(name, None)
+                self._put(target, docs, new)
+        if changes.documents.get("ResourceSlice"):
+            self._index_devices()
+        documents = changes.documents
+        return Changed(frozenset(documents.get("ResourceClaim", ())), frozenset(documents.get("Pod", ())),
+                       frozenset(documents.get("Node", ())))
+
+    @staticmethod
+    def _put(target: dict[str, Any], docs: dict[str, dict[str, Any] | None], new: dict[str, Any]) -> None:
+        """Deletions and replacements in place; a new key out of order sorts the dict again (key order, as a full
+        read has it)."""
+        last = next(reversed(target), "") if target else ""
+        resort = False
+        for key, document in docs.items():
+            if document is None:
+                target.pop(key, None)
+            elif key in new:
+                if key not in target and key < last:
+                    resort = True
+                target[key] = new[key]
+                last = max(last, key)
+        if resort:
+            ordered = {k: target[k] for k in sorted(target)}
+            target.clear()
+            target.update(ordered)
+
+    def _index_devices(self) -> None:
+        """The state's device indexes over the new slices (what ``ClusterState.build`` derives from them)."""
+        fresh = ClusterState.build(nodes=(), slices=self.state.slices, classes=())
+        self.state.device_node, self.state.devices_total = fresh.device_node, fresh.devices_total
+
+
 class LiveSource:
     """Families of a mirrored cluster; ``start`` runs the refresher thread, ``stop`` ends it."""
 
@@ -70,20 +160,28 @@ class LiveSource:
         mirror: Any,
         features: Features | None = None,
         *,
-        to_loaded: Callable[[Any], Loaded] | None = None,
+        to_loaded: Callable[[ClusterDocuments], Loaded] | None = None,
         clock: Callable[[], float] = time.time,
         on_error: Callable[[str], None] = lambda _message: None,
+        on_first_sync: Callable[[], None] = lambda: None,
     ) -> None:
+        """``on_first_sync`` runs once the first complete state is in the model (the exporter freezes the garbage
+        collector's view of the objects then: a cluster's worth of them scanned on every full collection would
+        cost each scrape a pause)."""
         from kubedra.kube.read import to_loaded as read_documents
 
         self.mirror = mirror
         self.model = DraMetrics(features)
-        self._to_loaded = to_loaded or read_documents
+        self.live = LiveState(to_loaded or read_documents)
+        self._cursor: int | None = None  # None: the next refresh reads everything
         self._clock = clock
         self._on_error = on_error
-        self._lock = threading.Lock()
+        self._on_first_sync: Callable[[], None] | None = on_first_sync
+        self._lock = threading.Lock()  # guards what a scrape reads: the text, and whether and when synced
+        self._model_lock = threading.Lock()  # guards the model while a refresh updates it
         self._text = ""
-        self._families: list[Family] = []
+        self._synced = False
+        self._pending_at: float | None = None  # read time of a state applied to the model but not rendered yet
         self._synced_at = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kubedra-exporter-refresh", daemon=True)
@@ -91,21 +189,44 @@ class LiveSource:
     # ------------------------------------------------------------------------------------------ refreshing
 
     def refresh(self) -> bool:
-        """Recompute from the mirror's current snapshot; False (numbers unchanged) while it is not synced."""
+        """Apply what changed in the mirror since the last refresh; False (numbers unchanged) while it is not synced
+        or its objects cannot be read (then the next refresh reads everything again)."""
         if not self.mirror.synced:
             return False
         read_at = self._clock()
-        documents = self.mirror.snapshot()
         try:
-            state = state_from_loaded(self._to_loaded(documents))
-        except InvalidInputError as exc:
-            self._on_error(f"the cluster's objects cannot be read; serving the last state: {exc}")
+            changes = self.mirror.changes(self._cursor)
+        except NotSyncedError:
             return False
-        self.model.update(state)
-        text, families = self.model.render(), self.model.families()
-        with self._lock:
-            self._text, self._families, self._synced_at = text, families, read_at
+        with self._model_lock:
+            try:
+                changed = self.live.apply(changes)
+            except InvalidInputError as exc:
+                self._cursor = None
+                self._on_error(f"the cluster's objects cannot be read; serving the last state: {exc}")
+                return False
+            self._cursor = changes.cursor
+            self.model.update(self.live.state, changed)
+            self._pending_at = read_at  # rendered by the next scrape (a burst of events costs one render)
+        if self._on_first_sync is not None:
+            first, self._on_first_sync = self._on_first_sync, None
+            first()
         return True
+
+    def _render(self) -> None:
+        """The text of the model's state, when a refresh left it unrendered and none is under way (a scrape
+        never waits for one: it serves the state before it)."""
+        if not self._model_lock.acquire(blocking=False):
+            return
+        try:
+            at = self._pending_at  # under the lock: another scrape may have rendered it meanwhile
+            if at is not None:
+                text = self.model.render()
+                self._pending_at = None
+                with self._lock:
+                    self._text, self._synced, self._synced_at = text, True, at
+        finally:
+            self._model_lock.release()
 
     def _loop(self) -> None:
         seen = -1
@@ -114,8 +235,9 @@ class LiveSource:
             if generation != seen and self.refresh():
                 seen = generation
             elif generation == seen:
+                self._render()
                 with self._lock:  # nothing new, and every watch up: the numbers are current as of now
-                    if all(s.up for s in self.mirror.stats().values()):
+                    if self._pending_at is None and all(s.up for s in self.mirror.stats().values()):
                         self._synced_at = self._clock()
             self.mirror.wait_change(generation, timeout=1.0)
 
@@ -131,21 +253,27 @@ class LiveSource:
 
     def _health(self) -> list[Family]:
         stats = self.mirror.stats()
+        now = self._clock()
         with self._lock:
-            synced = bool(self._families)
-            at = self._synced_at
+            synced, at = self._synced, self._synced_at
         return [
             Family(SYNCED, [((), 1.0 if synced else 0.0)]),
             Family(WATCH_UP, [((kind,), 1.0 if s.up else 0.0) for kind, s in sorted(stats.items())]),
             Family(LAST_SYNC, [((), at)]),
+            Family(KIND_SYNC, [((kind,), now if s.up else s.synced_at) for kind, s in sorted(stats.items())]),
         ]
 
     def families(self) -> list[Family]:
-        health = self._health()
-        with self._lock:
-            return [*self._families, *health]
+        """Every family (the registry's path: built on demand, after any refresh under way)."""
+        self._render()
+        with self._model_lock:
+            synced = self._synced or self._pending_at is not None
+            return [*(self.model.families() if synced else []), *self._health()]
 
     def text(self) -> str:
+        """The exposition: the last state refreshed (or, while a refresh is under way, the one before) and the
+        health now."""
+        self._render()
         health = self._health()
         with self._lock:
             return self._text + render_families(health)

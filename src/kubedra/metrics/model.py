@@ -2,10 +2,11 @@
 
 Pure: a cluster state in, families (rows of label values and a value) and their text exposition out. Work is
 redone only for what changed since the last ``update``: a claim's rows when the claim (or whether a pod wants it)
-changed, a pod's when the pod changed, a node's free devices when an allocation touched a device of its pools or the
-node itself changed; a change to slices, classes or taint rules starts over. Objects compare by identity first, then
-by value, so both the simulator (which replaces changed objects) and a live mirror (which decodes every object
-again) profit.
+changed, a pod's when the pod changed; a node's free devices when an allocation touched a device of its pools, the
+node itself changed, or a slice or taint rule of one of its pools changed (every node for a pool not bound to one
+node); one class's free devices on every node when that class changed. Objects compare by identity first, then by
+value, so both the simulator (which replaces changed objects) and the live source (which decodes only the objects a
+watch event changed) profit.
 """
 
 from __future__ import annotations
@@ -13,16 +14,27 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import compress
 from typing import Any
 
+import msgspec
 from prometheus_client import utils as _client_utils
 
 from kubedra.allocator import AllocatedState, Allocator, Features
 from kubedra.cel import CompileCache
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.metrics.available import availability
-from kubedra.objects.model import AllocationResult, Node, Pod, ResourceClaim
+from kubedra.objects.model import (
+    AllocationResult,
+    DeviceClass,
+    DeviceRequestAllocationResult,
+    DeviceTaintRule,
+    Node,
+    Pod,
+    ResourceClaim,
+    ResourceSlice,
+)
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
@@ -35,6 +47,12 @@ class FamilySpec:
     help: str
     labels: tuple[str, ...]
     type: str = "gauge"  # or "untyped": a count that can go down but whose name ends in _total
+
+    @cached_property
+    def layout(self) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """The label positions in name order (the order prometheus-client writes them) and each ``name="``."""
+        order = tuple(sorted(range(len(self.labels)), key=self.labels.__getitem__))
+        return order, tuple(f'{self.labels[i]}="' for i in order)
 
 
 @dataclass
@@ -134,15 +152,19 @@ def go_float(value: float) -> str:
 
 
 def _escape(value: str) -> str:
+    if "\\" not in value and "\n" not in value and '"' not in value:
+        return value
     return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
 
 
 def sample_line(spec: FamilySpec, labels: tuple[str, ...], value: float) -> str:
     """One line of the text format, as prometheus-client writes it (labels in name order)."""
+    number = "1.0" if value == 1.0 else "0.0" if value == 0.0 and str(value) == "0.0" else go_float(value)
     if not spec.labels:
-        return f"{spec.name} {go_float(value)}\n"
-    pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(zip(spec.labels, labels, strict=True)))
-    return f"{spec.name}{{{pairs}}} {go_float(value)}\n"
+        return f"{spec.name} {number}\n"
+    order, keys = spec.layout
+    pairs = '",'.join([key + _escape(labels[i]) for key, i in zip(keys, order, strict=True)])
+    return f'{spec.name}{{{pairs}"}} {number}\n'
 
 
 def header(spec: FamilySpec) -> str:
@@ -180,7 +202,7 @@ def _same_items(a: list[Any] | dict[str, Any], b: list[Any] | dict[str, Any]) ->
     left, right = (list(a.values()), list(b.values())) if isinstance(a, dict) and isinstance(b, dict) else (a, b)
     if isinstance(a, dict) and isinstance(b, dict) and list(a) != list(b):
         return False
-    return all(x is y for x, y in zip(left, right, strict=True)) or left == right
+    return all(map(operator.is_, left, right)) or left == right
 
 
 def claim_classes(claim: ResourceClaim) -> list[str]:
@@ -248,6 +270,41 @@ def _claim_rows(claim: ResourceClaim, wanted: bool) -> Rows:
     return rows
 
 
+def _join_chunks(source: object, parts: Iterable[_Chunk], specs: tuple[FamilySpec, ...]) -> _Chunk:
+    """One chunk of several, rows and text concatenated in order (a node's classes)."""
+    listed = list(parts)
+    rows: Rows = {spec: [row for p in listed for row in p.rows[spec]] for spec in specs}
+    text = {spec: "".join(p.text[spec] for p in listed) for spec in specs}
+    return _Chunk(source, rows, text)
+
+
+def _slice_rows(s: ResourceSlice) -> Rows:
+    node, pool = s.spec.node_name or "", s.spec.pool
+    return {
+        SLICE_INFO: [((s.metadata.name, s.spec.driver, pool.name, node, str(pool.generation)), 1.0)],
+        SLICE_DEVICES: [((s.metadata.name, s.spec.driver, pool.name, node), float(len(s.spec.devices)))],
+    }
+
+
+def _class_rows(c: DeviceClass) -> Rows:
+    return {CLASS_INFO: [((c.metadata.name, c.spec.extended_resource_name or ""), 1.0)]}
+
+
+def _by_name(objects: Iterable[ResourceSlice | DeviceTaintRule]) -> dict[str, Any]:
+    return {o.metadata.name: o for o in objects}
+
+
+def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[Any]:
+    """The objects, old and new versions both, of each name added, removed or changed in value."""
+    found: list[Any] = []
+    for name in old.keys() | new.keys():
+        before, after = old.get(name), new.get(name)
+        if before is after or (before is not None and after is not None and before == after):
+            continue
+        found.extend(o for o in (before, after) if o is not None)
+    return found
+
+
 class _Seen:
     """The keys and values of a dict as last seen, to find what changed by identity (C-level comparisons)."""
 
@@ -267,8 +324,52 @@ class _Seen:
         return changed
 
 
+@dataclass(frozen=True)
+class Changed:
+    """The keys of the claims, pods and nodes added, replaced or removed since the last ``update``."""
+
+    claims: frozenset[str] = frozenset()
+    pods: frozenset[str] = frozenset()
+    nodes: frozenset[str] = frozenset()
+
+
 _MISSING = object()
-_TEXT = operator.attrgetter("text")
+_GROUPS: dict[str, tuple[FamilySpec, ...]] = {
+    "claims": CLAIM_FAMILIES,
+    "nodes": (NODE_AVAILABLE, NODE_CAPACITY),
+    "slices": (SLICE_INFO, SLICE_DEVICES),
+    "classes": (CLASS_INFO,),
+    "pods": (POD_CLAIM,),
+}
+_GROUP_OF = {spec: group for group, specs in _GROUPS.items() for spec in specs}
+BLOCK = 256
+
+
+class _Blocks:
+    """The text of one group of chunks (claims, pods, nodes...) for each of its families, joined in blocks of
+    ``BLOCK`` chunks. A scrape after one object changed re-joins that object's block and then the blocks: reading
+    every small text of 20,000 scattered objects again is what a scrape of a large cluster would spend its time on
+    (memory, not CPU). Which chunks changed is found by identity, as ``_Seen`` does."""
+
+    def __init__(self, specs: tuple[FamilySpec, ...]) -> None:
+        self.specs = specs
+        self.keys: list[Any] = []
+        self.chunks: list[_Chunk] = []
+        self.blocks: dict[FamilySpec, list[str]] = {spec: [] for spec in specs}
+
+    def sync(self, group: dict[Any, _Chunk]) -> None:
+        keys, chunks = list(group), list(group.values())
+        if keys != self.keys:
+            todo: Iterable[int] = range(0, len(chunks), BLOCK)
+            self.blocks = {spec: [""] * ((len(chunks) + BLOCK - 1) // BLOCK) for spec in self.specs}
+        else:
+            changed = compress(range(len(chunks)), map(operator.is_not, self.chunks, chunks))
+            todo = sorted({i - i % BLOCK for i in changed})
+        self.keys, self.chunks = keys, chunks
+        for start in todo:
+            part = chunks[start: start + BLOCK]
+            for spec in self.specs:
+                self.blocks[spec][start // BLOCK] = "".join([c.text[spec] for c in part])
 
 
 class DraMetrics:
@@ -276,81 +377,99 @@ class DraMetrics:
 
     def __init__(self, features: Features | None = None) -> None:
         self.features = features if features is not None else Features.for_release()
-        self._inventory: tuple[Any, ...] | None = None
+        self._slices: list[ResourceSlice] | None = None  # the inventory the allocator was built from
+        self._classes: dict[str, DeviceClass] = {}
+        self._rules: list[DeviceTaintRule] = []
+        self._cel = CompileCache(self.features.cel_options())
         self._allocator: Allocator | None = None
         self._allocations: dict[str, AllocationResult] = {}
+        self._holders: dict[tuple[str, str, str, str | None], dict[str, DeviceRequestAllocationResult]] = {}
         self._pool_nodes: dict[tuple[str, str], set[str]] = {}
         self._everywhere: set[tuple[str, str]] = set()
         self._claims: dict[str, _Chunk] = {}
         self._pods: dict[str, _Chunk] = {}
         self._nodes: dict[str, _Chunk] = {}
-        self._static: dict[FamilySpec, list[tuple[tuple[str, ...], float]]] = {}
-        self._static_text: dict[FamilySpec, str] = {}
+        self._node_classes: dict[str, dict[str, _Chunk]] = {}  # node -> class -> its rows (absent: no series)
+        self._slice_text: dict[int, _Chunk] = {}  # id(slice) -> its static rows (the chunk keeps the slice alive)
+        self._class_text: dict[int, _Chunk] = {}
         self._counts: list[tuple[tuple[str, ...], float]] = []
         self._count_of: dict[tuple[str, str, str], int] = {}
         self._facts: dict[str, tuple[str, tuple[str, str, str]]] = {}  # claim -> (owner pod key, count labels)
         self._owned: dict[str, set[str]] = {}  # pod key -> the claims it owns
         self._refs: dict[str, int] = {}  # claim key -> live pods that reference it
         self._live: set[str] = set()  # pods that have not finished
-        self._joined: dict[FamilySpec, str] = {}  # a family's text while none of its objects changed
+        self._blocks = {group: _Blocks(specs) for group, specs in _GROUPS.items()}
         self._seen_claims, self._seen_pods, self._seen_deleted, self._seen_nodes = _Seen(), _Seen(), _Seen(), _Seen()
 
     # ------------------------------------------------------------------------------------------ update
 
-    def update(self, state: ClusterState) -> None:
-        """Bring every family in step with ``state``."""
-        reset = self._update_inventory(state)
-        claims = self._seen_claims.changes(list(state.claims), list(state.claims.values()))
-        records = list(state.pods.values())
-        pods = self._seen_pods.changes(list(state.pods), [r.pod for r in records])
-        pods |= self._seen_deleted.changes(list(state.pods), [bool(r.deleted) for r in records])
-        nodes = self._seen_nodes.changes(list(state.nodes), list(state.nodes.values()))
-        dirty = self._update_allocations(state, set(state.claims) if reset else claims)
-        self._update_nodes(state, set(state.nodes) if reset else dirty | nodes)
+    def update(self, state: ClusterState, changed: Changed | None = None) -> None:
+        """Bring every family in step with ``state``. Which claims, pods and nodes changed is found by comparing
+        with the last state (identity first), unless ``changed`` says (the live source knows from its events)."""
+        first = self._allocator is None
+        inventory_nodes, changed_classes = self._update_inventory(state)
+        if changed is not None and not first:
+            claims, pods, nodes = set(changed.claims), set(changed.pods), set(changed.nodes)
+        else:
+            claims = self._seen_claims.changes(list(state.claims), list(state.claims.values()))
+            records = list(state.pods.values())
+            pods = self._seen_pods.changes(list(state.pods), [r.pod for r in records])
+            pods |= self._seen_deleted.changes(list(state.pods), [bool(r.deleted) for r in records])
+            nodes = self._seen_nodes.changes(list(state.nodes), list(state.nodes.values()))
+        dirty = self._update_allocations(state, set(state.claims) if first else claims)
+        self._update_nodes(state, set(state.nodes) if first else dirty | nodes | inventory_nodes, changed_classes)
         affected = self._update_pods(state, pods)
         self._update_claims(state, claims, affected)
 
-    def _update_inventory(self, state: ClusterState) -> bool:
-        inventory: tuple[Any, ...] = (state.slices, state.classes, state.taint_rules)
-        if self._inventory is not None and all(
-            _same_items(a, b) for a, b in zip(self._inventory, inventory, strict=True)
+    def _update_inventory(self, state: ClusterState) -> tuple[set[str], set[str]]:
+        """Follow changes of slices, classes and taint rules: the nodes whose free devices they may change, and the
+        classes to recompute on every node. The allocator is built again over the new inventory (cheap: it
+        prepares devices on first use) around the same allocated state."""
+        slices, classes, rules = state.slices, state.classes, state.taint_rules
+        first = self._slices is None
+        old_slices = self._slices or []
+        if not first and _same_items(old_slices, slices) and _same_items(self._classes, classes) and _same_items(
+            self._rules, rules
         ):
-            return False
-        self._inventory = (list(state.slices), dict(state.classes), list(state.taint_rules))
-        cel = CompileCache(self.features.cel_options())
-        self._allocator = Allocator(
-            self.features,
-            AllocatedState(consumable_capacity=self.features.consumable_capacity),
-            state.classes,
-            state.slices,
-            cel,
-            state.taint_rules,
-        )
-        self._allocations = {}
-        self._pool_nodes = {}
-        self._everywhere = set()
-        for s in state.slices:
+            return set(), set()
+        changed_slices = _changed(_by_name(old_slices), _by_name(slices))
+        changed_classes = _changed(self._classes, classes)
+        changed_rules = _changed(_by_name(self._rules), _by_name(rules))
+        pools = {(s.spec.driver, s.spec.pool.name) for s in changed_slices}
+        old_pool_nodes, old_everywhere = self._pool_nodes, self._everywhere
+        self._slices, self._classes, self._rules = list(slices), dict(classes), list(rules)
+        self._pool_nodes, self._everywhere = {}, set()
+        for s in slices:
             pool = (s.spec.driver, s.spec.pool.name)
             if s.spec.node_name:
                 self._pool_nodes.setdefault(pool, set()).add(s.spec.node_name)
             else:
                 self._everywhere.add(pool)
-        self._nodes = {}
-        self._joined = {}
-        self._static = {
-            SLICE_INFO: [
-                ((s.metadata.name, s.spec.driver, s.spec.pool.name, s.spec.node_name or "",
-                  str(s.spec.pool.generation)), 1.0)
-                for s in state.slices
-            ],
-            SLICE_DEVICES: [
-                ((s.metadata.name, s.spec.driver, s.spec.pool.name, s.spec.node_name or ""), float(len(s.spec.devices)))
-                for s in state.slices
-            ],
-            CLASS_INFO: [((c.metadata.name, c.spec.extended_resource_name or ""), 1.0) for c in state.classes.values()],
-        }
-        self._static_text = _chunk(None, self._static).text
-        return True
+        nodes: set[str] = set()
+        for rule in changed_rules:
+            selector = rule.spec.device_selector
+            if selector is None or selector.driver is None:
+                nodes = set(state.nodes)  # a rule of every driver (or none) may taint any device
+                break
+            if selector.pool is None:
+                pools |= {p for p in (*old_pool_nodes, *old_everywhere, *self._pool_nodes, *self._everywhere)
+                          if p[0] == selector.driver}
+            else:
+                pools.add((selector.driver, selector.pool))
+        if pools & (old_everywhere | self._everywhere):
+            nodes = set(state.nodes)
+        for pool in pools:
+            nodes |= old_pool_nodes.get(pool, set()) | self._pool_nodes.get(pool, set())
+        allocated = self._allocator.state if self._allocator is not None else AllocatedState(
+            consumable_capacity=self.features.consumable_capacity
+        )
+        self._allocator = Allocator(self.features, allocated, classes, slices, self._cel, rules)
+        if changed_slices or first:
+            self._slice_text = {id(s): self._slice_text.get(id(s)) or _chunk(s, _slice_rows(s)) for s in slices}
+        if changed_classes or first:
+            self._class_text = {id(c): self._class_text.get(id(c)) or _chunk(c, _class_rows(c))
+                                for c in classes.values()}
+        return nodes, {c.metadata.name for c in changed_classes}
 
     def _touched(self, allocation: AllocationResult, nodes: set[str]) -> set[str]:
         touched: set[str] = set()
@@ -376,7 +495,7 @@ class DraMetrics:
                 continue
             if previous is not None:
                 for r in previous.devices.results:
-                    allocated.remove_allocation(r)
+                    self._release(key, r)
                 dirty |= self._touched(previous, nodes)
                 del self._allocations[key]
             if allocation is not None:
@@ -386,45 +505,73 @@ class DraMetrics:
         for key, allocation in added:
             for r in allocation.devices.results:
                 allocated.add_allocation(r)
+                if not r.admin_access:
+                    self._holders.setdefault(self._held(r), {})[key] = r
             dirty |= self._touched(allocation, nodes)
             self._allocations[key] = allocation
         return dirty
 
-    def _update_nodes(self, state: ClusterState, dirty: set[str]) -> None:
+    def _held(self, r: DeviceRequestAllocationResult) -> tuple[str, str, str, str | None]:
+        share = r.share_id if self.features.consumable_capacity else None
+        return r.driver, r.pool, r.device, share
+
+    def _release(self, key: str, r: DeviceRequestAllocationResult) -> None:
+        """Undo one result of claim ``key``. The allocated state is a set (as a full build from every claim has it):
+        while another claim still holds the same device (or share), it stays in use, only this claim's consumed
+        capacity goes."""
+        assert self._allocator is not None
+        allocated = self._allocator.state
+        allocated.remove_allocation(r)
+        if r.admin_access:
+            return
+        held = self._holders.get(self._held(r), {})
+        held.pop(key, None)
+        if not held:
+            self._holders.pop(self._held(r), None)
+            return
+        other = next(iter(held.values()))
+        allocated.add_allocation(msgspec.structs.replace(other, consumed_capacity=None) if other.share_id else other)
+
+    def _update_nodes(self, state: ClusterState, dirty: set[str], classes: set[str]) -> None:
+        """Recompute every class on the ``dirty`` nodes and the changed ``classes`` on the others."""
         assert self._allocator is not None
         changed = False
         for name in [n for n in self._nodes if n not in state.nodes]:
             del self._nodes[name]
+            self._node_classes.pop(name, None)
             changed = True
-        for name in dirty:
+        todo = set(state.nodes) if classes else dirty
+        for name in todo:
             node = state.nodes.get(name)
             if node is None:
                 continue
-            self._nodes[name] = _chunk(node, self._node_rows(node, state.classes))
+            parts = self._node_classes.get(name, {})
+            redo = state.classes if name in dirty or name not in self._node_classes else classes
+            parts = {c: parts[c] for c in state.classes if c in parts and c not in redo}
+            for class_name in redo:
+                if class_name in state.classes:
+                    found = self._class_rows_of(node, class_name)
+                    if found is not None:
+                        parts[class_name] = found
+            parts = {c: parts[c] for c in state.classes if c in parts}
+            self._node_classes[name] = parts
+            self._nodes[name] = _join_chunks(node, parts.values(), (NODE_AVAILABLE, NODE_CAPACITY))
             changed = True
-        if changed:
-            if list(self._nodes) != list(state.nodes):  # keep the nodes' own order
-                self._nodes = {n: self._nodes[n] for n in state.nodes if n in self._nodes}
-            self._forget(NODE_AVAILABLE, NODE_CAPACITY)
+        if changed and list(self._nodes) != list(state.nodes):  # keep the nodes' own order
+            self._nodes = {n: self._nodes[n] for n in state.nodes if n in self._nodes}
 
-    def _forget(self, *specs: FamilySpec) -> None:
-        for spec in specs:
-            self._joined.pop(spec, None)
-
-    def _node_rows(self, node: Node, classes: Iterable[str]) -> Rows:
+    def _class_rows_of(self, node: Node, class_name: str) -> _Chunk | None:
+        """The node's rows for one class (None: the class selects none of its devices, so no series)."""
         assert self._allocator is not None
-        free: list[tuple[tuple[str, ...], float]] = []
-        capacity: list[tuple[tuple[str, ...], float]] = []
+        found = availability(self._allocator, node, class_name)
+        if found is None:
+            return None
         name = node.metadata.name
-        for class_name in classes:
-            found = availability(self._allocator, node, class_name)
-            if found is None:
-                continue
-            free.append(((name, class_name, "devices"), float(found.devices)))
-            free.extend(((name, class_name, cap), value) for cap, value in sorted(found.capacity.items()))
-            capacity.append(((name, class_name, "devices"), float(found.matching)))
-            capacity.extend(((name, class_name, cap), value) for cap, value in sorted(found.total_capacity.items()))
-        return {NODE_AVAILABLE: free, NODE_CAPACITY: capacity}
+        free: list[tuple[tuple[str, ...], float]] = [((name, class_name, "devices"), float(found.devices))]
+        free.extend(((name, class_name, cap), value) for cap, value in sorted(found.capacity.items()))
+        capacity: list[tuple[tuple[str, ...], float]] = [((name, class_name, "devices"), float(found.matching))]
+        capacity.extend(((name, class_name, cap), value) for cap, value in sorted(found.total_capacity.items()))
+        return _chunk(None, {NODE_AVAILABLE: free, NODE_CAPACITY: capacity})
 
     def _update_pods(self, state: ClusterState, keys: set[str]) -> set[str]:
         """Refresh the pods in ``keys``; the claims whose "wanted" may have changed with them."""
@@ -454,10 +601,8 @@ class DraMetrics:
                     affected.update(wants)
             if was_live != (key in self._live):
                 affected |= self._owned.get(key, set())
-        if keys:
-            if list(self._pods) != list(state.pods):
-                self._pods = {k: self._pods[k] for k in state.pods}
-            self._forget(POD_CLAIM)
+        if keys and list(self._pods) != list(state.pods):
+            self._pods = {k: self._pods[k] for k in state.pods}
         return affected
 
     def _update_claims(self, state: ClusterState, keys: set[str], affected: set[str]) -> None:
@@ -492,10 +637,8 @@ class DraMetrics:
                 changed = True
         if keys:
             self._counts = [(labels, float(n)) for labels, n in sorted(self._count_of.items()) if n]
-        if changed:
-            if list(self._claims) != list(state.claims):
-                self._claims = {k: self._claims[k] for k in state.claims}
-            self._forget(*CLAIM_FAMILIES)
+        if changed and list(self._claims) != list(state.claims):
+            self._claims = {k: self._claims[k] for k in state.claims}
 
     @staticmethod
     def _pod_rows(record: PodRecord) -> list[tuple[tuple[str, ...], float]]:
@@ -507,14 +650,10 @@ class DraMetrics:
 
     # ------------------------------------------------------------------------------------------ output
 
-    def _chunks_of(self, spec: FamilySpec) -> Iterable[_Chunk]:
-        if spec in CLAIM_FAMILIES:
-            return self._claims.values()
-        if spec in (NODE_AVAILABLE, NODE_CAPACITY):
-            return self._nodes.values()
-        if spec is POD_CLAIM:
-            return self._pods.values()
-        return []
+    def _group(self, group: str) -> dict[Any, _Chunk]:
+        groups: dict[str, dict[Any, _Chunk]] = {"claims": self._claims, "nodes": self._nodes, "pods": self._pods,
+                                                "classes": self._class_text, "slices": self._slice_text}
+        return groups[group]
 
     def families(self) -> list[Family]:
         """Every family with its rows, in exposition order."""
@@ -522,26 +661,20 @@ class DraMetrics:
         for spec in FAMILIES:
             if spec is CLAIM_COUNTS:
                 out.append(Family(spec, list(self._counts)))
-            elif spec in self._static:
-                out.append(Family(spec, list(self._static[spec])))
             else:
-                out.append(Family(spec, [row for c in self._chunks_of(spec) for row in c.rows.get(spec, [])]))
+                chunks = self._group(_GROUP_OF[spec]).values()
+                out.append(Family(spec, [row for c in chunks for row in c.rows.get(spec, [])]))
         return out
 
     def render(self) -> str:
-        """The text exposition of :meth:`families`, from the cached text of each object."""
+        """The text exposition of :meth:`families`, from the cached text of each object (see ``_Blocks``)."""
+        for group, blocks in self._blocks.items():
+            blocks.sync(self._group(group))
         parts: list[str] = []
         for spec in FAMILIES:
             parts.append(header(spec))
             if spec is CLAIM_COUNTS:
                 parts.extend(sample_line(spec, lv, v) for lv, v in self._counts)
-            elif spec in self._static_text:
-                parts.append(self._static_text[spec])
             else:
-                joined = self._joined.get(spec)
-                if joined is None:
-                    # C-level getters: every chunk of a group has every family of the group
-                    texts = map(operator.itemgetter(spec), map(_TEXT, self._chunks_of(spec)))
-                    joined = self._joined[spec] = "".join(texts)
-                parts.append(joined)
+                parts.extend(self._blocks[_GROUP_OF[spec]].blocks[spec])
         return "".join(parts)
