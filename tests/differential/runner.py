@@ -197,11 +197,30 @@ def _random_pool_order(scenario: Scenario) -> bool:
     return Features.for_release(scenario.version).with_gates(scenario.gates).stable
 
 
-def save_case(name: str, scenario: Scenario, comment: str = "") -> Path:
-    """Keep a (shrunk) scenario as conformance case `diff-<name>`: input.yaml, args.json, and upstream's answer."""
-    folder = CASES_DIR / (name if name.startswith("diff-") else f"diff-{name}")
-    if scenario.version in ORACLE_RELEASE:  # cases need an oracle of their own release: spell the gates out
-        scenario = Scenario(scenario.docs, scenario.node, oracle_gates(scenario), ORACLE_RELEASE[scenario.version])
+def save_case(name: str, scenario: Scenario, comment: str = "", root: Path = CASES_DIR) -> Path:
+    """Keep a (shrunk) scenario as conformance case `diff-<name>`: input.yaml, args.json, and upstream's answer.
+
+    `root` is the conformance cases folder by default; fresh-sample disagreements go elsewhere first
+    (tests/differential/found/), ready to be moved there once explained.
+    """
+    scenario = case_scenario(scenario)
+    with tempfile.TemporaryDirectory(prefix="kubedra-case-") as tmp:
+        path = Path(tmp) / "input.yaml"
+        path.write_text(to_yaml(scenario))
+        upstream = _finish_oracle(_start_oracle(path, scenario))
+    return write_case(root / (name if name.startswith("diff-") else f"diff-{name}"), scenario, upstream, comment)
+
+
+def case_scenario(scenario: Scenario) -> Scenario:
+    """The scenario as a case stores it: cases need an oracle of their own release, so 1.34/1.35 spell gates out."""
+    if scenario.version in ORACLE_RELEASE:
+        return Scenario(scenario.docs, scenario.node, oracle_gates(scenario), ORACLE_RELEASE[scenario.version])
+    return scenario
+
+
+def write_case(folder: Path, scenario: Scenario, upstream: dict[str, Any], comment: str = "") -> Path:
+    """Write `folder` in the conformance layout (tests/conformance/cases.py): input.yaml, args.json, expected.json."""
+    scenario = case_scenario(scenario)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "input.yaml").write_text(to_yaml(scenario))
     args: dict[str, Any] = {"node": scenario.node}
@@ -210,13 +229,11 @@ def save_case(name: str, scenario: Scenario, comment: str = "") -> Path:
     args["kubernetes_version"] = scenario.version
     if comment:
         args["comment"] = comment
-    (folder / "args.json").write_text(json.dumps(args, indent=2) + "\n")
-    proc = _start_oracle(folder / "input.yaml", scenario)
-    upstream = _finish_oracle(proc)
+    upstream = dict(upstream)
     steps = upstream.pop("stats", {}).get("allocate_one_calls")
     if steps is not None:
         args["allocate_one_calls"] = steps
-        (folder / "args.json").write_text(json.dumps(args, indent=2) + "\n")
+    (folder / "args.json").write_text(json.dumps(args, indent=2) + "\n")
     (folder / "expected.json").write_text(json.dumps(mask_share_ids(upstream), indent=2) + "\n")
     return folder
 
