@@ -154,14 +154,17 @@ def test_allow_multiple_allocations_only_with_consumable_capacity() -> None:
         CompileCache(CelOptions(consumable_capacity=False)).compile(expr)
 
 
-def test_list_attributes_only_with_gate() -> None:
+def test_list_attribute_values_by_release() -> None:
     view = make_view({"names": ["fish", "bird"]})
     expr = 'device.attributes["dra.example.com"].names.size() == 2'
     assert CompileCache(CelOptions(list_type_attributes=True)).compile(expr).evaluate(view) is True
-    # Without the gate upstream leaves list attributes out of the device, so the key is simply not there.
-    with pytest.raises(CelRuntimeError, match="no such key: names"):
-        CompileCache().compile(expr).evaluate(view)
-    assert CompileCache().compile('!("names" in device.attributes["dra.example.com"])').evaluate(view) is True
+    # v0.37.2 hands list values to CEL whatever the gate (conformance case diff-list-values-without-gate-1.37).
+    assert CompileCache().compile(expr).evaluate(view) is True
+    assert CompileCache().compile('"names" in device.attributes["dra.example.com"]').evaluate(view) is True
+    # v0.36.6 without the gate fails any evaluation on such a device (diff-list-values-without-gate-1.36).
+    old = CompileCache(CelOptions(lists_without_gate=False))
+    with pytest.raises(CelRuntimeError, match="attribute names: unsupported attribute value"):
+        old.compile("true").evaluate(view)
 
 
 def test_bad_device_values_are_runtime_errors(cache: CompileCache) -> None:

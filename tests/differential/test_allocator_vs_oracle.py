@@ -40,7 +40,7 @@ FRESH_EXAMPLES = 300
 """The fresh sample: ~0.1 s per example with the oracle, so about 30-45 s on 2 cores."""
 FRESH_PROFILES = (
     profiles.POOLS, profiles.REQUESTS, profiles.COUNTERS_CAPACITY, profiles.TAINTS_ADMIN, profiles.EVERYTHING,
-    profiles.OLDER_RELEASES, profiles.STABLE,
+    profiles.OLDER_RELEASES, profiles.STABLE, profiles.COMBINED, profiles.COMBINED,
 )
 
 
@@ -98,6 +98,12 @@ def test_taints_admin_access_and_allocated_state(scenario: Scenario) -> None:
 @diff_settings(PER_TEST)
 @given(scenarios(profiles.EVERYTHING))
 def test_everything_with_random_gates(scenario: Scenario) -> None:
+    check(scenario)
+
+
+@diff_settings(PER_TEST)
+@given(scenarios(profiles.COMBINED))
+def test_features_combined_and_larger(scenario: Scenario) -> None:
     check(scenario)
 
 
