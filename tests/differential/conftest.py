@@ -10,7 +10,7 @@ from . import fresh
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     ran = any(
         "test_fresh_random_sample" in getattr(report, "nodeid", "")
-        for reports in terminalreporter.stats.values() for report in reports
+        for outcome in ("passed", "failed", "error") for report in terminalreporter.stats.get(outcome, [])
     )
     if ran:
         terminalreporter.write_line(

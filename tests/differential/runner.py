@@ -32,7 +32,9 @@ from kubedra.objects.model import DeviceClass, DeviceTaintRule, Node, ObjectMeta
 from .strategies import Scenario
 
 STEP_BUDGET = 200_000
-"""Generated inputs are small; kubedra running out of steps on one is itself a finding."""
+"""Generated inputs are small; a search longer than this is retried with the budget upstream needed (see run_both)."""
+LIFTED_BUDGET_CAP = 5_000_000
+"""The most steps a retried search may take (upstream's 10 s filter timeout ends its own search at ~1-2 M)."""
 
 ORACLE_RELEASE = {"1.34": "1.36", "1.35": "1.36"}
 """Releases without an oracle binary run on the nearest one (kubedra runs 1.36's code for them, with their gates)."""
@@ -107,7 +109,8 @@ def _finish_oracle(proc: subprocess.Popen[str]) -> dict[str, Any]:
     return out
 
 
-def run_kubedra(path: Path, scenario: Scenario, pool_order: tuple[int, ...] | None = None) -> dict[str, Any]:
+def run_kubedra(path: Path, scenario: Scenario, pool_order: tuple[int, ...] | None = None,
+                step_budget: int = STEP_BUDGET) -> dict[str, Any]:
     """kubedra's answer, built exactly as `kubedra allocate -o json` builds it (invalid input → result "invalid").
 
     `stats.allocate_one_calls` holds the search steps and `stats.pools` the number of pools gathered for the node;
@@ -138,7 +141,7 @@ def run_kubedra(path: Path, scenario: Scenario, pool_order: tuple[int, ...] | No
         loaded.of_kind(ResourceSlice),
         CompileCache(features.cel_options()),
         loaded.of_kind(DeviceTaintRule),
-        step_budget=STEP_BUDGET,
+        step_budget=step_budget,
         pool_order=reorder,
     )
     try:
@@ -184,12 +187,19 @@ def run_both(scenario: Scenario) -> Outcome:
             ours = run_kubedra(path, scenario)
         finally:
             upstream = _finish_oracle(proc)
+        budget = STEP_BUDGET
+        if ours["result"] == "error" and ours["message"].startswith("search step budget"):
+            # The harness's step budget is no decision (kubedra allocate has upstream's 10 s timeout, not a step
+            # budget): search again with room for the steps upstream took (in any pool order, see below).
+            steps = upstream.get("stats", {}).get("allocate_one_calls") or 0
+            budget = min(max(4 * steps, STEP_BUDGET), LIFTED_BUDGET_CAP)
+            ours = run_kubedra(path, scenario, step_budget=budget)
         problems = compare(ours, upstream)
         pools = ours.get("stats", {}).get("pools", 0)
         if problems and _random_pool_order(scenario) and pools > 1:
             # Upstream's stable variant walks pools in Go map order: agreeing in any order is agreeing.
             for order in itertools.islice(itertools.permutations(range(pools)), 1, None):
-                other = run_kubedra(path, scenario, order)
+                other = run_kubedra(path, scenario, order, budget)
                 if not compare(other, upstream):
                     return Outcome(other, upstream, [])
     return Outcome(ours, upstream, problems)

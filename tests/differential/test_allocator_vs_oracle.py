@@ -11,18 +11,21 @@ fast) and KUBEDRA_DIFF_SAVE=DIR to keep the failing input (then `python -m tests
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from tests.conformance.cases import CASES_DIR
 from tests.conformance.oracle import go_available, oracle_path
 
 from . import fresh, profiles
-from .runner import OracleRejected, record_failure, run_both
+from .runner import STEP_BUDGET, OracleRejected, record_failure, run_both
 from .strategies import Scenario, scenarios
 
 pytestmark = [
@@ -147,3 +150,16 @@ def test_fresh_random_sample(record_property: Callable[[str, object], None]) -> 
 
     sample()
     assert not found
+
+
+def test_search_beyond_the_step_budget_is_compared_not_counted_as_error() -> None:
+    """Issue 15's disagreement (STABLE, 1.37, kubedra error vs upstream unschedulable) was the harness's own step
+    budget: a search longer than STEP_BUDGET is searched again with the steps upstream took, and must agree."""
+    folder = CASES_DIR / "diff-stable-permutations-beyond-the-harness-budget"
+    args = json.loads((folder / "args.json").read_text())
+    docs = [d for d in yaml.safe_load_all((folder / "input.yaml").read_text()) if d]
+    scenario = Scenario(docs, args["node"], args["feature_gates"], args["kubernetes_version"])
+    outcome = run_both(scenario)
+    assert outcome.upstream["stats"]["allocate_one_calls"] > STEP_BUDGET
+    assert outcome.agree, outcome.problems
+    assert outcome.ours["result"] == "unschedulable"
