@@ -111,7 +111,7 @@ def _objects(rng: random.Random) -> tuple[list[Node], list[ResourceSlice], dict[
 
 def _ids(seed: int) -> Any:
     rng = random.Random(seed)
-    return lambda: f"share-{rng.getrandbits(32)}"
+    return lambda _key: f"share-{rng.getrandbits(32)}"
 
 
 def _outcome(allocator: Allocator, node: Node, claims: list[ResourceClaim]) -> Any:

@@ -211,7 +211,7 @@ class Builder:
                 lambda: f"{q}.compareTo({self.quantity()}) {op} {self.draw(st.integers(-1, 1))}",
                 lambda: f"{q}.isGreaterThan({self.quantity()})",
                 lambda: f"{q}.isLessThan({self.quantity()})",
-                lambda: f"{q}.sign() {op} {self.draw(st.integers(-1, 1))}",
+                lambda: f"sign({q}) {op} {self.draw(st.integers(-1, 1))}",
                 lambda: f"{q}.isInteger()",
                 lambda: f"{q}.asInteger() {op} {self.int_literal()}",
                 lambda: f"{q} == {self.quantity()}",

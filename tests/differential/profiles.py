@@ -50,3 +50,12 @@ STABLE = Profile(
     allocated=True, binding=True, max_requests=3, versions=("1.36", "1.37"), stable=True,
 )
 """Gates that select upstream's stable variant: permutations (step counts), matchAttribute only, no capacity."""
+
+COMBINED = Profile(
+    max_pools=5, max_devices=5, max_slices=3, localities=ALL_LOCALITIES, first_available=True, constraints=True,
+    config=True, counters=True, consumable=True, taints=True, admin=True, allocated=True, binding=True,
+    max_claims=4, max_requests=3, max_count=5, list_attributes=True, extended_resource=True, allocatable=True,
+    versions=("1.36", "1.37"),
+)
+"""Features combined (counters + capacity + constraints + firstAvailable + admin access + taints, list-type
+attributes and the experimental variant, extended-resource classes), larger inputs, biased toward allocating."""

@@ -45,6 +45,15 @@ class Profile:
     missing_class: bool = False
     max_claims: int = 2
     max_requests: int = 2
+    max_count: int = 3
+    """The largest ExactCount a request asks for."""
+    max_slices: int = 3
+    list_attributes: bool = False
+    """List-type attributes (DRAListTypeAttributes on: upstream's experimental variant), in selectors and constraints."""
+    extended_resource: bool = False
+    """DeviceClasses with extendedResourceName, and the DRAExtendedResource gate switched."""
+    allocatable: bool = False
+    """Bias toward inputs that can be allocated: the target node always has a pool, requests ask for fewer devices."""
     versions: tuple[str, ...] = ("1.37",)
     switch_gates: bool = False
     stable: bool = False
@@ -78,7 +87,14 @@ def _selector(draw: Draw, profile: Profile) -> str:
     kinds = ["string", "int", "bool", "semver", "quantity", "driver", "qualified"]
     if profile.consumable:
         kinds.append("multi")
+    if profile.list_attributes:
+        kinds += ["list", "list"]
     kind = draw(st.sampled_from(kinds))
+    if kind == "list":
+        name = draw(st.sampled_from(sorted(v.LIST_ATTRIBUTES)))
+        value = draw(st.sampled_from(v.LIST_ATTRIBUTES[name][1]))
+        literal = f'"{value}"' if isinstance(value, str) else str(value)
+        return f"{v.attr_guard(name)} && {literal} in {v.attr_cel(name)}"
     if kind == "driver":
         return f'device.driver == "{draw(st.sampled_from(v.DRIVERS))}"'
     if kind == "multi":
@@ -153,6 +169,10 @@ def _device(draw: Draw, profile: Profile, name: str, per_device: bool, counter_s
     for attr, (kind, values) in v.ATTRIBUTES.items():
         if not rare(draw, 4):
             attrs[attr] = {kind: draw(st.sampled_from(values))}
+    if profile.list_attributes and not rare(draw, 3):
+        for attr, (kind, values) in v.LIST_ATTRIBUTES.items():
+            if draw(st.booleans()):
+                attrs[attr] = {kind: sorted(draw(st.sets(st.sampled_from(values), min_size=1, max_size=3)))}
     if attrs:
         dev["attributes"] = attrs
     capacity: Doc = {}
@@ -177,9 +197,9 @@ def _device(draw: Draw, profile: Profile, name: str, per_device: bool, counter_s
                 draw(st.sampled_from(["mem", "sm"])): {"value": draw(st.sampled_from(["1", "2", "4", "8"]))}}}
             for s in sets
         ]
-    if profile.taints and rare(draw, 4):
+    if profile.taints and rare(draw, 10 if profile.allocatable else 4):
         dev["taints"] = [_taint(draw) for _ in range(draw(st.integers(1, 2)))]
-    if profile.binding and rare(draw, 4):
+    if profile.binding and rare(draw, 10 if profile.allocatable else 4):
         dev["bindingConditions"] = ["attached"]
         if draw(st.booleans()):
             dev["bindingFailureConditions"] = ["failed"]
@@ -223,7 +243,7 @@ def _pool(draw: Draw, profile: Profile, index: int, local_to: str | None) -> lis
     locality = _locality(draw, profile, local_to)
     per_device = "perDeviceNodeSelection" in locality
     generation = draw(st.integers(1, 2)) if profile.generations else 1
-    n_slices = draw(st.integers(1, 3))
+    n_slices = draw(st.integers(1, profile.max_slices))
     counter_sets: list[str] = []
     extra: list[Doc] = []
     if profile.counters and draw(st.booleans()):
@@ -285,24 +305,28 @@ def _tolerations(draw: Draw) -> list[Doc]:
 
 def _request_body(draw: Draw, profile: Profile, *, sub: bool) -> Doc:
     classes = [*v.CLASS_NAMES, "class-a", "class-a", "class-a", "class-any"]
+    if profile.extended_resource:
+        classes.append(v.EXTENDED_CLASS["metadata"]["name"])
     if profile.missing_class and rare(draw, 40):
         body: Doc = {"deviceClassName": v.MISSING_CLASS}
     else:
-        body = {"deviceClassName": draw(st.sampled_from(classes))}
-    if profile.selectors and draw(st.booleans()):
+        likely = ["class-a", "class-any"] * 4 if profile.allocatable else []
+        body = {"deviceClassName": draw(st.sampled_from([*classes, *likely]))}
+    if profile.selectors and (rare(draw, 3) if profile.allocatable else draw(st.booleans())):
         body["selectors"] = [{"cel": {"expression": _selector(draw, profile)}}
                              for _ in range(draw(st.sampled_from([1, 1, 2])))]
     if profile.all_mode and rare(draw, 6):
         body["allocationMode"] = "All"
     else:
-        count = draw(st.sampled_from([None, None, 1, 1, 2, 3]))
+        small = [None, None, 1, 1, 2] * (3 if profile.allocatable else 1)
+        count = draw(st.sampled_from([*small, 3, *range(4, profile.max_count + 1)]))
         if count is not None:
             body["count"] = count
         if rare(draw, 4):
             body["allocationMode"] = "ExactCount"
     if profile.admin and not sub and rare(draw, 5):
         body["adminAccess"] = True
-    if profile.taints and rare(draw, 3):
+    if profile.taints and (not rare(draw, 3) if profile.allocatable else rare(draw, 3)):
         body["tolerations"] = _tolerations(draw)
     if profile.consumable and rare(draw, 3):
         name = draw(st.sampled_from(["memory", "memory", "cores"]))
@@ -313,7 +337,8 @@ def _request_body(draw: Draw, profile: Profile, *, sub: bool) -> Doc:
 def _claim(draw: Draw, profile: Profile, name: str) -> Doc:
     requests: list[Doc] = []
     refs: list[str] = []
-    for i in range(draw(st.integers(1, profile.max_requests))):
+    most = profile.max_requests if not profile.allocatable or rare(draw, 3) else 1
+    for i in range(draw(st.integers(1, most))):
         rname = f"req-{i}"
         refs.append(rname)
         if profile.first_available and rare(draw, 3):
@@ -329,7 +354,8 @@ def _claim(draw: Draw, profile: Profile, name: str) -> Doc:
         constraints = []
         for _ in range(draw(st.integers(1, 2))):
             attr = draw(st.sampled_from(["driver-a/numa", "driver-a/model", "example.com/root", "driver-b/index",
-                                         "driver-a/driverVersion", "driver-a/nvlink"]))
+                                         "driver-a/driverVersion", "driver-a/nvlink",
+                                         *(["driver-a/lanes", "driver-a/tags"] * 2 if profile.list_attributes else [])]))
             kind = "distinctAttribute" if profile.consumable and draw(st.booleans()) else "matchAttribute"
             c: Doc = {kind: attr}
             if draw(st.booleans()):
@@ -398,6 +424,10 @@ def _gates(draw: Draw, profile: Profile, version: str) -> dict[str, bool]:
         gates["DRAConsumableCapacity"] = False
         gates[draw(st.sampled_from(["DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"]))] = False
         gates = {g: on for g, on in gates.items() if on != v.gate_default(version, g)}
+    if profile.list_attributes and not rare(draw, 6):
+        gates["DRAListTypeAttributes"] = True
+    if profile.extended_resource and version == "1.36" and rare(draw, 3):
+        gates["DRAExtendedResource"] = False
     return gates
 
 
@@ -408,10 +438,13 @@ def scenarios(draw: Draw, profile: Profile) -> Scenario:
     node = draw(st.sampled_from(v.TARGET_NODES[:1] * 6 + v.TARGET_NODES[1:]))
     slices: list[Doc] = []
     for i in range(draw(st.integers(1, profile.max_pools))):
-        slices += _pool(draw, profile, i, node if i == 0 and not rare(draw, 5) else None)
+        local = i == 0 and (profile.allocatable or not rare(draw, 5))
+        slices += _pool(draw, profile, i, node if local else None)
     slices = draw(st.permutations(slices))
     devices = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d) for s in slices for d in s["spec"].get("devices", [])]
     docs: list[Doc] = [*v.NODES, *v.CLASSES, *slices]
+    if profile.extended_resource:
+        docs.insert(len(v.NODES) + len(v.CLASSES), v.EXTENDED_CLASS)
     if profile.taints and devices:
         docs += [_taint_rule(draw, f"rule-{i}", devices) for i in range(draw(st.integers(0, 2)))]
     if profile.allocated and devices:

@@ -26,6 +26,11 @@ ATTRIBUTES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "driverVersion": ("version", ("1.0.0", "1.2.0", "2.0.0", "2.0.0-rc.1")),
     "example.com/root": ("string", ("r0", "r1")),
 }
+LIST_ATTRIBUTES: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "lanes": ("ints", (0, 1, 2, 3)),
+    "tags": ("strings", ("fast", "slow", "nvme")),
+}
+"""List-type attributes (DRAListTypeAttributes): always lists, so selectors use `in` and constraints a common element."""
 MEMORY = ("1Gi", "2Gi", "4Gi", "8Gi")
 CORES = ("2", "4", "8")
 CAPACITY_REQUESTS = {"memory": ("512Mi", "1Gi", "2Gi", "3Gi", "8Gi"), "cores": ("1", "2", "3", "700m", "1500m")}
@@ -138,4 +143,10 @@ CLASSES: list[Doc] = [
     device_class("class-cfg", "driver-a", config=opaque("driver-a", "from-class")),
 ]
 CLASS_NAMES = ("class-a", "class-b", "class-any", "class-big", "class-cfg")
+EXTENDED_CLASS: Doc = {
+    "apiVersion": V1, "kind": "DeviceClass", "metadata": {"name": "class-ext"},
+    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "driver-a"'}}],
+             "extendedResourceName": "example.com/gpu"},
+}
+"""A class that also serves an extended resource (KEP-5004, DRAExtendedResource); claims may name it as any class."""
 MISSING_CLASS = "class-missing"

@@ -32,7 +32,7 @@ answered from them (a cluster whose nodes are seldom alike, or claims that seldo
 cheaper. Decisions are the same either way."""
 
 
-def _uuid4() -> str:
+def _uuid4(_key: str) -> str:
     return str(uuid.uuid4())
 
 
@@ -49,7 +49,7 @@ class Allocator:
         taint_rules: Sequence[DeviceTaintRule] = (),
         step_budget: int | None = None,
         *,
-        share_ids: Callable[[], str] = _uuid4,
+        share_ids: Callable[[str], str] = _uuid4,
         interrupt: Callable[[], bool] | None = None,
         pool_order: Callable[[list[Pool]], list[Pool]] | None = None,
         reuse_answers: bool = True,
@@ -98,9 +98,10 @@ class Allocator:
         self.answers_reused = 0
         """Calls answered from a node alike (see ``answers``), for tests and benchmarks."""
 
-    def _counted_share_ids(self) -> str:
+    def _counted_share_ids(self, key: str) -> str:
+        """A shareID for the share ``key`` names (claim, request, device, ordinal); see ``seeded_share_ids``."""
         self._draws += 1
-        return self._new_share_id()
+        return self._new_share_id(key)
 
     @property
     def taint_rules(self) -> list[DeviceTaintRule]:

@@ -206,9 +206,11 @@ class Features:
 
         The allocator's cache compiles stored expressions (``cel/compile.go``: ``environment.StoredExpressions``),
         which ignore the feature gates and keep the newest ``device`` declaration: ``allowMultipleAllocations``
-        compiles even with DRAConsumableCapacity off, in 1.36 and 1.37 alike. List-typed values follow the gate.
+        compiles even with DRAConsumableCapacity off, in 1.36 and 1.37 alike. List-typed declarations follow the
+        gate; list values reach CEL whatever the gate in v0.37.2, only with it in v0.36.6 (an error without).
         """
-        return CelOptions(consumable_capacity=True, list_type_attributes=self.list_type_attributes)
+        return CelOptions(consumable_capacity=True, list_type_attributes=self.list_type_attributes,
+                          lists_without_gate=self.code == "1.37")
 
     def with_gates(self, gates: Mapping[str, bool]) -> Features:
         """These features with Kubernetes gates switched (``{"DRAAdminAccess": False}``).

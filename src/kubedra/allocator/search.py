@@ -80,7 +80,7 @@ class Search:
         memo: SelectorMemo,
         entries_of: Callable[[Any], list[DeviceEntry]],
         available: Callable[[Pool], PoolCounters],
-        new_share_id: Callable[[], str],
+        new_share_id: Callable[[str], str],
         step_budget: int | None,
         interrupt: Callable[[], bool] | None,
     ) -> None:
@@ -332,6 +332,13 @@ class Search:
             self.rollback(token)
         return False
 
+    def _share_key(self, rd: RequestData, entry: DeviceEntry) -> str:
+        """What a new share is (claim, request, device, how many of its shares the claim holds already): its ID
+        is drawn from this, not from a stream, so it does not depend on the nodes and branches tried before."""
+        ci = rd.claim_index
+        nth = sum(1 for r, e, share, _ in self.results[ci] if share is not None and e.id == entry.id and r is rd)
+        return f"{self.refs[ci]}/{rd.name}/{entry.id}/{nth}"
+
     def _capacity_fits(self, rd: RequestData, entry: DeviceEntry, verb: str) -> bool:
         try:
             return fits(
@@ -419,7 +426,7 @@ class Search:
                 consumed = consumed_capacity(
                     rd.capacity, entry.capacity, lenient=self.lenient, fractional=self.fractional
                 )
-                share_id = self.new_share_id()
+                share_id = self.new_share_id(self._share_key(rd, entry))
                 existed = device in self.allocating_capacity
                 totals = self.allocating_capacity.setdefault(device, {})
                 for name, amount in consumed.items():

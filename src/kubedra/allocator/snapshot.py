@@ -58,12 +58,12 @@ class Snapshot:
         features: Features,
         *,
         interrupt: Callable[[], bool] | None = None,
-        share_ids: Callable[[], str] | None = None,
+        share_ids: Callable[[str], str] | None = None,
     ) -> Allocator:
         cel = CompileCache(features.cel_options())
         state = AllocatedState.from_claims(self.allocated, consumable_capacity=features.consumable_capacity)
         return Allocator(features, state, self.classes, self.slices, cel, self.taint_rules, interrupt=interrupt,
-                         share_ids=share_ids or (lambda: str(uuid.uuid4())))
+                         share_ids=share_ids or (lambda _key: str(uuid.uuid4())))
 
     def decide(
         self,
@@ -71,7 +71,7 @@ class Snapshot:
         *,
         explain: bool = False,
         interrupt: Callable[[], bool] | None = None,
-        share_ids: Callable[[], str] | None = None,
+        share_ids: Callable[[str], str] | None = None,
     ) -> tuple[Decision, Allocator]:
         """The decision; ``share_ids`` generates the shareIDs of shared devices (default: random UUIDs)."""
         allocator = self.allocator(features, interrupt=interrupt, share_ids=share_ids)

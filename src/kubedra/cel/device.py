@@ -41,7 +41,7 @@ class DeviceView:
             environment.values.remember_quantities(self._capacities)
             return cached[1]
         options = environment.options
-        data = self.data(lists=options.list_type_attributes)
+        data = self.data(lists=options.list_values)
         if not options.consumable_capacity:
             data = {k: v for k, v in data.items() if k != "device.allowMultipleAllocations"}
         environment.values.remember_quantities(self._capacities)
@@ -89,8 +89,6 @@ class DeviceView:
         p = protos()
         attributes: dict[str, dict[str, Any]] = {}
         for name, attribute in self.device.attributes.items():
-            if not lists and _list_value(attribute) is not None:
-                continue  # without DRAListTypeAttributes upstream leaves list attributes out of the CEL device
             domain, ident = split_qualified_name(name, self.driver)
             attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute, lists, p)
         capacity: dict[str, dict[str, Any]] = {}

@@ -45,6 +45,14 @@ class CelOptions:
     """DRAConsumableCapacity: declares ``device.allowMultipleAllocations``."""
     list_type_attributes: bool = False
     """DRAListTypeAttributes: list-valued attributes reach CEL as lists (``includes()`` is not provided)."""
+    lists_without_gate: bool = True
+    """v0.37.2 ``getAttributeValue`` hands list values to CEL whatever the gate; v0.36.6 only with it and
+    otherwise fails the evaluation ("attribute X: unsupported attribute value")."""
+
+    @property
+    def list_values(self) -> bool:
+        """Whether list-valued attributes reach CEL as lists (else evaluating on such a device is an error)."""
+        return self.list_type_attributes or self.lists_without_gate
 
 
 def type_name(t: cel.Type) -> str:

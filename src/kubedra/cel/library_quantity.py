@@ -52,7 +52,9 @@ def quantity_functions(values: Values) -> list[cel.FunctionDecl]:
         cel.FunctionDecl(
             "isQuantity", [cel.Overload("is_quantity_string", cel.Type.BOOL, [cel.Type.STRING], impl=is_quantity)]
         ),
-        _member("sign", "quantity_sign", cel.Type.INT, [QUANTITY], lambda m: q(m).sign()),
+        # A global function in upstream (cel.Overload, not MemberOverload), whatever its doc comment says:
+        # ``sign(q)`` compiles, ``q.sign()`` does not (checked against k8s.io/apiserver's CEL, test_upstream_cel).
+        cel.FunctionDecl("sign", [cel.Overload("quantity_sign", cel.Type.INT, [QUANTITY], impl=lambda m: q(m).sign())]),
         _member("isInteger", "quantity_is_integer", cel.Type.BOOL, [QUANTITY], lambda m: q(m).cel_is_integer()),
         _member("asInteger", "quantity_as_integer", cel.Type.INT, [QUANTITY], as_integer),
         _member(

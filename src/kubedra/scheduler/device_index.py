@@ -72,6 +72,8 @@ class DeviceIndex:
         self._canonical: dict[Signature, Signature] = {}
         self._signatures_of: dict[str, list[Signature]] = {}
         self._device_node: dict[str, str] = {}
+        self._off_node: list[DeviceView] = []  # devices of slices that are not node-local (network-attached)
+        self._served_off_node: set[Signature] = set()
         self.watchers: list[Callable[[str], None]] = []  # called with a node's name after its devices changed
         self._build(slices)
         if taint_rules:
@@ -100,6 +102,7 @@ class DeviceIndex:
             if not s.spec.node_name:
                 any_shared = any_shared or bool(s.spec.devices)
                 broken.add(pool)
+                self._off_node += [DeviceView(s.spec.driver, device) for device in s.spec.devices]
                 continue
             local_nodes.setdefault(pool, set()).add(s.spec.node_name)
             seen = names.setdefault(pool, set())
@@ -141,8 +144,8 @@ class DeviceIndex:
                     return None
                 signature = this
                 count += 1 if exact.count is None else exact.count
-        if signature is None or not self._ensure(signature):
-            return None
+        if signature is None or not self._ensure(signature) or signature in self._served_off_node:
+            return None  # devices a node does not own may serve it: its free count is no bound then
         return Demand(self._canonical.get(signature, signature), count)
 
     def warm(self, specs: Iterable[ResourceClaimSpec], classes: Iterable[DeviceClass]) -> None:
@@ -186,10 +189,14 @@ class DeviceIndex:
             self._free[signature] = self._free[same]
             self._matching[signature] = self._matching[same]
             self._canonical[signature] = same
+            if same in self._served_off_node:
+                self._served_off_node.add(signature)
             return True
         try:
             programs = [self._cel.compile(e) for e in exprs]
             matching = frozenset(d.key for d in self._devices if all(p.evaluate(d.view) for p in programs))
+            if any(all(p.evaluate(view) for p in programs) for view in self._off_node):
+                self._served_off_node.add(signature)
         except CelError:
             self._failed.add(signature)  # the exact allocator reports the error in its own words
             return False

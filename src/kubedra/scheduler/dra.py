@@ -7,7 +7,7 @@ updated in place as claims are allocated and released, which is the same state t
 
 from __future__ import annotations
 
-import random
+import hashlib
 import uuid
 from collections.abc import Callable, Sequence
 
@@ -31,10 +31,16 @@ DEFAULT_STEP_BUDGET = 1_000_000
 TIMED_OUT = "timed out trying to allocate devices"
 
 
-def seeded_share_ids(seed: int) -> Callable[[], str]:
-    """Version-4 UUIDs from a seeded stream: shareIDs look like the real ones and repeat run for run."""
-    rng = random.Random(f"kubedra-share-ids-{seed}")
-    return lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4))
+def seeded_share_ids(seed: int) -> Callable[[str], str]:
+    """Version-4 UUIDs hashed from the seed and the share (claim, request, device, ordinal): they look like the
+    real ones, repeat run for run, and do not depend on the path taken (``simulate --exact`` and the device index
+    try different nodes first; a stream would be drawn on every one)."""
+
+    def share_id(key: str) -> str:
+        digest = hashlib.sha256(f"kubedra-share-ids-{seed}/{key}".encode()).digest()
+        return str(uuid.UUID(bytes=digest[:16], version=4))
+
+    return share_id
 
 
 class AllocatorBackend:
@@ -48,7 +54,7 @@ class AllocatorBackend:
         *,
         index: DeviceIndex | None = None,
         step_budget: int = DEFAULT_STEP_BUDGET,
-        share_ids: Callable[[], str] = lambda: str(uuid.uuid4()),
+        share_ids: Callable[[str], str] = lambda _key: str(uuid.uuid4()),
         reuse_answers: bool = True,
     ) -> None:
         self.features = features
