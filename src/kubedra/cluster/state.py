@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from kubedra.cluster.usage import NodeUsage, ScoringRequests, scoring_requests
 from kubedra.objects.model import (
     AllocationResult,
     DeviceClass,
@@ -22,7 +23,6 @@ from kubedra.objects.model import (
     ResourceSlice,
 )
 from kubedra.objects.quantity import Quantity
-from kubedra.scheduler.nodefit import NodeUsage, ScoringRequests, scoring_requests
 
 
 def _key(namespace: str, name: str) -> str:
@@ -60,7 +60,7 @@ class PodRecord:
 
     @cached_property
     def scoring(self) -> ScoringRequests:
-        """cpu and memory as kube-scheduler's scorers count them (see ``nodefit.scoring_requests``)."""
+        """cpu and memory as kube-scheduler's scorers count them (see ``usage.scoring_requests``)."""
         return scoring_requests(self.pod)
 
     @cached_property
