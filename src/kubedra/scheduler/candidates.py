@@ -144,7 +144,9 @@ class NodeSets:
     def static_mask(self, pod: Pod) -> int:
         """Nodes passing NodeName, NodeAffinity and TaintToleration (never change during a run)."""
         spec = pod.spec
-        key = msgspec.json.encode((spec.node_name, spec.node_selector, spec.affinity, spec.tolerations))
+        plain = not (spec.node_name or spec.node_selector or spec.affinity or spec.tolerations)
+        key = b"" if plain else msgspec.json.encode((spec.node_name, spec.node_selector, spec.affinity,
+                                                     spec.tolerations))
         mask = self._static.get(key)
         if mask is None:
             mask = 0

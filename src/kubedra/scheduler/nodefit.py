@@ -7,6 +7,7 @@ when the node fits or the reason in kube-scheduler's words, so pending pods expl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from kubedra.cluster.usage import ZERO, NodeUsage
@@ -72,6 +73,12 @@ def affinity_reason(pod: Pod, node: Node) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
+def _count(text: str) -> int:
+    """A quantity's ``Value()`` (how kube-scheduler reads allocatable pods), parsed once per text."""
+    return Quantity.parse(text).value()
+
+
 def resources_reason(
     requests: Mapping[str, Quantity],
     node: Node,
@@ -81,7 +88,7 @@ def resources_reason(
     """NodeResourcesFit: ``Insufficient cpu`` and friends; DRA-served extended resources are not counted here."""
     allocatable = node.status.allocatable
     pods_allowed = allocatable.get("pods")
-    if pods_allowed is not None and usage.pods + 1 > Quantity.parse(pods_allowed).value():
+    if pods_allowed is not None and usage.pods + 1 > _count(pods_allowed):
         return "Too many pods"
     for name, want in requests.items():
         if want <= ZERO or name in dra_extended:
