@@ -88,6 +88,7 @@ class NodeSets:
         self._class_of: list[ScoreKey] = []
         self._classes: dict[ScoreKey, int] = {}
         self._dirty: set[str] = set()
+        self._unclassified: set[int] = set()  # nodes whose score class is re-worked out when scores are next read
         for i, name in enumerate(self.names):
             key = self._score_key(name)
             self._class_of.append(key)
@@ -125,7 +126,7 @@ class NodeSets:
             verdicts.ok &= keep
             verdicts.bad &= keep
             verdicts.reasons.pop(i, None)
-        reclassify(self._classes, self._class_of, i, self._score_key(name))
+        self._unclassified.add(i)
 
     def _score_key(self, name: str) -> ScoreKey:
         allocatable = self.state.nodes[name].status.allocatable
@@ -273,6 +274,10 @@ class NodeSets:
         self, window: int, policy: Policy, requests: Mapping[str, Quantity], rkey: RequestsKey, added: int
     ) -> int:
         """The nodes of ``window`` with the best score (as ``node_score`` computes it for each)."""
+        if self._unclassified:  # first-fit never reads score classes: they are kept up to date only when read
+            for i in self._unclassified:
+                reclassify(self._classes, self._class_of, i, self._score_key(self.names[i]))
+            self._unclassified.clear()
         best_score: float | None = None
         tied = 0
         for key, members in self._classes.items():
