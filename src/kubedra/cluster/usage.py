@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import msgspec
+
 from kubedra.objects.model import Container, Pod
 from kubedra.objects.quantity import Quantity
 
@@ -46,8 +48,7 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class ScoringRequests:
+class ScoringRequests(msgspec.Struct, frozen=True, gc=False):
     """A pod's cpu (milli) and memory (bytes) as kube-scheduler's scorers count them: as requested, and "non-zero"
     (each container that requests no cpu or memory counted at 100m / 200Mi), both the way ``resourcehelper.PodRequests``
     sums containers, sidecars, init containers and overhead."""
@@ -56,6 +57,8 @@ class ScoringRequests:
     memory: int = 0
     nonzero_milli_cpu: int = 0
     nonzero_memory: int = 0
+    # A frozen struct, not a frozen dataclass: one is made per bind and unbind, and a struct is built without a
+    # per-field ``object.__setattr__``.
 
     def __add__(self, other: ScoringRequests) -> ScoringRequests:
         return ScoringRequests(
@@ -72,6 +75,9 @@ class ScoringRequests:
             self.nonzero_milli_cpu - other.nonzero_milli_cpu,
             self.nonzero_memory - other.nonzero_memory,
         )
+
+
+NO_REQUESTS = ScoringRequests()
 
 
 def _container_amounts(container: Container) -> tuple[int, int, int, int]:
@@ -126,12 +132,13 @@ class NodeUsage:
 
     requested: dict[str, Quantity] = field(default_factory=dict)
     pods: int = 0
-    scoring: ScoringRequests = ScoringRequests()  # the sum of the bound pods' ``scoring_requests``
+    scoring: ScoringRequests = NO_REQUESTS  # the sum of the bound pods' ``scoring_requests``
 
     def add(self, requests: Mapping[str, Quantity], scoring: ScoringRequests | None = None) -> None:
         self.pods += 1
+        requested = self.requested
         for name, amount in requests.items():
-            self.requested[name] = self.requested.get(name, ZERO) + amount
+            requested[name] = requested.get(name, ZERO) + amount
         if scoring is not None:
             self.scoring = self.scoring + scoring
 
