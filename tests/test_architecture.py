@@ -108,3 +108,34 @@ def test_the_drivers_pure_parts_do_no_io(module: str) -> None:
     offenders = [m for m in imported if any(m == f or m.startswith(f + ".") for f in DRIVER_PURE_FORBIDDEN)]
     offenders += [m for m in imported if m.startswith("kubedra.driver.") and m.rsplit(".", 1)[1] not in DRIVER_PURE]
     assert offenders == []
+
+
+# The core's layers, lowest first: a room imports only rooms below it (the cluster state owns what the scheduler
+# reads, never the other way round).
+LAYERS = {
+    "objects": set(),
+    "cel": {"objects"},
+    "allocator": {"objects", "cel"},
+    "cluster": {"objects", "cel", "allocator"},
+    "scheduler": {"objects", "cel", "allocator", "cluster"},
+}
+
+
+@pytest.mark.parametrize("room", sorted(LAYERS))
+def test_core_rooms_import_only_lower_layers(room: str) -> None:
+    allowed = LAYERS[room] | {room}
+    offenders = [
+        f"{path.relative_to(SRC)} imports {module}"
+        for path in sorted((SRC / room).rglob("*.py"))
+        for module in _imports(path)
+        if module.startswith("kubedra.") and module.split(".")[1] in set(LAYERS) - allowed
+    ]
+    assert offenders == []
+
+
+def test_the_layer_check_catches_cluster_importing_scheduler(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("from kubedra.scheduler.nodefit import NodeUsage\nfrom kubedra.objects.model import Pod\n")
+    assert [m for m in _imports(bad) if m.split(".")[1] in set(LAYERS) - LAYERS["cluster"] - {"cluster"}] == [
+        "kubedra.scheduler.nodefit"
+    ]

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.usage import ScoringRequests, pod_requests, scoring_requests
 from kubedra.objects.load import load_text
 from kubedra.objects.model import (
     AllocationResult,
@@ -21,7 +22,6 @@ from kubedra.objects.model import (
     Pod,
     ResourceClaim,
 )
-from kubedra.scheduler.nodefit import ScoringRequests, pod_requests, scoring_requests
 from kubedra.scheduler.scoring import (
     Candidate,
     KubeScorer,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import msgspec
 
+from kubedra.cluster.usage import NodeUsage, pod_requests
 from kubedra.objects.model import Node, Pod
 from kubedra.objects.quantity import Quantity
-from kubedra.scheduler.nodefit import NodeUsage, is_extended_resource, node_fit_reason, pod_requests
+from kubedra.scheduler.nodefit import is_extended_resource, node_fit_reason
 
 
 def node(**doc: object) -> Node:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
 
+from kubedra.cluster.usage import NodeUsage, ScoringRequests, scoring_requests
 from kubedra.objects.model import (
     AllocationResult,
     DeviceClass,
@@ -22,7 +22,6 @@ from kubedra.objects.model import (
     ResourceSlice,
 )
 from kubedra.objects.quantity import Quantity
-from kubedra.scheduler.nodefit import NodeUsage, ScoringRequests, scoring_requests
 
 
 def _key(namespace: str, name: str) -> str:
@@ -47,10 +46,6 @@ class PodRecord:
     extended_claim_key: str = ""
 
     @property
-    def key(self) -> str:
-        return _key(self.pod.metadata.namespace, self.pod.metadata.name)
-
-    @property
     def phase(self) -> str:
         """The one answer every report gives: ``Deleted`` once removed, else the pod's phase (``Pending`` unset).
 
@@ -58,15 +53,16 @@ class PodRecord:
         """
         return "Deleted" if self.deleted else (self.pod.status.phase or "Pending")
 
-    @cached_property
-    def scoring(self) -> ScoringRequests:
-        """cpu and memory as kube-scheduler's scorers count them (see ``nodefit.scoring_requests``)."""
-        return scoring_requests(self.pod)
+    # Derived once from the pod, whose name, namespace and resource requests never change while it is simulated
+    # (a run replaces ``pod`` with updated copies of the same pod): the hot path reads them as plain attributes.
+    key: str = field(init=False, repr=False, compare=False)
+    scoring: ScoringRequests = field(init=False, repr=False, compare=False)  # cpu/memory as the scorers count them
+    requests_key: tuple[tuple[str, Quantity], ...] = field(init=False, repr=False, compare=False)  # sorted requests
 
-    @cached_property
-    def requests_key(self) -> tuple[tuple[str, Quantity], ...]:
-        """``requests`` as a sorted tuple (a cache key), computed once: a pod's requests never change."""
-        return tuple(sorted(self.requests.items()))
+    def __post_init__(self) -> None:
+        self.key = _key(self.pod.metadata.namespace, self.pod.metadata.name)
+        self.scoring = scoring_requests(self.pod)
+        self.requests_key = tuple(sorted(self.requests.items()))
 
 
 @dataclass

@@ -88,6 +88,7 @@ class NodeSets:
         self._class_of: list[ScoreKey] = []
         self._classes: dict[ScoreKey, int] = {}
         self._dirty: set[str] = set()
+        self._unclassified: set[int] = set()  # nodes whose score class is re-worked out when scores are next read
         for i, name in enumerate(self.names):
             key = self._score_key(name)
             self._class_of.append(key)
@@ -125,7 +126,7 @@ class NodeSets:
             verdicts.ok &= keep
             verdicts.bad &= keep
             verdicts.reasons.pop(i, None)
-        reclassify(self._classes, self._class_of, i, self._score_key(name))
+        self._unclassified.add(i)
 
     def _score_key(self, name: str) -> ScoreKey:
         allocatable = self.state.nodes[name].status.allocatable
@@ -144,7 +145,9 @@ class NodeSets:
     def static_mask(self, pod: Pod) -> int:
         """Nodes passing NodeName, NodeAffinity and TaintToleration (never change during a run)."""
         spec = pod.spec
-        key = msgspec.json.encode((spec.node_name, spec.node_selector, spec.affinity, spec.tolerations))
+        plain = not (spec.node_name or spec.node_selector or spec.affinity or spec.tolerations)
+        key = b"" if plain else msgspec.json.encode((spec.node_name, spec.node_selector, spec.affinity,
+                                                     spec.tolerations))
         mask = self._static.get(key)
         if mask is None:
             mask = 0
@@ -271,6 +274,10 @@ class NodeSets:
         self, window: int, policy: Policy, requests: Mapping[str, Quantity], rkey: RequestsKey, added: int
     ) -> int:
         """The nodes of ``window`` with the best score (as ``node_score`` computes it for each)."""
+        if self._unclassified:  # first-fit never reads score classes: they are kept up to date only when read
+            for i in self._unclassified:
+                reclassify(self._classes, self._class_of, i, self._score_key(self.names[i]))
+            self._unclassified.clear()
         best_score: float | None = None
         tied = 0
         for key, members in self._classes.items():

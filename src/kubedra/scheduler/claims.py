@@ -128,14 +128,16 @@ def consumer_ref(pod: Pod) -> ResourceClaimConsumerReference:
 def allocate_and_reserve(claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod) -> ResourceClaim:
     """PreBind: write ``status.allocation`` (when new) and add the pod to ``reservedFor``."""
     status = claim.status
-    finalizers = claim.metadata.finalizers
+    metadata = claim.metadata
+    changes: dict[str, object] = {}
     if allocation is not None:
-        status = msgspec.structs.replace(status, allocation=allocation)
-        if DELETE_PROTECTION_FINALIZER not in finalizers:
-            finalizers = [*finalizers, DELETE_PROTECTION_FINALIZER]
+        changes["allocation"] = allocation
+        if DELETE_PROTECTION_FINALIZER not in metadata.finalizers:
+            metadata = msgspec.structs.replace(metadata, finalizers=[*metadata.finalizers, DELETE_PROTECTION_FINALIZER])
     if not is_reserved_for(claim, pod):
-        status = msgspec.structs.replace(status, reserved_for=[*status.reserved_for, consumer_ref(pod)])
-    metadata = msgspec.structs.replace(claim.metadata, finalizers=finalizers)
+        changes["reserved_for"] = [*status.reserved_for, consumer_ref(pod)]
+    if changes:
+        status = msgspec.structs.replace(status, **changes)
     return msgspec.structs.replace(claim, metadata=metadata, status=status)
 
 

@@ -47,6 +47,9 @@ def _is_plain_device(slice_: ResourceSlice, index: int) -> bool:
     )
 
 
+MAX_DEMANDS = 1024  # remembered demands per index; beyond that the memory starts over
+
+
 class DeviceIndex:
     """See the module docstring. Built once per simulation from the cluster's slices and classes."""
 
@@ -74,6 +77,7 @@ class DeviceIndex:
         self._device_node: dict[str, str] = {}
         self._off_node: list[DeviceView] = []  # devices of slices that are not node-local (network-attached)
         self._served_off_node: set[Signature] = set()
+        self._demands: dict[tuple[int, ...], tuple[list[ResourceClaimSpec], Demand | None]] = {}
         self.watchers: list[Callable[[str], None]] = []  # called with a node's name after its devices changed
         self._build(slices)
         if taint_rules:
@@ -126,7 +130,18 @@ class DeviceIndex:
     # ------------------------------------------------------------------------------------------ queries
 
     def demand(self, claims: Sequence[ResourceClaim]) -> Demand | None:
-        """The claims as N devices of one signature, or None when they ask for more than that."""
+        """The claims as N devices of one signature, or None when they ask for more than that. Worked out once per
+        tuple of specs: claims made from one template share its spec object (the entry holds the specs, so their
+        ids stay unique)."""
+        key = tuple([id(claim.spec) for claim in claims])
+        found = self._demands.get(key)
+        if found is None:
+            if len(self._demands) >= MAX_DEMANDS:
+                self._demands.clear()
+            found = self._demands[key] = ([claim.spec for claim in claims], self._demand(claims))
+        return found[1]
+
+    def _demand(self, claims: Sequence[ResourceClaim]) -> Demand | None:
         signature: Signature | None = None
         count = 0
         for claim in claims:

@@ -36,6 +36,7 @@ from kubedra.allocator import AllocationError, Allocator, DeviceID, NodeAllocati
 from kubedra.allocator.diagnosis import Issue, node_issues, owners_of, users_suffix
 from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.usage import ZERO, NodeUsage
 from kubedra.objects.model import (
     AllocationResult,
     Node,
@@ -53,7 +54,7 @@ from kubedra.scheduler.extended import (
     extended_requests,
     special_claim,
 )
-from kubedra.scheduler.nodefit import ZERO, NodeUsage, node_fit_reason
+from kubedra.scheduler.nodefit import node_fit_reason
 from kubedra.scheduler.prefilter import prefilter_claims
 
 SPECIAL = "<extended-resources>"

@@ -29,11 +29,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.usage import ZERO, NodeUsage, ScoringRequests
 from kubedra.objects.model import AllocationResult, Node, Pod, PreferredSchedulingTerm, ResourceClaim
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import nth_bit, reclassify
-from kubedra.scheduler.nodefit import ZERO, NodeUsage, ScoringRequests, affinity_reason
+from kubedra.scheduler.nodefit import affinity_reason
 
 MAX_NODE_SCORE = 100
 SCORED_RESOURCES = ("cpu", "memory")

@@ -174,6 +174,11 @@ class Simulation:
             statuses.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=claim.metadata.name))
             self.events.append(Event(self._now, "Created", f"ResourceClaim {claim_key(claim)}",
                                      message=f"from template {pod_claim.resource_claim_template_name}"))
+        if not pod.spec.node_name:  # the common case, one copy: claims' statuses written and Pending
+            status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses, phase="Pending")
+            record.pod = msgspec.structs.replace(pod, status=status)
+            self._enqueue(record.key)
+            return
         if statuses:
             status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses)
             record.pod = msgspec.structs.replace(pod, status=status)

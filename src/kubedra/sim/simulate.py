@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from kubedra.allocator import Features
 from kubedra.cel import CompileCache
 from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.usage import pod_requests
 from kubedra.objects.model import Pod
 from kubedra.scheduler.device_index import DeviceIndex
 from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend, seeded_share_ids
-from kubedra.scheduler.nodefit import pod_requests
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
 from kubedra.sim.run import Simulation, SimulationResult
