@@ -19,6 +19,7 @@ from typing import Any
 
 from kubedra.allocator import Features
 from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.usage import NodeUsage
 from kubedra.kube.mirror import Changes, NotSyncedError
 from kubedra.kube.read import ClusterDocuments
 from kubedra.metrics.model import Changed, DraMetrics, Family, FamilySpec, render_families
@@ -33,7 +34,6 @@ from kubedra.objects.model import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from kubedra.scheduler.nodefit import NodeUsage
 
 SYNCED = FamilySpec(
     "kubedra_exporter_synced",
