@@ -14,7 +14,6 @@ still absorb the bad branch at runtime — a difference of phases, not of semant
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +25,6 @@ from hypothesis import strategies as st
 
 from kubedra.cel import CelCompileError, CelRuntimeError, CompileCache, DeviceView
 from kubedra.objects.model import Device, DeviceAttribute, DeviceCapacity
-from kubedra.objects.quantity import Quantity
 
 DRIVERS = ("gpu.example.com", "dra.example.com")
 OTHER_DOMAINS = ("other.example.com", "gpu")
@@ -285,27 +283,6 @@ def ours(expression: str, view: DeviceView) -> bool | str:
         return ERROR
 
 
-_LITERAL = re.compile(r'quantity\("([^"]*)"\)')
-
-
-def spelling_collision(device: Device, expression: str) -> bool:
-    """Two spellings of one value that CEL tells apart (``"1"`` and ``"1000m"``: only one isInteger()).
-
-    kubedra keys quantities by value (CEL ``==`` cannot be overloaded), so within one evaluation the
-    later spelling's representation wins — a documented corner of ``kubedra.cel.values`` that
-    ``test_regression`` pins as xfail. Such cases are not compared, so CI does not flake on it.
-    """
-    seen: dict[int, tuple[bool, float]] = {}
-    texts = [c.value for c in device.capacity.values()] + _LITERAL.findall(expression)
-    for text in texts:
-        try:
-            q = Quantity.parse(text)
-        except ValueError:
-            continue
-        shape = (q.cel_is_integer(), q.as_approximate_float())
-        if seen.setdefault(q.nanos, shape) != shape:
-            return True
-    return False
 
 
 def compare(driver: str, device: Device, expression: str) -> None:
@@ -324,8 +301,7 @@ def compare(driver: str, device: Device, expression: str) -> None:
 def test_kubedra_agrees_with_celpy(case: tuple[str, Device, list[str]]) -> None:
     driver, device, expressions = case
     for expression in expressions:
-        if not spelling_collision(device, expression):
-            compare(driver, device, expression)
+        compare(driver, device, expression)
 
 
 # Shrunk disagreements found by the test above, kept as fixed examples (expression, attributes, capacity).
@@ -336,12 +312,12 @@ REGRESSIONS: list[Any] = [
     ('device.capacity["dra.example.com"]["memory"].isInteger()', {}, {"memory": "0"}),
     ('device.capacity["dra.example.com"].memory.asInteger() == 42949672960', {}, {"memory": "40Gi"}),
     ('!device.capacity["dra.example.com"].cores.isInteger()', {}, {"cores": "1000m"}),
-    pytest.param(
-        'quantity("1").isInteger() && !device.capacity["dra.example.com"].cores.isInteger()',
-        {},
-        {"cores": "1000m"},
-        marks=pytest.mark.xfail(strict=True, reason="kubedra: later spelling of an equal quantity wins (values.py)"),
-    ),
+    # kubedra bug (fixed: quantity messages carry their representation, == / != / in on quantities compare values,
+    # cel/analysis.py): two spellings of one value in one evaluation shared the later one's representation.
+    ('quantity("1").isInteger() && !device.capacity["dra.example.com"].cores.isInteger()', {}, {"cores": "1000m"}),
+    ('quantity("1") == device.capacity["dra.example.com"].cores && quantity("1").isInteger()', {}, {"cores": "1000m"}),
+    ('device.capacity["dra.example.com"].cores in [quantity("1")] && !device.capacity["dra.example.com"].cores'
+     '.isInteger()', {}, {"cores": "1000m"}),
     # celpy limitation (worked around in celpy_oracle._equal): CEL equality across types is false, celpy errs.
     ('device.attributes["dra.example.com"]["model"] in [0, 0]', {"model": False}, {}),
     ('device.attributes["dra.example.com"].model != 1', {"model": "x"}, {}),

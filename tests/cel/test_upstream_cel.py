@@ -158,9 +158,6 @@ KNOWN: list[tuple[str, str, str]] = [
      "(cel/cost.py); cel-go's estimator leaves string functions on attribute values unbounded (~1.8e19), so "
      "upstream's MaxCost is over the limit for e.g. .matches()/.contains() on an attribute where kubedra's is not"),
     ("compile message", "", "cel-cpp words some compile errors differently (member overloads, the 10240-byte limit)"),
-    ("result or error", "isInteger()", "two spellings of one value in one evaluation: the later one's representation "
-     "wins in kubedra (cel/values.py: CEL message equality compares every field, so the spelling cannot travel)"),
-    ("compile accept/refuse", "isInteger()", "the same spelling corner, where the regression list expects it"),
     ("result or error", "Iteration budget exceeded", "cel-cpp stops comprehensions after 10,000 iterations in all; "
      "cel-go has no such limit below the cost limit"),
     ("result or error", "upstream 'no such overload'", "cel-go's Quantity and Semver Equal() return no such "

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kubedra.cel.protos import QUANTITY_TYPE
+
 DEVICE_VAR = "device"
 DOMAIN_MAPS = ("device.attributes", "device.capacity")
 
@@ -139,3 +141,59 @@ def apply_edits(source: str, edits: list[Edit]) -> str:
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
         out = out[: edit.start] + edit.text + out[edit.end :]
     return out
+
+
+# Quantity comparisons by value: names the parser never produces (like its own "@in"), so no expression can
+# call them directly; declared in library_quantity.equality_functions.
+QUANTITY_EQUALS = "@kubedra_quantity_equals"
+QUANTITY_NOT_EQUALS = "@kubedra_quantity_not_equals"
+QUANTITY_LIST_EQUALS = "@kubedra_quantity_list_equals"
+QUANTITY_LIST_NOT_EQUALS = "@kubedra_quantity_list_not_equals"
+QUANTITY_IN = "@kubedra_quantity_in"
+
+
+def _type_shape(t: Any) -> str:
+    """``q`` for a quantity, ``[q]`` for a list of them, ``""`` for anything else."""
+    if t is None:
+        return ""
+    if t.message_type == QUANTITY_TYPE:
+        return "q"
+    if t.HasField("list_type") and t.list_type.elem_type.message_type == QUANTITY_TYPE:
+        return "[q]"
+    return ""
+
+
+_RENAMES = {
+    ("_==_", "q", "q"): QUANTITY_EQUALS,
+    ("_!=_", "q", "q"): QUANTITY_NOT_EQUALS,
+    ("_==_", "[q]", "[q]"): QUANTITY_LIST_EQUALS,
+    ("_!=_", "[q]", "[q]"): QUANTITY_LIST_NOT_EQUALS,
+    ("@in", "q", "[q]"): QUANTITY_IN,
+}
+
+
+def compare_quantities_by_value(checked: Any) -> bool:
+    """Rename, in place, the checked tree's ``==``, ``!=`` and ``in`` whose operands the checker typed as quantities
+    (or lists of them) to functions comparing values, as Kubernetes' Quantity.Equal does; True when any was.
+
+    Quantity messages carry their representation too (``cel/values.py``), which plain message equality would
+    compare. A quantity the checker only knows as ``dyn`` (``dyn(q) == q``) is still compared field by field.
+    """
+    types = dict(checked.type_map)
+    renamed = False
+    stack = [checked.expr]
+    while stack:
+        expr = stack.pop()
+        if expr.WhichOneof("expr_kind") == "comprehension_expr":
+            c = expr.comprehension_expr
+            stack += [c.iter_range, c.accu_init, c.loop_condition, c.loop_step, c.result]
+            continue
+        if expr.WhichOneof("expr_kind") == "call_expr" and len(expr.call_expr.args) == 2:
+            call = expr.call_expr
+            a, b = (_type_shape(types.get(arg.id)) for arg in call.args)
+            name = _RENAMES.get((call.function, a, b))
+            if name is not None:
+                call.function = name
+                renamed = True
+        stack.extend(_children(expr))
+    return renamed

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from kubedra.cel.cost import Bounds
 from kubedra.cel.errors import CelRuntimeError
 from kubedra.cel.protos import protos
-from kubedra.cel.values import quantity_key, semver_key
+from kubedra.cel.values import quantity_fields, semver_key
 from kubedra.objects.model import Device, DeviceAttribute
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.semver import Semver
@@ -31,20 +31,16 @@ class DeviceView:
         self._data: dict[bool, dict[str, Any] | CelRuntimeError] = {}
         self._activations: dict[int, tuple[Environment, Any]] = {}
         self._bounds: Bounds | None = None
-        self._capacities: list[Quantity] = []
-        """The parsed capacities, registered with the environment before each run (see ``Values``)."""
 
     def activation(self, environment: Environment) -> Any:
         """The cel activation for ``environment``; raises ``CelRuntimeError`` when a value cannot be read."""
         cached = self._activations.get(id(environment))
         if cached is not None and cached[0] is environment:
-            environment.values.remember_quantities(self._capacities)
             return cached[1]
         options = environment.options
         data = self.data(lists=options.list_values)
         if not options.consumable_capacity:
             data = {k: v for k, v in data.items() if k != "device.allowMultipleAllocations"}
-        environment.values.remember_quantities(self._capacities)
         activation = environment.env.Activation(data)
         self._activations[id(environment)] = (environment, activation)
         return activation
@@ -92,16 +88,13 @@ class DeviceView:
             domain, ident = split_qualified_name(name, self.driver)
             attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute, lists, p)
         capacity: dict[str, dict[str, Any]] = {}
-        capacities: list[Quantity] = []
         for name, cap in self.device.capacity.items():
             domain, ident = split_qualified_name(name, self.driver)
             try:
                 q = Quantity.parse(cap.value)
             except ValueError as exc:
                 raise CelRuntimeError(f"capacity {name}: {exc}") from None
-            capacities.append(q)
-            capacity.setdefault(domain, {})[ident] = p.quantity(value=quantity_key(q))
-        self._capacities = capacities
+            capacity.setdefault(domain, {})[ident] = p.quantity(**quantity_fields(q))
         return {
             "device.driver": self.driver,
             "device.attributes": attributes,

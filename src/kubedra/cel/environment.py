@@ -16,7 +16,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from kubedra.cel.analysis import apply_edits, domain_lookup_edits
+from kubedra.cel.analysis import apply_edits, compare_quantities_by_value, domain_lookup_edits
 from kubedra.cel.cost import COST_LIMIT, estimate_cost
 from kubedra.cel.errors import CelCompileError
 from kubedra.cel.library_lists import list_functions, regex_functions
@@ -111,6 +111,9 @@ class Environment:
             runnable = self._compile(apply_edits(expression, edits), "unexpected compilation error: ")
             checked = protos().checked_expr(runnable.serialize())
         guarded = estimate_cost(checked.expr) > COST_LIMIT
+        by_value = protos().checked_expr(runnable.serialize())
+        if compare_quantities_by_value(by_value):
+            runnable = self.env.deserialize(protos().serialized(by_value, runnable.serialize()))
         return SelectorProgram(expression, self, runnable, checked.expr if guarded else None)
 
     def _compile(self, source: str, prefix: str) -> Any:

@@ -12,6 +12,13 @@ from typing import Any
 
 from cel_expr_python import cel
 
+from kubedra.cel.analysis import (
+    QUANTITY_EQUALS,
+    QUANTITY_IN,
+    QUANTITY_LIST_EQUALS,
+    QUANTITY_LIST_NOT_EQUALS,
+    QUANTITY_NOT_EQUALS,
+)
 from kubedra.cel.protos import QUANTITY_TYPE
 from kubedra.cel.values import Values
 from kubedra.objects.quantity import Quantity, QuantityError
@@ -47,7 +54,20 @@ def quantity_functions(values: Values) -> list[cel.FunctionDecl]:
     def sub_int(m: Any, n: int) -> Any:
         return values.quantity_message(q(m) - Quantity.from_int(n))
 
+    def list_equals(xs: list[Any], ys: list[Any]) -> bool:
+        return len(xs) == len(ys) and all(x.value == y.value for x, y in zip(xs, ys, strict=True))
+
+    quantities = cel.Type.List(QUANTITY)
+    by_value = [
+        (QUANTITY_EQUALS, [QUANTITY, QUANTITY], lambda a, b: a.value == b.value),
+        (QUANTITY_NOT_EQUALS, [QUANTITY, QUANTITY], lambda a, b: a.value != b.value),
+        (QUANTITY_LIST_EQUALS, [quantities, quantities], list_equals),
+        (QUANTITY_LIST_NOT_EQUALS, [quantities, quantities], lambda xs, ys: not list_equals(xs, ys)),
+        (QUANTITY_IN, [QUANTITY, quantities], lambda a, xs: any(x.value == a.value for x in xs)),
+    ]
     return [
+        *(cel.FunctionDecl(name, [cel.Overload(name[1:], cel.Type.BOOL, params, impl=impl)])
+          for name, params, impl in by_value),
         cel.FunctionDecl("quantity", [cel.Overload("string_to_quantity", QUANTITY, [cel.Type.STRING], impl=parse)]),
         cel.FunctionDecl(
             "isQuantity", [cel.Overload("is_quantity_string", cel.Type.BOOL, [cel.Type.STRING], impl=is_quantity)]

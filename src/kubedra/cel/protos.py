@@ -58,7 +58,12 @@ def _map_entry(msg: descriptor_pb2.DescriptorProto, entry: str, key: int, value:
 def _kubernetes_file() -> descriptor_pb2.FileDescriptorProto:
     fd = descriptor_pb2.FileDescriptorProto(name="kubedra/kubernetes_cel.proto", package="kubernetes", syntax="proto3")
     for name in ("Quantity", "Semver"):
-        _field(fd.message_type.add(name=name), "value", 1, _STRING)
+        message = fd.message_type.add(name=name)
+        _field(message, "value", 1, _STRING)
+        if name == "Quantity":
+            # How Go holds it (``Quantity.representation``): isInteger/asInteger read it, equality must not, so
+            # ``==``/``!=``/``in`` on quantities are compiled to functions comparing ``value`` (cel/analysis.py).
+            _field(message, "representation", 2, _STRING)
     return fd
 
 
@@ -127,9 +132,17 @@ def _cel_expr_file() -> descriptor_pb2.FileDescriptorProto:  # noqa: PLR0915 - o
     _map_entry(source, "PositionsEntry", _INT64, _INT32)
     _field(source, "positions", 4, _MESSAGE, ".cel.expr.SourceInfo.PositionsEntry", repeated=True)
 
+    cel_type = fd.message_type.add(name="Type")
+    list_type = cel_type.nested_type.add(name="ListType")
+    _field(list_type, "elem_type", 1, _MESSAGE, ".cel.expr.Type")
+    _field(cel_type, "list_type", 6, _MESSAGE, ".cel.expr.Type.ListType")
+    _field(cel_type, "message_type", 9, _STRING)
+
     checked = fd.message_type.add(name="CheckedExpr")
     _map_entry(checked, "ReferenceMapEntry", _INT64, _MESSAGE, ".cel.expr.Reference")
     _field(checked, "reference_map", 2, _MESSAGE, ".cel.expr.CheckedExpr.ReferenceMapEntry", repeated=True)
+    _map_entry(checked, "TypeMapEntry", _INT64, _MESSAGE, ".cel.expr.Type")
+    _field(checked, "type_map", 3, _MESSAGE, ".cel.expr.CheckedExpr.TypeMapEntry", repeated=True)
     _field(checked, "expr", 4, _MESSAGE, ".cel.expr.Expr")
     _field(checked, "source_info", 5, _MESSAGE, ".cel.expr.SourceInfo")
     return fd
@@ -163,6 +176,15 @@ class Protos:
         checked = self._checked()
         checked.ParseFromString(wrapper.value)
         return checked
+
+    def serialized(self, checked: Any, like: bytes) -> bytes:
+        """``checked`` (decoded by :meth:`checked_expr`, then edited) wrapped as ``like`` was, for
+        ``Env.deserialize``; the fields this subset does not declare travel along as unknown fields."""
+        wrapper = self._any()
+        wrapper.ParseFromString(like)
+        wrapper.value = checked.SerializeToString()
+        result: bytes = wrapper.SerializeToString()
+        return result
 
 
 @functools.cache

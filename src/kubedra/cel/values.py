@@ -1,8 +1,11 @@
-"""Quantity and semver values as CEL sees them: one-field protobuf messages with a value-unique key.
+"""Quantity and semver values as CEL sees them: protobuf messages with a value-unique key.
 
 CEL compares messages field by field, and ``==`` cannot be overloaded in cel-expr-python. Kubernetes
 compares quantities and semvers by value (``1Gi == 1024Mi``; build metadata is ignored), so each message
-carries a key that is equal exactly when the values are. Parsed values are memoized per environment.
+carries a key that is equal exactly when the values are. A quantity also carries its representation, which
+``isInteger``/``asInteger`` read (``"1000m"`` is not an integer in Kubernetes, ``"1"`` is); since field-by-field
+equality would then tell ``"1"`` from ``"1000m"``, the compiler turns ``==``, ``!=`` and ``in`` on quantities into
+functions that compare the key alone (``cel/analysis.py``). Parsed values are memoized per environment.
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ _MEMO_LIMIT = 4096
 
 
 def quantity_key(q: Quantity) -> str:
-    """The exact value in nano units (``"1073741824000000000n"``): equal exactly when the values are equal.
-
-    It parses back to the same value; the memo keeps the parsed original, whose representation is what
-    ``isInteger``/``asInteger`` look at (``"1000m"`` is not an integer in Kubernetes, ``"1"`` is). Two
-    spellings of one value share a key, so the later one's representation wins — a documented corner.
-    """
+    """The exact value in nano units (``"1073741824000000000n"``): equal exactly when the values are equal."""
     return f"{q.nanos}n"
+
+
+def quantity_fields(q: Quantity) -> dict[str, str]:
+    """The message fields of ``q``: its value key and its representation."""
+    return {"value": quantity_key(q), "representation": q.representation()}
 
 
 def semver_key(v: Semver) -> str:
@@ -47,9 +50,7 @@ class Values:
         return isinstance(value, self._semver_cls)
 
     def quantity_message(self, q: Quantity) -> Any:
-        key = quantity_key(q)
-        self._remember(self._quantities, key, q)
-        return self._quantity_cls(value=key)
+        return self._quantity_cls(**quantity_fields(q))
 
     def semver_message(self, v: Semver) -> Any:
         key = semver_key(v)
@@ -57,20 +58,15 @@ class Values:
         return self._semver_cls(value=key)
 
     def quantity(self, message: Any) -> Quantity:
-        key: str = message.value
-        q = self._quantities.get(key)
+        representation: str = message.representation
+        q = self._quantities.get(representation)
         if q is None:
-            # The nano spelling would read as a fraction (isInteger false); the canonical one reads like an API value.
-            q = Quantity.parse(Quantity.parse(key).canonical())
-            self._remember(self._quantities, key, q)
+            if representation:
+                q = Quantity.from_representation(representation)
+            else:  # a message built without one reads like an API value of its value
+                q = Quantity.parse(Quantity.parse(message.value).canonical())
+            self._remember(self._quantities, representation, q)
         return q
-
-    def remember_quantities(self, quantities: list[Quantity]) -> None:
-        """Make a device's own capacities read back exactly as spelled, all of them at once (before each run)."""
-        if len(self._quantities) + len(quantities) > _MEMO_LIMIT:
-            self._quantities.clear()
-        for q in quantities:
-            self._quantities[quantity_key(q)] = q
 
     def semver(self, message: Any) -> Semver:
         key: str = message.value

@@ -152,6 +152,17 @@ class Quantity:
     def __reduce__(self) -> tuple[Any, ...]:
         return (_make, (self._n, self.format, self._exp, self._dec, self._s))
 
+    def representation(self) -> str:
+        """Go's representation as text (value, format, scale, int64Amount or inf.Dec, reused string): two
+        spellings of one value (``"1"``, ``"1000m"``) differ here; :meth:`from_representation` reads it back."""
+        return f"{self._n}|{self.format.value}|{self._exp}|{int(self._dec)}|{'' if self._s is None else self._s}"
+
+    @classmethod
+    def from_representation(cls, text: str) -> Quantity:
+        """The quantity :meth:`representation` wrote, representation and all."""
+        n, fmt, exp, dec, s = text.split("|", 4)
+        return _make(int(n), Format(fmt), int(exp), dec == "1", s if s else None)
+
     def __copy__(self) -> Quantity:
         return self
 
