@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,11 +131,16 @@ def _parse(command_name: str, args: list[str]) -> dict[str, Any]:
     return dict(context.params)
 
 
+def _first_containers(helm: Path, combination: str, kind: str) -> Iterator[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """The rendered objects and, for each workload of ``kind``, its first container."""
+    objects = render(helm, COMBINATIONS[combination])
+    for workload in by_kind(objects, kind):
+        yield objects, workload["spec"]["template"]["spec"]["containers"][0]
+
+
 @pytest.mark.parametrize("combination", IDS)
 def test_driver_args_parse_with_the_real_cli(helm: Path, combination: str) -> None:
-    objects = render(helm, COMBINATIONS[combination])
-    for daemonset in by_kind(objects, "DaemonSet"):
-        container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    for _, container in _first_containers(helm, combination, "DaemonSet"):
         params = _parse("driver", container["args"])
         assert params["node"] == "value-of-node_name"
         assert params["health_port"] == container["livenessProbe"]["grpc"]["port"]
@@ -158,9 +164,7 @@ def test_driver_args_carry_the_values(helm: Path) -> None:
 
 @pytest.mark.parametrize("combination", IDS)
 def test_exporter_args_parse_with_the_real_cli(helm: Path, combination: str) -> None:
-    objects = render(helm, COMBINATIONS[combination])
-    for deployment in by_kind(objects, "Deployment"):
-        container = deployment["spec"]["template"]["spec"]["containers"][0]
+    for objects, container in _first_containers(helm, combination, "Deployment"):
         params = _parse("exporter", container["args"])
         assert params["listen"] == f":{container['ports'][0]['containerPort']}"
         service = one(objects, "Service")
