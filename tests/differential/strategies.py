@@ -190,7 +190,7 @@ def _device(draw: Draw, profile: Profile, name: str, per_device: bool, counter_s
         dev["capacity"] = capacity
     if counter_sets and draw(st.booleans()):
         sets = draw(st.lists(st.sampled_from(counter_sets), min_size=1, max_size=2, unique=True))
-        if profile.invalid and rare(draw, 12):
+        if profile.invalid and rare(draw, 40):
             sets[0] = "cs-unknown"  # an unknown counter set makes the pool invalid
         dev["consumesCounters"] = [
             {"counterSet": s, "counters": {
@@ -254,7 +254,7 @@ def _pool(draw: Draw, profile: Profile, index: int, local_to: str | None) -> lis
             for s in counter_sets
         ]
         extra.append({"name": f"{prefix}-counters", "sharedCounters": shared})
-        if profile.invalid and rare(draw, 6):
+        if profile.invalid and rare(draw, 12):
             extra.append({"name": f"{prefix}-counters-dup", "sharedCounters": shared[:1]})
     device_slices: list[list[Doc]] = []
     serial = 0
@@ -264,7 +264,7 @@ def _pool(draw: Draw, profile: Profile, index: int, local_to: str | None) -> lis
             devices.append(_device(draw, profile, f"dev-{serial}", per_device, counter_sets))
             serial += 1
         device_slices.append(devices)
-    if profile.invalid and n_slices > 1 and device_slices[0] and device_slices[1] and rare(draw, 4):
+    if profile.invalid and n_slices > 1 and device_slices[0] and device_slices[1] and rare(draw, 10):
         device_slices[1][0]["name"] = device_slices[0][0]["name"]  # duplicate device name across slices
     count = n_slices + len(extra)
     if profile.incomplete and rare(draw, 8):
@@ -356,7 +356,9 @@ def _claim(draw: Draw, profile: Profile, name: str) -> Doc:
             attr = draw(st.sampled_from(["driver-a/numa", "driver-a/model", "example.com/root", "driver-b/index",
                                          "driver-a/driverVersion", "driver-a/nvlink",
                                          *(["driver-a/lanes", "driver-a/tags"] * 2 if profile.list_attributes else [])]))
-            kind = "distinctAttribute" if profile.consumable and draw(st.booleans()) else "matchAttribute"
+            # the stable variant drops distinctAttribute ("empty constraint"): an error path, kept rare there
+            distinct = profile.consumable and (rare(draw, 8) if profile.stable else draw(st.booleans()))
+            kind = "distinctAttribute" if distinct else "matchAttribute"
             c: Doc = {kind: attr}
             if draw(st.booleans()):
                 c["requests"] = sorted(draw(st.sets(st.sampled_from(refs), min_size=1, max_size=2)))
@@ -420,7 +422,7 @@ def _gates(draw: Draw, profile: Profile, version: str) -> dict[str, bool]:
                 gates[gate] = not v.gate_default(version, gate)
     if profile.stable:
         for gate in v.STABLE_GATES:
-            gates[gate] = v.gate_default(version, gate) if draw(st.integers(0, 3)) else not v.gate_default(version, gate)
+            gates[gate] = v.gate_default(version, gate) != rare(draw, 4)
         gates["DRAConsumableCapacity"] = False
         gates[draw(st.sampled_from(["DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"]))] = False
         gates = {g: on for g, on in gates.items() if on != v.gate_default(version, g)}
