@@ -14,9 +14,10 @@ POOLS = Profile(
 
 REQUESTS = Profile(
     max_pools=2, max_devices=4, first_available=True, constraints=True, config=True, max_requests=3,
-    localities=("node", "node", "all", "selector"),
+    localities=("node", "node", "all", "selector"), allocatable=True,
 )
-"""Requests: firstAvailable, matchAttribute constraints scoped to (sub)requests, config, several claims."""
+"""Requests: firstAvailable, matchAttribute constraints scoped to (sub)requests, config, several claims (biased
+toward allocating: without it three in four inputs were unschedulable, and constraints are checked on a result)."""
 
 COUNTERS_CAPACITY = Profile(
     counters=True, consumable=True, allocated=True, constraints=True, invalid=True, max_requests=2,

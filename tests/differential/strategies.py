@@ -9,7 +9,7 @@ integers, booleans and choices from `vocab`, which keeps shrinking effective.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -58,6 +58,10 @@ class Profile:
     switch_gates: bool = False
     stable: bool = False
     """Gates that make upstream pick its stable variant (no consumable capacity, no binding conditions)."""
+    error_paths: bool = True
+    """Whether an input may hold what upstream answers with an error (invalid or incomplete pools, a missing class,
+    unguarded selectors, a gate switched off for a feature the claims use); `scenarios` allows it in about a third
+    of the inputs, so that most inputs reach an allocation or an unschedulable answer."""
 
 
 @dataclass
@@ -190,7 +194,7 @@ def _device(draw: Draw, profile: Profile, name: str, per_device: bool, counter_s
         dev["capacity"] = capacity
     if counter_sets and draw(st.booleans()):
         sets = draw(st.lists(st.sampled_from(counter_sets), min_size=1, max_size=2, unique=True))
-        if profile.invalid and rare(draw, 12):
+        if profile.invalid and rare(draw, 40):
             sets[0] = "cs-unknown"  # an unknown counter set makes the pool invalid
         dev["consumesCounters"] = [
             {"counterSet": s, "counters": {
@@ -254,7 +258,7 @@ def _pool(draw: Draw, profile: Profile, index: int, local_to: str | None) -> lis
             for s in counter_sets
         ]
         extra.append({"name": f"{prefix}-counters", "sharedCounters": shared})
-        if profile.invalid and rare(draw, 6):
+        if profile.invalid and rare(draw, 12):
             extra.append({"name": f"{prefix}-counters-dup", "sharedCounters": shared[:1]})
     device_slices: list[list[Doc]] = []
     serial = 0
@@ -264,7 +268,7 @@ def _pool(draw: Draw, profile: Profile, index: int, local_to: str | None) -> lis
             devices.append(_device(draw, profile, f"dev-{serial}", per_device, counter_sets))
             serial += 1
         device_slices.append(devices)
-    if profile.invalid and n_slices > 1 and device_slices[0] and device_slices[1] and rare(draw, 4):
+    if profile.invalid and n_slices > 1 and device_slices[0] and device_slices[1] and rare(draw, 10):
         device_slices[1][0]["name"] = device_slices[0][0]["name"]  # duplicate device name across slices
     count = n_slices + len(extra)
     if profile.incomplete and rare(draw, 8):
@@ -356,7 +360,10 @@ def _claim(draw: Draw, profile: Profile, name: str) -> Doc:
             attr = draw(st.sampled_from(["driver-a/numa", "driver-a/model", "example.com/root", "driver-b/index",
                                          "driver-a/driverVersion", "driver-a/nvlink",
                                          *(["driver-a/lanes", "driver-a/tags"] * 2 if profile.list_attributes else [])]))
-            kind = "distinctAttribute" if profile.consumable and draw(st.booleans()) else "matchAttribute"
+            # the stable variant drops distinctAttribute ("empty constraint"): an error path, kept rare there
+            distinct = profile.consumable and (profile.error_paths and rare(draw, 8) if profile.stable
+                                               else draw(st.booleans()))
+            kind = "distinctAttribute" if distinct else "matchAttribute"
             c: Doc = {kind: attr}
             if draw(st.booleans()):
                 c["requests"] = sorted(draw(st.sets(st.sampled_from(refs), min_size=1, max_size=2)))
@@ -412,15 +419,26 @@ def _taint_rule(draw: Draw, name: str, devices: list[tuple[str, str, Doc]]) -> D
 # The whole input
 
 
-def _gates(draw: Draw, profile: Profile, version: str) -> dict[str, bool]:
+def _used_gates(claims: list[Doc]) -> set[str]:
+    """The gates without which upstream refuses these claims with an error."""
+    text = repr(claims)
+    used = {gate for gate, key in (("DRAAdminAccess", "'adminAccess'"), ("DRAPrioritizedList", "'firstAvailable'"),
+                                   ("DRAConsumableCapacity", "'capacity': {'requests'")) if key in text}
+    if "distinctAttribute" in text:
+        used.add("DRAConsumableCapacity")
+    return used
+
+
+def _gates(draw: Draw, profile: Profile, version: str, claims: list[Doc]) -> dict[str, bool]:
     gates: dict[str, bool] = {}
+    keep = set() if profile.error_paths else _used_gates(claims)
     if profile.switch_gates:
         for gate in v.SWITCHABLE_GATES[version]:
-            if rare(draw, 8):
+            if rare(draw, 8) and gate not in keep:
                 gates[gate] = not v.gate_default(version, gate)
     if profile.stable:
         for gate in v.STABLE_GATES:
-            gates[gate] = v.gate_default(version, gate) if draw(st.integers(0, 3)) else not v.gate_default(version, gate)
+            gates[gate] = v.gate_default(version, gate) != (rare(draw, 4) and gate not in keep)
         gates["DRAConsumableCapacity"] = False
         gates[draw(st.sampled_from(["DRADeviceBindingConditions", "DRAResourceClaimDeviceStatus"]))] = False
         gates = {g: on for g, on in gates.items() if on != v.gate_default(version, g)}
@@ -435,6 +453,9 @@ def _gates(draw: Draw, profile: Profile, version: str) -> dict[str, bool]:
 def scenarios(draw: Draw, profile: Profile) -> Scenario:
     """A random, valid `kubedra allocate` input exercising the features of `profile`."""
     version = draw(st.sampled_from(profile.versions))
+    if not rare(draw, 3):
+        profile = replace(profile, error_paths=False, invalid=False, incomplete=False, missing_class=False,
+                          unguarded_selectors=False)
     node = draw(st.sampled_from(v.TARGET_NODES[:1] * 6 + v.TARGET_NODES[1:]))
     slices: list[Doc] = []
     for i in range(draw(st.integers(1, profile.max_pools))):
@@ -449,5 +470,6 @@ def scenarios(draw: Draw, profile: Profile) -> Scenario:
         docs += [_taint_rule(draw, f"rule-{i}", devices) for i in range(draw(st.integers(0, 2)))]
     if profile.allocated and devices:
         docs += [_allocated_claim(draw, profile, i, devices) for i in range(draw(st.integers(0, 2)))]
-    docs += [_claim(draw, profile, f"claim-{i}") for i in range(draw(st.integers(1, profile.max_claims)))]
-    return Scenario(docs=docs, node=node, gates=_gates(draw, profile, version), version=version)
+    claims = [_claim(draw, profile, f"claim-{i}") for i in range(draw(st.integers(1, profile.max_claims)))]
+    docs += claims
+    return Scenario(docs=docs, node=node, gates=_gates(draw, profile, version, claims), version=version)
