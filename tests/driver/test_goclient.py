@@ -15,21 +15,26 @@ from tests.driver.helpers import DRIVER, claim
 GOCLIENT = Path(__file__).resolve().parent / "goclient"
 
 
-@pytest.fixture(scope="module")
-def goclient() -> Path:
-    if shutil.which("go") is None:
-        pytest.skip("go is not on PATH: the kubelet-side Go client cannot be built")
-    binary = GOCLIENT / "bin" / "goclient"
+def _go_build(name: str, package: str, timeout: int) -> Path:
+    """``go build`` one of the goclient module's programs into its bin/ (Go's caches make a rebuild quick)."""
+    binary = GOCLIENT / "bin" / name
     done = subprocess.run(
-        ["go", "build", "-mod=readonly", "-o", str(binary), "."],
+        ["go", "build", "-mod=readonly", "-o", str(binary), package],
         cwd=GOCLIENT,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
         check=False,
     )
     assert done.returncode == 0, done.stderr
     return binary
+
+
+@pytest.fixture(scope="module")
+def goclient() -> Path:
+    if shutil.which("go") is None:
+        pytest.skip("go is not on PATH: the kubelet-side Go client cannot be built")
+    return _go_build("goclient", ".", timeout=600)
 
 
 @pytest.mark.slow
@@ -69,17 +74,7 @@ def test_upstreams_generated_client_prepares_through_kubedra(goclient: Path, ser
 
 @pytest.fixture(scope="module")
 def kubelet_manager(goclient: Path) -> Path:
-    binary = GOCLIENT / "bin" / "kubelet"
-    done = subprocess.run(
-        ["go", "build", "-mod=readonly", "-o", str(binary), "./kubelet"],
-        cwd=GOCLIENT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return binary
+    return _go_build("kubelet", "./kubelet", timeout=900)
 
 
 @pytest.mark.slow
