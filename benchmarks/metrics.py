@@ -90,7 +90,7 @@ def embedded(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     result = simulate(build_scenario(load_text(text, source="bench.yaml")), Options())
     state = result.state
-    print(f"state: {len(state.nodes)} nodes, {len(state.device_node)} devices, {len(state.claims)} claims, "
+    print(f"state: {len(state.nodes)} nodes, {len(state.devices.by_key)} devices, {len(state.claims)} claims, "
           f"{len(state.pods)} pods (simulated in {time.perf_counter() - start:.1f} s, not timed below)")
     source = StateSource(state, Features.for_release(), threading.Lock())
     gc.collect()

@@ -85,6 +85,8 @@ def profile_run(scenario: Scenario, top: int) -> str:
         rows.append((own, cumulative, calls, f"{Path(path).name}:{line}({function})"))
     rows.sort(reverse=True)
     out = io.StringIO()
+    total_calls = sum(calls for _, _, calls, _ in rows)
+    out.write(f"calls per pod, all functions (the profiler's count, machine-independent): {total_calls / pods:.1f}\n")
     out.write(f"{'own us/pod':>10} {'cum us/pod':>10} {'calls/pod':>9}  function\n")
     for own, cumulative, calls, where in rows[:top]:
         out.write(f"{own * 1e6 / pods:>10.2f} {cumulative * 1e6 / pods:>10.2f} {calls / pods:>9.2f}  {where}\n")

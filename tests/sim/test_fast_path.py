@@ -136,7 +136,7 @@ def _assert_valid(result: SimulationResult) -> None:
             device = (r.driver, r.pool, r.device)
             assert device not in holders, f"{device} held by {holders[device]} and {key}"
             holders[device] = key
-            node = result.state.device_node[f"{r.driver}/{r.pool}/{r.device}"]
+            node = result.state.devices.node_of(f"{r.driver}/{r.pool}/{r.device}")
             for ref in claim.status.reserved_for:
                 pod = result.state.pods[f"{claim.metadata.namespace}/{ref.name}"].pod
                 assert pod.spec.node_name == node

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kubedra.allocator.answers import MAX_ANSWERS, ClaimKeys, NodeShape, ShapeBuilder, Stored
 from kubedra.allocator.counters import PoolCounters, available_counters
@@ -53,11 +54,13 @@ class Allocator:
         interrupt: Callable[[], bool] | None = None,
         pool_order: Callable[[list[Pool]], list[Pool]] | None = None,
         reuse_answers: bool = True,
+        device_views: Callable[[ResourceSlice, int], Any] | None = None,
     ) -> None:
         """``pool_order`` reorders the gathered pools of a node. Upstream's stable variant walks its pools in Go map
         order, which is random; kubedra uses (driver, name) order, and a differential test passes ``pool_order`` to
         reproduce any other order upstream may have taken. ``reuse_answers`` off searches on every call (the
-        reference the reused answers of nodes alike are checked against)."""
+        reference the reused answers of nodes alike are checked against). ``device_views(slice, i)`` hands out CEL
+        views of devices built elsewhere (the cluster's device table), so each device's view is built once."""
         self.features = features
         self.state = state
         self.classes = dict(classes)
@@ -69,6 +72,7 @@ class Allocator:
         self.interrupt = interrupt
         self.pool_order = pool_order
         self.reuse_answers = reuse_answers
+        self._device_views = device_views
         self._reusing = reuse_answers
         self._lookups = 0
         self._binding_conditions = features.binding_and_status
@@ -119,7 +123,12 @@ class Allocator:
             base = len(self._entries) << 10
             hide = self.features.stable
             devices = slice_.spec.devices
-            found = [DeviceEntry(base + i, slice_, d, self._rules, hide_multi=hide) for i, d in enumerate(devices)]
+            views = self._device_views
+            found = [
+                DeviceEntry(base + i, slice_, d, self._rules, hide_multi=hide,
+                            view=views(slice_, i) if views is not None else None)
+                for i, d in enumerate(devices)
+            ]
             self._entries[id(slice_)] = found
         return found
 

@@ -80,7 +80,9 @@ class DeviceEntry:
         rules: Sequence[DeviceTaintRule],
         *,
         hide_multi: bool = False,
+        view: Any = None,
     ) -> None:
+        """``view``: the device's CEL view when one is built already (not used where ``hide_multi`` changes it)."""
         spec = slice_.spec
         self.uid = uid
         self.id = DeviceID(spec.driver, spec.pool.name, device.name)
@@ -106,7 +108,7 @@ class DeviceEntry:
         self.has_binding_conditions = bool(device.binding_conditions)
         self.hide_multi = hide_multi
         self._attrs: dict[str, DeviceAttribute | None] = {}
-        self._view: Any = None
+        self._view: Any = view if not (hide_multi and device.allow_multiple_allocations) else None
 
     def attribute(self, name: str) -> DeviceAttribute | None:
         """Upstream's ``lookupAttribute``: the fully qualified name, else the bare id in the driver's domain."""

@@ -66,54 +66,63 @@ class AllocatedState:
                 state.add_allocation(result)
         return state
 
-    def _touch(self, result: DeviceRequestAllocationResult) -> None:
-        self.version += 1
-        key = (result.driver, result.pool)
-        self.pool_versions[key] = self.pool_versions.get(key, 0) + 1
-
     def add_allocation(self, result: DeviceRequestAllocationResult) -> None:
         """Count one result of an allocation as in use."""
-        self._touch(result)
-        if result.admin_access:
-            return
-        device = DeviceID(result.driver, result.pool, result.device)
-        if self.consumable_capacity and result.share_id is not None:
-            shared = SharedDeviceID(*device, result.share_id)
-            if shared not in self.allocated_shared:
-                self.allocated_shared.add(shared)
-                self.shares[device] = self.shares.get(device, 0) + 1
-            if result.consumed_capacity:
-                totals = self.aggregated_capacity.setdefault(device, {})
-                for name, text in result.consumed_capacity.items():
-                    amount = Quantity.parse(text)
-                    totals[name] = totals[name] + amount if name in totals else amount
-            return
-        self.allocated_devices.add(device)
+        self.change(result, DeviceID(result.driver, result.pool, result.device), (result.driver, result.pool), +1)
 
     def remove_allocation(self, result: DeviceRequestAllocationResult) -> None:
         """Undo :meth:`add_allocation` for one result (when a claim is deallocated)."""
-        self._touch(result)
+        self.change(result, DeviceID(result.driver, result.pool, result.device), (result.driver, result.pool), -1)
+
+    def change(
+        self, result: DeviceRequestAllocationResult, device: DeviceID, pool: tuple[str, str], sign: int
+    ) -> None:
+        """One result added (+1) or removed (-1); ``device`` and ``pool`` name the result's device and its (driver,
+        pool), passed in by callers that keep them (the cluster's device table) so they are not built per call."""
+        self.version += 1
+        versions = self.pool_versions
+        versions[pool] = versions.get(pool, 0) + 1
         if result.admin_access:
             return
-        device = DeviceID(result.driver, result.pool, result.device)
         if self.consumable_capacity and result.share_id is not None:
-            shared = SharedDeviceID(*device, result.share_id)
-            if shared in self.allocated_shared:
-                self.allocated_shared.remove(shared)
-                left = self.shares[device] - 1
-                if left:
-                    self.shares[device] = left
-                else:
-                    del self.shares[device]
-            totals = self.aggregated_capacity.get(device)
-            if totals is not None and result.consumed_capacity:
-                for name, text in result.consumed_capacity.items():
-                    if name in totals:
-                        totals[name] = totals[name] - Quantity.parse(text)
-                if all(q.is_zero() for q in totals.values()):
-                    del self.aggregated_capacity[device]
-            return
-        self.allocated_devices.discard(device)
+            if sign > 0:
+                self._add_share(result, device)
+            else:
+                self._remove_share(result, device)
+        elif sign > 0:
+            self.allocated_devices.add(device)
+        else:
+            self.allocated_devices.discard(device)
+
+    def _add_share(self, result: DeviceRequestAllocationResult, device: DeviceID) -> None:
+        assert result.share_id is not None
+        shared = SharedDeviceID(*device, result.share_id)
+        if shared not in self.allocated_shared:
+            self.allocated_shared.add(shared)
+            self.shares[device] = self.shares.get(device, 0) + 1
+        if result.consumed_capacity:
+            totals = self.aggregated_capacity.setdefault(device, {})
+            for name, text in result.consumed_capacity.items():
+                amount = Quantity.parse(text)
+                totals[name] = totals[name] + amount if name in totals else amount
+
+    def _remove_share(self, result: DeviceRequestAllocationResult, device: DeviceID) -> None:
+        assert result.share_id is not None
+        shared = SharedDeviceID(*device, result.share_id)
+        if shared in self.allocated_shared:
+            self.allocated_shared.remove(shared)
+            left = self.shares[device] - 1
+            if left:
+                self.shares[device] = left
+            else:
+                del self.shares[device]
+        totals = self.aggregated_capacity.get(device)
+        if totals is not None and result.consumed_capacity:
+            for name, text in result.consumed_capacity.items():
+                if name in totals:
+                    totals[name] = totals[name] - Quantity.parse(text)
+            if all(q.is_zero() for q in totals.values()):
+                del self.aggregated_capacity[device]
 
     def is_allocated(self, device: DeviceID) -> bool:
         """Upstream's ``IsDeviceAllocated``: dedicated, shared or with consumed capacity."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kubedra.cluster.devices import DeviceTable
 from kubedra.cluster.usage import NodeUsage, ScoringRequests, scoring_requests
 from kubedra.objects.model import (
     AllocationResult,
@@ -77,11 +78,8 @@ class ClusterState:
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
     templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
     pods: dict[str, PodRecord] = field(default_factory=dict)
-    # Node-local devices: "driver/pool/device" -> node, and per node how many exist and how many are dedicated
-    # to an allocation right now (for scoring and the report).
-    device_node: dict[str, str] = field(default_factory=dict)
-    devices_in_use: dict[str, int] = field(default_factory=dict)
-    devices_total: dict[str, int] = field(default_factory=dict)
+    # Every published device, what it matches and who holds it (see ``cluster.devices``).
+    devices: DeviceTable = field(default_factory=lambda: DeviceTable(()))
     # Pods bound to each node now, by key (what kube-scheduler's NodeInfo.Pods holds, for spreading scores).
     bound: dict[str, dict[str, PodRecord]] = field(default_factory=dict)
     # Called with a node's name after the pods bound to it changed (the scheduler's node sets listen).
@@ -97,12 +95,16 @@ class ClusterState:
         taint_rules: Iterable[DeviceTaintRule] = (),
         claims: Iterable[ResourceClaim] = (),
         templates: Iterable[ResourceClaimTemplate] = (),
+        consumable_capacity: bool = True,
     ) -> ClusterState:
+        """``consumable_capacity``: whether results with a shareID count as shares (the DRAConsumableCapacity gate),
+        as the allocator's ``AllocatedState`` counts them."""
         state = cls()
         for node in nodes:
             state.nodes[node.metadata.name] = node
             state.usage[node.metadata.name] = NodeUsage()
         state.slices = list(slices)
+        state.devices = DeviceTable(state.slices, consumable_capacity=consumable_capacity)
         for device_class in classes:
             state.classes[device_class.metadata.name] = device_class
         state.taint_rules = list(taint_rules)
@@ -110,14 +112,9 @@ class ClusterState:
             state.claims[_key(claim.metadata.namespace, claim.metadata.name)] = claim
         for template in templates:
             state.templates[_key(template.metadata.namespace, template.metadata.name)] = template
-        for slice_ in state.slices:
-            node_name = slice_.spec.node_name
-            if not node_name:
-                continue
-            prefix = f"{slice_.spec.driver}/{slice_.spec.pool.name}/"
-            for device in slice_.spec.devices:
-                state.device_node[prefix + device.name] = node_name
-            state.devices_total[node_name] = state.devices_total.get(node_name, 0) + len(slice_.spec.devices)
+        for claim in state.allocated_claims():
+            assert claim.status.allocation is not None
+            state.devices.mark(claim.status.allocation, +1)
         return state
 
     # ---------------------------------------------------------------------------------------------- claims
@@ -132,13 +129,8 @@ class ClusterState:
         return (c for c in self.claims.values() if c.status.allocation is not None)
 
     def note_allocation(self, allocation: AllocationResult, sign: int) -> None:
-        """Keep the per-node count of dedicated devices in step with allocations (+1) and releases (-1)."""
-        for result in allocation.devices.results:
-            if result.admin_access or result.share_id:
-                continue
-            node = self.device_node.get(f"{result.driver}/{result.pool}/{result.device}")
-            if node is not None:
-                self.devices_in_use[node] = self.devices_in_use.get(node, 0) + sign
+        """An allocation made (+1) or released (-1): the device table, and with it every reader, follows."""
+        self.devices.mark(allocation, sign)
 
     # ---------------------------------------------------------------------------------------------- pods
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubedra.allocator import Features
+from kubedra.cluster.devices import DeviceTable
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import NodeUsage
 from kubedra.kube.mirror import Changes, NotSyncedError
@@ -147,9 +148,8 @@ class LiveState:
             target.update(ordered)
 
     def _index_devices(self) -> None:
-        """The state's device indexes over the new slices (what ``ClusterState.build`` derives from them)."""
-        fresh = ClusterState.build(nodes=(), slices=self.state.slices, classes=())
-        self.state.device_node, self.state.devices_total = fresh.device_node, fresh.devices_total
+        """The state's device table over the new slices (what ``ClusterState.build`` derives from them)."""
+        self.state.devices = DeviceTable(self.state.slices)
 
 
 class LiveSource:

@@ -136,8 +136,8 @@ class NodeSets:
             allocatable.get("memory"),
             requested.get("cpu"),
             requested.get("memory"),
-            self.state.devices_total.get(name, 0),
-            self.state.devices_in_use.get(name, 0),
+            self.state.devices.total.get(name, 0),
+            self.state.devices.in_use.get(name, 0),
         )
 
     # ------------------------------------------------------------------------------------------ sets
@@ -238,7 +238,7 @@ class NodeSets:
         shape = self.shape_of[i]
         if shape is None or not self.exact >> i & 1:
             return None
-        return shape, self.index.in_use_on(self.names[i])
+        return shape, self.state.devices.in_use_on(self.names[i])
 
     # ------------------------------------------------------------------------------------------ walking
 

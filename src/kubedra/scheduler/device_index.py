@@ -12,28 +12,20 @@ allocator decides. Selector results per device are computed once per signature a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kubedra.cel import CelError, CompileCache, DeviceView
-from kubedra.objects.model import AllocationResult, DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice
+from kubedra.cel import CelError, CompileCache
+from kubedra.cluster.devices import DeviceRecord, DeviceTable, Signature
+from kubedra.objects.model import DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice
 
-# (class name, request selector expressions)
-Signature = tuple[str, tuple[str, ...]]
+__all__ = ["Demand", "DeviceIndex", "Signature"]
 
 
 @dataclass(frozen=True)
 class Demand:
     signature: Signature
     count: int
-
-
-@dataclass
-class _Device:
-    key: str
-    node: str
-    view: DeviceView
-    plain: bool
 
 
 def _is_plain_device(slice_: ResourceSlice, index: int) -> bool:
@@ -51,39 +43,35 @@ MAX_DEMANDS = 1024  # remembered demands per index; beyond that the memory start
 
 
 class DeviceIndex:
-    """See the module docstring. Built once per simulation from the cluster's slices and classes."""
+    """See the module docstring. Built once per simulation over the cluster's device table, which keeps the free
+    counts of every signature the index tracks as allocations come and go."""
 
     def __init__(
         self,
-        slices: Sequence[ResourceSlice],
+        table: DeviceTable,
         classes: Mapping[str, DeviceClass],
         cel: CompileCache,
         *,
         taint_rules: bool = False,
     ) -> None:
+        self.table = table
         self._classes = classes
         self._cel = cel
-        self._devices: list[_Device] = []
         self._exact_nodes: set[str] = set()
-        self._in_use: set[str] = set()
-        self._in_use_on: dict[str, set[str]] = {}  # node -> "<slice ordinal on the node>/<device>" in use
-        self._local: dict[str, str] = {}
-        self._free: dict[Signature, dict[str, int]] = {}
-        self._matching: dict[Signature, frozenset[str]] = {}
         self._failed: set[Signature] = set()
         self._by_exprs: dict[tuple[str, ...], Signature] = {}
         self._canonical: dict[Signature, Signature] = {}
-        self._signatures_of: dict[str, list[Signature]] = {}
-        self._device_node: dict[str, str] = {}
-        self._off_node: list[DeviceView] = []  # devices of slices that are not node-local (network-attached)
+        self._off_node: list[DeviceRecord] = []  # devices of slices that are not node-local (network-attached)
+        self._local: list[DeviceRecord] = []  # node-local devices, one per name (an invalid pool's last)
         self._served_off_node: set[Signature] = set()
         self._demands: dict[tuple[int, ...], tuple[list[ResourceClaimSpec], Demand | None]] = {}
-        self.watchers: list[Callable[[str], None]] = []  # called with a node's name after its devices changed
-        self._build(slices)
+        self._build()
         if taint_rules:
             self._exact_nodes = set()  # a DeviceTaintRule may taint any device: counts are only a bound then
 
-    def _build(self, slices: Sequence[ResourceSlice]) -> None:
+    def _build(self) -> None:
+        table = self.table
+        slices = table.slices
         newest: dict[tuple[str, str], int] = {}
         for s in slices:
             pool = (s.spec.driver, s.spec.pool.name)
@@ -94,34 +82,32 @@ class DeviceIndex:
         broken: set[tuple[str, str]] = set()
         local_nodes: dict[tuple[str, str], set[str]] = {}
         any_shared = False
-        ordinal: dict[str, int] = {}
+        nodes_with_devices: set[str] = set()
+        impure: set[str] = set()
         for s in slices:
             pool = (s.spec.driver, s.spec.pool.name)
-            position = ordinal.get(s.spec.node_name or "", 0)
-            ordinal[s.spec.node_name or ""] = position + 1
             if s.spec.pool.generation != newest[pool]:
                 continue
             counts[pool] = counts.get(pool, 0) + 1
             expected[pool] = s.spec.pool.resource_slice_count
+            records = table.of_slice(s)
             if not s.spec.node_name:
                 any_shared = any_shared or bool(s.spec.devices)
                 broken.add(pool)
-                self._off_node += [DeviceView(s.spec.driver, device) for device in s.spec.devices]
+                self._off_node += records
                 continue
             local_nodes.setdefault(pool, set()).add(s.spec.node_name)
             seen = names.setdefault(pool, set())
-            for i, device in enumerate(s.spec.devices):
-                if device.name in seen:
+            for i, record in enumerate(records):
+                if record.device.name in seen:
                     broken.add(pool)
-                seen.add(device.name)
-                key = f"{s.spec.driver}/{s.spec.pool.name}/{device.name}"
-                self._devices.append(_Device(key, s.spec.node_name, DeviceView(s.spec.driver, device),
-                                             _is_plain_device(s, i)))
-                self._device_node[key] = s.spec.node_name
-                self._local[key] = f"{position}/{device.name}"
+                seen.add(record.device.name)
+                nodes_with_devices.add(s.spec.node_name)
+                if not _is_plain_device(s, i):
+                    impure.add(s.spec.node_name)
+        self._local = [r for r in table.by_key.values() if r.node is not None and r.slice.spec.pool.generation
+                       == newest[(r.slice.spec.driver, r.slice.spec.pool.name)]]
         broken |= {pool for pool, n in counts.items() if n != expected[pool]}
-        nodes_with_devices = {d.node for d in self._devices}
-        impure = {d.node for d in self._devices if not d.plain}
         for pool in broken:
             impure |= local_nodes.get(pool, set())
         # A network-attached slice can serve any node, so with one around no node's count is exact.
@@ -176,11 +162,7 @@ class DeviceIndex:
                 self._ensure((device_class.metadata.name, ()))
 
     def free(self, signature: Signature, node: str) -> int:
-        return self._free[signature].get(node, 0)
-
-    def in_use_on(self, node: str) -> frozenset[str]:
-        """The node's devices dedicated to an allocation now, named by slice position and device (no pool)."""
-        return frozenset(self._in_use_on.get(node, ()))
+        return self.table.free[signature].get(node, 0)
 
     def exact(self, node: str) -> bool:
         """Whether free counts on this node decide feasibility for a plain demand."""
@@ -189,7 +171,7 @@ class DeviceIndex:
     # ------------------------------------------------------------------------------------------ upkeep
 
     def _ensure(self, signature: Signature) -> bool:
-        if signature in self._free:
+        if signature in self.table.free:
             return True
         if signature in self._failed:
             return False
@@ -201,59 +183,19 @@ class DeviceIndex:
         exprs = [s.cel.expression for s in device_class.spec.selectors if s.cel] + list(request_exprs)
         same = self._by_exprs.get(tuple(exprs))
         if same is not None:  # another class with the same selectors (one class per extended resource, say)
-            self._free[signature] = self._free[same]
-            self._matching[signature] = self._matching[same]
+            self.table.alias(signature, same)
             self._canonical[signature] = same
             if same in self._served_off_node:
                 self._served_off_node.add(signature)
             return True
         try:
             programs = [self._cel.compile(e) for e in exprs]
-            matching = frozenset(d.key for d in self._devices if all(p.evaluate(d.view) for p in programs))
-            if any(all(p.evaluate(view) for p in programs) for view in self._off_node):
+            matching = [r for r in self._local if all(p.evaluate(r.view()) for p in programs)]
+            if any(all(p.evaluate(r.view()) for p in programs) for r in self._off_node):
                 self._served_off_node.add(signature)
         except CelError:
             self._failed.add(signature)  # the exact allocator reports the error in its own words
             return False
-        free: dict[str, int] = {}
-        for key in matching:
-            self._signatures_of.setdefault(key, []).append(signature)
-            if key not in self._in_use:
-                node = self._device_node[key]
-                free[node] = free.get(node, 0) + 1
-        self._free[signature] = free
-        self._matching[signature] = matching
+        self.table.track(signature, matching)
         self._by_exprs[tuple(exprs)] = signature
         return True
-
-    def _mark(self, allocation: AllocationResult, in_use: bool) -> None:
-        touched: list[str] = []
-        device_node, busy, delta = self._device_node, self._in_use, -1 if in_use else 1
-        for result in allocation.devices.results:
-            key = f"{result.driver}/{result.pool}/{result.device}"
-            node = device_node.get(key)
-            if node is None:
-                continue
-            if node not in touched:
-                touched.append(node)
-            if result.admin_access or result.share_id or (key in busy) == in_use:
-                continue
-            on_node = self._in_use_on.setdefault(node, set())
-            if in_use:
-                busy.add(key)
-                on_node.add(self._local[key])
-            else:
-                busy.discard(key)
-                on_node.discard(self._local[key])
-            for signature in self._signatures_of.get(key, ()):
-                counts = self._free[signature]
-                counts[node] = counts.get(node, 0) + delta
-        for watcher in self.watchers:
-            for node in touched:
-                watcher(node)
-
-    def allocated(self, allocation: AllocationResult) -> None:
-        self._mark(allocation, in_use=True)
-
-    def released(self, allocation: AllocationResult) -> None:
-        self._mark(allocation, in_use=False)

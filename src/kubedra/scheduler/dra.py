@@ -1,8 +1,9 @@
 """The scheduler's device side over kubedra's structured allocator, with one allocated state kept for the whole run.
 
 Upstream builds an allocator per pod from informer caches; the simulator keeps one ``Allocator`` (its per-device
-preparation and selector verdicts stay valid while slices and classes do not change) and one ``AllocatedState``
-updated in place as claims are allocated and released, which is the same state the scheduler would gather.
+preparation and selector verdicts stay valid while slices and classes do not change) over the cluster's device
+table, whose ``AllocatedState`` follows every allocation and release in place — the same state the scheduler would
+gather.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from kubedra.allocator import (
-    AllocatedState,
     AllocationError,
     Allocator,
     Features,
@@ -22,7 +22,6 @@ from kubedra.allocator import (
 from kubedra.cel import CompileCache
 from kubedra.cluster.state import ClusterState
 from kubedra.objects.model import AllocationResult, Node, ResourceClaim
-from kubedra.scheduler.device_index import DeviceIndex
 from kubedra.scheduler.scheduler import AllocatorInputError, NodeRefusedError
 
 # Upstream bounds each node's Filter by a 10 s timeout; the simulator bounds the search by steps instead, so runs
@@ -44,7 +43,7 @@ def seeded_share_ids(seed: int) -> Callable[[str], str]:
 
 
 class AllocatorBackend:
-    """A ``DraBackend`` (and ``NodeAllocator``) for the scheduler; also keeps the device index in step."""
+    """A ``DraBackend`` (and ``NodeAllocator``) for the scheduler, reading the cluster's device table."""
 
     def __init__(
         self,
@@ -52,19 +51,14 @@ class AllocatorBackend:
         state: ClusterState,
         cel: CompileCache,
         *,
-        index: DeviceIndex | None = None,
         step_budget: int = DEFAULT_STEP_BUDGET,
         share_ids: Callable[[str], str] = lambda _key: str(uuid.uuid4()),
         reuse_answers: bool = True,
     ) -> None:
         self.features = features
-        self.index = index
-        self.allocated = AllocatedState.from_claims(
-            state.allocated_claims(), consumable_capacity=features.consumable_capacity
-        )
         self.allocator = Allocator(
             features,
-            self.allocated,
+            state.devices.allocated,
             state.classes,
             state.slices,
             cel,
@@ -72,11 +66,8 @@ class AllocatorBackend:
             step_budget,
             share_ids=share_ids,
             reuse_answers=reuse_answers,
+            device_views=state.devices.view_of,
         )
-        if index is not None:
-            for claim in state.allocated_claims():
-                assert claim.status.allocation is not None
-                index.allocated(claim.status.allocation)
 
     def begin(self) -> AllocatorBackend:
         return self
@@ -90,19 +81,3 @@ class AllocatorBackend:
             raise NodeRefusedError(TIMED_OUT) from exc
         except AllocationError as exc:
             raise AllocatorInputError(str(exc)) from exc
-
-    def claim_allocated(self, claim: ResourceClaim) -> None:
-        allocation = claim.status.allocation
-        assert allocation is not None
-        for result in allocation.devices.results:
-            self.allocated.add_allocation(result)
-        if self.index is not None:
-            self.index.allocated(allocation)
-
-    def claim_released(self, claim: ResourceClaim) -> None:
-        allocation = claim.status.allocation
-        assert allocation is not None
-        for result in allocation.devices.results:
-            self.allocated.remove_allocation(result)
-        if self.index is not None:
-            self.index.released(allocation)

@@ -117,7 +117,7 @@ class Scheduler:
             index.warm(specs, state.classes.values())
             self.sets = NodeSets(state, index)
             state.watchers.append(self.sets.touch)
-            index.watchers.append(self.sets.touch)
+            state.devices.watchers.append(self.sets.touch)
 
     # ------------------------------------------------------------------------------------------ the attempt
 
@@ -377,8 +377,8 @@ class Scheduler:
         by_name = {entry.node: entry for entry in feasible}
         for entry in feasible:
             added = sum(_devices_asked(claim) for claim in entry.batch)
-            total = self.state.devices_total.get(entry.node, 0)
-            devices = DeviceUse(total, self.state.devices_in_use.get(entry.node, 0) + added) if total else None
+            total = self.state.devices.total.get(entry.node, 0)
+            devices = DeviceUse(total, self.state.devices.in_use.get(entry.node, 0) + added) if total else None
             score = node_score(self.policy, self.state.nodes[entry.node], self.state.usage[entry.node],
                                record.requests, devices)
             scored.append((score, entry.node))

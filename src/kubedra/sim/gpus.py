@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import Device, DeviceAttribute, Node, ResourceSlice
-from kubedra.sim.run import Event, held_devices
+from kubedra.sim.run import Event
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU feature discovery's label, where a device-plugin node has one
 
@@ -136,7 +136,7 @@ def final_usage(state: ClusterState, inventory: Inventory) -> Usage:
     usage = Usage(inventory)
     for claim in state.allocated_claims():
         assert claim.status.allocation is not None
-        for device_id in held_devices(claim.status.allocation.devices.results):
+        for device_id in state.devices.held(claim.status.allocation):
             usage.device(device_id, +1)
     for record in state.pods.values():
         node = record.pod.spec.node_name

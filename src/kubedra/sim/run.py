@@ -19,7 +19,6 @@ import msgspec
 from kubedra.allocator import Allocator
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import (
-    DeviceRequestAllocationResult,
     PodExtendedResourceClaimStatus,
     PodResourceClaimStatus,
     ResourceClaim,
@@ -55,11 +54,6 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     node: str = ""
     message: str = ""
     devices: tuple[str, ...] = ()  # Allocated/Deallocated: "driver/pool/device" held (admin access holds none)
-
-
-def held_devices(results: Sequence[DeviceRequestAllocationResult]) -> tuple[str, ...]:
-    """The devices an allocation occupies, as ``driver/pool/device`` (admin access occupies none)."""
-    return tuple(f"{r.driver}/{r.pool}/{r.device}" for r in results if not r.admin_access)
 
 
 @dataclass
@@ -294,13 +288,15 @@ class Simulation:
         return keys
 
     def _allocated(self, claim: ResourceClaim, node: str) -> None:
-        assert claim.status.allocation is not None
-        self.state.note_allocation(claim.status.allocation, +1)
+        allocation = claim.status.allocation
+        assert allocation is not None
+        self.state.note_allocation(allocation, +1)
         if self.on_allocate is not None:
             self.on_allocate(claim)
-        results = claim.status.allocation.devices.results
+        results = allocation.devices.results
         self.events.append(Event(self._now, "Allocated", f"ResourceClaim {claim_key(claim)}", node=node,
-                                 message=", ".join(r.device for r in results), devices=held_devices(results)))
+                                 message=", ".join(r.device for r in results),
+                                 devices=self.state.devices.held(allocation)))
 
     def _finish(self, record: PodRecord) -> None:
         """The end of ``run-for``: a Job's or bare pod succeeds and stays; a long-running controller's pod (whose
@@ -338,7 +334,7 @@ class Simulation:
                 if self.on_release is not None:
                     self.on_release(claim)
                 self.events.append(Event(self._now, "Deallocated", f"ResourceClaim {key}", node=node,
-                                         devices=held_devices(outcome.deallocated.devices.results)))
+                                         devices=self.state.devices.held(outcome.deallocated)))
             if outcome.claim is None:
                 self.state.delete_claim(key)
                 self.events.append(Event(self._now, "Deleted", f"ResourceClaim {key}",

@@ -47,10 +47,11 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         taint_rules=scenario.taint_rules,
         claims=scenario.claims,
         templates=scenario.templates,
+        consumable_capacity=features.consumable_capacity,
     )
     cel = CompileCache(features.cel_options())
     index = (
-        DeviceIndex(state.slices, state.classes, cel, taint_rules=bool(state.taint_rules))
+        DeviceIndex(state.devices, state.classes, cel, taint_rules=bool(state.taint_rules))
         if options.fast_path
         else None
     )
@@ -58,14 +59,10 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         features,
         state,
         cel,
-        index=index,
         step_budget=options.step_budget,
         share_ids=seeded_share_ids(options.seed),
         reuse_answers=options.fast_path,
     )
-    for claim in state.allocated_claims():
-        assert claim.status.allocation is not None
-        state.note_allocation(claim.status.allocation, +1)
     rng = random.Random(options.seed)
     scheduler = Scheduler(state, backend, options.policy, rng, index)
     simulation = Simulation(
@@ -73,8 +70,6 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         scheduler,
         rng,
         allocator=backend.allocator,
-        on_allocate=backend.claim_allocated,
-        on_release=backend.claim_released,
     )
     for arrival in scenario.workloads.arrivals:
         simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner))
