@@ -35,37 +35,37 @@ Stored = tuple[list[list[tuple[RequestData, int]]], list[list[list[RequestData]]
 class NodeShape:
     """The name-free shape of one node view, and its devices (those of its pools' slices) in a fixed order."""
 
-    __slots__ = ("_ids", "_use", "_use_at", "devices", "key", "pool_keys", "position")
+    __slots__ = ("_use", "_use_at", "devices", "key", "pool_keys", "position")
 
     def __init__(self, key: object, devices: list[DeviceEntry], pool_keys: tuple[tuple[str, str], ...]) -> None:
         self.key = key
         self.devices = devices
-        self._ids = [entry.id for entry in devices]
         self.position = {entry.uid: i for i, entry in enumerate(devices)}
         self.pool_keys = pool_keys
         self._use: tuple[Any, ...] = ()
         self._use_at: tuple[int, ...] | None = None
 
     def use(self, state: AllocatedState) -> tuple[Any, ...]:
-        """Per device: whether it is dedicated, and with shares what the search sees of them; recomputed only when
-        one of its pools changed."""
+        """What the search sees of the devices' use. Without shares or consumed capacity anywhere: per pool, the
+        names of its dedicated devices (pools alike on nodes alike have the same names). Otherwise per device:
+        whether it is dedicated, and with shares what the search sees of them, recomputed only when one of its
+        pools changed."""
+        if not state.shares and not state.aggregated_capacity:
+            return tuple([state.dedicated_in(key) for key in self.pool_keys])
         known = state.pool_versions
         versions = tuple([known.get(key, 0) for key in self.pool_keys])
         if versions != self._use_at:
             dedicated, shares, consumed = state.allocated_devices, state.shares, state.aggregated_capacity
-            if not shares and not consumed:
-                self._use = tuple([device in dedicated for device in self._ids])
-            else:
-                out: list[Any] = []
-                for entry in self.devices:
-                    device = entry.id
-                    totals = consumed.get(device)
-                    if totals is None and device not in shares:
-                        out.append(device in dedicated)
-                        continue
-                    amounts = tuple(sorted((name, q.nanos) for name, q in totals.items())) if totals else ()
-                    out.append((device in dedicated, device in shares, amounts))
-                self._use = tuple(out)
+            out: list[Any] = []
+            for entry in self.devices:
+                device = entry.id
+                totals = consumed.get(device)
+                if totals is None and device not in shares:
+                    out.append(device in dedicated)
+                    continue
+                amounts = tuple(sorted((name, q.nanos) for name, q in totals.items())) if totals else ()
+                out.append((device in dedicated, device in shares, amounts))
+            self._use = ("per device", *out)
             self._use_at = versions
         return self._use
 

@@ -53,6 +53,8 @@ class AllocatedState:
     """Bumped on every change, so caches derived from the state know when to refresh."""
     pool_versions: dict[tuple[str, str], int] = field(default_factory=dict)
     """Bumped on every change of a device of the (driver, pool): caches of one pool survive changes elsewhere."""
+    _dedicated_in: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    _dedicated_frozen: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def from_claims(cls, claims: Iterable[ResourceClaim], *, consumable_capacity: bool = True) -> AllocatedState:
@@ -89,10 +91,18 @@ class AllocatedState:
                 self._add_share(result, device)
             else:
                 self._remove_share(result, device)
-        elif sign > 0:
-            self.allocated_devices.add(device)
         else:
-            self.allocated_devices.discard(device)
+            names = self._dedicated_in.get(pool)
+            if sign > 0:
+                self.allocated_devices.add(device)
+                if names is None:
+                    names = self._dedicated_in[pool] = set()
+                names.add(device.device)
+            else:
+                self.allocated_devices.discard(device)
+                if names is not None:
+                    names.discard(device.device)
+            self._dedicated_frozen.pop(pool, None)
 
     def _add_share(self, result: DeviceRequestAllocationResult, device: DeviceID) -> None:
         assert result.share_id is not None
@@ -127,6 +137,14 @@ class AllocatedState:
     def is_allocated(self, device: DeviceID) -> bool:
         """Upstream's ``IsDeviceAllocated``: dedicated, shared or with consumed capacity."""
         return device in self.allocated_devices or device in self.aggregated_capacity or device in self.shares
+
+    def dedicated_in(self, pool: tuple[str, str]) -> frozenset[str]:
+        """The names of the (driver, pool)'s devices dedicated to an allocation: what the search sees of a pool
+        without shares, named so that pools alike on nodes alike compare equal."""
+        found = self._dedicated_frozen.get(pool)
+        if found is None:
+            found = self._dedicated_frozen[pool] = frozenset(self._dedicated_in.get(pool, ()))
+        return found
 
     def pool_version(self, driver: str, pool: str) -> int:
         """Changes so far to the devices of one pool (for caches of that pool)."""

@@ -167,21 +167,26 @@ class DeviceTable:
                 touched.append(node)
             if result.admin_access or result.share_id:
                 continue  # a share or an admin's view does not take the device from others
-            holds = record.holds
-            record.holds = holds + sign if holds + sign > 0 else 0
-            if (holds > 0) == (record.holds > 0):
-                continue
-            on_node = self._in_use_on.get(node)
-            if on_node is None:
-                on_node = self._in_use_on[node] = set()
-            if sign > 0:
-                on_node.add(record.local)
-            else:
-                on_node.discard(record.local)
-            self.in_use[node] = self.in_use.get(node, 0) + sign
-            for signature in record.signatures:
-                counts = self.free[signature]
-                counts[node] = counts.get(node, 0) - sign
+            self._hold(record, node, sign)
         for watcher in self.watchers:
             for node in touched:
                 watcher(node)
+
+    def _hold(self, record: DeviceRecord, node: str, sign: int) -> None:
+        """One more (+1) or one less (-1) allocation holds the device; free counts change when it becomes held or
+        free."""
+        holds = record.holds
+        record.holds = holds + sign if holds + sign > 0 else 0
+        if (holds > 0) == (record.holds > 0):
+            return
+        on_node = self._in_use_on.get(node)
+        if on_node is None:
+            on_node = self._in_use_on[node] = set()
+        if sign > 0:
+            on_node.add(record.local)
+        else:
+            on_node.discard(record.local)
+        self.in_use[node] = self.in_use.get(node, 0) + sign
+        for signature in record.signatures:
+            counts = self.free[signature]
+            counts[node] = counts.get(node, 0) - sign

@@ -119,8 +119,11 @@ class ClusterState:
 
     # ---------------------------------------------------------------------------------------------- claims
 
-    def put_claim(self, claim: ResourceClaim) -> None:
-        self.claims[_key(claim.metadata.namespace, claim.metadata.name)] = claim
+    def put_claim(self, claim: ResourceClaim) -> str:
+        """Add or replace a claim; returns its key."""
+        key = _key(claim.metadata.namespace, claim.metadata.name)
+        self.claims[key] = claim
+        return key
 
     def delete_claim(self, key: str) -> None:
         self.claims.pop(key, None)

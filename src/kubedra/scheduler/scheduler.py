@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
@@ -33,7 +33,7 @@ from kubedra.scheduler.extended import (
     special_claim,
 )
 from kubedra.scheduler.nodefit import is_extended_resource, node_fit_reason
-from kubedra.scheduler.prefilter import prefilter_claims
+from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
 SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
@@ -110,6 +110,7 @@ class Scheduler:
         self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
         self.extended_map = ExtendedResourceMap(list(state.classes.values()))
         self._next_start = 0
+        self.prefilter = PreFilter(state)
         self.sets: NodeSets | None = None
         if index is not None:
             specs = [t.spec.spec for t in state.templates.values()]
@@ -123,7 +124,7 @@ class Scheduler:
 
     def schedule(self, record: PodRecord) -> Outcome:
         """Try to place one pod: PreFilter, then Filter over nodes, then Score among the feasible ones."""
-        resolved = prefilter_claims(self.state, record)
+        resolved = self.prefilter.claims(record)
         if isinstance(resolved, str):
             return Unschedulable(resolved)
         claims = resolved
@@ -418,22 +419,30 @@ class _Attempt:
     to_allocate: list[ResourceClaim]
     extended: list[ExtendedRequest]
     allocator: NodeAllocator | None
-    _batches: dict[frozenset[str], tuple[list[ResourceClaim], ResourceClaim | None]] = field(default_factory=dict)
-    _demands: dict[frozenset[str], Demand | None] = field(default_factory=dict)
+    # Per set of DRA-served extended resources (most pods: only the empty one), made when first asked.
+    _batches: dict[frozenset[str], tuple[list[ResourceClaim], ResourceClaim | None]] | None = None
+    _demands: dict[frozenset[str], Demand | None] | None = None
 
     def batch_for(
         self, served: frozenset[str], mapping: ExtendedResourceMap
     ) -> tuple[list[ResourceClaim], ResourceClaim | None]:
         """The claims to allocate on a node: the pod's own, then its special claim if DRA serves anything there."""
-        if served not in self._batches:
+        batches = self._batches
+        if batches is None:
+            batches = self._batches = {}
+        found = batches.get(served)
+        if found is None:
             special = (
                 special_claim(self.record.pod, self.extended, served, mapping, SPECIAL_CLAIM_IN_MEMORY_NAME)
                 if served else None
             )
-            self._batches[served] = ([*self.to_allocate, *([special] if special else [])], special)
-        return self._batches[served]
+            found = batches[served] = ([*self.to_allocate, *([special] if special else [])], special)
+        return found
 
     def demand_for(self, served: frozenset[str], batch: list[ResourceClaim], index: DeviceIndex) -> Demand | None:
-        if served not in self._demands:
-            self._demands[served] = index.demand(batch)
-        return self._demands[served]
+        demands = self._demands
+        if demands is None:
+            demands = self._demands = {}
+        if served not in demands:
+            demands[served] = index.demand(batch)
+        return demands[served]

@@ -19,6 +19,7 @@ import msgspec
 from kubedra.allocator import Allocator
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import (
+    AllocationResult,
     PodExtendedResourceClaimStatus,
     PodResourceClaimStatus,
     ResourceClaim,
@@ -26,7 +27,6 @@ from kubedra.objects.model import (
 from kubedra.scheduler.claims import (
     allocate_and_reserve,
     claim_from_template,
-    claim_key,
     key_of,
     random_suffix,
     release,
@@ -164,9 +164,9 @@ class Simulation:
                                                                     pod_claim.resource_claim_template_name)))
                 continue
             claim = claim_from_template(pod, pod_claim, template, self.rng)
-            self.state.put_claim(claim)
+            key = self.state.put_claim(claim)
             statuses.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=claim.metadata.name))
-            self.events.append(Event(self._now, "Created", f"ResourceClaim {claim_key(claim)}",
+            self.events.append(Event(self._now, "Created", f"ResourceClaim {key}",
                                      message=f"from template {pod_claim.resource_claim_template_name}"))
         if not pod.spec.node_name:  # the common case, one copy: claims' statuses written and Pending
             status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses, phase="Pending")
@@ -248,16 +248,15 @@ class Simulation:
             updated = allocate_and_reserve(claim, allocation, pod)
             self.state.put_claim(updated)
             if allocation is not None:
-                self._allocated(updated, placement.node)
+                self._allocated(key, allocation, updated, placement.node)
         status = pod.status
         if placement.special_claim is not None and placement.special_allocation is not None:
             base = claim_name_base(pod.metadata.name)
             meta = msgspec.structs.replace(placement.special_claim.metadata, name=base + random_suffix(self.rng))
             special = msgspec.structs.replace(placement.special_claim, metadata=meta)
             special = allocate_and_reserve(special, placement.special_allocation, pod)
-            self.state.put_claim(special)
-            self._allocated(special, placement.node)
-            record.extended_claim_key = claim_key(special)
+            record.extended_claim_key = self.state.put_claim(special)
+            self._allocated(record.extended_claim_key, placement.special_allocation, special, placement.node)
             keys.append(record.extended_claim_key)
             status = msgspec.structs.replace(
                 status,
@@ -287,14 +286,13 @@ class Simulation:
                 keys.append(key_of(pod.metadata.namespace, name))
         return keys
 
-    def _allocated(self, claim: ResourceClaim, node: str) -> None:
-        allocation = claim.status.allocation
-        assert allocation is not None
+    def _allocated(self, key: str, allocation: AllocationResult, claim: ResourceClaim, node: str) -> None:
+        """``claim`` (at ``key``) now holds ``allocation`` on ``node``."""
         self.state.note_allocation(allocation, +1)
         if self.on_allocate is not None:
             self.on_allocate(claim)
         results = allocation.devices.results
-        self.events.append(Event(self._now, "Allocated", f"ResourceClaim {claim_key(claim)}", node=node,
+        self.events.append(Event(self._now, "Allocated", f"ResourceClaim {key}", node=node,
                                  message=", ".join(r.device for r in results),
                                  devices=self.state.devices.held(allocation)))
 
