@@ -61,7 +61,7 @@ def timed_run(scenario: Scenario, cpu: bool = False) -> dict[str, float]:
     wrap(simulation.scheduler, "schedule", "schedule")
     wrap(simulation, "_bind", "bind")
     wrap(simulation, "_finish", "finish")
-    allocator = simulation.scheduler.backend
+    allocator = simulation.scheduler.backend.begin()
     wrap(allocator, "allocate", "allocate")
     gc.collect()
     started = clock()

@@ -3,7 +3,7 @@
 Run: ``python benchmarks/shared_scaling.py [-n RUNS] [--nodes N] [--policy P]``. Each size is a fresh child
 process; NodePools of 8 GPUs with ``sharing.shares: 4`` (every GPU a multi-allocatable device with a ``shares``
 capacity), and as many one-share pods as half the cluster's shares (16 per node), all arriving at
-once. Timed: ``Simulation.run()`` (whole run) and every call into the allocator (``AllocatorBackend.allocate``). With
+once. Timed: ``Simulation.run()`` (whole run) and every call into the allocator (``Allocator.allocate``). With
 per-call cost independent of the cluster, 4x the nodes and pods cost about 4x the run and the same µs per call.
 """
 
@@ -54,8 +54,8 @@ def run_one(nodes: int, policy: Policy) -> dict[str, Any]:
     limits = ParseLimits(max_bytes=len(text.encode()) + 1, max_nodes=1 << 40)
     scenario = build_scenario(load_text(text, source="shared_scaling", limits=limits))
     simulation = prepare(scenario, Options(policy=policy))
-    backend = simulation.on_allocate.__self__  # type: ignore[attr-defined]
-    allocate = backend.allocate
+    allocator = simulation.scheduler.backend.begin()
+    allocate = allocator.allocate
     tally = {"calls": 0, "seconds": 0.0}
     clock = time.perf_counter
 
@@ -67,7 +67,7 @@ def run_one(nodes: int, policy: Policy) -> dict[str, Any]:
             tally["seconds"] += clock() - start
             tally["calls"] += 1
 
-    backend.allocate = timed
+    allocator.allocate = timed  # type: ignore[method-assign]
     started = clock()
     result = simulation.run()
     run_s = clock() - started

@@ -22,7 +22,7 @@ import msgspec
 from kubedra.allocator.devices import DeviceEntry
 from kubedra.allocator.pools import Pool
 from kubedra.allocator.requests import RequestData
-from kubedra.allocator.state import AllocatedState
+from kubedra.allocator.state import NO_NAMES, AllocatedState
 from kubedra.objects.model import ResourceClaim, ResourceSlice
 
 MAX_ANSWERS = 4096
@@ -51,7 +51,8 @@ class NodeShape:
         whether it is dedicated, and with shares what the search sees of them, recomputed only when one of its
         pools changed."""
         if not state.shares and not state.aggregated_capacity:
-            return tuple([state.dedicated_in(key) for key in self.pool_keys])
+            names = state.dedicated_names
+            return tuple([names.get(key, NO_NAMES) for key in self.pool_keys])
         known = state.pool_versions
         versions = tuple([known.get(key, 0) for key in self.pool_keys])
         if versions != self._use_at:

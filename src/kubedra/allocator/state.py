@@ -34,6 +34,9 @@ class SharedDeviceID(NamedTuple):
         return f"{base}/{self.share_id}" if self.share_id else base
 
 
+NO_NAMES: frozenset[str] = frozenset()
+
+
 @dataclass
 class AllocatedState:
     """Devices in use, shares in use and the capacity those shares consume.
@@ -49,12 +52,11 @@ class AllocatedState:
     device allocated" is one lookup instead of a walk over every share in the cluster."""
     aggregated_capacity: dict[DeviceID, dict[str, Quantity]] = field(default_factory=dict)
     consumable_capacity: bool = True
-    version: int = 0
-    """Bumped on every change, so caches derived from the state know when to refresh."""
     pool_versions: dict[tuple[str, str], int] = field(default_factory=dict)
     """Bumped on every change of a device of the (driver, pool): caches of one pool survive changes elsewhere."""
-    _dedicated_in: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-    _dedicated_frozen: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    dedicated_names: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
+    """Per (driver, pool), the names of its devices in :attr:`allocated_devices`: what the search sees of a pool
+    without shares, named so that pools alike on nodes alike compare equal."""
 
     @classmethod
     def from_claims(cls, claims: Iterable[ResourceClaim], *, consumable_capacity: bool = True) -> AllocatedState:
@@ -81,7 +83,6 @@ class AllocatedState:
     ) -> None:
         """One result added (+1) or removed (-1); ``device`` and ``pool`` name the result's device and its (driver,
         pool), passed in by callers that keep them (the cluster's device table) so they are not built per call."""
-        self.version += 1
         versions = self.pool_versions
         versions[pool] = versions.get(pool, 0) + 1
         if result.admin_access:
@@ -91,18 +92,12 @@ class AllocatedState:
                 self._add_share(result, device)
             else:
                 self._remove_share(result, device)
+        elif sign > 0:
+            self.allocated_devices.add(device)
+            self.dedicated_names[pool] = self.dedicated_names.get(pool, NO_NAMES) | {device.device}
         else:
-            names = self._dedicated_in.get(pool)
-            if sign > 0:
-                self.allocated_devices.add(device)
-                if names is None:
-                    names = self._dedicated_in[pool] = set()
-                names.add(device.device)
-            else:
-                self.allocated_devices.discard(device)
-                if names is not None:
-                    names.discard(device.device)
-            self._dedicated_frozen.pop(pool, None)
+            self.allocated_devices.discard(device)
+            self.dedicated_names[pool] = self.dedicated_names.get(pool, NO_NAMES) - {device.device}
 
     def _add_share(self, result: DeviceRequestAllocationResult, device: DeviceID) -> None:
         assert result.share_id is not None
@@ -137,14 +132,6 @@ class AllocatedState:
     def is_allocated(self, device: DeviceID) -> bool:
         """Upstream's ``IsDeviceAllocated``: dedicated, shared or with consumed capacity."""
         return device in self.allocated_devices or device in self.aggregated_capacity or device in self.shares
-
-    def dedicated_in(self, pool: tuple[str, str]) -> frozenset[str]:
-        """The names of the (driver, pool)'s devices dedicated to an allocation: what the search sees of a pool
-        without shares, named so that pools alike on nodes alike compare equal."""
-        found = self._dedicated_frozen.get(pool)
-        if found is None:
-            found = self._dedicated_frozen[pool] = frozenset(self._dedicated_in.get(pool, ()))
-        return found
 
     def pool_version(self, driver: str, pool: str) -> int:
         """Changes so far to the devices of one pool (for caches of that pool)."""

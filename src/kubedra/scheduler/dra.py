@@ -10,24 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from kubedra.allocator import (
-    AllocationError,
-    Allocator,
-    Features,
-    NodeAllocationFailed,
-    SearchBudgetExceeded,
-)
+from kubedra.allocator import Allocator, Features
 from kubedra.cel import CompileCache
 from kubedra.cluster.state import ClusterState
-from kubedra.objects.model import AllocationResult, Node, ResourceClaim
-from kubedra.scheduler.scheduler import AllocatorInputError, NodeRefusedError
 
 # Upstream bounds each node's Filter by a 10 s timeout; the simulator bounds the search by steps instead, so runs
 # repeat exactly. One million allocateOne calls take seconds in Python — far beyond any sane claim.
 DEFAULT_STEP_BUDGET = 1_000_000
-TIMED_OUT = "timed out trying to allocate devices"
 
 
 def seeded_share_ids(seed: int) -> Callable[[str], str]:
@@ -43,7 +34,7 @@ def seeded_share_ids(seed: int) -> Callable[[str], str]:
 
 
 class AllocatorBackend:
-    """A ``DraBackend`` (and ``NodeAllocator``) for the scheduler, reading the cluster's device table."""
+    """A ``DraBackend`` for the scheduler: one ``Allocator`` (the ``NodeAllocator``) over the cluster's device table."""
 
     def __init__(
         self,
@@ -69,15 +60,5 @@ class AllocatorBackend:
             device_views=state.devices.view_of,
         )
 
-    def begin(self) -> AllocatorBackend:
-        return self
-
-    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
-        try:
-            return self.allocator.allocate(node, claims)
-        except NodeAllocationFailed as exc:
-            raise NodeRefusedError(str(exc)) from exc
-        except SearchBudgetExceeded as exc:
-            raise NodeRefusedError(TIMED_OUT) from exc
-        except AllocationError as exc:
-            raise AllocatorInputError(str(exc)) from exc
+    def begin(self) -> Allocator:
+        return self.allocator

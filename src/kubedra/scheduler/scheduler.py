@@ -18,6 +18,7 @@ from typing import Protocol
 
 import msgspec
 
+from kubedra.allocator import AllocationError, NodeAllocationFailed, SearchBudgetExceeded
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, ContainerExtendedResourceRequest, Node, ResourceClaim
 from kubedra.objects.selection import node_selector_matches
@@ -43,19 +44,16 @@ MIN_FEASIBLE_PERCENTAGE = 5
 MAX_STATES = 4096  # remembered allocator answers per demand, by node state
 
 
-class AllocatorInputError(Exception):
-    """The allocator refused the input itself (a CEL error, an unknown mode): scheduling of the pod is aborted."""
-
-
-class NodeRefusedError(Exception):
-    """Only this node cannot take the claims, for a reason worth reporting (invalid pools, a search timeout)."""
+TIMED_OUT = "timed out trying to allocate devices"
 
 
 class NodeAllocator(Protocol):
     """One allocator per attempt (upstream builds one in PreFilter), asked once per node."""
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
-        """Allocations for ``claims`` on ``node``; None if they do not fit; raises AllocatorInputError on bad input."""
+        """Allocations for ``claims`` on ``node``; None if they do not fit. Raises the allocator's errors:
+        ``AllocationError`` for bad input (scheduling of the pod is aborted), ``NodeAllocationFailed`` and
+        ``SearchBudgetExceeded`` when only this node cannot take the claims (invalid pools, a search timeout)."""
         ...
 
 
@@ -331,10 +329,12 @@ class Scheduler:
         """The allocations, a Failed outcome for fatal input, or the node's reason for refusing."""
         try:
             results = allocator.allocate(node, batch)
-        except AllocatorInputError as exc:
-            return Failed(str(exc))
-        except NodeRefusedError as exc:
+        except NodeAllocationFailed as exc:
             return str(exc)
+        except SearchBudgetExceeded:
+            return TIMED_OUT
+        except AllocationError as exc:
+            return Failed(str(exc))
         if results is None or len(results) != len(batch):
             return UNSCHEDULABLE_CLAIMS
         return results
