@@ -202,7 +202,8 @@ class Scheduler:
         start = 0 if first_fit else self._next_start % max(1, sets.count)
         batch, special = attempt.batch_for(served, self.extended_map)
         while True:
-            window, processed = sets.window(mask, start, wanted)
+            # First-fit walks from node 0 and wants one node: the window is the lowest feasible one.
+            window, processed = (mask & -mask, 0) if first_fit else sets.window(mask, start, wanted)
             unknown = window & undecided & ~verdicts.ok if verdicts is not None else 0
             if not unknown:
                 break
@@ -280,7 +281,9 @@ class Scheduler:
         added = -1  # devices the batch asks for, counted when a score needs them
         reasons: dict[str, list[str]] = {}
         while window:
-            if self.policy is Policy.FIRST_FIT or window & (window - 1) == 0:
+            if window & (window - 1) == 0:
+                i = window.bit_length() - 1
+            elif self.policy is Policy.FIRST_FIT:
                 i = sets.kth_rotated(window, start, 0)
             elif self.kube is not None and self.kube.resources_only(record, attempt.claims):
                 i = self.kube.choose_window(record, window, start)
@@ -294,7 +297,7 @@ class Scheduler:
                 ties = tied.bit_count()
                 i = sets.kth_rotated(tied, start, 0 if ties == 1 else self.rng.choice(range(ties)))
             name = sets.names[i]
-            chosen = _Feasible(name, None, template.special, template.served, batch, deferred=bool(batch))
+            chosen = msgspec.structs.replace(template, node=name, deferred=bool(batch))
             if not batch or attempt.allocator is None:
                 return self._placement(attempt, chosen, None)
             results = self._allocate(attempt.allocator, self.state.nodes[name], batch)
