@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -37,6 +37,15 @@ class SharedDeviceID(NamedTuple):
 NO_NAMES: frozenset[str] = frozenset()
 
 
+class Delta(NamedTuple):
+    """See :meth:`AllocatedState.delta`."""
+
+    pools: tuple[tuple[str, str], ...]  # every (driver, pool) the results touch
+    dedicated: tuple[DeviceID, ...]  # devices the results hold whole
+    names: tuple[tuple[tuple[str, str], frozenset[str]], ...]  # their names, per (driver, pool)
+    shared: tuple[tuple[DeviceRequestAllocationResult, DeviceID], ...]  # shares (consumable capacity on)
+
+
 @dataclass
 class AllocatedState:
     """Devices in use, shares in use and the capacity those shares consume.
@@ -54,6 +63,9 @@ class AllocatedState:
     consumable_capacity: bool = True
     pool_versions: dict[tuple[str, str], int] = field(default_factory=dict)
     """Bumped on every change of a device of the (driver, pool): caches of one pool survive changes elsewhere."""
+    _holds: dict[DeviceID, int] = field(default_factory=dict)
+    """Allocations holding each device of :attr:`allocated_devices`: two claims may hold one device (input written
+    that way), and it stays allocated until both let go, as a state gathered from the claims would say."""
     dedicated_names: dict[tuple[str, str], frozenset[str]] = field(default_factory=dict)
     """Per (driver, pool), the names of its devices in :attr:`allocated_devices`: what the search sees of a pool
     without shares, named so that pools alike on nodes alike compare equal."""
@@ -72,32 +84,89 @@ class AllocatedState:
 
     def add_allocation(self, result: DeviceRequestAllocationResult) -> None:
         """Count one result of an allocation as in use."""
-        self.change(result, DeviceID(result.driver, result.pool, result.device), (result.driver, result.pool), +1)
+        self.apply(self._delta_of(result), +1)
 
     def remove_allocation(self, result: DeviceRequestAllocationResult) -> None:
         """Undo :meth:`add_allocation` for one result (when a claim is deallocated)."""
-        self.change(result, DeviceID(result.driver, result.pool, result.device), (result.driver, result.pool), -1)
+        self.apply(self._delta_of(result), -1)
 
-    def change(
-        self, result: DeviceRequestAllocationResult, device: DeviceID, pool: tuple[str, str], sign: int
-    ) -> None:
-        """One result added (+1) or removed (-1); ``device`` and ``pool`` name the result's device and its (driver,
-        pool), passed in by callers that keep them (the cluster's device table) so they are not built per call."""
-        versions = self.pool_versions
-        versions[pool] = versions.get(pool, 0) + 1
+    def _delta_of(self, result: DeviceRequestAllocationResult) -> Delta:
+        """``delta([result])``, without the general case's grouping (one result is added per call here)."""
+        device = DeviceID(result.driver, result.pool, result.device)
+        pool = (result.driver, result.pool)
         if result.admin_access:
-            return
+            return Delta((pool,), (), (), ())
         if self.consumable_capacity and result.share_id is not None:
+            return Delta((pool,), (), (), ((result, device),))
+        return Delta((pool,), (device,), ((pool, frozenset((result.device,))),), ())
+
+    def delta(
+        self,
+        results: Sequence[DeviceRequestAllocationResult],
+        ids: Sequence[tuple[DeviceID, tuple[str, str]]] | None = None,
+    ) -> Delta:
+        """What adding these results changes, worked out once: an allocation is added and removed, and the
+        allocator hands the same results to nodes alike, so callers that keep the delta (the cluster's device
+        table) apply it without looking at the results again. ``ids``: each result's device and (driver, pool),
+        when the caller has them."""
+        if ids is None:
+            ids = [(DeviceID(r.driver, r.pool, r.device), (r.driver, r.pool)) for r in results]
+        pools: dict[tuple[str, str], list[str]] = {}
+        dedicated: list[DeviceID] = []
+        shared: list[tuple[DeviceRequestAllocationResult, DeviceID]] = []
+        for result, (device, pool) in zip(results, ids, strict=True):
+            names = pools.setdefault(pool, [])
+            if result.admin_access:
+                continue
+            if self.consumable_capacity and result.share_id is not None:
+                shared.append((result, device))
+            else:
+                dedicated.append(device)
+                names.append(device.device)
+        return Delta(
+            tuple(pools), tuple(dedicated), tuple((p, frozenset(n)) for p, n in pools.items() if n), tuple(shared)
+        )
+
+    def apply(self, delta: Delta, sign: int) -> None:
+        """Add (+1) or remove (-1) the results a delta was worked out from."""
+        versions = self.pool_versions
+        for pool in delta.pools:
+            versions[pool] = versions.get(pool, 0) + 1
+        if delta.dedicated:
+            changed = self._count_holds(delta.dedicated, sign)
+            if changed:
+                moved = delta.names if len(changed) == len(delta.dedicated) else _names_by_pool(changed)
+                names = self.dedicated_names
+                if sign > 0:
+                    self.allocated_devices.update(changed)
+                    for pool, added in moved:
+                        names[pool] = names.get(pool, NO_NAMES) | added
+                else:
+                    self.allocated_devices.difference_update(changed)
+                    for pool, removed in moved:
+                        names[pool] = names.get(pool, NO_NAMES) - removed
+        for result, device in delta.shared:
             if sign > 0:
                 self._add_share(result, device)
             else:
                 self._remove_share(result, device)
-        elif sign > 0:
-            self.allocated_devices.add(device)
-            self.dedicated_names[pool] = self.dedicated_names.get(pool, NO_NAMES) | {device.device}
-        else:
-            self.allocated_devices.discard(device)
-            self.dedicated_names[pool] = self.dedicated_names.get(pool, NO_NAMES) - {device.device}
+
+    def _count_holds(self, devices: Sequence[DeviceID], sign: int) -> list[DeviceID]:
+        """One more (+1) or one less (-1) hold on each device; returns those that became held or free."""
+        holds = self._holds
+        changed: list[DeviceID] = []
+        for device in devices:
+            count = holds.get(device, 0)
+            if sign > 0:
+                holds[device] = count + 1
+                if not count:
+                    changed.append(device)
+            elif count > 1:
+                holds[device] = count - 1
+            elif count:
+                del holds[device]
+                changed.append(device)
+        return changed
 
     def _add_share(self, result: DeviceRequestAllocationResult, device: DeviceID) -> None:
         assert result.share_id is not None
@@ -136,3 +205,10 @@ class AllocatedState:
     def pool_version(self, driver: str, pool: str) -> int:
         """Changes so far to the devices of one pool (for caches of that pool)."""
         return self.pool_versions.get((driver, pool), 0)
+
+
+def _names_by_pool(devices: Sequence[DeviceID]) -> list[tuple[tuple[str, str], frozenset[str]]]:
+    grouped: dict[tuple[str, str], set[str]] = {}
+    for device in devices:
+        grouped.setdefault((device.driver, device.pool), set()).add(device.device)
+    return [(pool, frozenset(names)) for pool, names in grouped.items()]

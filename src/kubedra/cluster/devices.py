@@ -11,10 +11,10 @@ results (``mark``) updates every view of it: the allocator reads ``allocated``, 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from kubedra.allocator.state import AllocatedState, DeviceID
-from kubedra.objects.model import AllocationResult, DeviceRequestAllocationResult, ResourceSlice
+from kubedra.allocator.state import AllocatedState, Delta, DeviceID
+from kubedra.objects.model import AllocationResult, ResourceSlice
 
 Signature = tuple[str, tuple[str, ...]]
 """A plain device demand's selection: (class name, the request's selector expressions)."""
@@ -65,8 +65,7 @@ class DeviceTable:
         self.allocated = AllocatedState(consumable_capacity=consumable_capacity)
         self.free: dict[Signature, dict[str, int]] = {}  # signature -> node -> matching devices not held
         self.watchers: list[Callable[[str], None]] = []  # called with a node's name after its devices changed
-        self._remembered: dict[int, tuple[AllocationResult, list[tuple[DeviceRequestAllocationResult,
-                                                                        DeviceRecord | None]], tuple[str, ...]]] = {}
+        self._remembered: dict[int, _Entry] = {}
         ordinal: dict[str, int] = {}
         for slice_ in self.slices:
             node = slice_.spec.node_name or ""
@@ -109,7 +108,7 @@ class DeviceTable:
 
     def held(self, allocation: AllocationResult) -> tuple[str, ...]:
         """The devices an allocation occupies, as ``driver/pool/device`` (admin access occupies none)."""
-        return self._entry(allocation)[2]
+        return self._entry(allocation).held
 
     # ------------------------------------------------------------------------------------------ selectors
 
@@ -128,65 +127,64 @@ class DeviceTable:
 
     # ------------------------------------------------------------------------------------------ upkeep
 
-    def _entry(
-        self, allocation: AllocationResult
-    ) -> tuple[AllocationResult, list[tuple[DeviceRequestAllocationResult, DeviceRecord | None]], tuple[str, ...]]:
-        """An allocation's results with their records, and the devices it holds; remembered per allocation object
-        (the allocator hands the same result objects to every node alike in the same state)."""
+    def _entry(self, allocation: AllocationResult) -> _Entry:
+        """What an allocation changes, remembered per allocation object (the allocator hands the same result
+        objects to every node alike in the same state, and each allocation is released again)."""
         found = self._remembered.get(id(allocation))
-        if found is None or found[0] is not allocation:
+        if found is None or found.allocation is not allocation:
             results = allocation.devices.results
             by_key = self.by_key
-            pairs = [(r, by_key.get(f"{r.driver}/{r.pool}/{r.device}")) for r in results]
-            held = tuple(
-                record.key if record is not None else f"{r.driver}/{r.pool}/{r.device}"
-                for r, record in pairs
-                if not r.admin_access
+            records = [by_key.get(f"{r.driver}/{r.pool}/{r.device}") for r in results]
+            ids = [
+                (record.id, record.pool) if record is not None else (DeviceID(r.driver, r.pool, r.device),
+                                                                      (r.driver, r.pool))
+                for r, record in zip(results, records, strict=True)
+            ]
+            held = tuple(str(device) for r, (device, _) in zip(results, ids, strict=True) if not r.admin_access)
+            dedicated = tuple(
+                record for r, record in zip(results, records, strict=True)
+                if record is not None and record.node is not None and not (r.admin_access or r.share_id)
             )
+            nodes = tuple(dict.fromkeys(record.node for record in records if record is not None and record.node))
             if len(self._remembered) >= MAX_REMEMBERED:
                 self._remembered.clear()
-            found = self._remembered[id(allocation)] = (allocation, pairs, held)
+            found = _Entry(allocation, self.allocated.delta(results, ids), dedicated, nodes, held)
+            self._remembered[id(allocation)] = found
         return found
 
     def mark(self, allocation: AllocationResult, sign: int) -> None:
         """An allocation made (+1) or released (-1): every view of its devices changes in this one pass."""
         found = self._remembered.get(id(allocation))
-        if found is None or found[0] is not allocation:
+        if found is None or found.allocation is not allocation:
             found = self._entry(allocation)
-        change = self.allocated.change
-        touched: list[str] = []
-        for result, record in found[1]:
-            if record is None:  # not published (a stale or hand-written allocation): the allocator still counts it
-                change(result, DeviceID(result.driver, result.pool, result.device), (result.driver, result.pool), sign)
+        self.allocated.apply(found.delta, sign)
+        in_use_on, in_use, free = self._in_use_on, self.in_use, self.free
+        for record in found.dedicated:  # node-local devices held whole: free counts change when held or freed
+            holds = record.holds
+            record.holds = holds + sign if holds + sign > 0 else 0
+            if (holds > 0) == (record.holds > 0):
                 continue
-            change(result, record.id, record.pool, sign)
             node = record.node
-            if node is None:
-                continue
-            if node not in touched:
-                touched.append(node)
-            if result.admin_access or result.share_id:
-                continue  # a share or an admin's view does not take the device from others
-            self._hold(record, node, sign)
+            assert node is not None
+            on_node = in_use_on.get(node)
+            if on_node is None:
+                on_node = in_use_on[node] = set()
+            if sign > 0:
+                on_node.add(record.local)
+            else:
+                on_node.discard(record.local)
+            in_use[node] = in_use.get(node, 0) + sign
+            for signature in record.signatures:
+                counts = free[signature]
+                counts[node] = counts.get(node, 0) - sign
         for watcher in self.watchers:
-            for node in touched:
+            for node in found.nodes:
                 watcher(node)
 
-    def _hold(self, record: DeviceRecord, node: str, sign: int) -> None:
-        """One more (+1) or one less (-1) allocation holds the device; free counts change when it becomes held or
-        free."""
-        holds = record.holds
-        record.holds = holds + sign if holds + sign > 0 else 0
-        if (holds > 0) == (record.holds > 0):
-            return
-        on_node = self._in_use_on.get(node)
-        if on_node is None:
-            on_node = self._in_use_on[node] = set()
-        if sign > 0:
-            on_node.add(record.local)
-        else:
-            on_node.discard(record.local)
-        self.in_use[node] = self.in_use.get(node, 0) + sign
-        for signature in record.signatures:
-            counts = self.free[signature]
-            counts[node] = counts.get(node, 0) - sign
+
+class _Entry(NamedTuple):
+    allocation: AllocationResult  # held, so that its id stays unique while remembered
+    delta: Delta  # what it changes in the allocator's state
+    dedicated: tuple[DeviceRecord, ...]  # node-local devices it holds whole
+    nodes: tuple[str, ...]  # nodes whose devices it touches
+    held: tuple[str, ...]  # "driver/pool/device" of every device it occupies (admin access occupies none)
