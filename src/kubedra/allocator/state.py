@@ -127,15 +127,18 @@ class AllocatedState:
             tuple(pools), tuple(dedicated), tuple((p, frozenset(n)) for p, n in pools.items() if n), tuple(shared)
         )
 
-    def apply(self, delta: Delta, sign: int) -> None:
-        """Add (+1) or remove (-1) the results a delta was worked out from."""
+    def apply(self, delta: Delta, sign: int) -> Sequence[DeviceID]:
+        """Add (+1) or remove (-1) the results a delta was worked out from; returns the devices that became held
+        or free (``delta.dedicated`` itself when all of them did, as usual)."""
         versions = self.pool_versions
         for pool in delta.pools:
             versions[pool] = versions.get(pool, 0) + 1
+        changed: Sequence[DeviceID] = ()
         if delta.dedicated:
             changed = self._count_holds(delta.dedicated, sign)
             if changed:
-                moved = delta.names if len(changed) == len(delta.dedicated) else _names_by_pool(changed)
+                whole = len(changed) == len(delta.dedicated)
+                moved = delta.names if whole else _names_by_pool(changed)
                 names = self.dedicated_names
                 if sign > 0:
                     self.allocated_devices.update(changed)
@@ -145,11 +148,14 @@ class AllocatedState:
                     self.allocated_devices.difference_update(changed)
                     for pool, removed in moved:
                         names[pool] = names.get(pool, NO_NAMES) - removed
+                if whole:
+                    changed = delta.dedicated
         for result, device in delta.shared:
             if sign > 0:
                 self._add_share(result, device)
             else:
                 self._remove_share(result, device)
+        return changed
 
     def _count_holds(self, devices: Sequence[DeviceID], sign: int) -> list[DeviceID]:
         """One more (+1) or one less (-1) hold on each device; returns those that became held or free."""

@@ -25,7 +25,7 @@ MAX_REMEMBERED = 4096  # allocations whose records are remembered (a run reuses 
 class DeviceRecord:
     """One published device: its identity, where it is, the selector signatures it matches and whether it is held."""
 
-    __slots__ = ("_view", "device", "holds", "id", "index", "key", "local", "node", "pool", "signatures", "slice")
+    __slots__ = ("_view", "device", "id", "index", "key", "local", "node", "pool", "signatures", "slice")
 
     def __init__(self, slice_: ResourceSlice, index: int, local: str) -> None:
         spec = slice_.spec
@@ -39,7 +39,6 @@ class DeviceRecord:
         self.node = spec.node_name or None  # None: network-attached (a slice that is not node-local)
         self.local = local  # "<slice ordinal on the node>/<device>": the device's place on its node, pool-free
         self.signatures: list[Signature] = []
-        self.holds = 0  # allocations holding the device dedicated (admin access and shares do not)
         self._view: Any = None
 
     def view(self) -> Any:
@@ -115,9 +114,10 @@ class DeviceTable:
     def track(self, signature: Signature, matching: Iterable[DeviceRecord]) -> None:
         """Count, per node, the devices matching a signature that no allocation holds, from now on."""
         free: dict[str, int] = {}
+        held = self.allocated.allocated_devices
         for record in matching:
             record.signatures.append(signature)
-            if record.node is not None and not record.holds:
+            if record.node is not None and record.id not in held:
                 free[record.node] = free.get(record.node, 0) + 1
         self.free[signature] = free
 
@@ -140,15 +140,13 @@ class DeviceTable:
                                                                       (r.driver, r.pool))
                 for r, record in zip(results, records, strict=True)
             ]
+            delta = self.allocated.delta(results, ids)
+            by_id = {device: record for (device, _), record in zip(ids, records, strict=True)}
             held = tuple(str(device) for r, (device, _) in zip(results, ids, strict=True) if not r.admin_access)
-            dedicated = tuple(
-                record for r, record in zip(results, records, strict=True)
-                if record is not None and record.node is not None and not (r.admin_access or r.share_id)
-            )
             nodes = tuple(dict.fromkeys(record.node for record in records if record is not None and record.node))
             if len(self._remembered) >= MAX_REMEMBERED:
                 self._remembered.clear()
-            found = _Entry(allocation, self.allocated.delta(results, ids), dedicated, nodes, held)
+            found = _Entry(allocation, delta, tuple(by_id[device] for device in delta.dedicated), nodes, held)
             self._remembered[id(allocation)] = found
         return found
 
@@ -157,26 +155,27 @@ class DeviceTable:
         found = self._remembered.get(id(allocation))
         if found is None or found.allocation is not allocation:
             found = self._entry(allocation)
-        self.allocated.apply(found.delta, sign)
-        in_use_on, in_use, free = self._in_use_on, self.in_use, self.free
-        for record in found.dedicated:  # node-local devices held whole: free counts change when held or freed
-            holds = record.holds
-            record.holds = holds + sign if holds + sign > 0 else 0
-            if (holds > 0) == (record.holds > 0):
-                continue
-            node = record.node
-            assert node is not None
-            on_node = in_use_on.get(node)
-            if on_node is None:
-                on_node = in_use_on[node] = set()
-            if sign > 0:
-                on_node.add(record.local)
-            else:
-                on_node.discard(record.local)
-            in_use[node] = in_use.get(node, 0) + sign
-            for signature in record.signatures:
-                counts = free[signature]
-                counts[node] = counts.get(node, 0) - sign
+        changed = self.allocated.apply(found.delta, sign)
+        if changed:
+            # Devices that became held or free: node-local ones change their node's counts.
+            whole = changed is found.delta.dedicated
+            records = found.dedicated if whole else [self.by_key.get(str(device)) for device in changed]
+            in_use_on, in_use, free = self._in_use_on, self.in_use, self.free
+            for record in records:
+                if record is None or record.node is None:
+                    continue
+                node = record.node
+                on_node = in_use_on.get(node)
+                if on_node is None:
+                    on_node = in_use_on[node] = set()
+                if sign > 0:
+                    on_node.add(record.local)
+                else:
+                    on_node.discard(record.local)
+                in_use[node] = in_use.get(node, 0) + sign
+                for signature in record.signatures:
+                    counts = free[signature]
+                    counts[node] = counts.get(node, 0) - sign
         for watcher in self.watchers:
             for node in found.nodes:
                 watcher(node)
@@ -185,6 +184,6 @@ class DeviceTable:
 class _Entry(NamedTuple):
     allocation: AllocationResult  # held, so that its id stays unique while remembered
     delta: Delta  # what it changes in the allocator's state
-    dedicated: tuple[DeviceRecord, ...]  # node-local devices it holds whole
+    dedicated: tuple[DeviceRecord | None, ...]  # the records of ``delta.dedicated`` (None: not published)
     nodes: tuple[str, ...]  # nodes whose devices it touches
     held: tuple[str, ...]  # "driver/pool/device" of every device it occupies (admin access occupies none)
