@@ -45,19 +45,18 @@ from kubedra.objects.model import (
     ResourceClaim,
     ResourceClaimStatus,
 )
-from kubedra.objects.selection import node_selector_matches
 from kubedra.scheduler.claims import claim_key, key_of, template_not_found
 from kubedra.scheduler.extended import (
+    SPECIAL_CLAIM_IN_MEMORY_NAME,
     ExtendedRequest,
     ExtendedResourceMap,
     dra_served_resources,
     extended_requests,
-    special_claim,
+    node_batch,
 )
-from kubedra.scheduler.nodefit import node_fit_reason
+from kubedra.scheduler.nodefit import claim_rejecting, node_fit_reason
 from kubedra.scheduler.prefilter import prefilter_claims
 
-SPECIAL = "<extended-resources>"
 FITS = "fits"
 CHECK_ORDER = {FITS: 0, "pod": 1, "error": 2, "node": 3, "allocation": 4, "devices": 5}
 ENDED = ("Succeeded", "Deleted")
@@ -82,7 +81,7 @@ class Group:
 
 
 def _subject(issue: Issue, labels: dict[str, str]) -> str:
-    if issue.claim.endswith("/" + SPECIAL):
+    if issue.claim.endswith("/" + SPECIAL_CLAIM_IN_MEMORY_NAME):
         resource = labels.get(issue.request.partition("/")[0], issue.request)
         return f"extended resource {resource}: " if issue.request else "extended resources: "
     parts = [f"claim {issue.claim}"] if issue.claim else []
@@ -335,16 +334,14 @@ class _Explainer:
         reason = node_fit_reason(record.pod, record.requests, node, usage, served)
         if reason:
             return "node", [Issue("", "", _node_detail(reason, record, node))]
-        for claim in attempt.claims:
-            allocation = claim.status.allocation
-            if allocation is not None and allocation.node_selector is not None and not node_selector_matches(
-                allocation.node_selector, name, node.metadata.labels
-            ):
-                where = _describe_selector(allocation.node_selector)
-                text = f"node not selected by the claim's existing allocation ({where})"
-                return "allocation", [Issue(claim_key(claim), "", text)]
-        special = (special_claim(record.pod, attempt.extended, served, self.mapping, SPECIAL) if served else None)
-        batch = [*attempt.to_allocate, *([special] if special else [])]
+        rejecting = claim_rejecting(attempt.claims, node)
+        if rejecting is not None:
+            selector = rejecting.status.allocation.node_selector if rejecting.status.allocation else None
+            assert selector is not None
+            where = _describe_selector(selector)
+            text = f"node not selected by the claim's existing allocation ({where})"
+            return "allocation", [Issue(claim_key(rejecting), "", text)]
+        batch, _ = node_batch(record.pod, attempt.to_allocate, attempt.extended, served, self.mapping)
         if not batch:
             return FITS, []
         return _device_check(self.allocator, node, batch, self.owners)

@@ -122,6 +122,9 @@ def dra_served_resources(
     )
 
 
+SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"  # the special claim's name until it is created at binding
+
+
 def special_claim(
     pod: Pod, requests: Sequence[ExtendedRequest], served: frozenset[str], mapping: ExtendedResourceMap, name: str
 ) -> ResourceClaim | None:
@@ -150,6 +153,18 @@ def special_claim(
         owner_references=[pod_owner_reference(pod)],
     )
     return ResourceClaim(metadata=metadata, spec=ResourceClaimSpec(devices=DeviceClaim(requests=device_requests)))
+
+
+def node_batch(
+    pod: Pod,
+    to_allocate: Sequence[ResourceClaim],
+    requests: Sequence[ExtendedRequest],
+    served: frozenset[str],
+    mapping: ExtendedResourceMap,
+) -> tuple[list[ResourceClaim], ResourceClaim | None]:
+    """The claims to allocate on a node: the pod's own, then its special claim if DRA serves anything there."""
+    special = special_claim(pod, requests, served, mapping, SPECIAL_CLAIM_IN_MEMORY_NAME) if served else None
+    return [*to_allocate, *([special] if special else [])], special
 
 
 def request_mappings(

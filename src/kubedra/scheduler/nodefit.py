@@ -8,10 +8,10 @@ when the node fits or the reason in kube-scheduler's words, so pending pods expl
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kubedra.cluster.usage import ZERO, NodeUsage
-from kubedra.objects.model import Node, Pod, Taint
+from kubedra.objects.model import Node, Pod, ResourceClaim, Taint
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import node_selector_matches, toleration_tolerates
 
@@ -120,3 +120,16 @@ def node_fit_reason(
         or taint_reason(pod, node)
         or resources_reason(requests, node, usage, dra_extended)
     )
+
+
+def claim_rejecting(claims: Sequence[ResourceClaim], node: Node) -> ResourceClaim | None:
+    """The first claim whose existing allocation's ``nodeSelector`` does not admit the node (DynamicResources'
+    Filter: "resourceclaim not available on the node"), if any."""
+    name, labels = node.metadata.name, node.metadata.labels
+    for claim in claims:
+        allocation = claim.status.allocation
+        if allocation is not None and allocation.node_selector is not None and not node_selector_matches(
+            allocation.node_selector, name, labels
+        ):
+            return claim
+    return None

@@ -21,7 +21,6 @@ import msgspec
 from kubedra.allocator import AllocationError, NodeAllocationFailed, SearchBudgetExceeded
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, ContainerExtendedResourceRequest, Node, ResourceClaim
-from kubedra.objects.selection import node_selector_matches
 from kubedra.scheduler.candidates import NodeSets, Verdicts
 from kubedra.scheduler.claims import key_of
 from kubedra.scheduler.device_index import Demand, DeviceIndex
@@ -30,15 +29,15 @@ from kubedra.scheduler.extended import (
     ExtendedResourceMap,
     dra_served_resources,
     extended_requests,
+    node_batch,
     request_mappings,
-    special_claim,
 )
-from kubedra.scheduler.nodefit import is_extended_resource, node_fit_reason
+from kubedra.scheduler.nodefit import claim_rejecting, is_extended_resource, node_fit_reason
 from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
-SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"
 UNSCHEDULABLE_CLAIMS = "cannot allocate all claims"
+CLAIM_NOT_ON_NODE = "resourceclaim not available on the node"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 MAX_STATES = 4096  # remembered allocator answers per demand, by node state
@@ -351,12 +350,8 @@ class Scheduler:
         reason = node_fit_reason(record.pod, record.requests, node, self.state.usage[name], served)
         if reason:
             return reason
-        for claim in attempt.claims:
-            allocation = claim.status.allocation
-            if allocation is not None and allocation.node_selector is not None and not node_selector_matches(
-                allocation.node_selector, name, node.metadata.labels
-            ):
-                return "resourceclaim not available on the node"
+        if claim_rejecting(attempt.claims, node) is not None:
+            return CLAIM_NOT_ON_NODE
         batch, special = attempt.batch_for(served, self.extended_map)
         if not batch or attempt.allocator is None:
             return _Feasible(name, None, None, served, batch)
@@ -435,11 +430,7 @@ class _Attempt:
             batches = self._batches = {}
         found = batches.get(served)
         if found is None:
-            special = (
-                special_claim(self.record.pod, self.extended, served, mapping, SPECIAL_CLAIM_IN_MEMORY_NAME)
-                if served else None
-            )
-            found = batches[served] = ([*self.to_allocate, *([special] if special else [])], special)
+            found = batches[served] = node_batch(self.record.pod, self.to_allocate, self.extended, served, mapping)
         return found
 
     def demand_for(self, served: frozenset[str], batch: list[ResourceClaim], index: DeviceIndex) -> Demand | None:
