@@ -116,12 +116,16 @@ class NodeSets:
         keep = self.all ^ bit
         node = self.state.nodes[name]
         usage = self.state.usage[name]
-        for fit_key, (requests, mask) in self._fit.items():
+        fit = self._fit
+        for fit_key, (requests, mask) in fit.items():
             fits = resources_reason(requests, node, usage, fit_key[1]) is None
-            self._fit[fit_key] = (requests, (mask | bit) if fits else (mask & keep))
-        for (signature, wanted), mask in self._free.items():
-            fits = self.index.free(signature, name) >= wanted
-            self._free[(signature, wanted)] = (mask | bit) if fits else (mask & keep)
+            if fits != bool(mask & bit):
+                fit[fit_key] = (requests, mask | bit if fits else mask & keep)
+        free, counts = self._free, self.state.devices.free
+        for free_key, mask in free.items():
+            fits = counts[free_key[0]].get(name, 0) >= free_key[1]
+            if fits != bool(mask & bit):
+                free[free_key] = mask | bit if fits else mask & keep
         for verdicts in self._verdicts.values():
             verdicts.ok &= keep
             verdicts.bad &= keep

@@ -293,7 +293,7 @@ class Simulation:
             self.on_allocate(claim)
         results = allocation.devices.results
         self.events.append(Event(self._now, "Allocated", f"ResourceClaim {key}", node=node,
-                                 message=", ".join(r.device for r in results),
+                                 message=", ".join([r.device for r in results]),
                                  devices=self.state.devices.held(allocation)))
 
     def _finish(self, record: PodRecord) -> None:
