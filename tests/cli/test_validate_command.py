@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import builtins
+import io
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -247,3 +250,53 @@ def test_json_lists_the_findings(capsys: pytest.CaptureFixture[str], tmp_path: P
         "checked": 1,
         "unchecked": [],
     }
+
+
+class _Once(io.BytesIO):
+    """stdin that can be read once: a second read of it would see nothing, so would lose the input."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.reads = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        self.reads += 1
+        assert self.reads == 1, "stdin read twice"
+        return super().read(size)
+
+
+@pytest.mark.parametrize(("text", "code", "last"), [
+    (CLASS.format(name="s", expression='device.driver == "x"'), 0, "1 object checked: valid"),
+    (CLASS.format(name="s", expression="device.driver"), 1, "1 object checked: 1 finding"),
+])
+def test_stdin_is_read_once(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, text: str,
+                            code: int, last: str) -> None:
+    stdin = _Once(text.encode())
+    monkeypatch.setattr("sys.stdin", stdin)
+    assert main(["validate", "-f", "-", "-o", "table"]) == code
+    out = capsys.readouterr().out.splitlines()
+    assert stdin.reads == 1
+    assert out[-1] == last
+    if code:  # the finding names stdin, with the line of its field
+        assert out[0] == (f'<stdin>[0]: DeviceClass/s: spec.selectors[0].cel.expression: Invalid value: '
+                          f'"device.driver": {STRING_RESULT} (line 6)')
+
+
+@pytest.mark.parametrize("expression", ['device.driver == "x"', "device.driver"])
+def test_each_file_is_read_once(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                tmp_path: Path, expression: str) -> None:
+    """The loader, the schema pass and the findings' lines share one read of each input (findings or not)."""
+    path = tmp_path / "in.yaml"
+    path.write_text(CLASS.format(name="s", expression=expression) + "\n---\n" + TEMPLATE.replace('"yes"', "true"))
+    opened: list[str] = []
+    real_open = builtins.open
+
+    def counting_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(file) == str(path):
+            opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    assert main(["validate", "-f", str(tmp_path), "-o", "table"]) == (0 if "==" in expression else 1)
+    capsys.readouterr()
+    assert opened == [str(path)]

@@ -26,10 +26,13 @@ COUNTERS_CAPACITY = Profile(
 """Partitionable devices and consumable capacity, with allocated (dedicated and shared) claims."""
 
 TAINTS_ADMIN = Profile(
-    taints=True, admin=True, allocated=True, binding=True, localities=("node", "node", "all", "selector"),
-    versions=("1.36", "1.37"),
+    max_devices=4, taints=True, admin=True, allocated=True, binding=True,
+    localities=("node", "node", "all", "selector"), allocatable=True, frequent_marks=True, versions=("1.36", "1.37"),
 )
-"""Taints, tolerations, DeviceTaintRules, admin access, binding conditions, allocated state."""
+"""Taints, tolerations, DeviceTaintRules, admin access, binding conditions, allocated state. Biased toward
+allocating (without it four in five inputs were unschedulable, so few answers allocated a tolerated, admin or
+binding device), with taints, binding conditions and admin access kept as frequent (the bias alone had cut binding
+conditions from 76% of the inputs to 36%)."""
 
 EVERYTHING = Profile(
     generations=True, incomplete=True, invalid=True, localities=ALL_LOCALITIES, unguarded_selectors=True,

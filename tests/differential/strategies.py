@@ -53,7 +53,12 @@ class Profile:
     extended_resource: bool = False
     """DeviceClasses with extendedResourceName, and the DRAExtendedResource gate switched."""
     allocatable: bool = False
-    """Bias toward inputs that can be allocated: the target node always has a pool, requests ask for fewer devices."""
+    """Bias toward inputs that can be allocated: the target node always has a pool, requests ask for fewer devices,
+    fewer devices carry taints or binding conditions (unless `frequent_marks`)."""
+    frequent_marks: bool = False
+    """Taints and binding conditions on about one device in four whatever `allocatable` says, admin access on one
+    request in three (not five): the profile about them biased toward allocating still draws them as often, so that
+    more of its answers allocate a tolerated, admin or binding device."""
     versions: tuple[str, ...] = ("1.37",)
     switch_gates: bool = False
     stable: bool = False
@@ -201,9 +206,10 @@ def _device(draw: Draw, profile: Profile, name: str, per_device: bool, counter_s
                 draw(st.sampled_from(["mem", "sm"])): {"value": draw(st.sampled_from(["1", "2", "4", "8"]))}}}
             for s in sets
         ]
-    if profile.taints and rare(draw, 10 if profile.allocatable else 4):
+    marked = 10 if profile.allocatable and not profile.frequent_marks else 4
+    if profile.taints and rare(draw, marked):
         dev["taints"] = [_taint(draw) for _ in range(draw(st.integers(1, 2)))]
-    if profile.binding and rare(draw, 10 if profile.allocatable else 4):
+    if profile.binding and rare(draw, marked):
         dev["bindingConditions"] = ["attached"]
         if draw(st.booleans()):
             dev["bindingFailureConditions"] = ["failed"]
@@ -328,7 +334,7 @@ def _request_body(draw: Draw, profile: Profile, *, sub: bool) -> Doc:
             body["count"] = count
         if rare(draw, 4):
             body["allocationMode"] = "ExactCount"
-    if profile.admin and not sub and rare(draw, 5):
+    if profile.admin and not sub and rare(draw, 3 if profile.frequent_marks else 5):
         body["adminAccess"] = True
     if profile.taints and (not rare(draw, 3) if profile.allocatable else rare(draw, 3)):
         body["tolerations"] = _tolerations(draw)

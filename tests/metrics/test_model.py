@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+from tests.sim.fixtures.scenarios import nodepool, text_of
 
 from kubedra.allocator import Features
 from kubedra.metrics.embedded import StateSource
@@ -76,16 +77,7 @@ def test_available_devices_and_shares_follow_the_allocator() -> None:
                attribute="devices") == [7.0]
 
 
-TAINTED = """
-apiVersion: kubedra.io/v1alpha1
-kind: NodePool
-metadata: {name: n}
-spec:
-  count: 1
-  allocatable: {cpu: "64", memory: 512Gi, pods: "110"}
-  gpu: {model: H100-80GB, count: 4}
-  mig: {enabled: true}
----
+TAINTED = text_of(nodepool("n", gpus=4, model="H100-80GB", mig=True)) + """---
 apiVersion: resource.k8s.io/v1
 kind: DeviceTaintRule
 metadata: {name: broken}
@@ -107,16 +99,7 @@ def test_taints_and_counters_are_respected() -> None:
     assert mig_before and mig_before[0] > 0
 
 
-ENDING = """
-apiVersion: kubedra.io/v1alpha1
-kind: NodePool
-metadata: {name: e}
-spec:
-  count: 2
-  allocatable: {cpu: "64", memory: 512Gi, pods: "110"}
-  gpu: {model: A100-80GB, count: 2}
-  sharing: {shares: 2}
----
+ENDING = text_of(nodepool("e", count=2, gpus=2, model="A100-80GB", shares=2)) + """---
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {name: one}
@@ -233,15 +216,7 @@ def test_bad_listen_addresses_say_what_is_expected(text: str) -> None:
         parse_listen(text)
 
 
-PACED = """
-apiVersion: kubedra.io/v1alpha1
-kind: NodePool
-metadata: {name: p}
-spec:
-  count: 1
-  allocatable: {cpu: "64", memory: 512Gi, pods: "110"}
-  gpu: {model: A100-80GB, count: 1}
----
+PACED = text_of(nodepool("p", model="A100-80GB")) + """---
 apiVersion: batch/v1
 kind: Job
 metadata: {name: steps, annotations: {kubedra.io/run-for: 1h}}

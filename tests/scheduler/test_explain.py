@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.sim.fixtures.scenarios import nodepool, text_of
 
 from kubedra.objects.load import load_text
 from kubedra.scheduler import explain as explain_module
@@ -200,17 +201,7 @@ def test_device_taint_not_tolerated() -> None:
 
 
 def test_counter_set_exhausted_by_the_full_gpu() -> None:
-    pool = """
----
-apiVersion: kubedra.io/v1alpha1
-kind: NodePool
-metadata: {name: h100}
-spec:
-  count: 1
-  allocatable: {cpu: "16", memory: 64Gi, pods: "110"}
-  gpu: {model: H100-80GB, count: 1}
-  mig: {enabled: true}
-"""
+    pool = text_of(nodepool("h100", model="H100-80GB", mig=True, allocatable={"cpu": "16", "memory": "64Gi"}))
     whole = claim("whole", cls="gpu.nvidia.com")
     mig = claim("slice", cls="mig.nvidia.com")
     text = pool + whole + mig + pod("p-whole", "whole") + pod("waiting", "slice", after="1m")

@@ -61,7 +61,9 @@ def finding_lines(problems: list[Any], sources: list[Any]) -> list[int | None]:
     or document is not one of ``sources``; only files with findings are parsed again."""
     from kubedra.migrate.documents import field_parts, line_of, parse
 
-    by_name = {s.name: s for s in sources}
+    by_name: dict[str, Any] = {}
+    for s in sources:
+        by_name.setdefault(s.name, s)  # stdin given twice is read once: the second - reads nothing
     positions: dict[str, dict[int, Any]] = {}
     lines: list[int | None] = []
     for problem in problems:
@@ -101,13 +103,12 @@ def _report(problems: list[Any], checked: int | None, unchecked: list[str], fmt:
     console.print(text, highlight=False, markup=False)
 
 
-def schema_findings(files: list[str], stdin_text: str | None, release: str) -> list[Any]:
+def schema_findings(sources: list[Any], release: str) -> list[Any]:
     """Every document as written (its own apiVersion) against ``release``'s OpenAPI schemas, strictly, with the line
     of each field. The seed's legacy dialect is skipped (it has no schema; its v1 conversion is checked instead).
     Documents are read with the loader's fast parser; only a file with findings is parsed again for the lines."""
     import yaml
 
-    from kubedra.cli.migrate import read_sources
     from kubedra.migrate.documents import line_of, parse
     from kubedra.objects import legacy
     from kubedra.objects.errors import Location, Problem
@@ -116,7 +117,7 @@ def schema_findings(files: list[str], stdin_text: str | None, release: str) -> l
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     checker = SchemaChecker(release)
     findings: list[Problem] = []
-    for source in read_sources(files, stdin_text, recursive=False):
+    for source in sources:
         found: list[tuple[int, str, Any]] = []
         try:
             bodies = list(yaml.load_all(source.text, Loader=loader))
@@ -136,13 +137,6 @@ def schema_findings(files: list[str], stdin_text: str | None, release: str) -> l
             message = f"{problem.message} (line {line})" if line is not None else problem.message
             findings.append(Problem(Location(source.name, index, obj, problem.path), message))
     return findings
-
-
-def _sources(files: list[str], stdin_text: str | None) -> list[Any]:
-    """The inputs' texts, for the line of each finding (only asked for when there are findings)."""
-    from kubedra.cli.migrate import read_sources
-
-    return read_sources(files, stdin_text, recursive=False)
 
 
 def _merge(schema: list[Any], others: list[Any]) -> list[Any]:
@@ -166,8 +160,9 @@ def register(app: typer.Typer) -> None:
         quiet: QuietOption = False,
     ) -> None:
         from kubedra.allocator import FeatureGateError, Features, parse_gates
+        from kubedra.migrate import Source
         from kubedra.objects.errors import InvalidInputError
-        from kubedra.objects.load import load_paths, read_stdin
+        from kubedra.objects.load import load_inputs, read_inputs
         from kubedra.sim.validation import validate_inputs
 
         try:
@@ -176,28 +171,19 @@ def register(app: typer.Typer) -> None:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise typer.Exit(EXIT_INVALID_INPUT) from exc
         fmt = output or default_format()
-        import io
-
-        try:
-            stdin_text = read_stdin() if "-" in files else None
-        except InvalidInputError as error:
-            fail_invalid(error)
+        inputs = read_inputs(files)  # each input read once (stdin too): the loader, the schemas and the lines share it
+        sources = [Source(read.name, read.text) for read in inputs.texts]
         try:
             # Shapes only here (unknown fields, wrong types): the API's rules come next, with everything else.
-            loaded = load_paths(files, api_validation=False,
-                                stdin=io.StringIO(stdin_text) if stdin_text is not None else None)
+            loaded = load_inputs(inputs, api_validation=False)
         except InvalidInputError as error:
             if any(p.unreadable for p in error.problems):
-                console = stderr_console()
-                for problem in error.problems:
-                    console.print(f"error: {problem}", highlight=False, markup=False)
-                raise typer.Exit(EXIT_INVALID_INPUT) from error
-            _report(_merge(schema_findings(files, stdin_text, kubernetes_version), error.problems), None, [], fmt,
-                    _sources(files, stdin_text))
+                fail_invalid(error)
+            _report(_merge(schema_findings(sources, kubernetes_version), error.problems), None, [], fmt, sources)
             raise typer.Exit(EXIT_FINDINGS) from error
         print_warnings(loaded.warnings, quiet=quiet)
         result = validate_inputs(loaded, features, files)
-        result.findings = _merge(schema_findings(files, stdin_text, kubernetes_version), result.findings)
+        result.findings = _merge(schema_findings(sources, kubernetes_version), result.findings)
         _report(result.findings, result.checked, [str(r.location) for r in result.unchecked], fmt,
-                _sources(files, stdin_text) if result.findings else [])
+                sources if result.findings else [])
         raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_OK)

@@ -164,10 +164,6 @@ class _Builder:
     def problem(self, location: Location, message: str) -> None:
         self.problems.append(Problem(location, message))
 
-    def unreadable(self, location: Location, message: str) -> None:
-        """A problem that stopped the input being read at all (see :class:`Problem`)."""
-        self.problems.append(Problem(location, message, unreadable=True))
-
     # -- dispatch ---------------------------------------------------------------------------------
 
     def add_document(self, document: Document, source: str) -> None:
@@ -359,63 +355,133 @@ def _add_text(builder: _Builder, text: str, source: str, json: bool | None, limi
         builder.add_document(document, source)
 
 
-def _files(path: str, builder: _Builder) -> list[str]:
+def _files(path: str, problems: list[Problem]) -> list[str]:
     try:
         if os.path.isdir(path):
             names = sorted(n for n in os.listdir(path) if n.lower().endswith(SUFFIXES))
             files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
             if not files:
-                builder.problem(Location(path), "no .yaml, .yml or .json files in this directory")
+                problems.append(Problem(Location(path), "no .yaml, .yml or .json files in this directory"))
             return files
     except OSError as exc:
-        builder.unreadable(Location(path), f"cannot read: {exc.strerror or exc}")
+        problems.append(Problem(Location(path), f"cannot read: {exc.strerror or exc}", unreadable=True))
         return []
     except ValueError as exc:  # a path with a NUL byte
-        builder.unreadable(Location(path), f"cannot read: {exc}")
+        problems.append(Problem(Location(path), f"cannot read: {exc}", unreadable=True))
         return []
     if not os.path.exists(path):
-        builder.unreadable(Location(path), "no such file or directory")
+        problems.append(Problem(Location(path), "no such file or directory", unreadable=True))
         return []
     return [path]
 
 
-def _decode_text(data: bytes, source: str, builder: _Builder) -> str | None:
+def _decode_text(data: bytes, source: str, problems: list[Problem]) -> str | None:
     """UTF-8 text (a leading byte order mark dropped, as YAML readers drop it), or None with the problem noted."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        builder.unreadable(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+        problems.append(Problem(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}", unreadable=True))
         return None
 
 
-def _read_stdin(stream: TextIO | BinaryIO, bounds: ParseLimits, builder: _Builder) -> str | None:
+def _read_stdin(stream: TextIO | BinaryIO, bounds: ParseLimits, problems: list[Problem]) -> str | None:
     """stdin as bytes where it has them (so bad UTF-8 is a problem, not a crash), at most the size limit."""
     source = "<stdin>"
     raw = getattr(stream, "buffer", stream)
     try:
         data = raw.read(bounds.max_bytes + 1)
     except UnicodeDecodeError as exc:
-        builder.unreadable(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}")
+        problems.append(Problem(Location(source), f"not UTF-8 text: {exc.reason} at byte {exc.start}", unreadable=True))
         return None
     except OSError as exc:
-        builder.unreadable(Location(source), f"cannot read: {exc.strerror or exc}")
+        problems.append(Problem(Location(source), f"cannot read: {exc.strerror or exc}", unreadable=True))
         return None
     size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
     refused = too_big(size, source, bounds)
     if refused is not None:
-        builder.problems.append(refused)
+        problems.append(refused)
         return None
-    return _decode_text(data, source, builder) if isinstance(data, bytes) else data
+    return _decode_text(data, source, problems) if isinstance(data, bytes) else data
 
 
 def read_stdin(stream: TextIO | BinaryIO | None = None, limits: ParseLimits | None = None) -> str:
     """stdin's text for callers that need it whole (and also load it): read as :func:`load_paths` reads ``-``, so
     bad UTF-8 or an oversized input raise :class:`InvalidInputError`, never a decoding error."""
-    builder = _Builder()
-    text = _read_stdin(stream if stream is not None else sys.stdin, limits or ParseLimits(), builder)
+    problems: list[Problem] = []
+    text = _read_stdin(stream if stream is not None else sys.stdin, limits or ParseLimits(), problems)
     if text is None:
-        raise InvalidInputError(builder.problems)
+        raise InvalidInputError(problems)
     return text
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input as read: its name (the file, or ``<stdin>`` for -) and its text; ``json`` True when the file's
+    name says JSON (None: YAML or JSON, by its text)."""
+
+    name: str
+    text: str
+    json: bool | None = None
+
+
+@dataclass
+class Inputs:
+    """What :func:`read_inputs` read, in input order, and the problems that kept any path from being read."""
+
+    texts: list[Input] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def read_inputs(
+    paths: Sequence[str], *, stdin: TextIO | BinaryIO | None = None, limits: ParseLimits | None = None
+) -> Inputs:
+    """Read files, directories (their ``*.yaml``, ``*.yml``, ``*.json``, sorted by name) and ``-`` (stdin), each
+    once: for callers that load the inputs (:func:`load_inputs`) and also need their texts (the lines of findings)."""
+    bounds = limits or ParseLimits()
+    read = Inputs()
+    for path in paths:
+        if path == "-":
+            text = _read_stdin(stdin if stdin is not None else sys.stdin, bounds, read.problems)
+            if text is not None:
+                read.texts.append(Input("<stdin>", text))
+            continue
+        for file in _files(path, read.problems):
+            try:
+                refused = too_big(os.path.getsize(file), file, bounds)
+                if refused is not None:
+                    read.problems.append(refused)
+                    continue
+                with open(file, "rb") as handle:
+                    data = handle.read(bounds.max_bytes + 1)
+            except OSError as exc:
+                read.problems.append(Problem(Location(file), f"cannot read: {exc.strerror or exc}", unreadable=True))
+                continue
+            text = _decode_text(data, file, read.problems)
+            if text is not None:
+                read.texts.append(Input(file, text, True if file.lower().endswith(".json") else None))
+    return read
+
+
+def load_inputs(
+    inputs: Inputs,
+    *,
+    limits: ParseLimits | None = None,
+    api_validation: bool = True,
+    documents: Sequence[tuple[str, Any]] = (),
+) -> Loaded:
+    """Load what :func:`read_inputs` read, as :func:`load_paths` loads it (its problems reported with the rest)."""
+    bounds = limits or ParseLimits()
+    builder = _Builder(api_validation=False)
+    for index, (source, data) in enumerate(documents):
+        builder.files.setdefault(source, len(builder.files))
+        builder.add_document(Document(index, data), source)
+    builder.api_validation = api_validation
+    # A path that could not be read is in no file order, so its problem sorts after the others, as when reading
+    # and loading were interleaved.
+    builder.problems.extend(inputs.problems)
+    for read in inputs.texts:
+        _add_text(builder, read.text, read.name, read.json, bounds)
+    return builder.finish()
 
 
 def load_paths(
@@ -432,30 +498,5 @@ def load_paths(
     holds — objects an API server returned — read before the paths with the same dispatch, conversion and
     decoding but without the API validation (their server already applied it); ``source[i]`` locates them.
     """
-    bounds = limits or ParseLimits()
-    builder = _Builder(api_validation=False)
-    for index, (source, data) in enumerate(documents):
-        builder.files.setdefault(source, len(builder.files))
-        builder.add_document(Document(index, data), source)
-    builder.api_validation = api_validation
-    for path in paths:
-        if path == "-":
-            text = _read_stdin(stdin if stdin is not None else sys.stdin, bounds, builder)
-            if text is not None:
-                _add_text(builder, text, "<stdin>", None, bounds)
-            continue
-        for file in _files(path, builder):
-            try:
-                refused = too_big(os.path.getsize(file), file, bounds)
-                if refused is not None:
-                    builder.problems.append(refused)
-                    continue
-                with open(file, "rb") as handle:
-                    data = handle.read(bounds.max_bytes + 1)
-            except OSError as exc:
-                builder.unreadable(Location(file), f"cannot read: {exc.strerror or exc}")
-                continue
-            text = _decode_text(data, file, builder)
-            if text is not None:
-                _add_text(builder, text, file, True if file.lower().endswith(".json") else None, bounds)
-    return builder.finish()
+    return load_inputs(read_inputs(paths, stdin=stdin, limits=limits), limits=limits, api_validation=api_validation,
+                       documents=documents)

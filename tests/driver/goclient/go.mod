@@ -1,5 +1,6 @@
 // Kubelet-side clients of kubedra's driver: upstream's generated gRPC code (./) and the kubelet's own DRA
-// plugin manager (./kubelet), from the published modules (the replaces pin k8s.io/kubernetes' staging modules).
+// plugin manager (./kubelet), from the published modules (the replaces pin k8s.io/kubernetes' staging modules);
+// ./internal/conn is what both share (the socket dial, the exit on error).
 module kubedra/tests/driver/goclient
 
 go 1.26.0

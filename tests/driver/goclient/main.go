@@ -10,46 +10,30 @@ import (
 	"os"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	drav1 "k8s.io/kubelet/pkg/apis/dra/v1"
 	drav1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"kubedra/tests/driver/goclient/internal/conn"
 )
-
-func dial(path string) *grpc.ClientConn {
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	return conn
-}
-
-func must(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
 
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	reg := dial(os.Args[1])
+	reg := conn.Dial(os.Args[1])
 	info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{})
-	must(err)
+	conn.Must(err)
 	_, err = registerapi.NewRegistrationClient(reg).NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
-	must(err)
+	conn.Must(err)
 	claim := &drav1.Claim{Namespace: os.Args[2], Uid: os.Args[3], Name: os.Args[4]}
-	plugin := dial(info.Endpoint)
+	plugin := conn.Dial(info.Endpoint)
 	v1, err := drav1.NewDRAPluginClient(plugin).NodePrepareResources(ctx, &drav1.NodePrepareResourcesRequest{Claims: []*drav1.Claim{claim}})
-	must(err)
+	conn.Must(err)
 	beta := &drav1beta1.Claim{Namespace: os.Args[2], Uid: os.Args[3], Name: os.Args[4]}
 	v1beta1, err := drav1beta1.NewDRAPluginClient(plugin).NodePrepareResources(ctx, &drav1beta1.NodePrepareResourcesRequest{Claims: []*drav1beta1.Claim{beta}})
-	must(err)
+	conn.Must(err)
 	un, err := drav1.NewDRAPluginClient(plugin).NodeUnprepareResources(ctx, &drav1.NodeUnprepareResourcesRequest{Claims: []*drav1.Claim{claim}})
-	must(err)
+	conn.Must(err)
 	out, _ := json.Marshal(map[string]any{"info": info, "v1": v1, "v1beta1": v1beta1, "unprepare": un})
 	fmt.Println(string(out))
 }

@@ -11,8 +11,6 @@ import (
 	"os"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -20,9 +18,13 @@ import (
 	drav1 "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/kubernetes/pkg/kubelet/cm/dra/plugin"
+
+	"kubedra/tests/driver/goclient/internal/conn"
 )
 
-type health struct{ first chan *drahealthv1.NodeWatchResourcesResponse }
+type health struct {
+	first chan *drahealthv1.NodeWatchResourcesResponse
+}
 
 func (h *health) HandleWatchResourcesStream(ctx context.Context, stream drahealthv1.DRAResourceHealth_NodeWatchResourcesClient, _ string) error {
 	message, err := stream.Recv()
@@ -37,35 +39,27 @@ func (h *health) HandleWatchResourcesStream(ctx context.Context, stream drahealt
 	return nil
 }
 
-func must(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
-
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := grpc.NewClient("unix://"+os.Args[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	must(err)
-	info, err := registerapi.NewRegistrationClient(conn).GetInfo(ctx, &registerapi.InfoRequest{})
-	must(err)
+	reg := conn.Dial(os.Args[1])
+	info, err := registerapi.NewRegistrationClient(reg).GetInfo(ctx, &registerapi.InfoRequest{})
+	conn.Must(err)
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "node-uid"}}
 	h := &health{first: make(chan *drahealthv1.NodeWatchResourcesResponse, 1)}
 	manager := plugin.NewDRAPluginManager(ctx, fake.NewClientset(node),
 		func(context.Context) (*v1.Node, error) { return node, nil }, h, time.Second)
-	must(manager.ValidatePlugin(ctx, info.Name, info.Endpoint, info.SupportedVersions))
-	must(manager.RegisterPlugin(ctx, info.Name, info.Endpoint, info.SupportedVersions, nil))
-	_, err = registerapi.NewRegistrationClient(conn).NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
-	must(err)
+	conn.Must(manager.ValidatePlugin(ctx, info.Name, info.Endpoint, info.SupportedVersions))
+	conn.Must(manager.RegisterPlugin(ctx, info.Name, info.Endpoint, info.SupportedVersions, nil))
+	_, err = registerapi.NewRegistrationClient(reg).NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true})
+	conn.Must(err)
 	p, err := manager.GetPlugin(info.Name)
-	must(err)
+	conn.Must(err)
 	claim := &drav1.Claim{Namespace: os.Args[2], Uid: os.Args[3], Name: os.Args[4]}
 	prepared, err := p.NodePrepareResources(ctx, &drav1.NodePrepareResourcesRequest{Claims: []*drav1.Claim{claim}})
-	must(err)
+	conn.Must(err)
 	unprepared, err := p.NodeUnprepareResources(ctx, &drav1.NodeUnprepareResourcesRequest{Claims: []*drav1.Claim{claim}})
-	must(err)
+	conn.Must(err)
 	var first *drahealthv1.NodeWatchResourcesResponse
 	select {
 	case first = <-h.first:
