@@ -150,8 +150,9 @@ class DeviceTable:
             self._remembered[id(allocation)] = found
         return found
 
-    def mark(self, allocation: AllocationResult, sign: int) -> None:
-        """An allocation made (+1) or released (-1): every view of its devices changes in this one pass."""
+    def mark(self, allocation: AllocationResult, sign: int) -> tuple[str, ...]:
+        """An allocation made (+1) or released (-1): every view of its devices changes in this one pass. Returns
+        the devices it occupies (``held``), for the caller's event."""
         found = self._remembered.get(id(allocation))
         if found is None or found.allocation is not allocation:
             found = self._entry(allocation)
@@ -179,6 +180,7 @@ class DeviceTable:
         for watcher in self.watchers:
             for node in found.nodes:
                 watcher(node)
+        return found.held
 
 
 class _Entry(NamedTuple):

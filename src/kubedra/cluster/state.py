@@ -131,9 +131,10 @@ class ClusterState:
     def allocated_claims(self) -> Iterator[ResourceClaim]:
         return (c for c in self.claims.values() if c.status.allocation is not None)
 
-    def note_allocation(self, allocation: AllocationResult, sign: int) -> None:
-        """An allocation made (+1) or released (-1): the device table, and with it every reader, follows."""
-        self.devices.mark(allocation, sign)
+    def note_allocation(self, allocation: AllocationResult, sign: int) -> tuple[str, ...]:
+        """An allocation made (+1) or released (-1): the device table, and with it every reader, follows. Returns
+        the devices it occupies, as ``driver/pool/device``."""
+        return self.devices.mark(allocation, sign)
 
     # ---------------------------------------------------------------------------------------------- pods
 

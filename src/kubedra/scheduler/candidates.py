@@ -18,7 +18,7 @@ big-integer operations. The caller reproduces kube-scheduler's walk exactly with
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -88,6 +88,10 @@ class NodeSets:
         self._class_of: list[ScoreKey] = []
         self._classes: dict[ScoreKey, int] = {}
         self._dirty: set[str] = set()
+        self.touch: Callable[[str], None] = self._dirty.add
+        """A node's usage or devices changed: its bits are refreshed before the sets are next read (``refresh``), so
+        a bind and its allocations, or a batch of pods ending together, refresh the node once. (The set's own
+        ``add``: called several times per pod, it costs no Python call.)"""
         self._unclassified: set[int] = set()  # nodes whose score class is re-worked out when scores are next read
         for i, name in enumerate(self.names):
             key = self._score_key(name)
@@ -95,11 +99,6 @@ class NodeSets:
             self._classes[key] = self._classes.get(key, 0) | (1 << i)
 
     # ------------------------------------------------------------------------------------------ upkeep
-
-    def touch(self, name: str) -> None:
-        """A node's usage or devices changed: its bits are refreshed before the sets are next read (``refresh``),
-        so a bind and its allocations, or a batch of pods ending together, refresh the node once."""
-        self._dirty.add(name)
 
     def refresh(self) -> None:
         """Bring every cached set up to date with the nodes touched since the last refresh."""

@@ -106,6 +106,7 @@ class Scheduler:
         self.index = index
         self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
         self.extended_map = ExtendedResourceMap(list(state.classes.values()))
+        self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName
         self._next_start = 0
         self.prefilter = PreFilter(state)
         self.sets: NodeSets | None = None
@@ -125,7 +126,7 @@ class Scheduler:
         if isinstance(resolved, str):
             return Unschedulable(resolved)
         claims = resolved
-        extended = self._extended_requests(record) if self.extended_map else []
+        extended = self._extended_requests(record) if self._serves_extended and record.requests else []
         to_allocate = [c for c in claims if c.status.allocation is None]
         attempt = _Attempt(
             record=record,

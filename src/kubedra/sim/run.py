@@ -288,13 +288,11 @@ class Simulation:
 
     def _allocated(self, key: str, allocation: AllocationResult, claim: ResourceClaim, node: str) -> None:
         """``claim`` (at ``key``) now holds ``allocation`` on ``node``."""
-        self.state.note_allocation(allocation, +1)
+        held = self.state.note_allocation(allocation, +1)
         if self.on_allocate is not None:
             self.on_allocate(claim)
-        results = allocation.devices.results
         self.events.append(Event(self._now, "Allocated", f"ResourceClaim {key}", node=node,
-                                 message=", ".join([r.device for r in results]),
-                                 devices=self.state.devices.held(allocation)))
+                                 message=", ".join([r.device for r in allocation.devices.results]), devices=held))
 
     def _finish(self, record: PodRecord) -> None:
         """The end of ``run-for``: a Job's or bare pod succeeds and stays; a long-running controller's pod (whose
@@ -328,11 +326,10 @@ class Simulation:
                 continue
             outcome = release(claim, record.pod)
             if outcome.deallocated is not None:
-                self.state.note_allocation(outcome.deallocated, -1)
+                held = self.state.note_allocation(outcome.deallocated, -1)
                 if self.on_release is not None:
                     self.on_release(claim)
-                self.events.append(Event(self._now, "Deallocated", f"ResourceClaim {key}", node=node,
-                                         devices=self.state.devices.held(outcome.deallocated)))
+                self.events.append(Event(self._now, "Deallocated", f"ResourceClaim {key}", node=node, devices=held))
             if outcome.claim is None:
                 self.state.delete_claim(key)
                 self.events.append(Event(self._now, "Deleted", f"ResourceClaim {key}",
