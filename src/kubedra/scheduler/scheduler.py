@@ -209,6 +209,20 @@ class Scheduler:
                 break
             assert attempt.allocator is not None
             assert verdicts is not None
+            if first_fit:  # the lowest feasible node is undecided: its allocation is the verdict (one call)
+                i = window.bit_length() - 1
+                name = sets.names[i]
+                results = self._allocate(attempt.allocator, self.state.nodes[name], batch)
+                if isinstance(results, Failed):
+                    return results
+                if isinstance(results, list):
+                    verdicts.ok |= window
+                    chosen = _Feasible(name, None, special, served, batch, deferred=True)
+                    return self._placement(attempt, chosen, results)
+                verdicts.bad |= window
+                verdicts.reasons[i] = results
+                mask &= ~window
+                continue
             for i in sets.rotated(unknown, start):
                 answer = self._node_verdict(attempt.allocator, sets, verdicts, i, batch)
                 if isinstance(answer, Failed):
