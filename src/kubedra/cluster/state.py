@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from kubedra.cluster.devices import DeviceTable
 from kubedra.cluster.usage import NodeUsage, ScoringRequests, scoring_requests
 from kubedra.objects.model import (
-    AllocationResult,
     DeviceClass,
     DeviceTaintRule,
     Node,
@@ -120,8 +119,8 @@ class ClusterState:
     # ---------------------------------------------------------------------------------------------- claims
 
     def put_claim(self, claim: ResourceClaim) -> str:
-        """Add or replace a claim; returns its key."""
-        key = _key(claim.metadata.namespace, claim.metadata.name)
+        """Add or replace a claim; returns its key (``_key``'s, written out: a claim is put several times a pod)."""
+        key = f"{claim.metadata.namespace}/{claim.metadata.name}"
         self.claims[key] = claim
         return key
 
@@ -130,11 +129,6 @@ class ClusterState:
 
     def allocated_claims(self) -> Iterator[ResourceClaim]:
         return (c for c in self.claims.values() if c.status.allocation is not None)
-
-    def note_allocation(self, allocation: AllocationResult, sign: int) -> tuple[str, ...]:
-        """An allocation made (+1) or released (-1): the device table, and with it every reader, follows. Returns
-        the devices it occupies, as ``driver/pool/device``."""
-        return self.devices.mark(allocation, sign)
 
     # ---------------------------------------------------------------------------------------------- pods
 

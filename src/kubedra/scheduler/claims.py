@@ -9,7 +9,6 @@ is deleted. Each function returns new objects and never mutates its input.
 from __future__ import annotations
 
 import random
-from typing import NamedTuple
 
 import msgspec
 
@@ -141,7 +140,7 @@ def allocate_and_reserve(claim: ResourceClaim, allocation: AllocationResult | No
     return msgspec.structs.replace(claim, metadata=metadata, status=status)
 
 
-class Release(NamedTuple):
+class Release(msgspec.Struct, frozen=True, gc=False):
     """What happens to a claim when a pod is done with it."""
 
     claim: ResourceClaim | None  # None: the claim is deleted

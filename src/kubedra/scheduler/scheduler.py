@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
@@ -423,8 +422,7 @@ class _Feasible(msgspec.Struct):
     deferred: bool = False
 
 
-@dataclass(slots=True)
-class _Attempt:
+class _Attempt(msgspec.Struct):
     """What PreFilter worked out for one pod, shared by the Filter calls of one attempt."""
 
     record: PodRecord

@@ -288,7 +288,7 @@ class Simulation:
 
     def _allocated(self, key: str, allocation: AllocationResult, claim: ResourceClaim, node: str) -> None:
         """``claim`` (at ``key``) now holds ``allocation`` on ``node``."""
-        held = self.state.note_allocation(allocation, +1)
+        held = self.state.devices.mark(allocation, +1)
         if self.on_allocate is not None:
             self.on_allocate(claim)
         self.events.append(Event(self._now, "Allocated", f"ResourceClaim {key}", node=node,
@@ -326,7 +326,7 @@ class Simulation:
                 continue
             outcome = release(claim, record.pod)
             if outcome.deallocated is not None:
-                held = self.state.note_allocation(outcome.deallocated, -1)
+                held = self.state.devices.mark(outcome.deallocated, -1)
                 if self.on_release is not None:
                     self.on_release(claim)
                 self.events.append(Event(self._now, "Deallocated", f"ResourceClaim {key}", node=node, devices=held))
