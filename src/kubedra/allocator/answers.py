@@ -52,7 +52,10 @@ class NodeShape:
         pools changed."""
         if not state.shares and not state.aggregated_capacity:
             names = state.dedicated_names
-            return tuple([names.get(key, NO_NAMES) for key in self.pool_keys])
+            keys = self.pool_keys
+            if len(keys) == 1:  # most nodes: one pool
+                return (names.get(keys[0], NO_NAMES),)
+            return tuple([names.get(key, NO_NAMES) for key in keys])
         known = state.pool_versions
         versions = tuple([known.get(key, 0) for key in self.pool_keys])
         if versions != self._use_at:

@@ -59,22 +59,7 @@ class ScoringRequests(msgspec.Struct, frozen=True, gc=False):
     nonzero_memory: int = 0
     # A frozen struct, not a frozen dataclass: one is made per bind and unbind, and a struct is built without a
     # per-field ``object.__setattr__``.
-
-    def __add__(self, other: ScoringRequests) -> ScoringRequests:
-        return ScoringRequests(
-            self.milli_cpu + other.milli_cpu,
-            self.memory + other.memory,
-            self.nonzero_milli_cpu + other.nonzero_milli_cpu,
-            self.nonzero_memory + other.nonzero_memory,
-        )
-
-    def __sub__(self, other: ScoringRequests) -> ScoringRequests:
-        return ScoringRequests(
-            self.milli_cpu - other.milli_cpu,
-            self.memory - other.memory,
-            self.nonzero_milli_cpu - other.nonzero_milli_cpu,
-            self.nonzero_memory - other.nonzero_memory,
-        )
+    # (``NodeUsage`` sums them in place of operators: it is the one place that adds them, once per bind.)
 
 
 NO_REQUESTS = ScoringRequests()
@@ -140,11 +125,17 @@ class NodeUsage:
         for name, amount in requests.items():
             requested[name] = requested.get(name, ZERO) + amount
         if scoring is not None:
-            self.scoring = self.scoring + scoring
+            mine = self.scoring
+            self.scoring = ScoringRequests(mine.milli_cpu + scoring.milli_cpu, mine.memory + scoring.memory,
+                                           mine.nonzero_milli_cpu + scoring.nonzero_milli_cpu,
+                                           mine.nonzero_memory + scoring.nonzero_memory)
 
     def remove(self, requests: Mapping[str, Quantity], scoring: ScoringRequests | None = None) -> None:
         self.pods -= 1
         for name, amount in requests.items():
             self.requested[name] = self.requested.get(name, ZERO) - amount
         if scoring is not None:
-            self.scoring = self.scoring - scoring
+            mine = self.scoring
+            self.scoring = ScoringRequests(mine.milli_cpu - scoring.milli_cpu, mine.memory - scoring.memory,
+                                           mine.nonzero_milli_cpu - scoring.nonzero_milli_cpu,
+                                           mine.nonzero_memory - scoring.nonzero_memory)

@@ -113,7 +113,8 @@ def owning_pod(claim: ResourceClaim) -> tuple[str, str] | None:
 
 
 def is_reserved_for(claim: ResourceClaim, pod: Pod) -> bool:
-    return any(ref.uid == pod.metadata.uid for ref in claim.status.reserved_for)
+    uid = pod.metadata.uid
+    return uid in [ref.uid for ref in claim.status.reserved_for] if claim.status.reserved_for else False
 
 
 def can_be_reserved(claim: ResourceClaim) -> bool:

@@ -119,7 +119,7 @@ class DeviceIndex:
         """The claims as N devices of one signature, or None when they ask for more than that. Worked out once per
         tuple of specs: claims made from one template share its spec object (the entry holds the specs, so their
         ids stay unique)."""
-        key = tuple([id(claim.spec) for claim in claims])
+        key = (id(claims[0].spec),) if len(claims) == 1 else tuple([id(claim.spec) for claim in claims])
         found = self._demands.get(key)
         if found is None:
             if len(self._demands) >= MAX_DEMANDS:

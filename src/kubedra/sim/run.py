@@ -153,7 +153,7 @@ class Simulation:
             record.started_at = record.finished_at = self._now
             return
         statuses = list(pod.status.resource_claim_statuses)
-        generated = {s.name for s in statuses if s.resource_claim_name}
+        generated = {s.name for s in statuses if s.resource_claim_name} if statuses else set()
         for pod_claim in pod.spec.resource_claims:
             if not pod_claim.resource_claim_template_name or pod_claim.name in generated:
                 continue  # the claim controller made this pod's claim already
