@@ -87,7 +87,10 @@ class Simulation:
     on_release: Callable[[ResourceClaim], None] | None = None
     on_allocate: Callable[[ResourceClaim], None] | None = None
     events: list[Event] = field(default_factory=list)
-    _queue: list[tuple[float, int, int, str]] = field(default_factory=list)
+    # Events by instant: a heap of the instants that have any, and each instant's (kind, pod key) in the order they
+    # were made (the tie order). Pods arrive and finish in batches at one instant, so a heap entry serves many.
+    _instants: list[float] = field(default_factory=list)
+    _at: dict[float, list[tuple[int, str]]] = field(default_factory=dict)
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     _active: list[str] = field(default_factory=list)
     _unschedulable: list[str] = field(default_factory=list)
@@ -104,13 +107,21 @@ class Simulation:
     @property
     def next_time(self) -> float | None:
         """When the next event happens; None once the run is over."""
-        return self._queue[0][0] if self._queue else None
+        return self._instants[0] if self._instants else None
 
     def add(self, record: PodRecord) -> None:
         """A pod that arrives at ``record.arrive_at``."""
         self.state.add_pod(record)
         self._order.append(record.key)
-        heapq.heappush(self._queue, (record.arrive_at, next(self._seq), ARRIVE, record.key))
+        self._push(record.arrive_at, ARRIVE, record.key)
+
+    def _push(self, time: float, kind: int, key: str) -> None:
+        events = self._at.get(time)
+        if events is None:
+            self._at[time] = [(kind, key)]
+            heapq.heappush(self._instants, time)
+        else:
+            events.append((kind, key))
 
     def add_job(self, records: Sequence[PodRecord], parallelism: int, work_queue: bool) -> None:
         """A Job: ``parallelism`` pods arrive together, each later one when a running one succeeds."""
@@ -125,16 +136,22 @@ class Simulation:
         waiting = {id(job): len(job.waiting) for job in self._jobs.values()}
         total = len(self._order) + sum(waiting.values())
         done = 0
-        while self._queue:
-            self._now = self._queue[0][0]
+        pods = self.state.pods
+        while self._instants:
+            self._now = now = self._instants[0]
             freed = False
-            while self._queue and self._queue[0][0] == self._now:
-                _, _, kind, key = heapq.heappop(self._queue)
+            events = self._at[now]
+            i = 0
+            while i < len(events):  # events made at this instant while it is processed join it (a Job's next pod)
+                kind, key = events[i]
+                i += 1
                 if kind == ARRIVE:
-                    self._arrive(self.state.pods[key])
+                    self._arrive(pods[key])
                 else:
-                    self._finish(self.state.pods[key])
+                    self._finish(pods[key])
                     freed = True
+            heapq.heappop(self._instants)
+            del self._at[now]  # what binding schedules for this instant (run-for 0) is the next instant
             if freed:
                 self._active.extend(self._unschedulable)
                 self._unschedulable.clear()
@@ -274,7 +291,7 @@ class Simulation:
         self.events.append(Event(self._now, "Scheduled", f"Pod {record.key}", node=placement.node,
                                  message=f"Successfully assigned {record.key} to {placement.node}"))
         if record.run_for is not None:
-            heapq.heappush(self._queue, (self._now + record.run_for, next(self._seq), FINISH, record.key))
+            self._push(self._now + record.run_for, FINISH, record.key)
 
     def _claim_keys(self, record: PodRecord) -> Sequence[str]:
         pod = record.pod
