@@ -9,6 +9,7 @@ is deleted. Each function returns new objects and never mutates its input.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 import msgspec
 
@@ -18,6 +19,7 @@ from kubedra.objects.model import (
     OwnerReference,
     Pod,
     PodResourceClaim,
+    PodResourceClaimStatus,
     ResourceClaim,
     ResourceClaimConsumerReference,
     ResourceClaimStatus,
@@ -102,6 +104,15 @@ def claim_from_template(
         owner_references=[pod_owner_reference(pod)],
     )
     return ResourceClaim(metadata=metadata, spec=template.spec.spec)
+
+
+def generated_name(statuses: Sequence[PodResourceClaimStatus], pod_claim: str) -> str | None:
+    """The name of the claim made for a pod claim, from the pod's ``status.resourceClaimStatuses`` (None: not
+    made yet). A pod has a handful of claims at most: a walk, no index."""
+    for status in statuses:
+        if status.name == pod_claim:
+            return status.resource_claim_name
+    return None
 
 
 def owning_pod(claim: ResourceClaim) -> tuple[str, str] | None:

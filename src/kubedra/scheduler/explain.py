@@ -45,7 +45,7 @@ from kubedra.objects.model import (
     ResourceClaim,
     ResourceClaimStatus,
 )
-from kubedra.scheduler.claims import claim_key, key_of, template_not_found
+from kubedra.scheduler.claims import claim_key, generated_name, key_of, template_not_found
 from kubedra.scheduler.extended import (
     SPECIAL_CLAIM_IN_MEMORY_NAME,
     ExtendedRequest,
@@ -389,12 +389,12 @@ def missing_templates(state: ClusterState, record: PodRecord) -> list[tuple[str,
 
 def _pod_claim_lines(state: ClusterState, record: PodRecord) -> list[ClaimLine]:
     pod = record.pod
-    generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+    statuses = pod.status.resource_claim_statuses
     no_template = dict(missing_templates(state, record))
     ended = record.phase in ENDED
     lines = []
     for pod_claim in pod.spec.resource_claims:
-        name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
+        name = pod_claim.resource_claim_name or generated_name(statuses, pod_claim.name)
         claim = state.claims.get(key_of(pod.metadata.namespace, name)) if name else None
         if claim is None:
             label = name or f"{pod_claim.name} (from template {pod_claim.resource_claim_template_name})"
@@ -482,9 +482,8 @@ def _explain_pod(state: ClusterState, allocator: Allocator, key: str, policy: st
 
 def _uses(record: PodRecord, key: str) -> bool:
     pod = record.pod
-    generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
     for pod_claim in pod.spec.resource_claims:
-        name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
+        name = pod_claim.resource_claim_name or generated_name(pod.status.resource_claim_statuses, pod_claim.name)
         if name and key_of(pod.metadata.namespace, name) == key:
             return True
     return record.extended_claim_key == key

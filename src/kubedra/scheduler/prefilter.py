@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import ResourceClaim, ResourceClaimSpec
-from kubedra.scheduler.claims import can_be_reserved, is_reserved_for, key_of
+from kubedra.scheduler.claims import can_be_reserved, generated_name, is_reserved_for, key_of
 
 MAX_CHECKED = 1024  # claim specs whose classes are known to exist; beyond that the memory starts over
 
@@ -38,10 +38,9 @@ class PreFilter:
         pod = record.pod
         state = self.state
         statuses = pod.status.resource_claim_statuses
-        generated = {s.name: s.resource_claim_name for s in statuses} if statuses else {}
         claims: list[ResourceClaim] = []
         for pod_claim in pod.spec.resource_claims:
-            name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
+            name = pod_claim.resource_claim_name or generated_name(statuses, pod_claim.name)
             if not name:
                 if pod_claim.resource_claim_template_name:
                     return f"waiting for the ResourceClaim of pod claim {pod_claim.name!r} to be created"

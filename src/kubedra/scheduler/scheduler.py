@@ -22,7 +22,7 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, ContainerExtendedResourceRequest, Node, ResourceClaim
 from kubedra.scheduler.candidates import NodeSets, Verdicts
 from kubedra.scheduler.claims import key_of
-from kubedra.scheduler.device_index import Demand, DeviceIndex
+from kubedra.scheduler.device_index import DeviceIndex
 from kubedra.scheduler.extended import (
     ExtendedRequest,
     ExtendedResourceMap,
@@ -274,7 +274,7 @@ class Scheduler:
         batch, _ = attempt.batch_for(served, self.extended_map)
         if not batch or attempt.allocator is None:
             return mask, 0, None, served
-        demand = attempt.demand_for(served, batch, self.index) if self.index is not None else None
+        demand = self.index.demand(batch) if self.index is not None else None  # remembered per claims' specs
         if demand is not None:
             mask &= sets.free_mask(demand.signature, demand.count)
         undecided = mask & ~sets.exact if demand is not None else mask
@@ -370,7 +370,7 @@ class Scheduler:
         if not batch or attempt.allocator is None:
             return _Feasible(name, None, None, served, batch)
         if self.index is not None:
-            demand = attempt.demand_for(served, batch, self.index)
+            demand = self.index.demand(batch)
             if demand is not None:
                 if self.index.free(demand.signature, name) < demand.count:
                     return UNSCHEDULABLE_CLAIMS
@@ -432,7 +432,6 @@ class _Attempt(msgspec.Struct):
     allocator: NodeAllocator | None
     # Per set of DRA-served extended resources (most pods: only the empty one), made when first asked.
     _batches: dict[frozenset[str], tuple[list[ResourceClaim], ResourceClaim | None]] | None = None
-    _demands: dict[frozenset[str], Demand | None] | None = None
 
     def batch_for(
         self, served: frozenset[str], mapping: ExtendedResourceMap
@@ -446,10 +445,3 @@ class _Attempt(msgspec.Struct):
             found = batches[served] = node_batch(self.record.pod, self.to_allocate, self.extended, served, mapping)
         return found
 
-    def demand_for(self, served: frozenset[str], batch: list[ResourceClaim], index: DeviceIndex) -> Demand | None:
-        demands = self._demands
-        if demands is None:
-            demands = self._demands = {}
-        if served not in demands:
-            demands[served] = index.demand(batch)
-        return demands[served]

@@ -27,6 +27,7 @@ from kubedra.objects.model import (
 from kubedra.scheduler.claims import (
     allocate_and_reserve,
     claim_from_template,
+    generated_name,
     key_of,
     random_suffix,
     release,
@@ -295,10 +296,10 @@ class Simulation:
 
     def _claim_keys(self, record: PodRecord) -> Sequence[str]:
         pod = record.pod
-        generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+        statuses = pod.status.resource_claim_statuses
         keys = []
         for pod_claim in pod.spec.resource_claims:
-            name = pod_claim.resource_claim_name or generated.get(pod_claim.name)
+            name = pod_claim.resource_claim_name or generated_name(statuses, pod_claim.name)
             if name:
                 keys.append(key_of(pod.metadata.namespace, name))
         return keys
