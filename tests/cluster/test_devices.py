@@ -28,7 +28,7 @@ from kubedra.objects.model import (
 
 DRIVER = "gpu.example.com"
 NODES = ("node-a", "node-b", "node-c")
-SIGNATURES = (("gpu", ()), ("gpu", ("even",)))
+SIGNATURES = (("gpu", ()), ("gpu", ("even",)), ("gpu", ("late",)))  # the last tracked midway (see the test)
 
 
 def _slices() -> list[ResourceSlice]:
@@ -101,8 +101,8 @@ def _table(held: list[AllocationResult], consumable: bool) -> DeviceTable:
     return table
 
 
-def _track(table: DeviceTable) -> None:
-    for signature in SIGNATURES:
+def _track(table: DeviceTable, signatures: tuple[tuple[str, tuple[str, ...]], ...] = SIGNATURES) -> None:
+    for signature in signatures:
         table.track(signature, [r for r in table.by_key.values() if r.node and _matches(signature, r.device.name)])
 
 
@@ -112,11 +112,13 @@ def test_marks_keep_every_view_equal_to_a_fresh_table(scenario: tuple[list[Alloc
                                                                       bool]) -> None:
     allocations, steps, consumable = scenario
     table = DeviceTable(_slices(), consumable_capacity=consumable)
-    _track(table)
+    _track(table, SIGNATURES[:-1])
     touched: list[str] = []
     table.watchers.append(touched.append)
     held: list[AllocationResult] = []
-    for number, sign in steps:
+    for step, (number, sign) in enumerate(steps):
+        if step == len(steps) // 2:  # a signature first asked for while allocations are remembered
+            _track(table, SIGNATURES[-1:])
         allocation = allocations[number]
         table.mark(allocation, sign)
         if sign > 0:

@@ -115,6 +115,7 @@ class DeviceTable:
         """Count, per node, the devices matching a signature that no allocation holds, from now on."""
         free: dict[str, int] = {}
         held = self.allocated.allocated_devices
+        self._remembered.clear()  # what each allocation changes per signature includes this one from now on
         for record in matching:
             record.signatures.append(signature)
             if record.node is not None and record.id not in held:
@@ -146,7 +147,7 @@ class DeviceTable:
             nodes = tuple(dict.fromkeys(record.node for record in records if record is not None and record.node))
             if len(self._remembered) >= MAX_REMEMBERED:
                 self._remembered.clear()
-            found = _Entry(allocation, delta, tuple(by_id[device] for device in delta.dedicated), nodes, held)
+            found = _Entry(allocation, delta, _per_node([by_id[device] for device in delta.dedicated]), nodes, held)
             self._remembered[id(allocation)] = found
         return found
 
@@ -158,34 +159,50 @@ class DeviceTable:
             found = self._entry(allocation)
         changed = self.allocated.apply(found.delta, sign)
         if changed:
-            # Devices that became held or free: node-local ones change their node's counts.
-            whole = changed is found.delta.dedicated
-            records = found.dedicated if whole else [self.by_key.get(str(device)) for device in changed]
+            # Devices that became held or free: node-local ones change their node's counts (usually all of the
+            # allocation's at once; else those ``apply`` reports).
+            per_node = found.per_node
+            if changed is not found.delta.dedicated:
+                per_node = _per_node([self.by_key.get(str(device)) for device in changed])
             in_use_on, in_use, free = self._in_use_on, self.in_use, self.free
-            for record in records:
-                if record is None or record.node is None:
-                    continue
-                node = record.node
+            for node, local_names, signatures in per_node:
                 on_node = in_use_on.get(node)
                 if on_node is None:
                     on_node = in_use_on[node] = set()
                 if sign > 0:
-                    on_node.add(record.local)
+                    on_node.update(local_names)
                 else:
-                    on_node.discard(record.local)
-                in_use[node] = in_use.get(node, 0) + sign
-                for signature in record.signatures:
+                    on_node.difference_update(local_names)
+                in_use[node] = in_use.get(node, 0) + sign * len(local_names)
+                for signature, count in signatures:
                     counts = free[signature]
-                    counts[node] = counts.get(node, 0) - sign
+                    counts[node] = counts.get(node, 0) - sign * count
         for watcher in self.watchers:
             for node in found.nodes:
                 watcher(node)
         return found.held
 
 
+PerNode = tuple[tuple[str, tuple[str, ...], tuple[tuple[Signature, int], ...]], ...]
+"""Per node: the local names of an allocation's devices there, and how many of them match each signature."""
+
+
+def _per_node(records: Iterable[DeviceRecord | None]) -> PerNode:
+    names: dict[str, list[str]] = {}
+    matching: dict[str, dict[Signature, int]] = {}
+    for record in records:
+        if record is None or record.node is None:
+            continue
+        names.setdefault(record.node, []).append(record.local)
+        counts = matching.setdefault(record.node, {})
+        for signature in record.signatures:
+            counts[signature] = counts.get(signature, 0) + 1
+    return tuple((node, tuple(local), tuple(matching[node].items())) for node, local in names.items())
+
+
 class _Entry(NamedTuple):
     allocation: AllocationResult  # held, so that its id stays unique while remembered
     delta: Delta  # what it changes in the allocator's state
-    dedicated: tuple[DeviceRecord | None, ...]  # the records of ``delta.dedicated`` (None: not published)
+    per_node: PerNode  # what holding ``delta.dedicated`` changes per node (the published, node-local ones)
     nodes: tuple[str, ...]  # nodes whose devices it touches
     held: tuple[str, ...]  # "driver/pool/device" of every device it occupies (admin access occupies none)
