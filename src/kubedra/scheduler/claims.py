@@ -140,15 +140,13 @@ def allocate_and_reserve(claim: ResourceClaim, allocation: AllocationResult | No
     """PreBind: write ``status.allocation`` (when new) and add the pod to ``reservedFor``."""
     status = claim.status
     metadata = claim.metadata
-    changes: dict[str, object] = {}
+    reserved = status.reserved_for if is_reserved_for(claim, pod) else [*status.reserved_for, consumer_ref(pod)]
     if allocation is not None:
-        changes["allocation"] = allocation
         if DELETE_PROTECTION_FINALIZER not in metadata.finalizers:
             metadata = msgspec.structs.replace(metadata, finalizers=[*metadata.finalizers, DELETE_PROTECTION_FINALIZER])
-    if not is_reserved_for(claim, pod):
-        changes["reserved_for"] = [*status.reserved_for, consumer_ref(pod)]
-    if changes:
-        status = msgspec.structs.replace(status, **changes)
+        status = msgspec.structs.replace(status, allocation=allocation, reserved_for=reserved)
+    elif reserved is not status.reserved_for:
+        status = msgspec.structs.replace(status, reserved_for=reserved)
     return msgspec.structs.replace(claim, metadata=metadata, status=status)
 
 

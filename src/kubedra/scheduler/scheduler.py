@@ -126,7 +126,9 @@ class Scheduler:
             return Unschedulable(resolved)
         claims = resolved
         extended = self._extended_requests(record) if self._serves_extended and record.requests else []
-        to_allocate = [c for c in claims if c.status.allocation is None]
+        # (A pod's one claim, most pods: the list itself, no comprehension; nothing changes these lists.)
+        to_allocate = [c for c in claims if c.status.allocation is None] if len(claims) != 1 else (
+            claims if claims[0].status.allocation is None else [])
         attempt = _Attempt(
             record=record,
             claims=claims,
