@@ -19,7 +19,7 @@ from kubedra.objects.model import AllocationResult, ResourceSlice
 Signature = tuple[str, tuple[str, ...]]
 """A plain device demand's selection: (class name, the request's selector expressions)."""
 
-MAX_REMEMBERED = 4096  # allocations whose records are remembered (a run reuses a few results many times over)
+MAX_REMEMBERED = 256  # allocations remembered: a run reuses a few results many times over; more only keeps garbage alive
 
 
 class DeviceRecord:
