@@ -6,6 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import msgspec
+
 from kubedra.objects.model import DeviceRequestAllocationResult, ResourceClaim
 from kubedra.objects.quantity import Quantity
 
@@ -37,8 +39,9 @@ class SharedDeviceID(NamedTuple):
 NO_NAMES: frozenset[str] = frozenset()
 
 
-class Delta(NamedTuple):
-    """See :meth:`AllocatedState.delta`."""
+class Delta(msgspec.Struct, frozen=True, gc=False):
+    """See :meth:`AllocatedState.delta`. Not tracked by the garbage collector (it holds no cycle): a run keeps a
+    few hundred, and tracked ones would bring its full collections sooner."""
 
     pools: tuple[tuple[str, str], ...]  # every (driver, pool) the results touch
     dedicated: tuple[DeviceID, ...]  # devices the results hold whole

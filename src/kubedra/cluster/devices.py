@@ -11,7 +11,9 @@ results (``mark``) updates every view of it: the allocator reads ``allocated``, 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
+
+import msgspec
 
 from kubedra.allocator.state import AllocatedState, Delta, DeviceID
 from kubedra.objects.model import AllocationResult, ResourceSlice
@@ -19,7 +21,7 @@ from kubedra.objects.model import AllocationResult, ResourceSlice
 Signature = tuple[str, tuple[str, ...]]
 """A plain device demand's selection: (class name, the request's selector expressions)."""
 
-MAX_REMEMBERED = 256  # allocations remembered: a run reuses a few results many times over; more only keeps garbage alive
+MAX_REMEMBERED = 256  # allocations remembered: a run reuses a few many times; more keeps garbage alive
 
 
 class DeviceRecord:
@@ -200,7 +202,9 @@ def _per_node(records: Iterable[DeviceRecord | None]) -> PerNode:
     return tuple((node, tuple(local), tuple(matching[node].items())) for node, local in names.items())
 
 
-class _Entry(NamedTuple):
+class _Entry(msgspec.Struct, frozen=True, gc=False):
+    """What one allocation changes (untracked by the garbage collector, as ``Delta``)."""
+
     allocation: AllocationResult  # held, so that its id stays unique while remembered
     delta: Delta  # what it changes in the allocator's state
     per_node: PerNode  # what holding ``delta.dedicated`` changes per node (the published, node-local ones)
