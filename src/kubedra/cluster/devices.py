@@ -27,13 +27,12 @@ MAX_REMEMBERED = 256  # allocations remembered: a run reuses a few many times; m
 class DeviceRecord:
     """One published device: its identity, where it is, the selector signatures it matches and whether it is held."""
 
-    __slots__ = ("_view", "device", "id", "index", "key", "local", "node", "pool", "signatures", "slice")
+    __slots__ = ("_view", "device", "id", "key", "local", "node", "pool", "signatures", "slice")
 
     def __init__(self, slice_: ResourceSlice, index: int, local: str) -> None:
         spec = slice_.spec
         device = spec.devices[index]
         self.slice = slice_
-        self.index = index
         self.device = device
         self.id = DeviceID(spec.driver, spec.pool.name, device.name)
         self.pool = (spec.driver, spec.pool.name)
@@ -57,7 +56,6 @@ class DeviceTable:
 
     def __init__(self, slices: Sequence[ResourceSlice], *, consumable_capacity: bool = True) -> None:
         self.slices = list(slices)
-        self.records: list[DeviceRecord] = []
         self.by_key: dict[str, DeviceRecord] = {}
         self._by_slice: dict[int, list[DeviceRecord]] = {}
         self.total: dict[str, int] = {}  # node -> node-local devices published
@@ -76,7 +74,6 @@ class DeviceTable:
             for i, device in enumerate(slice_.spec.devices):
                 record = DeviceRecord(slice_, i, f"{position}/{device.name}")
                 records.append(record)
-                self.records.append(record)
                 known = self.by_key.get(record.key)
                 # A name published twice: the newest pool generation's (what the allocator reads), else the last.
                 if known is None or known.slice.spec.pool.generation <= slice_.spec.pool.generation:

@@ -1,4 +1,5 @@
-"""The simulator's fast path: free devices per node and per selector signature, kept up to date incrementally.
+"""The simulator's fast path: free devices per node and per selector signature (counted by the cluster's device
+table, which keeps them up to date as allocations come and go).
 
 Running the structured allocator on every node for every pod is what makes kube-scheduler spend milliseconds per
 pod. Most GPU pods ask for N devices of one class (with the same selectors), nothing else; for those, a node can take
