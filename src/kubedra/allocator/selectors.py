@@ -18,6 +18,11 @@ from kubedra.cel import CelCompileError, CelRuntimeError
 
 
 class Program(Protocol):
+    reads: frozenset[tuple[str, str]] | None  # the (domain, id) attributes it can read; None: any
+
+    @property
+    def cost_guarded(self) -> bool: ...
+
     def evaluate(self, view: Any) -> bool: ...
 
 
@@ -69,6 +74,10 @@ class SelectorMemo:
         self._programs: dict[str, Program | str] = {}
         self._by_class: dict[str, dict[int, Verdict]] = {}
         self._by_selectors: dict[tuple[str, ...], dict[int, Verdict]] = {}
+
+    def program(self, expression: str) -> Program | str:
+        """The compiled expression, or its compile error's text."""
+        return self._program(expression)
 
     def _program(self, expression: str) -> Program | str:
         found = self._programs.get(expression)
