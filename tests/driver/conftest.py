@@ -42,12 +42,33 @@ class Dirs:
     def boot_id(self) -> Path:
         return self.root / "boot_id"
 
+    @property
+    def proc_stat(self) -> Path:
+        """Stands for /proc/stat: ``btime``, when this boot began (long before any file a test writes)."""
+        return self.root / "stat"
+
+    def boot(self, boot_id: str, at: float) -> None:
+        """The node (re)booted at ``at`` with a new boot ID."""
+        self.boot_id.write_text(boot_id + "\n")
+        self.proc_stat.write_text(f"cpu  1 2 3 4\nbtime {int(at)}\n")
+
+    def config(self, node: str = "node-1", *, recover: bool = False) -> NodeConfig:
+        return NodeConfig(
+            node,
+            DRIVER,
+            self.plugin,
+            self.cdi,
+            boot_id_path=self.boot_id,
+            proc_stat_path=self.proc_stat,
+            recover_checkpoint=recover,
+        )
+
 
 @pytest.fixture
 def dirs() -> Iterator[Dirs]:
     root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
     d = Dirs(root)
-    d.boot_id.write_text("boot-1\n")
+    d.boot("boot-1", at=1_000_000_000)
     yield d
     shutil.rmtree(root, ignore_errors=True)
 
@@ -56,8 +77,7 @@ def make_driver(
     dirs: Dirs, claims: StaticClaims, runner: RecordingRunner | None = None, count: int = 2, node: str = "node-1"
 ) -> NodeDriver:
     inventory = FakeBackend(write_inventory(dirs.root / "inventory.yaml", count)).discover()
-    config = NodeConfig(node, DRIVER, dirs.plugin, dirs.cdi, boot_id_path=dirs.boot_id)
-    return NodeDriver(config, inventory, claims, runner or RecordingRunner())
+    return NodeDriver(dirs.config(node), inventory, claims, runner or RecordingRunner())
 
 
 @dataclass(frozen=True)

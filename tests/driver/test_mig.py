@@ -16,7 +16,7 @@ from tests.driver.nvmlstub import NvmlStub
 from kubedra.driver import checkpoint
 from kubedra.driver.fake import FakeBackend
 from kubedra.driver.inventory import DriverError, MigDevice
-from kubedra.driver.node import NodeConfig, NodeDriver
+from kubedra.driver.node import NodeDriver
 from kubedra.driver.nvml import NvmlBackend
 from kubedra.driver.sharing import RecordingRunner
 from kubedra.driver.types import ClaimRef
@@ -42,9 +42,8 @@ def _backend(dirs: Dirs) -> FakeBackend:
 
 
 def _driver(dirs: Dirs, claims: StaticClaims, backend: Any) -> NodeDriver:
-    config = NodeConfig("node-1", DRIVER, dirs.plugin, dirs.cdi, boot_id_path=dirs.boot_id)
     dirs.plugin.mkdir(parents=True, exist_ok=True)
-    return NodeDriver(config, backend.discover(), claims, RecordingRunner(), mig=backend)
+    return NodeDriver(dirs.config(), backend.discover(), claims, RecordingRunner(), mig=backend)
 
 
 def _spec(dirs: Dirs, uid: str) -> dict[str, Any]:
@@ -138,8 +137,7 @@ def test_a_crash_between_create_and_checkpoint_is_repaired_at_start(dirs: Dirs) 
 
 def test_mig_is_refused_without_a_mig_backend_and_with_a_gpuconfig(dirs: Dirs) -> None:
     claims, backend = StaticClaims(), _backend(dirs)
-    config = NodeConfig("node-1", DRIVER, dirs.plugin, dirs.cdi, boot_id_path=dirs.boot_id)
-    plain = NodeDriver(config, backend.discover(), claims, RecordingRunner())
+    plain = NodeDriver(dirs.config(), backend.discover(), claims, RecordingRunner())
     ref = ClaimRef(*claims.add(claim("m", ["gpu-0-mig-1g5gb-19-0"])))
     assert plain.prepare([ref])[ref.uid].error == (
         "claim default/m: device gpu-0-mig-1g5gb-19-0: this backend cannot create MIG devices"

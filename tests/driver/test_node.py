@@ -307,33 +307,6 @@ def test_stale_specs_and_temp_files_are_cleaned_at_start(dirs: Dirs) -> None:
     assert sorted(p.name for p in dirs.cdi.iterdir()) == ["nvidia.yaml"]
 
 
-def test_a_corrupt_checkpoint_is_reported_and_set_aside(dirs: Dirs) -> None:
-    claims = StaticClaims()
-    a = _ref(claims.add(claim("a", ["gpu-0"])))
-    make_driver(dirs, claims).prepare([a])
-    path = dirs.plugin / "checkpoint.json"
-    document = json.loads(path.read_text())
-    document["data"]["preparedClaims"][a.uid]["devices"][0]["device"] = "gpu-1"  # edited by hand: checksum breaks
-    path.write_text(json.dumps(document))
-    driver = make_driver(dirs, claims)
-    assert driver.startup.corrupt is not None
-    assert "checksum mismatch" in driver.startup.corrupt
-    assert any(p.name.startswith("checkpoint.json.corrupt-") for p in dirs.plugin.iterdir())
-    assert driver.startup.stale_specs == [a.uid]  # its spec went with it
-    assert driver.prepare([a])[a.uid].error == ""
-
-
-def test_a_reboot_voids_prepared_claims(dirs: Dirs) -> None:
-    claims = StaticClaims()
-    a = _ref(claims.add(claim("a", ["gpu-0"])))
-    make_driver(dirs, claims).prepare([a])
-    dirs.boot_id.write_text("boot-2\n")
-    driver = make_driver(dirs, claims)
-    assert driver.startup.rebooted
-    assert driver.prepared_devices() == {}
-    assert list(dirs.cdi.iterdir()) == []
-
-
 def test_the_checkpoint_format(dirs: Dirs) -> None:
     claims = StaticClaims()
     a = _ref(claims.add(claim("a", ["gpu-0"])))
