@@ -113,6 +113,10 @@ class NodeDriver:
         results: dict[str, PrepareResult] = {}
         plans: list[ClaimPlan] = []
         for ref in claims:  # the slow API reads happen before serializing, as upstream's helper does them
+            problem = ref.uid_problem()
+            if problem is not None:
+                results[ref.uid] = PrepareResult(error=problem)
+                continue
             try:
                 document = self.claims.get_claim(ref.namespace, ref.name)
                 plans.append(plan_claim(document, ref, self.config.driver, self.config.node))
@@ -132,6 +136,10 @@ class NodeDriver:
             return results
         with self._serialized():
             for ref in claims:
+                problem = ref.uid_problem()
+                if problem is not None:
+                    results[ref.uid] = problem
+                    continue
                 try:
                     self._unprepare_one(ref.uid)
                     results[ref.uid] = ""

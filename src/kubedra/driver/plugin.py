@@ -154,7 +154,7 @@ class RunningDriver:
         self.health_server = None
         self.health_port: int | None = None
         if options.health_port is not None:
-            self.health_server, self.health_port = grpcservice.tcp_server(options.health_port, [health])
+            self.health_server, self.health_port = grpcservice.health_port_server(options.health_port, self.healthy)
         self.publisher = SlicePublisher(
             client, options.driver_name, options.node, self.sharing, options.resource_api_version
         )
