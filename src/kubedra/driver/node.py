@@ -624,6 +624,9 @@ class NodeDriver:
         aside = path.with_name(f"{path.name}.{kind}-{int(self.clock())}")
         path.replace(aside)  # kept for whoever investigates; the new checkpoint is written next
         report.set_aside = aside.name
+        log.warning(
+            "%s: %d claim(s) adopted; the old checkpoint is kept as %s", recovery.FLAG, len(self.state.claims), aside
+        )
         report.recovered = sorted(self.state.claims)
         return None
 
