@@ -1,7 +1,8 @@
 """``kubedra driver``: wires the backend, the API client, the NodeDriver, the sockets and the publisher; runs in
 the foreground until SIGTERM or SIGINT, then removes its sockets.
 
-Start order: inventory (fails clearly without NVML), checkpoint recovery, DRA socket, registration socket (the
+Start order: inventory (fails clearly without NVML), checkpoint recovery (a checkpoint that cannot be trusted stops
+the driver here, before anything on the node is touched), DRA socket, registration socket (the
 kubelet may call as soon as it sees it), health port, then ResourceSlices in a background thread that retries
 until the API server answers and reconciles every ``resync`` seconds.
 """
@@ -66,6 +67,7 @@ class DriverOptions:
     resource_api_version: str = "v1"  # resource.k8s.io version of slices and claims: v1, v1beta2 (1.33), v1beta1 (1.32)
     xid_taints: bool = False  # XIDs also taint the device in its ResourceSlice (gpu.nvidia.com/xid=<xid>)
     pod_uid: str | None = None  # rolling updates: per-pod socket names, so two driver pods can overlap
+    recover_checkpoint: bool = False  # adopt what CDI specs and NVML prove instead of refusing an untrusted checkpoint
     resync: float = 30.0
 
     @property
@@ -128,7 +130,13 @@ class RunningDriver:
             client = connect(options.kubeconfig)
         self.client = client
         self.driver = NodeDriver(
-            NodeConfig(options.node, options.driver_name, options.plugin_path, options.cdi_root),
+            NodeConfig(
+                options.node,
+                options.driver_name,
+                options.plugin_path,
+                options.cdi_root,
+                recover_checkpoint=options.recover_checkpoint,
+            ),
             self.inventory,
             KubeClaims(client, options.resource_api_version),
             runner,
@@ -146,7 +154,7 @@ class RunningDriver:
         self.health_server = None
         self.health_port: int | None = None
         if options.health_port is not None:
-            self.health_server, self.health_port = grpcservice.tcp_server(options.health_port, [health])
+            self.health_server, self.health_port = grpcservice.health_port_server(options.health_port, self.healthy)
         self.publisher = SlicePublisher(
             client, options.driver_name, options.node, self.sharing, options.resource_api_version
         )
