@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from kubedra.cel.cost import Bounds
 from kubedra.cel.errors import CelRuntimeError
 from kubedra.cel.protos import protos
@@ -15,6 +17,9 @@ from kubedra.objects.semver import Semver
 
 if TYPE_CHECKING:
     from kubedra.cel.environment import Environment
+
+
+_KEY_ENCODER = msgspec.json.Encoder(order="deterministic")
 
 
 def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
@@ -32,6 +37,7 @@ class DeviceView:
         self._data: dict[bool, dict[str, Any] | CelRuntimeError] = {}
         self._activations: dict[int, tuple[Environment, Any]] = {}
         self._bounds: Bounds | None = None
+        self._keys: dict[frozenset[tuple[str, str]], bytes] = {}
 
     def activation(self, environment: Environment) -> Any:
         """The cel activation for ``environment``; raises ``CelRuntimeError`` when a value cannot be read."""
@@ -58,6 +64,19 @@ class DeviceView:
         if isinstance(built, CelRuntimeError):
             raise built
         return built
+
+    def content_key(self, reads: frozenset[tuple[str, str]]) -> bytes:
+        """Everything an expression that reads only the attributes ``reads`` (and not the cost guard) sees of this
+        device: the driver, those attributes, all capacity and ``allowMultipleAllocations``. Devices with equal keys
+        get equal verdicts from such an expression, so a fleet of alike GPUs is evaluated once."""
+        found = self._keys.get(reads)
+        if found is None:
+            driver, device = self.driver, self.device
+            read = {name: value for name, value in device.attributes.items()
+                    if split_qualified_name(name, driver) in reads}
+            found = self._keys[reads] = _KEY_ENCODER.encode(
+                (driver, read, device.capacity, bool(device.allow_multiple_allocations)))
+        return found
 
     def bounds(self) -> Bounds:
         """This device's actual sizes, for the cost guard."""
