@@ -329,9 +329,17 @@ def test_a_driver_restart_leaves_the_running_container_alone(lab: Lab, namespace
 
 def test_a_kubelet_restart_leaves_the_running_container_alone(lab: Lab, namespace: str) -> None:
     uid, before, pid = _one_running_pod(lab, namespace, "steady")
+    [published] = lab.slices()
     lab.restart_kubelet()  # waits for Ready and for the kubelet to connect to the driver again
     untouched(lab, namespace, "steady", before, pid)
     assert uid in lab.cdi_specs()
+    # a starting kubelet deletes every ResourceSlice of its node; the driver, watching, publishes the pool again
+    # at once (before its fix: at the next 30 s resync, and the node's GPUs were unschedulable until then)
+    wait_for(
+        lambda: [s for s in lab.slices() if s["metadata"]["uid"] != published["metadata"]["uid"]],
+        10,
+        "the driver to publish the slice the restarted kubelet deleted",
+    )
     # the restarted kubelet prepares new claims through the re-registered plugin, and unprepares both
     lab.api.create(probe_pod(namespace, "after", template_name="one-gpu"))
     after = running(lab, namespace, "after")
