@@ -559,7 +559,7 @@ imports = []
 
     # ------------------------------------------------------------------------------------------------ driver
 
-    def driver_args(self) -> list[str]:
+    def driver_args(self, *extra: str) -> list[str]:
         assert self.driver_kubeconfig is not None
         return [
             sys.executable, "-m", "kubedra", "driver",
@@ -570,17 +570,19 @@ imports = []
             "--registry-dir", str(self.registry_dir),
             "--cdi-root", str(self.cdi_dir),
             "--kubeconfig", str(self.driver_kubeconfig),
+            *extra,
         ]  # fmt: skip
 
     def driver_log(self) -> str:
         return _read(self.root / "logs" / "driver.log")
 
-    def start_driver(self, timeout: float = 60.0) -> None:
-        """Start ``kubedra driver`` and wait until the kubelet accepted its registration (a new "registered with
-        the kubelet" in its log and "connected=true" in the kubelet's) and its slice is published."""
+    def start_driver(self, *extra: str, timeout: float = 60.0) -> None:
+        """Start ``kubedra driver`` (with ``extra`` flags) and wait until the kubelet accepted its registration (a
+        new "registered with the kubelet" in its log and "connected=true" in the kubelet's) and its slice is
+        published."""
         registered = self.driver_log().count("registered with the kubelet")
         connected = self.kubelet_log().count("connected=true")
-        driver = self._component("driver", self.driver_args(), {**os.environ, "PYTHONUNBUFFERED": "1"})
+        driver = self._component("driver", self.driver_args(*extra), {**os.environ, "PYTHONUNBUFFERED": "1"})
 
         def up() -> bool:
             if not driver.running():

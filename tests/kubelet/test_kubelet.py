@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import yaml
 from tests.driver.helpers import inventory
 from tests.kubelet.lab import DRIVER, PROBE_IMAGE, Lab, cgroup_v1, wait_for
 
@@ -360,28 +359,28 @@ def _flipped(raw: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("corrupt", [_truncated, _flipped], ids=["truncated", "flipped-byte"])
-def test_a_corrupt_checkpoint_makes_the_driver_refuse_to_start_and_destroys_nothing(
+def test_a_corrupt_checkpoint_stops_the_driver_and_destroys_nothing_then_recovery_adopts_the_claim(
     lab: Lab, namespace: str, corrupt: Any
 ) -> None:
     """Issue 24, finding 2, on the real node: a driver that cannot trust its checkpoint must not conclude that no
-    claim is prepared (and delete the specs of running containers); it refuses to start, clearly, until an
-    operator acts. Here the operator puts the good checkpoint back, and the driver then serves the claim."""
+    claim is prepared and delete the CDI specs of running containers. It refuses to start (exit 2, naming the
+    file) before it touches anything; the operator then restarts it with --recover-checkpoint (the runbook's
+    step), which adopts the claim its CDI spec proves, and the kubelet's unprepare at the pod's deletion works."""
     uid, before, pid = _one_running_pod(lab, namespace, "steady")
     spec_file = next(lab.cdi_dir.glob(f"*{uid}.yaml"))
     spec = spec_file.read_bytes()
     assert lab.stop_driver() == 0
-    good = lab.checkpoint.read_bytes()
-    lab.checkpoint.write_bytes(corrupt(good))
+    lab.checkpoint.write_bytes(corrupt(lab.checkpoint.read_bytes()))
 
     status, output = lab.run_driver_to_exit()
-    assert status != 0
-    assert "checkpoint" in output
+    assert status == 2, output
     assert str(lab.checkpoint) in output  # the message names the file an operator must look at
     assert spec_file.read_bytes() == spec  # the running claim's CDI spec is still there, unchanged
     untouched(lab, namespace, "steady", before, pid)
 
-    lab.checkpoint.write_bytes(good)  # the operator's fix
-    lab.start_driver()
+    lab.start_driver("--recover-checkpoint")
     untouched(lab, namespace, "steady", before, pid)
-    assert yaml.safe_load(spec_file.read_bytes()) == yaml.safe_load(spec)
-    gone(lab, namespace, "steady", uid)
+    assert spec_file.read_bytes() == spec
+    assert uid in json.loads(lab.checkpoint.read_text())["data"]["preparedClaims"]  # adopted from its spec
+    gone(lab, namespace, "steady", uid)  # the kubelet's unprepare releases the adopted claim
+    lab.stop_driver()  # the next test's driver starts without --recover-checkpoint
