@@ -24,6 +24,9 @@ cgroups, every mount under the lab directory (the kubelet bind-mounts its root d
 and shm mounts). Processes are stopped by PID; containers left behind are killed through ctr, and a shim or
 container process that survived is found by the lab's own paths and cgroups, never by a program's name. One lab
 runs per host at a time (a lock file): the kubelet's device-plugin socket and the cgroup names are host-wide.
+The lab directory (every log: ``logs/``) is removed after a clean teardown, kept when something could not be undone
+or with ``KUBEDRA_KEEP_LAB=1``. A test run killed outright (SIGKILL) takes the processes with it (parent-death
+signal) but leaves the host changes; the next lab's teardown does not know them.
 """
 
 from __future__ import annotations
