@@ -525,8 +525,19 @@ class KubeScorer:
         return (nth_bit(walk, rank) + start) % n
 
     def _resource_groups(self, window: int, wants: ScoringRequests) -> list[_Group]:
+        """The window cut by resource classes: through the classes when they are fewer than the window's nodes (a
+        fleet of alike nodes), else through the window's nodes (every node's usage its own, as in a real trace)."""
+        if len(self._classes) > window.bit_count():
+            members_of: dict[ResourceKey, int] = {}
+            class_of = self._class_of
+            for i in _bits(window):
+                key = class_of[i]
+                members_of[key] = members_of.get(key, 0) | (1 << i)
+            classes: Iterable[tuple[ResourceKey, int]] = members_of.items()
+        else:
+            classes = self._classes.items()
         groups = []
-        for key, members in self._classes.items():
+        for key, members in classes:
             inside = members & window
             if not inside:
                 continue
