@@ -305,10 +305,43 @@ class Scheduler:
                 else:
                     verdicts.ok |= 1 << i
         if not window:
-            return None
+            return self._fast_refusal(attempt, sets, verdicts, served, 0 if first_fit else start)
         if not first_fit:
             self._next_start = (start + processed) % sets.count
         return self._fast_choose(attempt, sets, window, start, _Feasible("", None, special, served, batch))
+
+    def _fast_refusal(
+        self, attempt: _Attempt, sets: NodeSets, verdicts: Verdicts | None, served: frozenset[str], start: int
+    ) -> Unschedulable | None:
+        """The walk's outcome for a pod that fits nowhere, from what the sets already decided: each node's reason is
+        the first check it fails in Filter's order, the allocator's answers those the verdicts hold (the walk would
+        ask the allocator again on every node). None where some node's reason is not known here."""
+        record = attempt.record
+        pod, requests = record.pod, record.requests
+        passing = sets.static_mask(pod) & sets.fit_mask(requests, served, record.requests_key)
+        batch, _ = attempt.batch_for(served, self.extended_map)
+        demand = self.index.demand(batch) if self.index is not None and batch and attempt.allocator else None
+        free = sets.free_mask(demand.signature, demand.count) if demand is not None else -1
+        reasons: dict[str, list[str]] = {}
+        state = self.state
+        for offset in range(sets.count):
+            i = (start + offset) % sets.count
+            name = sets.names[i]
+            node = state.nodes[name]
+            if not passing >> i & 1:
+                reason = node_fit_reason(pod, requests, node, state.usage[name], served)
+            elif claim_rejecting(attempt.claims, node) is not None:
+                reason = CLAIM_NOT_ON_NODE
+            elif not free >> i & 1:
+                reason = UNSCHEDULABLE_CLAIMS
+            elif verdicts is not None and verdicts.bad >> i & 1:
+                reason = verdicts.reasons.get(i)
+            else:
+                return None
+            if reason is None:
+                return None
+            reasons.setdefault(reason, []).append(name)
+        return Unschedulable(summarize(reasons, len(state.nodes)), reasons)
 
     def _node_verdict(
         self, allocator: NodeAllocator, sets: NodeSets, verdicts: Verdicts, i: int, batch: list[ResourceClaim]
