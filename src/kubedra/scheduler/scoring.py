@@ -561,8 +561,7 @@ class KubeScorer:
         cache_key = (key, wants)
         total = self._scores.get(cache_key)
         if total is None:
-            fit, balanced = self.resources(key, wants)
-            total = WEIGHTS["NodeResourcesFit"] * fit + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced
+            total = resource_total(key, wants)
             if len(self._scores) >= MAX_CACHED_SCORES:
                 self._scores.clear()
             self._scores[cache_key] = total
@@ -672,6 +671,33 @@ class KubeScorer:
                 zone_weight,
             ))
         return spread_normalize(raw)
+
+
+def resource_total(key: ResourceKey, wants: ScoringRequests) -> int:
+    """``KubeScorer.resources``' weighted sum (both weights are 1), written out for cpu and memory: what the fast path
+    computes for every node of a window whose nodes all differ (a test holds it equal to the plugin formulas)."""
+    (cpu, memory), used = key
+    want_cpu, want_memory = wants.milli_cpu, wants.memory
+    # NodeResourcesFit, LeastAllocated on the "non-zero" requests
+    fit = weights = 0
+    if cpu:
+        requested = used.nonzero_milli_cpu + wants.nonzero_milli_cpu
+        fit += (cpu - requested) * MAX_NODE_SCORE // cpu if requested <= cpu else 0
+        weights += 1
+    if memory:
+        requested = used.nonzero_memory + wants.nonzero_memory
+        fit += (memory - requested) * MAX_NODE_SCORE // memory if requested <= memory else 0
+        weights += 1
+    fit = fit // weights if weights else 0
+    if want_cpu == 0 and want_memory == 0:
+        return fit
+    if cpu and memory:
+        after = abs((min(1.0, (used.milli_cpu + want_cpu) / cpu) - min(1.0, (used.memory + want_memory) / memory)) / 2)
+        before = abs((min(1.0, used.milli_cpu / cpu) - min(1.0, used.memory / memory)) / 2)
+        delta = int((1 - after) * MAX_NODE_SCORE) - int((1 - before) * MAX_NODE_SCORE)
+    else:
+        delta = 0  # one resource or none: no spread, balance 100 with and without the pod
+    return fit + MAX_NODE_SCORE // 2 + go_div(MAX_NODE_SCORE // 2 + delta, 2)
 
 
 def _split(groups: list[_Group], partition: Sequence[tuple[Any, int]], field: str) -> list[_Group]:
