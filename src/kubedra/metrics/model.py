@@ -46,7 +46,7 @@ class FamilySpec:
     name: str
     help: str
     labels: tuple[str, ...]
-    type: str = "gauge"  # or "untyped": a count that can go down but whose name ends in _total
+    type: str = "gauge"  # "untyped": a count that can go down but whose name ends in _total; or "counter"
 
     @cached_property
     def layout(self) -> tuple[tuple[int, ...], tuple[str, ...]]:

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import GaugeMetricFamily, Metric, UnknownMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
@@ -29,14 +29,15 @@ class Source(Protocol):
 
 
 class FamiliesCollector(Collector):
-    """A custom collector: each family as a prometheus-client gauge family."""
+    """A custom collector: each family as a prometheus-client family of its type."""
 
     def __init__(self, source: Callable[[], list[Family]]) -> None:
         self._source = source
 
     def collect(self) -> Iterator[Metric]:
+        types = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily}
         for family in self._source():
-            kind = GaugeMetricFamily if family.spec.type == "gauge" else UnknownMetricFamily
+            kind = types.get(family.spec.type, UnknownMetricFamily)
             gauge = kind(family.spec.name, family.spec.help, labels=list(family.spec.labels))
             for labels, value in family.rows:
                 gauge.add_metric(list(labels), value)
