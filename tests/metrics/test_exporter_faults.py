@@ -21,6 +21,7 @@ from tests.kube import builders as b
 from tests.kube.faultproxy import FaultProxy
 
 from kubedra.allocator import Features
+from kubedra.cli import main
 from kubedra.kube.api import connect
 from kubedra.kube.mirror import Backoff, Mirror
 from kubedra.kube.read import decode_cluster, read_cluster
@@ -238,6 +239,33 @@ def test_an_object_with_a_bad_integer_is_left_out_named_and_counted_and_the_rest
             assert source.undecodable == []
             assert _sample(source, "kubedra_exporter_undecodable_objects", "ResourceSlice") == 0.0
             assert _sample(source, "kubedra_exporter_decode_errors_total", "ResourceSlice") == 1.0
+
+
+def test_exporter_once_names_what_it_left_out_and_exits_1(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: with one slice it could not decode, ``kubedra exporter --once`` printed the health families alone
+    (no DRA number) and exited 0."""
+    node, driver, gpu_class = _inventory(control_plane, namespace)
+    bad = b.node_slice(node, driver, 2)["metadata"]["name"]
+
+    def broken(document: dict[str, Any]) -> dict[str, Any]:
+        if document["metadata"]["name"] == bad:
+            document = {**document, "metadata": {**document["metadata"], "generation": TOO_BIG}}
+        return document
+
+    with _proxy(control_plane, tmp_path) as proxy:
+        proxy.rewrite("resourceslices", broken)
+        code = main(["exporter", "--kubeconfig", str(proxy.kubeconfig), "--once", "--sync-timeout", "30"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert f"warning: ResourceSlice {bad}: metadata.generation: Invalid value: {TOO_BIG}: cannot unmarshal number " \
+           "into Go value of type int64; left out of the metrics until it changes" in err
+    assert "error: 1 object(s) could not be decoded and are left out of the metrics" in err
+    assert f'kube_resourceclaim_info{{namespace="{namespace}",resourceclaim="first"' in out  # the rest is served
+    assert f'kube_deviceclass_info{{deviceclass="{gpu_class}"' in out
+    assert 'kubedra_exporter_decode_errors_total{kind="ResourceSlice"} 1.0' in out
+    assert f'resourceslice="{bad}"' not in out
 
 
 @pytest.mark.parametrize("how", ["garble", "truncate", "cut"])
