@@ -2,7 +2,8 @@
 (``tests/kube/faultproxy.py``) that breaks what the API server sends: fields a newer server would add, an integer
 no Go int64 holds, garbled, truncated and cut watch lines, a watch stream that hangs, and a worker thread killed in
 the middle of a list. After each, the exposition must equal a fresh full build of the exporter's own documents and a
-strict read of the real API server's objects (with the object that cannot be read left out)."""
+strict read of the real API server's whole objects (with the object that cannot be read left out), which also holds
+the exporter's slim Nodes and Pods to the exposition whole ones give."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from kubedra.allocator import Features
 from kubedra.cli import main
 from kubedra.kube.api import connect
 from kubedra.kube.mirror import Backoff, Mirror
-from kubedra.kube.read import decode_cluster, read_cluster
+from kubedra.kube.read import decode_cluster, read_cluster, slim
 from kubedra.metrics.live import LiveSource, state_from_loaded
 from kubedra.metrics.model import DraMetrics
 from kubedra.objects.load import load_paths
@@ -53,7 +54,8 @@ def _proxy(plane: ControlPlane, tmp_path: Path) -> Iterator[FaultProxy]:
 def _exporter(proxy: FaultProxy, **mirror_options: Any) -> Iterator[Exporter]:
     """The exporter's mirror and live source, reading through ``proxy``."""
     kubeconfig = str(proxy.kubeconfig)
-    options: dict[str, Any] = {"page_size": 3, "watch_timeout": 5, "backoff": Backoff(initial=0.1, maximum=1.0)}
+    options: dict[str, Any] = {"page_size": 3, "watch_timeout": 5, "backoff": Backoff(initial=0.1, maximum=1.0),
+                               "trim": slim}  # slim Nodes and Pods, as kubedra exporter keeps them
     mirror = Mirror(lambda: connect(kubeconfig), **(options | mirror_options))
     errors: list[str] = []
     source = LiveSource(mirror, Features.for_release(), on_error=errors.append)

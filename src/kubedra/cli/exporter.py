@@ -58,6 +58,7 @@ def register(app: typer.Typer) -> None:
         from kubedra.allocator import FeatureGateError, Features
         from kubedra.kube.api import KubeError, connect
         from kubedra.kube.mirror import Mirror
+        from kubedra.kube.read import slim
         from kubedra.metrics.live import LiveSource
 
         def warn(message: str) -> None:
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
         try:
             features = Features.for_release(kubernetes_version)
             connect(kubeconfig, context).close()  # a bad kubeconfig is reported now, not by every watch thread
-            mirror = Mirror(lambda: connect(kubeconfig, context))
+            mirror = Mirror(lambda: connect(kubeconfig, context), trim=slim)
             mirror.start()
         except (KubeError, FeatureGateError) as exc:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)

@@ -113,12 +113,16 @@ class Mirror:
         backoff: Backoff = Backoff(),
         journal_limit: int = 200_000,
         clock: Callable[[], float] = time.time,
+        trim: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
         """``watch_timeout``: the server ends each watch after that many seconds (it is then resumed);
         ``read_timeout``: a watch silent that long is hung (default: ``watch_timeout`` and half as much again, at
         least 10 s more). ``journal_limit``: changes kept for an incremental reader; past it the journal is dropped
-        (a reader that never asks costs no memory) and the next :meth:`changes` is complete."""
+        (a reader that never asks costs no memory) and the next :meth:`changes` is complete. ``trim(kind,
+        document)``: what is kept of each document (``kube.read.slim`` keeps what the model reads); all of it
+        without."""
         self._connect = connect
+        self._trim = trim
         self._kinds = list(kinds)
         self._page_size = page_size
         self._watch_timeout = watch_timeout
@@ -278,9 +282,10 @@ class Mirror:
             if self._stop.is_set():
                 return
             state = self._states[listing.kind.kind]
-            objects = {object_key(item): item for item in listing.items}
-            old = state.objects
             name = listing.kind.kind
+            trim = self._trim
+            objects = {object_key(item): trim(name, item) if trim else item for item in listing.items}
+            old = state.objects
             self._journal.extend((name, key) for key, item in objects.items() if old.get(key) != item)
             self._journal.extend((name, key) for key in old.keys() - objects.keys())
             state.objects = objects
@@ -304,7 +309,7 @@ class Mirror:
                 state.objects.pop(key, None)
                 self._journal.append((name, key))
             elif event_type in ("ADDED", "MODIFIED"):
-                state.objects[key] = document
+                state.objects[key] = self._trim(name, document) if self._trim else document
                 self._journal.append((name, key))
             self._journal_trim()
             version = document.get("metadata", {}).get("resourceVersion")

@@ -20,6 +20,8 @@ from lightkube.core.exceptions import ApiError
 from kubedra.kube.api import DEFAULT_PAGE_SIZE, KubeError, describe_error, list_kind, served_version
 from kubedra.kube.kinds import KINDS, Kind
 from kubedra.objects import beta
+from kubedra.objects import model as m
+from kubedra.objects.decode import prune
 from kubedra.objects.errors import InvalidInputError, Problem
 from kubedra.objects.load import Loaded, load_paths
 
@@ -27,6 +29,18 @@ SOURCE = "cluster"
 # Bookkeeping of the API server that says nothing about the cluster's state.
 _METADATA_NOISE = ("managedFields", "resourceVersion", "selfLink", "generation")
 _ANNOTATION_NOISE = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+_SLIM: dict[str, type[Any]] = {"Node": m.Node, "Pod": m.Pod}
+
+
+def slim(kind: str, document: dict[str, Any]) -> dict[str, Any]:
+    """A Node or Pod with only the fields kubedra's model reads; other kinds whole. A long-lived copy (the
+    exporter's) need not keep managedFields, a node's images and conditions, a pod's volumes, env and container
+    statuses: most of their size, and nothing any metric reads. The model reads the slim document exactly as the
+    whole one (it ignores what is dropped), and the DRA kinds keep every field: each one counts for them."""
+    cls = _SLIM.get(kind)
+    return document if cls is None else dict(prune(cls, document))
 
 
 def object_key(document: dict[str, Any]) -> str:
