@@ -164,7 +164,7 @@ class LiveState:
                        frozenset(documents.get("Node", ())))
 
     def _set_aside(self, changes: Changes, undecodable: list[Undecodable]) -> None:
-        before = self.undecodable
+        before = dict(self.undecodable)
         if changes.complete:
             self.undecodable = {}
         else:
