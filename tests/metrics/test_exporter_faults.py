@@ -354,6 +354,6 @@ def test_a_worker_killed_mid_list_starts_over_and_the_kind_syncs(
             text = _settled(source, lambda: _server(control_plane))
             stats = source.mirror.stats()["ResourceClaim"]
             assert worker.is_alive()  # the same thread, started over
-            assert stats.last_error == "watch resourceclaims: worker failed: Killed: ", stats
+            assert stats.last_error == "watch resourceclaims: worker failed: Killed", stats
             assert stats.up and stats.lists == 1 and stats.reconnects == 1, stats
             assert all(f'resourceclaim="more-{i}"' in text for i in range(6))

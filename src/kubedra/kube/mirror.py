@@ -346,7 +346,8 @@ class Mirror:
                     if self._stop.is_set():
                         return
                     plural = self._states[name].kind.plural
-                    self._note_failure(name, f"watch {plural}: worker failed: {type(exc).__name__}: {exc}", False)
+                    why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                    self._note_failure(name, f"watch {plural}: worker failed: {why}", False)
                     _close_all(owned)
                     failures += 1
                     if self._stop.wait(self._backoff.delay(failures)):
