@@ -420,3 +420,26 @@ def test_fields_a_newer_api_server_adds_are_ignored_in_every_kind() -> None:
     assert source.undecodable == []
     assert _dra_text(source) == _full(mirror)
     assert "kube_resourceslice_info" in _dra_text(source) and 'resourceslice="slice-0"' in _dra_text(source)
+
+
+def test_a_device_two_claims_held_is_free_once_both_let_go() -> None:
+    """Found by the random sequences above once they reached more states: two claims allocated the same device
+    (node-0's gpu-0); when the first let go, the model put the device back for the other, but the allocated state
+    counts holds on a device itself since the device table's change, so the device counted as held twice and
+    stayed in use after the second let go too."""
+    mirror = _mirror()
+    for name in KIND_NAMES:
+        build, count = BUILDERS[name]
+        items = [build(i, 2 if name == "ResourceClaim" and i in (0, 2) else 1) for i in range(count)]
+        mirror.replace(_listing(name, [d for d in items if name != "ResourceSlice" or d["spec"].get("nodeName")], 1))
+    source = LiveSource(mirror, Features.for_release(), clock=lambda: 0.0)
+    assert source.refresh()
+    free = 'node_dra_resource_available{attribute="devices",node="node-0",resource_class="class-0"} '
+    assert free + "0.0" in _dra_text(source)  # node-0 has one GPU, held by claim-0 and claim-2
+    for i, expected in ((0, "0.0"), (2, "1.0")):
+        released = _claim(i, 1)
+        released["metadata"]["resourceVersion"] = str(10 + i)
+        mirror.apply("ResourceClaim", "MODIFIED", released)
+        assert source.refresh()
+        assert _dra_text(source) == _full(mirror)
+        assert free + expected in _dra_text(source)
