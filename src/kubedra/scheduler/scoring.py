@@ -549,8 +549,8 @@ class KubeScorer:
             return best
         tops: list[int] = []
         class_of = self._class_of
-        for i in positions(window):
-            total = self._resource_total(class_of[i], wants)
+        for i in positions(window):  # nodes whose usage is their own: computed, not cached (seldom asked again)
+            total = resource_total(class_of[i], wants)
             if total > best_total:
                 best_total, tops = total, [i]
             elif total == best_total:
