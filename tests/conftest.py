@@ -5,19 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from tests import depth
 from tests.controlplane.fixture import ControlPlane, go_available, running_control_plane
 
 NO_GO = "go is not on PATH: the test control plane (tests/controlplane) cannot be built"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Without go there is no control plane: its tests skip, with the reason in the summary."""
-    if go_available():
-        return
-    skip = pytest.mark.skip(reason=NO_GO)
+    """Without go there is no control plane: its tests skip, with the reason in the summary. Tests marked ``deep``
+    run only in deep mode (tests/depth.py)."""
+    no_go = None if go_available() else pytest.mark.skip(reason=NO_GO)
+    shallow = None if depth.DEEP else pytest.mark.skip(reason=depth.DEEP_REASON)
     for item in items:
-        if item.get_closest_marker("controlplane") is not None:
-            item.add_marker(skip)
+        if no_go is not None and item.get_closest_marker("controlplane") is not None:
+            item.add_marker(no_go)
+        if shallow is not None and item.get_closest_marker("deep") is not None:
+            item.add_marker(shallow)
 
 
 @pytest.fixture(scope="session")
