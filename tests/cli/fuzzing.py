@@ -275,9 +275,9 @@ def stdio(stdin: bytes) -> Iterator[None]:
         sys.stdin, sys.stdout, sys.stderr = saved
 
 
-def invoke(argv: list[str], stdin: bytes = b"") -> Outcome:
-    """``kubedra ARGV`` in-process, with a deadline; what it printed."""
-    with stdio(stdin), deadline():
+def invoke(argv: list[str], stdin: bytes = b"", *, hang: float = HANG_SECONDS) -> Outcome:
+    """``kubedra ARGV`` in-process, with a deadline of ``hang`` seconds; what it printed."""
+    with stdio(stdin), deadline(hang):
         code = main(argv)
         out, err = sys.stdout.getvalue(), sys.stderr.getvalue()  # type: ignore[attr-defined]
     return Outcome(argv, code, out, err)

@@ -171,3 +171,22 @@ def test_a_rediscovered_unhealthy_gpu_is_one_health_report(served: Served) -> No
     served.driver.update_inventory(parse_inventory(data, "inv.yaml"))
     thread.join(timeout=10)
     assert [(d.device.device_name, d.health) for d in reports[1].devices] == [("gpu-0", 1), ("gpu-1", 2), ("gpu-2", 1)]
+
+
+def test_bytes_that_are_no_message_are_refused_in_one_line(
+    served: Served, dirs: Dirs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by tests/driver/test_fuzz_driver.py: grpc logged a traceback for the caller's corrupt message."""
+    with grpc.insecure_channel(f"unix://{dirs.plugin / 'dra.sock'}") as channel:
+        call = channel.unary_unary(
+            f"/{grpcservice.DRA_V1_SERVICE}/NodePrepareResources",
+            request_serializer=lambda b: b,
+            response_deserializer=lambda b: b,
+        )
+        with pytest.raises(grpc.RpcError) as refused:
+            call(b"\x0a\xff\xff", timeout=10)
+    assert refused.value.code() == grpc.StatusCode.INTERNAL
+    assert [r.exc_info for r in caplog.records if r.exc_info] == []
+    assert any("refused a request that is not a k8s.io.kubelet.pkg.apis.dra.v1.NodePrepareResourcesRequest" in r.message
+               for r in caplog.records)
+    assert served.kubelet.prepare(DRIVER, []).claims == {}  # still serving

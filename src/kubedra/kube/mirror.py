@@ -22,12 +22,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
 
 from kubedra.kube.api import (
     DEFAULT_PAGE_SIZE,
+    READ_ERRORS,
     KubeError,
     Listing,
     all_namespaces,
@@ -137,7 +136,7 @@ class Mirror:
             for kind in self._kinds:
                 try:
                     self._versions[kind.kind] = served_version(client, kind)
-                except (ApiError, httpx2.HTTPError, OSError) as exc:
+                except READ_ERRORS as exc:
                     raise KubeError(describe_error(exc, f"discovering {kind.plural}")) from exc
         self.prepare(self._versions)
         for name, state in self._states.items():
@@ -353,7 +352,7 @@ class Mirror:
                         return
                     failures = 0
                     self.apply(name, event_type, dict(obj))
-            except (ApiError, httpx2.HTTPError, OSError) as exc:
+            except READ_ERRORS as exc:
                 if self._stop.is_set():
                     return
                 gone = is_gone(exc)
