@@ -5,8 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 from tests import depth
 from tests.controlplane.fixture import ControlPlane, go_available, running_control_plane
+
+# Hypothesis tests that set no count of their own draw Hypothesis' default 100 per run, 1,000 in deep mode; the fuzz
+# and property tests set theirs from tests/depth.py.
+settings.register_profile("per-run", settings.get_profile("default"))
+settings.register_profile("deep", max_examples=1000)
+settings.load_profile("deep" if depth.DEEP else "per-run")
 
 NO_GO = "go is not on PATH: the test control plane (tests/controlplane) cannot be built"
 

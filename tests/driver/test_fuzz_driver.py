@@ -370,6 +370,8 @@ def _log_has_error_line(text: str) -> bool:
 
 @settings(FUZZ, max_examples=FLAG_EXAMPLES)
 @given(flag_values, inventory_files())
+@example({}, b"\xff\xfe")  # found by this test: an inventory that is not UTF-8 was a traceback
+@example({}, yaml.safe_dump(inventory(2)).encode())  # serves
 def test_flags_and_inventories(plane: ControlPlane, flags: dict[str, str], inventory_bytes: bytes | None) -> None:
     """Exit 2 with an error line and nothing created; or serve, and stop with 0 on SIGTERM (or exit 2 by itself,
     with an error line and its sockets removed, when the API server refuses what it publishes)."""
