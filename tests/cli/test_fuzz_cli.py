@@ -260,6 +260,7 @@ def test_validate(data: bytes) -> None:
 @FUZZ
 @given(migrate_inputs(), migrate_options, st.sampled_from(["stdin", "file", "directory"]), st.sampled_from(OUTPUT_DIRS))
 @example(MIGRATE_FILES[0].read_bytes(), [], "file", "target-is-a-directory")  # wrote the first files, then failed
+@example(MIGRATE_FILES[0].read_bytes(), ["--min-compute-capability=¹"], "stdin", "stdout")  # isdigit() took "¹"
 def test_migrate(data: bytes, options: list[str], how: str, where: str) -> None:
     """Exit 0 or 2; on 2 nothing written anywhere; on 0 every output whole; migrating the output changes nothing."""
     outcome = run_migrate(data, options, how, where)

@@ -63,7 +63,8 @@ class FakeBackend:
                     f"start {start}): Insufficient Resources"
                 )
             gi = min(set(range(1, len(mine) + 2)) - {d.gi for d in mine})
-            minor = int(parent_uuid.rsplit("-", 1)[-1][-3:]) if parent_uuid[-3:].isdigit() else 0
+            tail = parent_uuid[-3:]
+            minor = int(tail) if tail.isascii() and tail.isdigit() else 0
             device = MigDevice(
                 parent_uuid,
                 profile_id,
