@@ -26,8 +26,11 @@ KINDS = ("plain", "counters", "shared", "tainted", "per-device")
 
 
 def _device(name: str, d: int, **extra: Any) -> dict[str, Any]:
-    return {"name": name, "attributes": {"numa": {"int": d // 2}, "model": {"string": "A" if d % 3 else "B"}},
-            **extra}
+    """Every device has a UUID of its own, as real GPUs do: answers may be reused across nodes only for claims whose
+    selectors and constraints cannot read it."""
+    node = extra.pop("node", "")
+    return {"name": name, "attributes": {"numa": {"int": d // 2}, "model": {"string": "A" if d % 3 else "B"},
+                                         "uuid": {"string": f"GPU-{node}-{d}"}}, **extra}
 
 
 def _slices(node: str, kind: str) -> list[dict[str, Any]]:
@@ -40,20 +43,20 @@ def _slices(node: str, kind: str) -> list[dict[str, Any]]:
         docs.append({"driver": DRIVER, "nodeName": node, "pool": spec["pool"],
                      "sharedCounters": [{"name": "mem", "counters": {"memory": {"value": size}}}]})
         spec["devices"] = [
-            _device(f"part-{d}", d, consumesCounters=[{"counterSet": "mem", "counters": {
+            _device(f"part-{d}", d, node=node, consumesCounters=[{"counterSet": "mem", "counters": {
                 "memory": {"value": size}}}])
             for d, size in enumerate(["20Gi", "20Gi", "40Gi", "10Gi"])
         ]
     elif kind == "shared":
-        spec["devices"] = [_device(f"gpu-{d}", d, allowMultipleAllocations=True, capacity={"memory": {
+        spec["devices"] = [_device(f"gpu-{d}", d, node=node, allowMultipleAllocations=True, capacity={"memory": {
             "value": "40Gi", "requestPolicy": {"default": "10Gi", "validRange": {"min": "10Gi", "step": "10Gi"}}}})
             for d in range(2)]
     elif kind == "per-device":
         del spec["nodeName"]
         spec["perDeviceNodeSelection"] = True
-        spec["devices"] = [_device(f"gpu-{d}", d, nodeName=node) for d in range(3)]
+        spec["devices"] = [_device(f"gpu-{d}", d, node=node, nodeName=node) for d in range(3)]
     else:
-        spec["devices"] = [_device(f"gpu-{d}", d) for d in range(4)]
+        spec["devices"] = [_device(f"gpu-{d}", d, node=node) for d in range(4)]
         if kind == "tainted":
             spec["devices"][1]["taints"] = [{"key": "broken", "effect": "NoSchedule"}]
     docs.append(spec)
@@ -68,8 +71,14 @@ def _request(rng: random.Random, name: str) -> dict[str, Any]:
         exactly["count"] = rng.choice([2, 3])
     elif roll < 0.35:
         exactly["allocationMode"] = "All"
-    if rng.random() < 0.25:
+    roll = rng.random()
+    if roll < 0.25:
         exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "A"'}}]
+    elif roll < 0.32:  # reads the UUID: one node's device only
+        exactly["selectors"] = [{"cel": {"expression":
+                                         f'device.attributes["{DRIVER}"].uuid == "GPU-node-{rng.randrange(15)}-1"'}}]
+    elif roll < 0.37:  # could read any attribute: the UUID included
+        exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER}"].exists(k, k == "uuid")'}}]
     if rng.random() < 0.25:
         exactly["capacity"] = {"requests": {"memory": rng.choice(["5Gi", "10Gi", "20Gi"])}}
     if rng.random() < 0.2:
@@ -84,8 +93,11 @@ def _request(rng: random.Random, name: str) -> dict[str, Any]:
 
 def _claim(rng: random.Random, i: int) -> dict[str, Any]:
     devices: dict[str, Any] = {"requests": [_request(rng, f"r{r}") for r in range(rng.choice([1, 1, 2]))]}
-    if rng.random() < 0.3:
+    roll = rng.random()
+    if roll < 0.3:
         devices["constraints"] = [{"matchAttribute": f"{DRIVER}/numa"}]
+    elif roll < 0.36:  # never met by two devices: every UUID differs
+        devices["constraints"] = [{"matchAttribute": f"{DRIVER}/uuid"}]
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": f"c{i}", "namespace": "default"}, "spec": {"devices": devices}}
 
@@ -172,3 +184,42 @@ def test_answers_stop_being_kept_where_nodes_are_seldom_alike(monkeypatch: pytes
     assert reusing.answers_reused == 0
     assert not reusing._reusing
     assert not reusing._answers
+
+
+def _uuid_cluster(selector: str) -> tuple[Allocator, list[Node], ResourceClaim]:
+    docs: list[dict[str, Any]] = [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "default"},
+         "spec": {"devices": {"requests": [{"name": "r", "exactly": {
+             "deviceClassName": "gpu", "selectors": [{"cel": {"expression": selector}}]}}]}}},
+    ]
+    for n in range(3):
+        docs.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{n}"}})
+        docs += _slices(f"node-{n}", "plain")
+    loaded = load_text(yaml.safe_dump_all(docs)).objects
+    features = Features()
+    allocator = Allocator(features, AllocatedState(), {"gpu": next(o for o in loaded if isinstance(o, DeviceClass))},
+                          [o for o in loaded if isinstance(o, ResourceSlice)], CompileCache(features.cel_options()))
+    return allocator, [o for o in loaded if isinstance(o, Node)], next(o for o in loaded if isinstance(o, ResourceClaim))
+
+
+def test_nodes_that_differ_only_in_attributes_no_selector_reads_are_decided_once() -> None:
+    allocator, nodes, claim = _uuid_cluster(f'device.attributes["{DRIVER}"].model == "A"')
+    results = [allocator.allocate(node, [claim]) for node in nodes]
+    assert [r[0].devices.results[0].device for r in results if r] == ["gpu-1", "gpu-1", "gpu-1"]
+    assert [r[0].devices.results[0].pool for r in results if r] == ["node-0", "node-1", "node-2"]
+    assert allocator.answers_reused == 2
+
+
+@pytest.mark.parametrize("selector", [
+    f'device.attributes["{DRIVER}"].uuid == "GPU-node-1-2"',
+    f'device.attributes["{DRIVER}"]["uuid"] == "GPU-node-1-2"',
+    f'device.attributes["{DRIVER}"].exists(k, k == "uuid") && "GPU-node-1-2" in [device.attributes["{DRIVER}"].uuid]',
+])
+def test_a_selector_that_reads_the_uuid_keeps_nodes_apart(selector: str) -> None:
+    allocator, nodes, claim = _uuid_cluster(selector)
+    results = [allocator.allocate(node, [claim]) for node in nodes]
+    assert results[0] is None and results[2] is None
+    assert results[1] is not None and results[1][0].devices.results[0].device == "gpu-2"
+    assert allocator.answers_reused == 0

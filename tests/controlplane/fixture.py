@@ -129,6 +129,9 @@ class ControlPlane:
     bin_dir: Path = BIN
     token: str = field(default_factory=lambda: secrets.token_hex(16))  # user "admin", group system:masters
     reader_token: str = field(default_factory=lambda: secrets.token_hex(16))  # user "reader", no rights until bound
+    # more static tokens: (token, user, uid, group), e.g. a kubelet's (system:node:<name>, group system:nodes)
+    tokens: Sequence[tuple[str, str, str, str]] = ()
+    authorization_mode: str = "RBAC"  # "Node,RBAC" where a real kubelet runs with a node identity
     etcd_port: int = 0
     etcd_peer_port: int = 0
     apiserver_port: int = 0
@@ -314,6 +317,7 @@ class ControlPlane:
     def _write_credentials(self) -> None:
         (self.workdir / "tokens.csv").write_text(
             f'{self.token},admin,admin-uid,"system:masters"\n{self.reader_token},reader,reader-uid\n'
+            + "".join(f'{token},{user},{uid},"{group}"\n' for token, user, uid, group in self.tokens)
         )
         key, pub = self.workdir / "sa.key", self.workdir / "sa.pub"
         subprocess.run(["openssl", "genrsa", "-out", str(key), "2048"], check=True, capture_output=True)
@@ -390,7 +394,7 @@ class ControlPlane:
                     "--secure-port", str(self.apiserver_port),
                     "--cert-dir", str(self.cert_dir),
                     "--token-auth-file", str(w / "tokens.csv"),
-                    "--authorization-mode", "RBAC",
+                    "--authorization-mode", self.authorization_mode,
                     "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
                     "--service-account-key-file", str(w / "sa.pub"),
                     "--service-account-signing-key-file", str(w / "sa.key"),
@@ -477,17 +481,25 @@ def running_control_plane(
     apiserver_args: Sequence[str] = (),
     only: Sequence[str] = BINARIES,
     scheduler_config: Mapping[str, Any] | None = None,
+    tokens: Sequence[tuple[str, str, str, str]] = (),
+    authorization_mode: str = "RBAC",
 ) -> Iterator[ControlPlane]:
     """Start a control plane for the ``with`` block; everything is stopped (and the directory removed) after.
 
     ``apiserver_args`` are added to kube-apiserver's flags (e.g. ``--runtime-config`` to serve only the betas an
     older release served); ``only`` names the components to start; ``scheduler_config`` holds top-level fields
-    of the scheduler's KubeSchedulerConfiguration (``profiles``, ``percentageOfNodesToScore``, ...).
+    of the scheduler's KubeSchedulerConfiguration (``profiles``, ``percentageOfNodesToScore``, ...); ``tokens``
+    are more static bearer tokens, (token, user, uid, group) each; ``authorization_mode`` is kube-apiserver's.
     """
     own = workdir is None
     directory = Path(tempfile.mkdtemp(prefix="kubedra-cp-")) if workdir is None else workdir
     plane = ControlPlane(
-        directory, apiserver_args=list(apiserver_args), only=list(only), scheduler_config=dict(scheduler_config or {})
+        directory,
+        apiserver_args=list(apiserver_args),
+        only=list(only),
+        scheduler_config=dict(scheduler_config or {}),
+        tokens=list(tokens),
+        authorization_mode=authorization_mode,
     )
     try:
         plane.start()

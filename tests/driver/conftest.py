@@ -1,7 +1,10 @@
-"""Fixtures of the driver tests: short directories (unix socket paths are limited to 107 bytes)."""
+"""Fixtures of the driver tests: short directories (unix socket paths are limited to 107 bytes), and the C stub of
+libnvidia-ml.so.1 that the real nvidia-ml-py runs over (built once per session)."""
 
 from __future__ import annotations
 
+import ctypes
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -9,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.driver import nvmlstub
 from tests.driver.helpers import DRIVER, StaticClaims, write_inventory
 from tests.driver.kubelet import Kubelet
 
@@ -38,12 +42,33 @@ class Dirs:
     def boot_id(self) -> Path:
         return self.root / "boot_id"
 
+    @property
+    def proc_stat(self) -> Path:
+        """Stands for /proc/stat: ``btime``, when this boot began (long before any file a test writes)."""
+        return self.root / "stat"
+
+    def boot(self, boot_id: str, at: float) -> None:
+        """The node (re)booted at ``at`` with a new boot ID."""
+        self.boot_id.write_text(boot_id + "\n")
+        self.proc_stat.write_text(f"cpu  1 2 3 4\nbtime {int(at)}\n")
+
+    def config(self, node: str = "node-1", *, recover: bool = False) -> NodeConfig:
+        return NodeConfig(
+            node,
+            DRIVER,
+            self.plugin,
+            self.cdi,
+            boot_id_path=self.boot_id,
+            proc_stat_path=self.proc_stat,
+            recover_checkpoint=recover,
+        )
+
 
 @pytest.fixture
 def dirs() -> Iterator[Dirs]:
     root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
     d = Dirs(root)
-    d.boot_id.write_text("boot-1\n")
+    d.boot("boot-1", at=1_000_000_000)
     yield d
     shutil.rmtree(root, ignore_errors=True)
 
@@ -52,8 +77,53 @@ def make_driver(
     dirs: Dirs, claims: StaticClaims, runner: RecordingRunner | None = None, count: int = 2, node: str = "node-1"
 ) -> NodeDriver:
     inventory = FakeBackend(write_inventory(dirs.root / "inventory.yaml", count)).discover()
-    config = NodeConfig(node, DRIVER, dirs.plugin, dirs.cdi, boot_id_path=dirs.boot_id)
-    return NodeDriver(config, inventory, claims, runner or RecordingRunner())
+    return NodeDriver(dirs.config(node), inventory, claims, runner or RecordingRunner())
+
+
+@dataclass(frozen=True)
+class StubLibrary:
+    path: Path
+    lib: ctypes.CDLL
+
+
+@pytest.fixture(scope="session")
+def nvml_library(tmp_path_factory: pytest.TempPathFactory) -> StubLibrary:
+    """The stub, compiled for this run and opened where pynvml finds it; proven to be what pynvml talks to."""
+    import pynvml
+
+    try:
+        path = nvmlstub.build(tmp_path_factory.mktemp("nvmlstub"))
+    except FileNotFoundError as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{exc}; CI must run the NVML tests")
+        pytest.skip(str(exc))
+    lib = nvmlstub.load(path)
+    probe = nvmlstub.NvmlStub(lib, tmp_path_factory.mktemp("nvmlprobe"))
+    probe.write()
+    before = probe.inits
+    os.environ[nvmlstub.ENV] = str(probe.path)
+    try:
+        pynvml.nvmlInit()
+        pynvml.nvmlShutdown()
+    finally:
+        del os.environ[nvmlstub.ENV]
+    if probe.inits != before + 1:  # pragma: no cover - a real libnvidia-ml.so.1 was loaded first
+        pytest.fail("pynvml is bound to another libnvidia-ml.so.1 than the stub")
+    probe.reset()
+    return StubLibrary(path, lib)
+
+
+@pytest.fixture
+def nvml(nvml_library: StubLibrary, dirs: Dirs, monkeypatch: pytest.MonkeyPatch) -> Iterator[nvmlstub.NvmlStub]:
+    """This test's node for the stub: an A100-SXM4-40GB with MIG on (gpu-0) and an H100 with MIG off (gpu-1)."""
+    stub = nvmlstub.NvmlStub(nvml_library.lib, dirs.root / "nvml")
+    stub.write()
+    monkeypatch.setenv(nvmlstub.ENV, str(stub.path))
+    stub.reset()
+    yield stub
+    left_open = stub.sessions
+    stub.reset()
+    assert left_open == 0, f"{left_open} NVML session(s) left open: an nvmlInit without its nvmlShutdown"
 
 
 @dataclass

@@ -57,7 +57,7 @@ def claim(
     doc: dict[str, Any] = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
-        "metadata": {"name": name, "namespace": namespace, "uid": uid or str(uuidlib.uuid4())},
+        "metadata": {"name": name, "namespace": namespace, "uid": str(uuidlib.uuid4()) if uid is None else uid},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
         "status": {},
     }

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 import yaml
 from tests.controlplane.fixture import free_port
@@ -71,10 +72,8 @@ def test_bad_flags_exit_2(dirs: Dirs, capsys: pytest.CaptureFixture[str], extra:
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.slow
-def test_runs_without_an_api_server_and_stops_on_sigterm(dirs: Dirs) -> None:
-    """A kubeconfig with ``server: http://127.0.0.1:PORT`` and no credentials; nothing listens there: the driver
-    serves the kubelet anyway, retries publishing with backoff, and exits 0 on SIGTERM with its sockets gone."""
+def _dead_kubeconfig(dirs: Dirs) -> Path:
+    """``server: http://127.0.0.1:PORT`` and no credentials; nothing listens there."""
     port = free_port()
     kubeconfig = dirs.root / "kubeconfig"
     kubeconfig.write_text(
@@ -89,6 +88,14 @@ def test_runs_without_an_api_server_and_stops_on_sigterm(dirs: Dirs) -> None:
             }
         )
     )
+    return kubeconfig
+
+
+@pytest.mark.slow
+def test_runs_without_an_api_server_and_stops_on_sigterm(dirs: Dirs) -> None:
+    """A kubeconfig whose API server does not answer: the driver serves the kubelet anyway, retries publishing with
+    backoff, and exits 0 on SIGTERM with its sockets gone."""
+    kubeconfig = _dead_kubeconfig(dirs)
     health_port = free_port()
     inventory = write_inventory(dirs.root / "inv.yaml")
     log = dirs.root / "driver.log"
@@ -175,3 +182,57 @@ def test_a_bad_pod_uid_exits_2(dirs: Dirs, capsys: pytest.CaptureFixture[str]) -
     inventory = write_inventory(dirs.root / "inv.yaml")
     assert main(_flags(dirs, "--inventory", str(inventory), "--pod-uid", "../x")) == 2
     assert "--pod-uid '../x': not a pod UID" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_streaming_health_watchers_do_not_starve_the_liveness_probe(dirs: Dirs) -> None:
+    """A burst of idle connections and health Watch streams on --health-port: the liveness probe's Check still
+    answers at once (extra Watch streams are refused with RESOURCE_EXHAUSTED, never queued behind the others)."""
+    health_port = free_port()
+    flags = _flags(dirs, "--inventory", str(write_inventory(dirs.root / "inv.yaml")))
+    flags += ["--kubeconfig", str(_dead_kubeconfig(dirs)), "--health-port", str(health_port)]
+    log = dirs.root / "driver.log"
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "kubedra", *flags], stdout=out, stderr=out)
+    channels: list[grpc.Channel] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not (dirs.registry / f"{DRIVER}-reg.sock").exists():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        target = f"127.0.0.1:{health_port}"
+        for _ in range(20):  # idle: connected, no call
+            channel = grpc.insecure_channel(target)
+            grpc.channel_ready_future(channel).result(timeout=10)
+            channels.append(channel)
+        streams = []
+        for _ in range(10):
+            channel = grpc.insecure_channel(target)
+            channels.append(channel)
+            watch = channel.unary_stream(
+                "/grpc.health.v1.Health/Watch",
+                request_serializer=ghealth.HealthCheckRequest.SerializeToString,
+                response_deserializer=ghealth.HealthCheckResponse.FromString,
+            )
+            streams.append(watch(ghealth.HealthCheckRequest(), timeout=60))
+        time.sleep(1.0)  # every stream reached the server
+        started = time.monotonic()
+        assert Kubelet(dirs.registry).health_check(target).status == ghealth.HealthCheckResponse.SERVING
+        assert time.monotonic() - started < 3
+        outcomes = []
+        for stream in streams:
+            try:
+                outcomes.append(ghealth.HealthCheckResponse.ServingStatus.Name(next(stream).status))
+            except grpc.RpcError as exc:
+                outcomes.append(exc.code().name)
+        assert set(outcomes) == {"SERVING", "RESOURCE_EXHAUSTED"}, outcomes
+        for stream in streams:
+            stream.cancel()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0, log.read_text()
+    finally:
+        for channel in channels:
+            channel.close()
+        if process.poll() is None:
+            process.kill()

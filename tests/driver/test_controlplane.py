@@ -424,6 +424,45 @@ def test_a_changed_inventory_is_republished_and_reaches_the_health_stream(
         running.stop()
 
 
+@pytest.mark.slow
+def test_a_deleted_slice_is_published_again_at_once(control_plane: ControlPlane, dirs: Dirs) -> None:
+    """The kubelet deletes every ResourceSlice of its node when it starts (tests/kubelet has it on a real kubelet):
+    the driver watches its pool's slices and publishes them again at once, not at the next resync."""
+    from kubedra.driver.plugin import DriverOptions, RunningDriver
+
+    driver, node = _driver_name(), f"gpu-node-{secrets.token_hex(3)}"
+    control_plane.create_node(node)
+    options = DriverOptions(
+        node=node,
+        backend="fake",
+        inventory=write_inventory(dirs.root / "inventory.yaml", 2),
+        driver_name=driver,
+        plugin_dir=dirs.plugin,
+        registry_dir=dirs.registry,
+        cdi_root=dirs.cdi,
+        kubeconfig=str(control_plane.kubeconfig),
+        resync=600,  # only the watch can bring the slice back within the test
+    )
+    running = RunningDriver(options)
+    try:
+        [first] = control_plane.wait_for(lambda: _slices(control_plane, driver, node), timeout=30, what="slices")
+        for _ in range(2):  # and again: the watch goes on after the first deletion
+            control_plane.request(
+                "DELETE",
+                f"/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.driver={driver},spec.nodeName={node}",
+            )
+            gone = first["metadata"]["uid"]
+            again = control_plane.wait_for(
+                lambda gone=gone: [s for s in _slices(control_plane, driver, node) if s["metadata"]["uid"] != gone],
+                timeout=10,
+                what="the deleted slice to be published again",
+            )
+            assert [len(s["spec"]["devices"]) for s in again] == [2]
+            first = again[0]
+    finally:
+        running.stop()
+
+
 def test_the_daemonset_is_valid_and_its_command_line_parses(
     control_plane: ControlPlane, capsys: pytest.CaptureFixture[str]
 ) -> None:

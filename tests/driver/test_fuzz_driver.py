@@ -6,7 +6,8 @@ gRPC: each example creates a few claims in the API server (allocated to random d
 random opaque configs, GpuConfig or not; whatever the real kube-apiserver accepts), then sends NodePrepareResources
 or NodeUnprepareResources, in v1 or v1beta1, naming those claims, the same claims with a wrong UID, claims that do
 not exist and random strings, or a random byte string that is no message at all. The driver must answer every
-call within the kubelet's timeout (no hang) with an entry per UID (an error or devices), keep running, write every
+call within the kubelet's timeout (no hang) with an entry per UID (an error or devices), or refuse a call naming a
+UID that is not one with INVALID_ARGUMENT and a one-line reason, keep running, write every
 CDI spec whole (a prepared claim's spec parses; no temporary file is left), and in the end, with every claim
 unprepared, leave no CDI spec and no claim in its checkpoint, and exit 0 on SIGTERM with no traceback in its log.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -29,6 +31,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +64,8 @@ FUZZ = settings(
     suppress_health_check=list(HealthCheck),
     phases=[Phase.explicit, Phase.generate],  # each example drives a real process; it reports as drawn
 )
+UID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+"""What the API server assigns as metadata.uid; the driver refuses any other UID with INVALID_ARGUMENT."""
 NODE = "fz-node"
 GPUS = 3
 SERVICES = {"v1": ("k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin", v1),
@@ -281,7 +286,7 @@ def _reference(driver: Driver, created: list[tuple[str, str, str]], how: str, in
     if how == "missing":
         return driver.namespace, f"{secrets.token_hex(4)}-0000-4000-8000-{secrets.token_hex(6)}", "no-such-claim"
     namespace, uid, name = created[index % len(created)]
-    return (namespace, uid, name) if how == "right" else (namespace, uid[::-1], name)
+    return (namespace, uid, name) if how == "right" else (namespace, str(uuid.uuid4()), name)
 
 
 # ---------------------------------------------------------------------------------------------- the tests
@@ -310,12 +315,24 @@ def test_kubelet_requests(driver: Driver, specs: list[dict[str, Any]], refs: lis
         assert code in (grpc.StatusCode.OK, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN), code
         event(f"raw bytes: {code.name}")
     else:
+        response, refusal = None, None
         try:
             response = _call(driver, version, what, claims)
         except ValueError:  # the client cannot encode a string that is not UTF-8: no request was sent
+            refusal = (None, "not sent")
+        except grpc.RpcError as exc:
+            refusal = (exc.code(), exc.details())
+        if refusal == (None, "not sent"):
             assert any("\ud800" <= ch <= "\udfff" for c in claims for s in c for ch in s)
-            response = None
+        elif refusal is not None:  # a UID that is not one (it would name files) refuses the whole call
+            code, details = refusal
+            assert code == grpc.StatusCode.INVALID_ARGUMENT, refusal
+            assert "is not a UID" in details and "no claim of this call was touched" in details, details
+            assert len(details) < 600, details
+            assert not all(UID.fullmatch(uid) for _, uid, _ in claims), "a call of real UIDs was refused"
+            event(f"{what}: refused, a UID that is not one")
         if response is not None:
+            assert all(UID.fullmatch(uid) for _, uid, _ in claims), "a UID that is not one was answered"
             assert set(response.claims) == {uid for _, uid, _ in claims}, "an entry per UID, no other"
             errors = sum(bool(response.claims[uid].error) for _, uid, _ in claims)
             event(f"{what}: {'some' if len(claims) - errors else 'no'} claim done, {'some' if errors else 'no'} error")

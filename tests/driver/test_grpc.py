@@ -14,6 +14,8 @@ from tests.driver.kubelet import Kubelet
 from kubedra.driver import grpcservice
 from kubedra.driver.protos import grpc_health_pb2 as ghealth
 
+OLD_UID = "00000000-0000-4000-8000-00000000cccc"  # the UID a replaced claim had
+
 
 def test_registration_advertises_the_services_and_the_endpoint(served: Served, dirs: Dirs) -> None:
     info = served.kubelet.plugins[DRIVER].info
@@ -97,28 +99,28 @@ def test_one_bad_claim_is_an_error_in_the_map_not_a_failed_call(served: Served) 
     good = served.claims.add(claim("good", ["gpu-0"]))
     unallocated = served.claims.add(claim("pending", allocated=False))
     elsewhere = served.claims.add(claim("elsewhere", ["gpu-1"], node="node-2"))
-    missing = ("default", "0000-uid", "missing")
+    missing = ("default", "00000000-0000-4000-8000-00000000aaaa", "missing")
     replaced = served.claims.add(claim("replaced", ["gpu-1"]))
     response = served.kubelet.prepare(
-        DRIVER, [good, unallocated, elsewhere, missing, (replaced[0], "old-uid", replaced[2])]
+        DRIVER, [good, unallocated, elsewhere, missing, (replaced[0], OLD_UID, replaced[2])]
     )
     errors = {uid: e.error for uid, e in response.claims.items()}
     assert errors == {
         good[1]: "",
         unallocated[1]: "claim default/pending not allocated",
         elsewhere[1]: "claim default/elsewhere: no device is allocated by driver gpu.nvidia.com on node node-1",
-        "0000-uid": 'retrieve claim default/missing: resourceclaims.resource.k8s.io "missing" not found',
-        "old-uid": "claim default/replaced got replaced",
+        missing[1]: 'retrieve claim default/missing: resourceclaims.resource.k8s.io "missing" not found',
+        OLD_UID: "claim default/replaced got replaced",
     }
 
 
 def test_unprepare_has_an_entry_for_every_claim_and_is_idempotent(served: Served) -> None:
     ref = served.claims.add(claim("a", ["gpu-0"]))
     served.kubelet.prepare(DRIVER, [ref])
-    never = ("default", "never-prepared", "b")
+    never = ("default", "00000000-0000-4000-8000-00000000bbbb", "b")
     for _ in range(2):
         response = served.kubelet.unprepare(DRIVER, [ref, never])
-        assert {uid: e.error for uid, e in response.claims.items()} == {ref[1]: "", "never-prepared": ""}
+        assert {uid: e.error for uid, e in response.claims.items()} == {ref[1]: "", never[1]: ""}
 
 
 def test_health_stream_sends_the_full_list_then_changes(served: Served) -> None:
@@ -171,6 +173,53 @@ def test_a_rediscovered_unhealthy_gpu_is_one_health_report(served: Served) -> No
     served.driver.update_inventory(parse_inventory(data, "inv.yaml"))
     thread.join(timeout=10)
     assert [(d.device.device_name, d.health) for d in reports[1].devices] == [("gpu-0", 1), ("gpu-1", 2), ("gpu-2", 1)]
+
+
+@pytest.mark.parametrize("uid", ["../x", "/", "", "a" * 300])
+def test_a_path_like_claim_uid_is_an_invalid_argument(served: Served, dirs: Dirs, uid: str) -> None:
+    """A kubelet (or anything on the socket) sending a UID that is not one gets INVALID_ARGUMENT naming the claim;
+    nothing is prepared or removed."""
+    victim = dirs.root / "x.yaml"
+    victim.write_text("not the driver's")
+    good = served.claims.add(claim("good", ["gpu-0"]))
+    bad = served.claims.add(claim("bad", ["gpu-1"], uid=uid))
+    for call in (served.kubelet.prepare, served.kubelet.unprepare):
+        with pytest.raises(grpc.RpcError) as refused:
+            call(DRIVER, [good, bad])
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert refused.value.details().startswith("claim default/bad: UID ")
+        assert "is not a UID" in refused.value.details() and len(refused.value.details()) < 400
+    assert served.driver.prepared_devices() == {}
+    assert victim.read_text() == "not the driver's"
+    assert list(dirs.cdi.iterdir()) == []
+
+
+def test_health_watch_streams_are_capped_and_end_by_themselves() -> None:
+    """One slot: the second Watch is refused at once (RESOURCE_EXHAUSTED), the first ends after its time limit
+    (a health client re-watches), and its slot is free again."""
+    handler = grpcservice.health_handler(lambda: True, max_watchers=1, watch_limit=0.5)
+    server, port = grpcservice.tcp_server(0, [handler], host="127.0.0.1")
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            watch = channel.unary_stream(
+                "/grpc.health.v1.Health/Watch",
+                request_serializer=ghealth.HealthCheckRequest.SerializeToString,
+                response_deserializer=ghealth.HealthCheckResponse.FromString,
+            )
+            first = watch(ghealth.HealthCheckRequest(), timeout=10)
+            assert next(first).status == ghealth.HealthCheckResponse.SERVING
+            with pytest.raises(grpc.RpcError) as refused:
+                next(watch(ghealth.HealthCheckRequest(), timeout=10))
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "at most 1 health Watch streams at once" in refused.value.details()
+            started = time.monotonic()
+            assert list(first) == []  # ended by the server, status OK
+            assert time.monotonic() - started < 5
+            again = watch(ghealth.HealthCheckRequest(), timeout=10)
+            assert next(again).status == ghealth.HealthCheckResponse.SERVING
+            again.cancel()
+    finally:
+        server.stop(grace=None)
 
 
 def test_bytes_that_are_no_message_are_refused_in_one_line(

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import yaml
 from tests.driver.conftest import Dirs
-from tests.driver.fake_pynvml import FakeNvml, mig_uuid, write_caps
 from tests.driver.helpers import DRIVER, StaticClaims, claim, write_inventory
+from tests.driver.nvmlstub import NvmlStub
 
 from kubedra.driver import checkpoint
 from kubedra.driver.fake import FakeBackend
 from kubedra.driver.inventory import DriverError, MigDevice
-from kubedra.driver.node import NodeConfig, NodeDriver
+from kubedra.driver.node import NodeDriver
 from kubedra.driver.nvml import NvmlBackend
 from kubedra.driver.sharing import RecordingRunner
 from kubedra.driver.types import ClaimRef
@@ -42,9 +42,8 @@ def _backend(dirs: Dirs) -> FakeBackend:
 
 
 def _driver(dirs: Dirs, claims: StaticClaims, backend: Any) -> NodeDriver:
-    config = NodeConfig("node-1", DRIVER, dirs.plugin, dirs.cdi, boot_id_path=dirs.boot_id)
     dirs.plugin.mkdir(parents=True, exist_ok=True)
-    return NodeDriver(config, backend.discover(), claims, RecordingRunner(), mig=backend)
+    return NodeDriver(dirs.config(), backend.discover(), claims, RecordingRunner(), mig=backend)
 
 
 def _spec(dirs: Dirs, uid: str) -> dict[str, Any]:
@@ -138,8 +137,7 @@ def test_a_crash_between_create_and_checkpoint_is_repaired_at_start(dirs: Dirs) 
 
 def test_mig_is_refused_without_a_mig_backend_and_with_a_gpuconfig(dirs: Dirs) -> None:
     claims, backend = StaticClaims(), _backend(dirs)
-    config = NodeConfig("node-1", DRIVER, dirs.plugin, dirs.cdi, boot_id_path=dirs.boot_id)
-    plain = NodeDriver(config, backend.discover(), claims, RecordingRunner())
+    plain = NodeDriver(dirs.config(), backend.discover(), claims, RecordingRunner())
     ref = ClaimRef(*claims.add(claim("m", ["gpu-0-mig-1g5gb-19-0"])))
     assert plain.prepare([ref])[ref.uid].error == (
         "claim default/m: device gpu-0-mig-1g5gb-19-0: this backend cannot create MIG devices"
@@ -161,35 +159,81 @@ def test_mig_is_refused_without_a_mig_backend_and_with_a_gpuconfig(dirs: Dirs) -
 # ------------------------------------------------------------------------------------------ the NVML backend
 
 
-def test_nvml_creates_a_gpu_instance_at_the_placement_and_a_compute_instance_spanning_it(tmp_path: Path) -> None:
-    fake = FakeNvml()
-    caps = tmp_path / "caps"
-    write_caps(caps, 0, 1, 0, 12, 13)
-    write_caps(caps, 0, 2, 0, 21, 22)
-    backend = NvmlBackend(fake, proc_caps=caps)
+def test_nvml_creates_a_gpu_instance_at_the_placement_and_a_compute_instance_spanning_it(nvml: NvmlStub) -> None:
+    """Through the real nvidia-ml-py: the placement reaches NVML as a pointer (the stub refuses anything else, as a
+    structure passed by value is garbage to a C function that wants a pointer)."""
+    backend = NvmlBackend(proc_caps=nvml.caps)
     small = backend.create_mig(PARENT, 19, 6, 1)
     large = backend.create_mig(PARENT, 9, 0, 4)
-    assert fake.calls == [
-        ("nvmlDeviceCreateGpuInstanceWithPlacement", PARENT, 19, 6, 1),
-        ("nvmlGpuInstanceCreateComputeInstance", PARENT, 1, 0),  # 1-slice CI for a 1-slice GI
-        ("nvmlDeviceCreateGpuInstanceWithPlacement", PARENT, 9, 0, 4),
-        ("nvmlGpuInstanceCreateComputeInstance", PARENT, 2, 2),  # NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE
+    assert nvml.calls() == [
+        f"nvmlDeviceCreateGpuInstanceWithPlacement {PARENT} profile=19 start=6 size=1 gi=1",
+        f"nvmlGpuInstanceCreateComputeInstance {PARENT} gi=1 profile=0 ci=0",  # 1-slice CI for a 1-slice GI
+        f"nvmlDeviceCreateGpuInstanceWithPlacement {PARENT} profile=9 start=0 size=4 gi=2",
+        f"nvmlGpuInstanceCreateComputeInstance {PARENT} gi=2 profile=2 ci=0",  # NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE
     ]
-    assert small == MigDevice(PARENT, 19, 6, 1, 1, 0, mig_uuid(PARENT, 1, 0), 12, 13)
-    assert large == MigDevice(PARENT, 9, 0, 4, 2, 0, mig_uuid(PARENT, 2, 0), 21, 22)
+    one, three = nvml.instances()
+    # the nvidia-caps minors the kernel's mig-minors table gives GPU 0's GI 1 and 2 and their CI 0
+    assert small == MigDevice(PARENT, 19, 6, 1, 1, 0, one.cis[0][2], 12, 13)
+    assert large == MigDevice(PARENT, 9, 0, 4, 2, 0, three.cis[0][2], 21, 22)
+    assert small.uuid.startswith("MIG-") and small.uuid != large.uuid
     assert backend.mig_devices(PARENT) == [small, large]
     with pytest.raises(DriverError, match=f"NVML: creating MIG profile 19 at 2 on {PARENT}") as refused:
         backend.create_mig(PARENT, 19, 2, 1)  # inside the 3g.20gb instance
-    assert isinstance(refused.value.__cause__, fake.NVMLError)
-    assert refused.value.__cause__.value == 23  # NVML_ERROR_INSUFFICIENT_RESOURCES
+    import pynvml
+
+    assert isinstance(refused.value.__cause__, pynvml.NVMLError)
+    assert refused.value.__cause__.value == pynvml.NVML_ERROR_INSUFFICIENT_RESOURCES
     backend.destroy_mig(small)
     backend.destroy_mig(small)  # gone already: not an error
-    assert fake.calls[-2:] == [("nvmlComputeInstanceDestroy", PARENT, 1, 0), ("nvmlGpuInstanceDestroy", PARENT, 1)]
+    assert nvml.calls()[-2:] == [
+        f"nvmlComputeInstanceDestroy {PARENT} gi=1 ci=0",
+        f"nvmlGpuInstanceDestroy {PARENT} gi=1",
+    ]
+    assert not (nvml.caps / "gpu0" / "mig" / "gi1").exists()  # the kernel's capability files went with it
     assert backend.mig_devices(PARENT) == [large]
-    assert fake.initialised == fake.shutdowns  # one NVML session per operation
+    assert nvml.inits == nvml.shutdowns  # one NVML session per operation
 
 
-def test_nvml_without_the_caps_file_is_a_clear_error(tmp_path: Path) -> None:
-    backend = NvmlBackend(FakeNvml(), proc_caps=tmp_path)
+def test_nvml_without_the_caps_file_is_a_clear_error_and_leaves_nothing(nvml: NvmlStub, tmp_path: Path) -> None:
+    """The GPU and compute instance were created, but the device cannot be handed out without its nvidia-caps
+    minors: they are destroyed again, not leaked."""
+    backend = NvmlBackend(proc_caps=tmp_path / "no-caps-here")
     with pytest.raises(DriverError, match=r"gpu0/mig/gi1/access: cannot read the MIG capability"):
         backend.create_mig(PARENT, 19, 0, 1)
+    assert nvml.instances() == []
+    assert [c.split()[0] for c in nvml.calls()][-2:] == ["nvmlComputeInstanceDestroy", "nvmlGpuInstanceDestroy"]
+
+
+def test_prepare_and_unprepare_create_and_destroy_mig_devices_through_nvml(nvml: NvmlStub, dirs: Dirs) -> None:
+    """The driver proper over the real bindings: the published placement devices become GPU and compute instances
+    in NVML, the CDI spec carries their MIG UUIDs and nvidia-caps nodes, unprepare destroys them."""
+    claims, backend = StaticClaims(), NvmlBackend(proc_caps=nvml.caps)
+    driver = _driver(dirs, claims, backend)
+    ref = ClaimRef(*claims.add(claim("m", ["gpu-0-mig-1g5gb-19-3", "gpu-0-mig-3g20gb-9-4"])))
+    assert driver.prepare([ref])[ref.uid].error == ""
+    one, three = nvml.instances()
+    assert [(i.profile, i.start, i.size) for i in (one, three)] == [(19, 3, 1), (9, 4, 4)]
+    spec = _spec(dirs, ref.uid)
+    assert [d["containerEdits"] for d in spec["devices"]] == [
+        {
+            "env": [f"NVIDIA_VISIBLE_DEVICES={one.cis[0][2]}"],
+            "deviceNodes": [
+                {"path": "/dev/nvidia0"},
+                {"path": "/dev/nvidia-caps/nvidia-cap12"},
+                {"path": "/dev/nvidia-caps/nvidia-cap13"},
+            ],
+        },
+        {
+            "env": [f"NVIDIA_VISIBLE_DEVICES={three.cis[0][2]}"],
+            "deviceNodes": [
+                {"path": "/dev/nvidia0"},
+                {"path": "/dev/nvidia-caps/nvidia-cap21"},
+                {"path": "/dev/nvidia-caps/nvidia-cap22"},
+            ],
+        },
+    ]
+    restarted = _driver(dirs, claims, NvmlBackend(proc_caps=nvml.caps))  # MIG devices outlive the process
+    assert restarted.startup.destroyed_mig == []
+    assert restarted.unprepare([ref]) == {ref.uid: ""}
+    assert nvml.instances() == []
+    assert list(dirs.cdi.iterdir()) == []

@@ -307,33 +307,6 @@ def test_stale_specs_and_temp_files_are_cleaned_at_start(dirs: Dirs) -> None:
     assert sorted(p.name for p in dirs.cdi.iterdir()) == ["nvidia.yaml"]
 
 
-def test_a_corrupt_checkpoint_is_reported_and_set_aside(dirs: Dirs) -> None:
-    claims = StaticClaims()
-    a = _ref(claims.add(claim("a", ["gpu-0"])))
-    make_driver(dirs, claims).prepare([a])
-    path = dirs.plugin / "checkpoint.json"
-    document = json.loads(path.read_text())
-    document["data"]["preparedClaims"][a.uid]["devices"][0]["device"] = "gpu-1"  # edited by hand: checksum breaks
-    path.write_text(json.dumps(document))
-    driver = make_driver(dirs, claims)
-    assert driver.startup.corrupt is not None
-    assert "checksum mismatch" in driver.startup.corrupt
-    assert any(p.name.startswith("checkpoint.json.corrupt-") for p in dirs.plugin.iterdir())
-    assert driver.startup.stale_specs == [a.uid]  # its spec went with it
-    assert driver.prepare([a])[a.uid].error == ""
-
-
-def test_a_reboot_voids_prepared_claims(dirs: Dirs) -> None:
-    claims = StaticClaims()
-    a = _ref(claims.add(claim("a", ["gpu-0"])))
-    make_driver(dirs, claims).prepare([a])
-    dirs.boot_id.write_text("boot-2\n")
-    driver = make_driver(dirs, claims)
-    assert driver.startup.rebooted
-    assert driver.prepared_devices() == {}
-    assert list(dirs.cdi.iterdir()) == []
-
-
 def test_the_checkpoint_format(dirs: Dirs) -> None:
     claims = StaticClaims()
     a = _ref(claims.add(claim("a", ["gpu-0"])))
@@ -457,3 +430,73 @@ def test_a_prepare_makes_one_durable_write(dirs: Dirs, monkeypatch: pytest.Monke
     assert synced[1] == str(dirs.plugin)
     state = checkpoint.decode((dirs.plugin / "checkpoint.json").read_bytes())
     assert state.claims[ref.uid].state == checkpoint.PREPARE_COMPLETED
+
+
+# ---------------------------------------------------------------------------------------------- MPS directories
+
+
+def test_mps_directories_are_writable_by_a_non_root_container(dirs: Dirs) -> None:
+    """The pipe directory and /dev/shm are bind-mounted into containers that may run as any user, and the MPS
+    server (started as the client's user) writes its log: all three are 1777, as /dev/shm and /tmp are, whatever
+    the driver's umask; their parent stays root's 0755."""
+    import os
+    import stat
+
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    mps = _gpuconfig({"strategy": "MPS"})
+    a = _ref(claims.add(claim("a", ["gpu-0"], config=[mps])))
+    old = os.umask(0o077)
+    try:
+        assert driver.prepare([a])[a.uid].error == ""
+    finally:
+        os.umask(old)
+    root = dirs.plugin / "mps" / a.uid
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in root.iterdir()} == {
+        "log": 0o1777,
+        "pipe": 0o1777,
+        "shm": 0o1777,
+    }
+    assert stat.S_IMODE(root.stat().st_mode) == 0o755
+    if os.geteuid() != 0:
+        return
+    # what the container sees: the directory itself (its mount), as an unprivileged user
+    for name in ("pipe", "shm"):
+        fd = os.open(root / name, os.O_RDONLY | os.O_DIRECTORY)
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child's exit status is the assertion
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                os.close(os.open("client", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd))
+                os._exit(0)
+            except OSError:
+                os._exit(1)
+        _, status = os.waitpid(child, 0)
+        os.close(fd)
+        assert os.waitstatus_to_exitcode(status) == 0, f"uid 65534 cannot create a file in {name}"
+
+
+# ---------------------------------------------------------------------------------------------- claim UIDs
+
+BAD_UIDS = ["../x", "/", "", "a" * 300, "../../../etc/cron.d/x", "0b7c0000-0000-4000-8000-000000000000/.."]
+
+
+def test_a_claim_uid_that_is_not_a_uid_names_no_file(dirs: Dirs) -> None:
+    """Claim UIDs become file names (CDI specs, MPS directories): anything but an API-server UID is refused
+    per claim, before any file is written or removed."""
+    claims = StaticClaims()
+    driver = make_driver(dirs, claims)
+    mps = _gpuconfig({"strategy": "MPS"})
+    good = _ref(claims.add(claim("good", ["gpu-1"])))
+    before = sorted(p.relative_to(dirs.root) for p in dirs.root.rglob("*"))
+    refs = [_ref(claims.add(claim(f"bad{i}", ["gpu-0"], uid=uid, config=[mps]))) for i, uid in enumerate(BAD_UIDS)]
+    results = driver.prepare([*refs, good])
+    for i, ref in enumerate(refs):
+        assert results[ref.uid].error.startswith(f"claim default/bad{i}: UID "), results[ref.uid]
+        assert "is not a UID" in results[ref.uid].error
+    assert len(results[refs[3].uid].error) < 300  # an overlong one is not echoed whole
+    assert results[good.uid].error == ""
+    after = sorted(p.relative_to(dirs.root) for p in dirs.root.rglob("*"))
+    assert [p for p in after if p not in before] == [Path("cdi") / f"k8s.gpu.nvidia.com-claim_{good.uid}.yaml"]
+    assert all("is not a UID" in e for e in list(driver.unprepare(refs).values()))

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from tests.controlplane.fixture import ControlPlane
 from tests.driver.conftest import Dirs, make_driver
-from tests.driver.fake_pynvml import FakeNvml
 from tests.driver.helpers import StaticClaims, claim, write_inventory
 from tests.driver.kubelet import Kubelet
+from tests.driver.nvmlstub import XID_CRITICAL_ERROR, NvmlStub
 from tests.driver.test_mig import PARENT, _backend, _driver
 
 from kubedra.driver.inventory import NO_INSTANCE, XidEvent
@@ -24,28 +24,39 @@ from kubedra.objects.model import DeviceTaint
 GPU1 = "GPU-2f6a4c1e-0000-4000-8000-000000000001"
 
 
-def test_nvml_xid_events_reach_the_callback_until_stopped() -> None:
-    fake = FakeNvml()
-    fake.unmonitored.add(GPU1)  # its registration answers NOT_SUPPORTED: logged, the other GPU still watched
+def test_nvml_xid_events_reach_the_callback_until_stopped(nvml: NvmlStub) -> None:
+    """Through the real nvidia-ml-py: one event set, XIDs registered on every GPU, waits that time out until an
+    XID arrives; the event set and the session are closed when stopped."""
+    nvml.set_gpu(1, events=False)  # its registration answers NOT_SUPPORTED: logged, the other GPU still watched
     seen: list[XidEvent] = []
     stop = threading.Event()
-    thread = threading.Thread(target=NvmlBackend(fake, wait_ms=50).watch_xids, args=(seen.append, stop))
+    thread = threading.Thread(target=NvmlBackend(wait_ms=50).watch_xids, args=(seen.append, stop))
     thread.start()
     deadline = time.monotonic() + 5
-    while fake.event_set is None or not fake.event_set.registered:
+    while not nvml.registered(PARENT):
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    assert fake.event_set.registered == [(PARENT, fake.nvmlEventTypeXidCriticalError)]
-    fake.emit_xid(PARENT, 79)
-    fake.emit_xid(PARENT, 94, gi=1, ci=0)
+    assert (nvml.registered(PARENT), nvml.registered(GPU1)) == (XID_CRITICAL_ERROR, 0)
+    while nvml.waits < 3:  # timeouts are waited through
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert nvml.inject_xid(PARENT, 79) == 1
+    assert nvml.inject_xid(PARENT, 94, gi=1, ci=0) == 1
     while len(seen) < 2:
         assert time.monotonic() < deadline
         time.sleep(0.01)
     stop.set()
     thread.join(timeout=5)
+    assert not thread.is_alive()
     assert seen == [XidEvent(PARENT, 79), XidEvent(PARENT, 94, 1, 0)]
-    assert fake.waits > 2  # timeouts were waited through
-    assert fake.event_set.freed and fake.initialised == fake.shutdowns == 1
+    assert nvml.event_sets == 0 and nvml.inits == nvml.shutdowns == 1
+
+
+def test_nvml_without_a_driver_leaves_devices_unmonitored(nvml: NvmlStub, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBEDRA_NVML_STUB", str(nvml.root / "no-such-node"))
+    seen: list[XidEvent] = []
+    NvmlBackend(wait_ms=50).watch_xids(seen.append, threading.Event())  # returns at once, logged
+    assert seen == [] and nvml.sessions == 0
 
 
 def test_critical_xids_make_the_device_unhealthy_and_ignored_ones_only_mark_it(dirs: Dirs) -> None:

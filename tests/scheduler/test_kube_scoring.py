@@ -324,7 +324,7 @@ def test_choose_window_is_choose_over_the_window_in_walk_order() -> None:
         order = [i for i in range(start, len(nodes)) if window >> i & 1] + [i for i in range(start) if window >> i & 1]
         requests = rng.choice([{}, {"cpu": "500m", "memory": "1Gi"}])
         record = _record(_pod({"containers": [{"name": "x", "resources": {"requests": requests}}]}))
-        assert scorer.resources_only(record)
+        assert scorer.by_groups()
         expected = order[scorer.choose(record, [Candidate(nodes[i].metadata.name) for i in order])]
         tied = scorer.tied.get(record.key)
         assert scorer.choose_window(record, window, start) == expected

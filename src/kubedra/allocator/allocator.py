@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubedra.allocator.answers import MAX_ANSWERS, ClaimKeys, NodeShape, ShapeBuilder, Stored
+from kubedra.allocator.answers import MAX_ANSWERS, ClaimKeys, NodeShape, Reads, ShapeBuilder, Stored
 from kubedra.allocator.counters import PoolCounters, available_counters
 from kubedra.allocator.devices import DeviceEntry
 from kubedra.allocator.errors import INVALID_POOLS, NodeAllocationFailed
@@ -97,6 +97,7 @@ class Allocator:
         """``allocateOne`` calls of the last :meth:`allocate` (upstream's ``NumAllocateOneInvocations``)."""
         self._shapes = ShapeBuilder(self.entries, with_taints=bool(self._rules))
         self._claim_keys = ClaimKeys()
+        self._reads: dict[tuple[bytes, ...], Reads | None] = {}
         self._answers: dict[tuple[object, ...], tuple[Stored, int]] = {}
         self._built: dict[tuple[object, ...], list[AllocationResult]] = {}
         self.answers_reused = 0
@@ -194,8 +195,10 @@ class Allocator:
         key: tuple[object, ...] | None = None
         shape: NodeShape | None = None
         if self._reusing and self.interrupt is None:
-            shape = view.shape or self._shape(view)
-            key = (shape.key, shape.use(self.state), self._claim_keys.key(claims))
+            claims_key = self._claim_keys.key(claims)
+            reads = self._reads_of(claims, claims_key)
+            shape = view.shape if view.shape is not None and view.shape_reads == reads else self._shape(view, reads)
+            key = (shape.key, shape.use(self.state), claims_key)
             stored = self._answers.get(key)
             self._lookups += 1
             seldom = self.answers_reused * REUSE_MIN_SHARE < self._lookups
@@ -248,8 +251,12 @@ class Allocator:
         self._built[key] = built
         return built
 
-    def _shape(self, view: NodeView) -> NodeShape:
-        found: NodeShape | None = view.shape
+    def _shape(self, view: NodeView, reads: Reads | None) -> NodeShape:
+        """The view's shape for claims that read ``reads`` (the last one asked is kept on the view)."""
+        shapes = view.shapes
+        if shapes is None:
+            shapes = view.shapes = {}
+        found = shapes.get(reads)
         if found is None:
             node = view.node
             # Devices that select nodes themselves make the node's name and labels part of what the search reads.
@@ -258,8 +265,48 @@ class Allocator:
                 if any(e.per_device_nodes for e, _ in view.flat)
                 else None
             )
-            found = view.shape = self._shapes.shape(view.pools, identity)
+            found = shapes[reads] = self._shapes.shape(view.pools, identity, reads)
+        view.shape, view.shape_reads = found, reads
         return found
+
+    def _reads_of(self, claims: Sequence[ResourceClaim], claims_key: tuple[bytes, ...]) -> Reads | None:
+        """The device attributes the claims' searches can read: their selectors' and their classes' (as the CEL
+        checker proves them), and their constraints'; None when some selector could read any."""
+        if claims_key in self._reads:
+            return self._reads[claims_key]
+        if len(self._reads) >= MAX_ANSWERS:
+            self._reads.clear()
+        found = self._reads[claims_key] = self._claims_reads(claims)
+        return found
+
+    def _claims_reads(self, claims: Sequence[ResourceClaim]) -> Reads | None:
+        reads: set[tuple[str, str]] = set()
+        for claim in claims:
+            devices = claim.spec.devices
+            for request in devices.requests:
+                for sub in [request.exactly] if request.exactly is not None else request.first_available:
+                    if sub.derived_attributes is not None:
+                        return None
+                    device_class = self.classes.get(sub.device_class_name)
+                    if device_class is None:
+                        return None
+                    for selector in (*device_class.spec.selectors, *sub.selectors):
+                        if selector.cel is None:
+                            continue
+                        program = self.memo.program(selector.cel.expression)
+                        # (A cost-guarded program's verdict also depends on the sizes of every attribute.)
+                        if isinstance(program, str) or program.reads is None or program.cost_guarded:
+                            return None
+                        reads |= program.reads
+            for constraint in devices.constraints:
+                for name in (constraint.match_attribute, constraint.distinct_attribute):
+                    if name is None:
+                        continue
+                    domain, sep, ident = name.partition("/")
+                    if not sep:
+                        return None
+                    reads.add((domain, ident))
+        return frozenset(reads)
 
     @staticmethod
     def _refused(view: NodeView) -> None:

@@ -23,10 +23,14 @@ from kubedra.allocator.devices import DeviceEntry
 from kubedra.allocator.pools import Pool
 from kubedra.allocator.requests import RequestData
 from kubedra.allocator.state import NO_NAMES, AllocatedState
+from kubedra.cel.device import split_qualified_name
 from kubedra.objects.model import ResourceClaim, ResourceSlice
 
 MAX_ANSWERS = 4096
 """Remembered answers per allocator; beyond that the memory starts over (bounded, still correct)."""
+
+Reads = frozenset[tuple[str, str]]
+"""The (domain, id) device attributes the claims' selectors and constraints can read."""
 
 Stored = tuple[list[list[tuple[RequestData, int]]], list[list[list[RequestData]]]] | None
 """Per claim its (request, device position) results and its request slots; None: the claims do not fit."""
@@ -80,33 +84,59 @@ class ShapeBuilder:
     def __init__(self, entries_of: Callable[[ResourceSlice], list[DeviceEntry]], with_taints: bool) -> None:
         self._entries_of = entries_of
         self._with_taints = with_taints
-        self._slices: dict[int, tuple[ResourceSlice, bytes]] = {}
+        self._slices: dict[tuple[int, Reads | None], tuple[ResourceSlice, bytes]] = {}
         self._ids: dict[object, int] = {}
+        self._kept: dict[tuple[str, Reads], dict[str, bool]] = {}
 
-    def _slice_key(self, slice_: ResourceSlice) -> bytes:
-        found = self._slices.get(id(slice_))
+    def _slice_key(self, slice_: ResourceSlice, reads: Reads | None) -> bytes:
+        found = self._slices.get((id(slice_), reads))
         if found is None:
             spec = slice_.spec
+            devices = spec.devices
+            if reads is not None:  # only the attributes some selector or constraint reads (a GPU's UUID differs on
+                # every node and is read by none)
+                kept = self._kept_names(spec.driver, reads)
+                devices = [
+                    msgspec.structs.replace(device, attributes={
+                        name: value for name, value in device.attributes.items() if kept(name)
+                    })
+                    for device in devices
+                ]
             nameless = msgspec.structs.replace(
                 spec,
                 node_name="" if spec.node_name is not None else None,
                 pool=msgspec.structs.replace(spec.pool, name=""),
+                devices=devices,
             )
             key = msgspec.json.encode(nameless)
             if self._with_taints:  # DeviceTaintRules may taint devices by pool or node: the taints in effect count
                 key += msgspec.json.encode([e.taints for e in self._entries_of(slice_)])
-            found = self._slices[id(slice_)] = (slice_, key)
+            found = self._slices[id(slice_), reads] = (slice_, key)
         return found[1]
 
-    def shape(self, pools: Sequence[Pool], node_identity: object) -> NodeShape:
+    def _kept_names(self, driver: str, reads: Reads) -> Callable[[str], bool]:
+        """Whether an attribute, by its name in a slice of ``driver``, is one of ``reads`` (memoized per name)."""
+        memo = self._kept.get((driver, reads))
+        if memo is None:
+            memo = self._kept[driver, reads] = {}
+
+        def kept(name: str) -> bool:
+            found = memo.get(name)
+            if found is None:
+                found = memo[name] = split_qualified_name(name, driver) in reads
+            return found
+
+        return kept
+
+    def shape(self, pools: Sequence[Pool], node_identity: object, reads: Reads | None = None) -> NodeShape:
         parts: list[object] = [node_identity]
         devices: list[DeviceEntry] = []
         for pool in pools:
             counters = tuple(
                 (name, tuple((c, q.nanos) for c, q in values.items())) for name, values in pool.counter_sets.items()
             )
-            slices = tuple(self._slice_key(s) for s in pool.slices)
-            others = tuple(self._slice_key(s) for s in pool.other_slices)
+            slices = tuple(self._slice_key(s, reads) for s in pool.slices)
+            others = tuple(self._slice_key(s, reads) for s in pool.other_slices)
             parts.append((pool.driver, pool.incomplete, pool.invalid, counters, slices, others))
             for s in (*pool.slices, *pool.other_slices):
                 devices.extend(self._entries_of(s))

@@ -64,7 +64,10 @@ class NodeView:
         self.pools = pools
         self.flat = flat
         self.shape: Any = None
-        """The view's name-free shape (``answers.NodeShape``), built on first use by the allocator."""
+        """The view's name-free shape (``answers.NodeShape``), built on first use by the allocator, for the attributes
+        ``shape_reads`` (the claims asked last); ``shapes`` holds one per attribute set asked."""
+        self.shape_reads: Any = None
+        self.shapes: dict[Any, Any] | None = None
 
 
 class Search:

@@ -18,6 +18,11 @@ from kubedra.cel import CelCompileError, CelRuntimeError
 
 
 class Program(Protocol):
+    reads: frozenset[tuple[str, str]] | None  # the (domain, id) attributes it can read; None: any
+
+    @property
+    def cost_guarded(self) -> bool: ...
+
     def evaluate(self, view: Any) -> bool: ...
 
 
@@ -69,6 +74,13 @@ class SelectorMemo:
         self._programs: dict[str, Program | str] = {}
         self._by_class: dict[str, dict[int, Verdict]] = {}
         self._by_selectors: dict[tuple[str, ...], dict[int, Verdict]] = {}
+        self._reads: dict[tuple[str, ...], frozenset[tuple[str, str]] | None] = {}
+        # (expressions, what they can read of a device) -> verdict, for expressions whose reads the checker proves
+        self._by_content: dict[tuple[tuple[str, ...], bytes], Verdict] = {}
+
+    def program(self, expression: str) -> Program | str:
+        """The compiled expression, or its compile error's text."""
+        return self._program(expression)
 
     def _program(self, expression: str) -> Program | str:
         found = self._programs.get(expression)
@@ -81,6 +93,32 @@ class SelectorMemo:
         return found
 
     def _run(self, entry: DeviceEntry, expressions: Sequence[str], owner: str | None) -> Verdict:
+        """The verdict on one device; devices alike in everything the expressions read share one evaluation."""
+        exprs = tuple(expressions)
+        if exprs in self._reads:
+            reads = self._reads[exprs]
+        else:
+            reads = self._reads[exprs] = self._reads_of(exprs)
+        if reads is None:
+            return self._evaluate(entry, exprs, owner)
+        key = (exprs, entry.view().content_key(reads))
+        found = self._by_content.get(key)
+        if found is None:
+            found = self._by_content[key] = self._evaluate(entry, exprs, owner)
+        if isinstance(found, SelectorFailure) and found.device is not None and found.device != str(entry.id):
+            return SelectorFailure(found.owner, found.index, str(entry.id), found.detail, runtime=found.runtime)
+        return found
+
+    def _reads_of(self, expressions: tuple[str, ...]) -> frozenset[tuple[str, str]] | None:
+        reads: set[tuple[str, str]] = set()
+        for expression in expressions:
+            program = self._program(expression)
+            if isinstance(program, str) or program.reads is None or program.cost_guarded:
+                return None
+            reads |= program.reads
+        return frozenset(reads)
+
+    def _evaluate(self, entry: DeviceEntry, expressions: Sequence[str], owner: str | None) -> Verdict:
         for index, expression in enumerate(expressions):
             program = self._program(expression)
             if isinstance(program, str):

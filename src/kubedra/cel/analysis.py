@@ -197,3 +197,74 @@ def compare_quantities_by_value(checked: Any) -> bool:
                 renamed = True
         stack.extend(_children(expr))
     return renamed
+
+
+Reads = frozenset[tuple[str, str]]
+"""(domain, id) pairs of the attributes an expression can read; the domain is as written (a qualified one)."""
+
+ATTRIBUTES_MAP = "device.attributes"
+
+
+def attribute_reads(checked: Any) -> Reads | None:
+    """The device attributes an expression can read, or None when it could read any.
+
+    Only ``device.attributes[D].id``, ``device.attributes[D][id]`` and ``has(...)`` of them, with ``D`` and ``id``
+    string literals, name an attribute; any other use of the map (``size()``, iteration, an index computed at run time,
+    the map passed whole, a shadowed ``device``) could read them all. The allocator keys its reused answers by what a
+    search can read: attributes no selector reads (a GPU's UUID) do not keep nodes apart.
+    """
+    found: set[tuple[str, str]] = set()
+
+    def domain_of(expr: Any, bound: frozenset[str]) -> str | None:
+        """``D`` when ``expr`` is ``device.attributes[D]`` (or ``.D``) with ``D`` a string literal."""
+        kind = expr.WhichOneof("expr_kind")
+        if kind == "call_expr" and expr.call_expr.function == "_[_]":
+            args = expr.call_expr.args
+            if _is_attributes(args[0], bound) and _string_literal(args[1]) is not None:
+                return _string_literal(args[1])
+        if kind == "select_expr" and _is_attributes(expr.select_expr.operand, bound) and not expr.select_expr.test_only:
+            return str(expr.select_expr.field)
+        return None
+
+    def visit(expr: Any, bound: frozenset[str]) -> bool:
+        """False when the attributes are used in a way that could read any of them."""
+        kind = expr.WhichOneof("expr_kind")
+        if kind == "ident_expr":
+            name = expr.ident_expr.name
+            return name != DEVICE_VAR and not (name == ATTRIBUTES_MAP and DEVICE_VAR not in bound)
+        if kind == "comprehension_expr":
+            c = expr.comprehension_expr
+            if DEVICE_VAR in {c.iter_var, c.iter_var2, c.accu_var}:
+                return False
+            return all(visit(part, bound) for part in (c.iter_range, c.accu_init, c.loop_condition, c.loop_step,
+                                                       c.result))
+        if kind == "select_expr":
+            domain = domain_of(expr.select_expr.operand, bound)
+            if domain is not None:
+                found.add((domain, str(expr.select_expr.field)))
+                return True
+        if kind == "call_expr" and expr.call_expr.function == "_[_]":
+            args = expr.call_expr.args
+            domain = domain_of(args[0], bound)
+            ident = _string_literal(args[1])
+            if domain is not None and ident is not None:
+                found.add((domain, ident))
+                return True
+        if domain_of(expr, bound) is not None:
+            return False  # a domain's map used whole
+        return all(visit(child, bound) for child in _children(expr))
+
+    return frozenset(found) if visit(checked.expr, frozenset()) else None
+
+
+def _is_attributes(expr: Any, bound: frozenset[str]) -> bool:
+    return (
+        expr.WhichOneof("expr_kind") == "ident_expr" and expr.ident_expr.name == ATTRIBUTES_MAP
+        and DEVICE_VAR not in bound
+    )
+
+
+def _string_literal(expr: Any) -> str | None:
+    if expr.WhichOneof("expr_kind") == "const_expr" and expr.const_expr.WhichOneof("constant_kind") == "string_value":
+        return str(expr.const_expr.string_value)
+    return None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from kubedra.cel.cost import Bounds
 from kubedra.cel.errors import CelRuntimeError
@@ -14,6 +17,9 @@ from kubedra.objects.semver import Semver
 
 if TYPE_CHECKING:
     from kubedra.cel.environment import Environment
+
+
+_KEY_ENCODER = msgspec.json.Encoder(order="deterministic")
 
 
 def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
@@ -31,6 +37,7 @@ class DeviceView:
         self._data: dict[bool, dict[str, Any] | CelRuntimeError] = {}
         self._activations: dict[int, tuple[Environment, Any]] = {}
         self._bounds: Bounds | None = None
+        self._keys: dict[frozenset[tuple[str, str]], bytes] = {}
 
     def activation(self, environment: Environment) -> Any:
         """The cel activation for ``environment``; raises ``CelRuntimeError`` when a value cannot be read."""
@@ -58,6 +65,19 @@ class DeviceView:
             raise built
         return built
 
+    def content_key(self, reads: frozenset[tuple[str, str]]) -> bytes:
+        """Everything an expression that reads only the attributes ``reads`` (and not the cost guard) sees of this
+        device: the driver, those attributes, all capacity and ``allowMultipleAllocations``. Devices with equal keys
+        get equal verdicts from such an expression, so a fleet of alike GPUs is evaluated once."""
+        found = self._keys.get(reads)
+        if found is None:
+            driver, device = self.driver, self.device
+            read = {name: value for name, value in device.attributes.items()
+                    if split_qualified_name(name, driver) in reads}
+            found = self._keys[reads] = _KEY_ENCODER.encode(
+                (driver, read, device.capacity, bool(device.allow_multiple_allocations)))
+        return found
+
     def bounds(self) -> Bounds:
         """This device's actual sizes, for the cost guard."""
         if self._bounds is None:
@@ -82,19 +102,14 @@ class DeviceView:
         return grouped
 
     def _build(self, lists: bool) -> dict[str, Any]:
-        p = protos()
         attributes: dict[str, dict[str, Any]] = {}
         for name, attribute in self.device.attributes.items():
             domain, ident = split_qualified_name(name, self.driver)
-            attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute, lists, p)
+            attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute, lists)
         capacity: dict[str, dict[str, Any]] = {}
         for name, cap in self.device.capacity.items():
             domain, ident = split_qualified_name(name, self.driver)
-            try:
-                q = Quantity.parse(cap.value)
-            except ValueError as exc:
-                raise CelRuntimeError(f"capacity {name}: {exc}") from None
-            capacity.setdefault(domain, {})[ident] = p.quantity(**quantity_fields(q))
+            capacity.setdefault(domain, {})[ident] = _quantity(name, cap.value)
         return {
             "device.driver": self.driver,
             "device.attributes": attributes,
@@ -110,14 +125,40 @@ def _list_value(attribute: DeviceAttribute) -> list[Any] | None:
     return None
 
 
-def _semver(name: str, text: str, p: Any) -> Any:
+# A fleet's devices repeat the same few driver versions, compute capabilities and memory sizes: each text is parsed
+# into its message once (parsing each again was a third of building a device's view). Messages are never modified.
+@functools.lru_cache(maxsize=4096)
+def _semver_message(text: str) -> Any:
+    """The message, or the parse error's text."""
     try:
-        return p.semver(value=semver_key(Semver.parse(text)))
+        return protos().semver(value=semver_key(Semver.parse(text)))
     except ValueError as exc:
-        raise CelRuntimeError(f"attribute {name}: parse semantic version: {exc}") from None
+        return str(exc)
 
 
-def _attribute_value(name: str, attribute: DeviceAttribute, lists: bool, p: Any) -> Any:
+@functools.lru_cache(maxsize=4096)
+def _quantity_message(text: str) -> Any:
+    try:
+        return protos().quantity(**quantity_fields(Quantity.parse(text)))
+    except ValueError as exc:
+        return str(exc)
+
+
+def _semver(name: str, text: str) -> Any:
+    found = _semver_message(text)
+    if isinstance(found, str):
+        raise CelRuntimeError(f"attribute {name}: parse semantic version: {found}")
+    return found
+
+
+def _quantity(name: str, text: str) -> Any:
+    found = _quantity_message(text)
+    if isinstance(found, str):
+        raise CelRuntimeError(f"capacity {name}: {found}")
+    return found
+
+
+def _attribute_value(name: str, attribute: DeviceAttribute, lists: bool) -> Any:
     """The one value an attribute holds (upstream getAttributeValue); lists only with list-type attributes."""
     if attribute.int is not None:
         return attribute.int
@@ -126,10 +167,10 @@ def _attribute_value(name: str, attribute: DeviceAttribute, lists: bool, p: Any)
     if attribute.string is not None:
         return attribute.string
     if attribute.version is not None:
-        return _semver(name, attribute.version, p)
+        return _semver(name, attribute.version)
     if lists:
         if attribute.versions is not None:
-            return [_semver(name, v, p) for v in attribute.versions]
+            return [_semver(name, v) for v in attribute.versions]
         values = _list_value(attribute)
         if values is not None:
             return values

@@ -16,7 +16,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from kubedra.cel.analysis import apply_edits, compare_quantities_by_value, domain_lookup_edits
+from kubedra.cel.analysis import apply_edits, attribute_reads, compare_quantities_by_value, domain_lookup_edits
 from kubedra.cel.cost import COST_LIMIT, estimate_cost
 from kubedra.cel.errors import CelCompileError
 from kubedra.cel.library_lists import list_functions, regex_functions
@@ -105,6 +105,7 @@ class Environment:
         if result not in (cel.Type.BOOL, cel.Type.DYN):
             raise CelCompileError(f"must evaluate to bool or the unknown type, not {type_name(result)}")
         checked = protos().checked_expr(checked_expr.serialize())
+        reads = attribute_reads(checked)
         edits = domain_lookup_edits(checked, expression)
         runnable = checked_expr
         if edits:
@@ -114,7 +115,7 @@ class Environment:
         by_value = protos().checked_expr(runnable.serialize())
         if compare_quantities_by_value(by_value):
             runnable = self.env.deserialize(protos().serialized(by_value, runnable.serialize()))
-        return SelectorProgram(expression, self, runnable, checked.expr if guarded else None)
+        return SelectorProgram(expression, self, runnable, checked.expr if guarded else None, reads)
 
     def _compile(self, source: str, prefix: str) -> Any:
         try:

@@ -9,6 +9,7 @@ from kubedra.cel.cost import COST_LIMIT, COST_LIMIT_MESSAGE, estimate_cost
 from kubedra.cel.errors import CelRuntimeError
 
 if TYPE_CHECKING:
+    from kubedra.cel.analysis import Reads
     from kubedra.cel.device import DeviceView
     from kubedra.cel.environment import Environment
 
@@ -34,8 +35,17 @@ def runtime_message(text: str) -> str:
 class SelectorProgram:
     """One expression compiled against one environment; safe to share, evaluate against any number of devices."""
 
-    def __init__(self, expression: str, environment: Environment, compiled: Any, guarded_ast: Any | None) -> None:
+    def __init__(
+        self,
+        expression: str,
+        environment: Environment,
+        compiled: Any,
+        guarded_ast: Any | None,
+        reads: Reads | None = None,
+    ) -> None:
         self.expression = expression
+        self.reads = reads
+        """The device attributes it can read (``analysis.attribute_reads``); None: any."""
         self._environment = environment
         self._compiled = compiled
         self._guarded_ast = guarded_ast

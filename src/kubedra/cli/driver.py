@@ -19,6 +19,13 @@ HELP = command_help(
     "kubelet on <registry dir>/<driver>-reg.sock, and serves DRAPlugin v1 and v1beta1 and DRAResourceHealth on "
     "<plugin dir>/dra.sock. Prepare writes one CDI spec per claim to the CDI root; a checkpoint in the plugin dir "
     "makes restarts safe.",
+    "A checkpoint it cannot trust (corrupt, truncated, of another version, or of another boot while the node shows "
+    "it was not rebooted) stops the driver (exit 2) before it touches anything: without it the driver would destroy "
+    "the MIG devices and CDI specs of running pods. The message names the file. Either restart with "
+    "--recover-checkpoint, which adopts every claim whose CDI spec is in the CDI root (with the MIG devices NVML "
+    "shows for it), destroys and deletes nothing, and keeps the old file as checkpoint.json.<why>-<time>; or, once "
+    "no pod on the node uses a claim of the driver (kubectl drain), remove the file. Runbook: "
+    "docs/migrating-from-device-plugin.md.",
     "Backends: nvml (the node's NVIDIA driver through nvidia-ml-py; fails clearly when libnvidia-ml is missing) or "
     "fake (--inventory FILE: driverVersion, cudaDriverVersion and gpus with minor, uuid, productName, brand, "
     "architecture, cudaComputeCapability, memory, pciBusID and optional migProfiles). With fake, nvidia-smi "
@@ -30,8 +37,8 @@ HELP = command_help(
     "--node NODE --backend fake --inventory FILE --plugin-dir DIR --registry-dir DIR --cdi-root DIR --kubeconfig "
     "FILE, against a cluster that has a Node named NODE.",
     examples=["kubedra driver --node gpu-node-1 --backend fake  # exit 2: --backend fake needs --inventory FILE"],
-    exit_status="0 after SIGTERM or SIGINT, 2 when it cannot start (bad flags, inventory or kubeconfig; no NVML). An "
-    "unreachable API server is retried with backoff, not fatal.",
+    exit_status="0 after SIGTERM or SIGINT, 2 when it cannot start (bad flags, inventory or kubeconfig; no NVML; a "
+    "checkpoint it cannot trust). An unreachable API server is retried with backoff, not fatal.",
 )
 
 
@@ -91,6 +98,15 @@ def register(app: typer.Typer) -> None:
                 "and dra-<uid>.sock, so an old and a new driver pod overlap during a rolling update (kubelet 1.33+).",
             ),
         ] = None,
+        recover_checkpoint: Annotated[
+            bool,
+            typer.Option(
+                "--recover-checkpoint",
+                help="Start from a checkpoint that cannot be trusted by adopting what the node proves is in use: "
+                "every claim with a CDI spec in the CDI root, its MIG devices found in NVML. Nothing is destroyed "
+                "or deleted; the old file is kept beside the new one. Without it such a checkpoint stops the driver.",
+            ),
+        ] = False,
     ) -> None:
         from kubedra.driver.plugin import DriverOptions, run
         from kubedra.objects.errors import KubedraError
@@ -110,6 +126,7 @@ def register(app: typer.Typer) -> None:
             pod_uid=pod_uid,
             xid_taints=xid_taints,
             resource_api_version=resource_api_version,
+            recover_checkpoint=recover_checkpoint,
         )
         try:
             raise typer.Exit(run(options) or EXIT_OK)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -284,6 +285,9 @@ def register(app: typer.Typer) -> None:
         print_warnings(loaded.warnings, quiet=quiet)
         print_warnings(scenario.notes, quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
+        # The loaded objects live until the end: out of the collector's full passes, which otherwise walk all of them
+        # several times during a large run.
+        gc.freeze()
         pods = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
         show = stderr_console().is_terminal and pods >= PROGRESS_FROM
         if serve:

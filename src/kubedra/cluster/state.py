@@ -83,6 +83,8 @@ class ClusterState:
     bound: dict[str, dict[str, PodRecord]] = field(default_factory=dict)
     # Called with a node's name after the pods bound to it changed (the scheduler's node sets listen).
     watchers: list[Callable[[str], None]] = field(default_factory=list)
+    # Called with the pod, its node and +1 (bound) or -1 (left), before ``watchers`` (the spreading counts listen).
+    pod_watchers: list[Callable[[PodRecord, str, int], None]] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -138,11 +140,15 @@ class ClusterState:
     def bind(self, record: PodRecord, node: str) -> None:
         self.usage[node].add(record.requests, record.scoring)
         self.bound.setdefault(node, {})[record.key] = record
+        for pod_watcher in self.pod_watchers:
+            pod_watcher(record, node, +1)
         for watcher in self.watchers:
             watcher(node)
 
     def unbind(self, record: PodRecord, node: str) -> None:
         self.usage[node].remove(record.requests, record.scoring)
         self.bound.get(node, {}).pop(record.key, None)
+        for pod_watcher in self.pod_watchers:
+            pod_watcher(record, node, -1)
         for watcher in self.watchers:
             watcher(node)

@@ -1,4 +1,5 @@
-"""The node's files: atomic writes (temp + fsync + rename + directory fsync), the serialization lock, boot ID."""
+"""The node's files: atomic writes (temp + fsync + rename + directory fsync), the serialization lock, boot ID and
+boot time."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kubedra.driver.inventory import DriverError
 
 TEMP_PREFIX = ".kubedra-tmp-"
 BOOT_ID_PATH = Path("/proc/sys/kernel/random/boot_id")
+PROC_STAT_PATH = Path("/proc/stat")
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = True) -> None:
@@ -96,3 +98,15 @@ def boot_id(path: Path = BOOT_ID_PATH) -> str:
         return path.read_text().strip()
     except OSError:
         return ""
+
+
+def boot_time(path: Path = PROC_STAT_PATH) -> float | None:
+    """When this boot began (``btime`` of /proc/stat, seconds since the epoch); None if it cannot be read."""
+    try:
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "btime":
+                return float(value.strip())
+    except (OSError, ValueError):
+        return None
+    return None

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from dataclasses import dataclass
@@ -38,6 +39,12 @@ REGISTRATION_SERVICE = "pluginregistration.Registration"
 SUPPORTED_VERSIONS = ("v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth")
 PLUGIN_TYPE = "DRAPlugin"
 SOCKET_MODE = 0o600
+# gRPC's sync server runs every call on a worker thread, a streaming one for as long as it streams, while idle
+# connections hold none. Health Watch streams are therefore capped below the worker count and ended after a while
+# (clients of the health protocol re-watch), so Check — the liveness probe — always finds a free worker.
+HEALTH_PORT_WORKERS = 4
+MAX_HEALTH_WATCHERS = 2
+HEALTH_WATCH_LIMIT = 300.0  # seconds one Watch stream may last
 
 
 class Plugin(Protocol):
@@ -50,8 +57,15 @@ class Plugin(Protocol):
     def watch_health(self, active: Callable[[], bool]) -> Iterator[HealthReport]: ...
 
 
-def _refs(claims: Any) -> list[ClaimRef]:
-    return [ClaimRef(c.namespace, c.uid, c.name) for c in claims]
+def _refs(claims: Any, context: Any) -> list[ClaimRef]:
+    """The request's claims; a UID that is not one (it would name files) fails the whole call with
+    INVALID_ARGUMENT, as nothing but a broken or hostile caller sends one."""
+    refs = [ClaimRef(c.namespace, c.uid, c.name) for c in claims]
+    for ref in refs:
+        problem = ref.uid_problem()
+        if problem is not None:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{problem}; no claim of this call was touched")
+    return refs
 
 
 def _prepare_response(module: Any, results: dict[str, PrepareResult], with_share_id: bool) -> Any:
@@ -105,11 +119,11 @@ def dra_handlers(plugin: Plugin) -> list[Any]:
     handlers = []
     for service, module, share in ((DRA_V1_SERVICE, v1, True), (DRA_V1BETA1_SERVICE, v1beta1, False)):
 
-        def prepare(request: Any, _context: Any, module: Any = module, share: bool = share) -> Any:
-            return _prepare_response(module, plugin.prepare(_refs(request.claims)), share)
+        def prepare(request: Any, context: Any, module: Any = module, share: bool = share) -> Any:
+            return _prepare_response(module, plugin.prepare(_refs(request.claims, context)), share)
 
-        def unprepare(request: Any, _context: Any, module: Any = module) -> Any:
-            return _unprepare_response(module, plugin.unprepare(_refs(request.claims)))
+        def unprepare(request: Any, context: Any, module: Any = module) -> Any:
+            return _unprepare_response(module, plugin.unprepare(_refs(request.claims, context)))
 
         handlers.append(
             grpc.method_handlers_generic_handler(
@@ -198,9 +212,14 @@ def registration_handler(driver_name: str, endpoint: str, state: RegistrationSta
     )
 
 
-def health_handler(check: Callable[[], bool]) -> Any:
-    """The standard ``grpc.health.v1.Health``: ``""`` and the DRA services answer SERVING when ``check()``."""
+def health_handler(
+    check: Callable[[], bool], *, max_watchers: int = MAX_HEALTH_WATCHERS, watch_limit: float = HEALTH_WATCH_LIMIT
+) -> Any:
+    """The standard ``grpc.health.v1.Health``: ``""`` and the DRA services answer SERVING when ``check()``. At most
+    ``max_watchers`` Watch streams at once (more are refused with RESOURCE_EXHAUSTED, not queued), each ended after
+    ``watch_limit`` seconds; one handler per server, so each server's cap is its own."""
     known = {"", DRA_V1_SERVICE, DRA_V1BETA1_SERVICE, HEALTH_STREAM_SERVICE}
+    slots = threading.BoundedSemaphore(max_watchers)
 
     def status(service: str) -> Any:
         if service not in known:
@@ -213,13 +232,22 @@ def health_handler(check: Callable[[], bool]) -> Any:
         return ghealth.HealthCheckResponse(status=status(request.service))
 
     def watch(request: Any, context: Any) -> Iterator[Any]:
-        last = None
-        while context.is_active():
-            current = status(request.service)
-            if current != last:
-                yield ghealth.HealthCheckResponse(status=current)
-                last = current
-            threading.Event().wait(1.0)
+        if not slots.acquire(blocking=False):
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"at most {max_watchers} health Watch streams at once on this server; use Check",
+            )
+        try:
+            last = None
+            ends = time.monotonic() + watch_limit
+            while context.is_active() and (left := ends - time.monotonic()) > 0:
+                current = status(request.service)
+                if current != last:
+                    yield ghealth.HealthCheckResponse(status=current)
+                    last = current
+                threading.Event().wait(min(1.0, left))
+        finally:
+            slots.release()
 
     return grpc.method_handlers_generic_handler(
         GRPC_HEALTH_SERVICE,
@@ -257,12 +285,20 @@ def unix_server(path: Path, handlers: Sequence[Any], workers: int = 8) -> Any:
     return server
 
 
-def tcp_server(port: int, handlers: Sequence[Any], host: str = "[::]") -> tuple[Any, int]:
-    """A started gRPC server on TCP (the liveness probe's health port); returns it and the bound port."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), handlers=list(handlers))
+def tcp_server(
+    port: int, handlers: Sequence[Any], host: str = "[::]", workers: int = HEALTH_PORT_WORKERS
+) -> tuple[Any, int]:
+    """A started gRPC server on TCP; returns it and the bound port."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), handlers=list(handlers))
     bound = server.add_insecure_port(f"{host}:{port}")
     server.start()
     return server, bound
+
+
+def health_port_server(port: int, check: Callable[[], bool], host: str = "[::]") -> tuple[Any, int]:
+    """The liveness probe's health port: its own health handler, more workers than Watch streams may hold."""
+    assert MAX_HEALTH_WATCHERS < HEALTH_PORT_WORKERS
+    return tcp_server(port, [health_handler(check)], host)
 
 
 def probe(registration_socket: Path, dra_socket: Path, timeout: float = 5.0) -> bool:

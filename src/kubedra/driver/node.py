@@ -5,7 +5,8 @@ previous attempt died) → roll back first; refuse devices another claim holds u
 admin access); write ``PrepareStarted`` with what will be done; apply sharing (nvidia-smi through the runner);
 create MIG devices (NVIDIA's DynamicMIG: the published placement devices become a GPU instance and a compute
 instance through the backend); write the CDI spec; write ``PrepareCompleted``. At start, MIG devices no claim
-records are destroyed (the checkpoint is the truth, as NVIDIA's ``DestroyUnknownMIGDevices`` has it).
+records are destroyed (the checkpoint is the truth, as NVIDIA's ``DestroyUnknownMIGDevices`` has it), which is why a
+checkpoint that cannot be trusted stops the driver before anything is touched (:mod:`.recovery`).
 Unprepare releases exactly what the checkpoint says was prepared.
 Calls are serialized by a thread lock and a file lock (``pu.lock``, as NVIDIA's driver names it); claims are read
 from the API before taking them, as the kubelet-plugin helper does.
@@ -24,7 +25,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from kubedra.driver import cdi, checkpoint, files, sharing
+from kubedra.driver import cdi, checkpoint, files, recovery, sharing
 from kubedra.driver.checkpoint import PREPARE_COMPLETED, PREPARE_STARTED, Checkpoint, ClaimRecord, DeviceRecord
 from kubedra.driver.claims import ClaimPlan, ClaimRefusedError, plan_claim
 from kubedra.driver.devices import MigPlacement, mig_placements
@@ -51,6 +52,8 @@ class NodeConfig:
     plugin_dir: Path
     cdi_root: Path
     boot_id_path: Path = files.BOOT_ID_PATH
+    proc_stat_path: Path = files.PROC_STAT_PATH  # btime: when this boot began (a boot-ID change is checked with it)
+    recover_checkpoint: bool = False  # --recover-checkpoint: adopt what the node proves instead of refusing
 
     @property
     def checkpoint_path(self) -> Path:
@@ -61,8 +64,10 @@ class NodeConfig:
 class StartupReport:
     """What recovery found at start (logged; tests read it)."""
 
-    corrupt: str | None = None
+    corrupt: str | None = None  # why the checkpoint could not be read
     rebooted: bool = False
+    recovered: list[str] | None = None  # --recover-checkpoint from an untrusted checkpoint: the claims adopted
+    set_aside: str | None = None  # where the untrusted checkpoint was kept
     rolled_back: list[str] = field(default_factory=list)
     stale_specs: list[str] = field(default_factory=list)
     regenerated_specs: list[str] = field(default_factory=list)
@@ -108,6 +113,10 @@ class NodeDriver:
         results: dict[str, PrepareResult] = {}
         plans: list[ClaimPlan] = []
         for ref in claims:  # the slow API reads happen before serializing, as upstream's helper does them
+            problem = ref.uid_problem()
+            if problem is not None:
+                results[ref.uid] = PrepareResult(error=problem)
+                continue
             try:
                 document = self.claims.get_claim(ref.namespace, ref.name)
                 plans.append(plan_claim(document, ref, self.config.driver, self.config.node))
@@ -127,6 +136,10 @@ class NodeDriver:
             return results
         with self._serialized():
             for ref in claims:
+                problem = ref.uid_problem()
+                if problem is not None:
+                    results[ref.uid] = problem
+                    continue
                 try:
                     self._unprepare_one(ref.uid)
                     results[ref.uid] = ""
@@ -269,6 +282,8 @@ class NodeDriver:
         uid = plan.ref.uid
         record = self.state.claims.get(uid)
         if record is not None and record.state == PREPARE_COMPLETED:
+            if not record.namespace:
+                self._complete_recovered(plan, record)
             return _result(record)
         if record is not None:
             self._rollback(uid, record)
@@ -296,6 +311,18 @@ class NodeDriver:
         record.state = PREPARE_COMPLETED
         self._save()
         return _result(record)
+
+    def _complete_recovered(self, plan: ClaimPlan, record: ClaimRecord) -> None:
+        """A claim adopted by --recover-checkpoint from its CDI spec: what the spec could not say comes from the
+        claim the kubelet prepares again (namespace, name, request names, share IDs)."""
+        record.namespace, record.name = plan.ref.namespace, plan.ref.name
+        allocated = {d.device: d for d in plan.devices}
+        for d in record.devices:
+            if d.device in allocated and not d.request_names:
+                d.request_names = [allocated[d.device].base_request]
+                d.share_id = allocated[d.device].share_id
+                d.admin_access = allocated[d.device].admin_access
+        self._save()
 
     def _plan_record(self, plan: ClaimPlan) -> tuple[ClaimRecord, cdi.ClaimSpec]:
         uid = plan.ref.uid
@@ -467,7 +494,8 @@ class NodeDriver:
             for d in rec.devices:
                 shared = d.share_id is not None or d.admin_access
                 previous = held.get(d.device)
-                held[d.device] = (f"{rec.namespace}/{rec.name}", shared and (previous is None or previous[1]))
+                who = f"{rec.namespace}/{rec.name}" if rec.namespace else f"with UID {uid} (recovered)"
+                held[d.device] = (who, shared and (previous is None or previous[1]))
         return held
 
     def _time_slice_of(self, uuid: str, exclude: str) -> int | None:
@@ -506,32 +534,28 @@ class NodeDriver:
         self._save()
 
     def _recover(self) -> StartupReport:
+        """The checkpoint is checked before anything on the node is touched: one that cannot be trusted stops the
+        driver here (CheckpointRefusedError), unless the operator asked for recovery (:mod:`.recovery`)."""
         report = StartupReport()
-        path = self.config.checkpoint_path
+        trusted = self._trusted_checkpoint(report)
         files.remove_temp_files(self.config.plugin_dir)
         files.remove_temp_files(self.config.cdi_root)
-        if path.exists():
-            try:
-                loaded = checkpoint.decode(path.read_bytes())
-            except checkpoint.CorruptCheckpointError as exc:
-                aside = path.with_name(f"{path.name}.corrupt-{int(self.clock())}")
-                path.replace(aside)
-                report.corrupt = f"{path}: {exc}; moved to {aside.name}, starting with no prepared claims"
-                log.error("checkpoint %s", report.corrupt)
-            else:
-                if loaded.boot_id and loaded.boot_id != self.state.boot_id:
-                    report.rebooted = True
-                    log.warning("the node rebooted since the checkpoint was written: prepared claims are void")
-                else:
-                    self.state.claims = loaded.claims
+        if report.recovered is not None:
+            for uid, record in self.state.claims.items():
+                if not self._spec_path(uid).exists():
+                    report.regenerated_specs.append(uid)
+                    self._regenerate_spec(uid, record)
+            self._save()
+            return report
+        if trusted is not None:
+            self.state.claims = trusted.claims
         for uid, record in list(self.state.claims.items()):
             if record.state == PREPARE_STARTED:
                 self._rollback(uid, record)
                 report.rolled_back.append(uid)
         self._destroy_unknown_mig(report)
-        for spec_file in sorted(self.config.cdi_root.glob(f"{cdi.SPEC_PREFIX}*{cdi.SPEC_SUFFIX}")):
-            owner = cdi.claim_of_spec_file(spec_file.name)
-            if owner is not None and owner not in self.state.claims:
+        for owner, spec_file in recovery.spec_files(self.config.cdi_root).items():
+            if owner not in self.state.claims:
                 files.remove(spec_file)
                 report.stale_specs.append(owner)
         for uid, record in self.state.claims.items():
@@ -541,10 +565,96 @@ class NodeDriver:
         self._save()
         return report
 
+    def _trusted_checkpoint(self, report: StartupReport) -> Checkpoint | None:
+        """The checkpoint whose claims this start keeps (None: none, a fresh node or a reboot). Untrusted: refused,
+        or with ``recover_checkpoint`` the claims the node proves are adopted into ``self.state`` and the file is
+        kept beside the new one."""
+        path, config = self.config.checkpoint_path, self.config
+        if not path.exists():
+            if config.recover_checkpoint:
+                log.warning("%s: no checkpoint, nothing to recover", recovery.FLAG)
+            return None
+        loaded: Checkpoint | None = None
+        try:
+            loaded = checkpoint.decode(path.read_bytes())
+        except (OSError, checkpoint.CorruptCheckpointError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            report.corrupt = reason
+            message = recovery.corrupt_message(path, reason, config.driver, config.cdi_root)
+            kind = "corrupt"
+        else:
+            if not loaded.boot_id or loaded.boot_id == self.state.boot_id:
+                if config.recover_checkpoint:
+                    log.warning("%s: the checkpoint is sound, nothing to recover", recovery.FLAG)
+                return loaded
+            specs = recovery.spec_files(config.cdi_root)
+            booted = files.boot_time(config.proc_stat_path)
+            why = recovery.reboot_contradicted(path, loaded, specs, booted, self._live_mig)
+            if why is None:
+                report.rebooted = True
+                log.warning("the node rebooted since the checkpoint was written: prepared claims are void")
+                return None
+            message = recovery.foreign_message(
+                path,
+                recorded=loaded.boot_id,
+                current=self.state.boot_id,
+                why=why,
+                driver=config.driver,
+                cdi_root=config.cdi_root,
+            )
+            kind = "foreign-boot"
+        if not config.recover_checkpoint:
+            log.error("%s", message)
+            raise recovery.CheckpointRefusedError(message)
+        log.warning("%s: recovering from an untrusted checkpoint: %s", recovery.FLAG, message)
+        live = self._live_mig_devices()
+        if live is None:
+            raise recovery.CheckpointRefusedError(
+                f"{recovery.FLAG}: the MIG devices of this node cannot be listed through NVML, so recovery cannot tell "
+                f"which are in use; nothing was changed. {message}"
+            )
+        self.state.claims = recovery.adopt(
+            loaded,
+            recovery.spec_files(config.cdi_root),
+            read_spec=_read_spec,
+            pool=config.node,
+            mig_names=self.migs,
+            live=live,
+        )
+        aside = path.with_name(f"{path.name}.{kind}-{int(self.clock())}")
+        path.replace(aside)  # kept for whoever investigates; the new checkpoint is written next
+        report.set_aside = aside.name
+        log.warning(
+            "%s: %d claim(s) adopted; the old checkpoint is kept as %s", recovery.FLAG, len(self.state.claims), aside
+        )
+        report.recovered = sorted(self.state.claims)
+        return None
+
+    def _live_mig_devices(self) -> dict[str, MigDevice] | None:
+        """Every MIG device on the GPUs that publish MIG profiles, by MIG UUID; None if NVML cannot say."""
+        if self.mig is None:
+            return {}
+        try:
+            return {m.uuid: m for g in self.inventory.gpus if g.mig_profiles for m in self.mig.mig_devices(g.uuid)}
+        except Exception:  # any failure to list means "cannot prove", which refuses
+            log.exception("listing MIG devices")
+            return None
+
+    def _live_mig(self) -> set[str] | None:
+        live = self._live_mig_devices()
+        return None if live is None else set(live)
+
     def _regenerate_spec(self, uid: str, record: ClaimRecord) -> None:
         """A prepared claim whose spec is gone (``/var/run/cdi`` is often a tmpfs): written again, as it was."""
         if record.cdi_spec is not None:
             files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec), durable=False)
+
+
+def _read_spec(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not YAML: {exc}") from exc
 
 
 def _result(record: ClaimRecord) -> PrepareResult:

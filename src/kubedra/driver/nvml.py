@@ -1,5 +1,8 @@
 """The NVML backend (nvidia-ml-py's ``pynvml``): the calls NVIDIA's ``getGpuInfo`` makes, init/shutdown per
-discovery. Tested through a faked ``pynvml`` module; no GPU was available where this was written.
+discovery. pynvml hands most arguments to C without ctypes argtypes, so what is passed must already be what the C
+function wants: pointers as ``ctypes.byref``, arrays as large as NVML will fill. Tested through the real pynvml over
+a C stub of libnvidia-ml.so.1 (``tests/driver/nvmlstub``) that checks pointers, versions and sizes; no GPU was
+available where this was written.
 
 pcieRoot and numaNode come from sysfs (``/sys/bus/pci/devices/<bus id>``: the root is the ``pci<domain>:<bus>``
 component of the device's real path; ``numa_node``), as upstream's ``deviceattribute`` helpers read them.
@@ -170,20 +173,24 @@ class NvmlBackend:
             handle = nvml.nvmlDeviceGetHandleByUUID(parent_uuid)
             placement = nvml.c_nvmlGpuInstancePlacement_t()
             placement.start, placement.size = start, size
-            gi = nvml.nvmlDeviceCreateGpuInstanceWithPlacement(handle, profile_id, placement)
+            # const nvmlGpuInstancePlacement_t *: the structure itself would be passed by value (garbage there)
+            gi = nvml.nvmlDeviceCreateGpuInstanceWithPlacement(handle, profile_id, ctypes.byref(placement))
+            ci = None
             try:
                 gi_id = int(nvml.nvmlGpuInstanceGetInfo(gi).id)
-                ci_profile = self._full_compute_profile(nvml, gi)
-                ci = nvml.nvmlGpuInstanceCreateComputeInstance(gi, ci_profile)
+                ci = nvml.nvmlGpuInstanceCreateComputeInstance(gi, self._full_compute_profile(nvml, gi))
                 ci_id = int(nvml.nvmlComputeInstanceGetInfo(ci).id)
-            except BaseException:
+                minor = int(nvml.nvmlDeviceGetMinorNumber(handle))
+                found = [m for m in self._list(nvml, handle, parent_uuid, minor) if (m.gi, m.ci) == (gi_id, ci_id)]
+                if not found:
+                    raise DriverError(f"NVML: the MIG device GI {gi_id} CI {ci_id} of {parent_uuid} did not appear")
+            except BaseException:  # nothing half-made stays behind: a MIG device nobody can be handed
+                if ci is not None:
+                    with contextlib.suppress(Exception):
+                        nvml.nvmlComputeInstanceDestroy(ci)
                 with contextlib.suppress(Exception):
                     nvml.nvmlGpuInstanceDestroy(gi)
                 raise
-            minor = int(nvml.nvmlDeviceGetMinorNumber(handle))
-            found = [m for m in self._list(nvml, handle, parent_uuid, minor) if (m.gi, m.ci) == (gi_id, ci_id)]
-            if not found:
-                raise DriverError(f"NVML: the MIG device GI {gi_id} CI {ci_id} of {parent_uuid} did not appear")
             return found[0]
 
     def _full_compute_profile(self, nvml: Any, gi: Any) -> int:
@@ -295,6 +302,17 @@ class NvmlBackend:
             numa_node=numa,
         )
 
+    def _placements(self, nvml: Any, handle: Any, profile_id: int) -> tuple[tuple[int, int], ...]:
+        """Asked twice, as go-nvml does: NULL for the count, then an array that large. NVML writes every possible
+        placement, which can be more than the profile's instance count (1g.5gb+me: one instance, seven places)."""
+        count = ctypes.c_uint(0)
+        nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, profile_id, None, ctypes.byref(count))
+        if count.value == 0:
+            return ()
+        array = (nvml.c_nvmlGpuInstancePlacement_t * count.value)()
+        nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, profile_id, array, ctypes.byref(count))
+        return tuple((int(array[i].start), int(array[i].size)) for i in range(count.value))
+
     def _mig_profiles(self, nvml: Any, handle: Any) -> tuple[MigProfileInfo, ...]:
         """Every GPU-instance profile the GPU supports, with its possible placements (MIG-capable GPUs only)."""
         try:
@@ -309,10 +327,7 @@ class NvmlBackend:
                 info = nvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, index)
             except nvml.NVMLError:
                 continue  # NOT_SUPPORTED / INVALID_ARGUMENT: profile absent on this GPU
-            count = ctypes.c_uint(int(info.instanceCount))
-            array = (nvml.c_nvmlGpuInstancePlacement_t * max(1, int(info.instanceCount)))()
-            nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, info.id, array, ctypes.byref(count))
-            placements = tuple((int(array[i].start), int(array[i].size)) for i in range(count.value))
+            placements = self._placements(nvml, handle, int(info.id))
             slices = int(info.memorySizeMB)
             written = _text(getattr(info, "name", b"")).removeprefix("MIG ").strip()
             name = written or f"{int(info.sliceCount)}g.{round(slices / 1024)}gb"

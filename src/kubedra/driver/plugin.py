@@ -1,9 +1,12 @@
 """``kubedra driver``: wires the backend, the API client, the NodeDriver, the sockets and the publisher; runs in
 the foreground until SIGTERM or SIGINT, then removes its sockets.
 
-Start order: inventory (fails clearly without NVML), checkpoint recovery, DRA socket, registration socket (the
+Start order: inventory (fails clearly without NVML), checkpoint recovery (a checkpoint that cannot be trusted stops
+the driver here, before anything on the node is touched), DRA socket, registration socket (the
 kubelet may call as soon as it sees it), health port, then ResourceSlices in a background thread that retries
-until the API server answers and reconciles every ``resync`` seconds.
+until the API server answers and reconciles every ``resync`` seconds, and at once when another thread watching the
+pool's slices sees one deleted: the kubelet deletes every ResourceSlice of its node when it starts (and a driver's
+when it has been unregistered for 30 s), and the node's GPUs must not stay unschedulable until the next resync.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class DriverOptions:
     resource_api_version: str = "v1"  # resource.k8s.io version of slices and claims: v1, v1beta2 (1.33), v1beta1 (1.32)
     xid_taints: bool = False  # XIDs also taint the device in its ResourceSlice (gpu.nvidia.com/xid=<xid>)
     pod_uid: str | None = None  # rolling updates: per-pod socket names, so two driver pods can overlap
+    recover_checkpoint: bool = False  # adopt what CDI specs and NVML prove instead of refusing an untrusted checkpoint
     resync: float = 30.0
 
     @property
@@ -128,7 +132,13 @@ class RunningDriver:
             client = connect(options.kubeconfig)
         self.client = client
         self.driver = NodeDriver(
-            NodeConfig(options.node, options.driver_name, options.plugin_path, options.cdi_root),
+            NodeConfig(
+                options.node,
+                options.driver_name,
+                options.plugin_path,
+                options.cdi_root,
+                recover_checkpoint=options.recover_checkpoint,
+            ),
             self.inventory,
             KubeClaims(client, options.resource_api_version),
             runner,
@@ -146,7 +156,7 @@ class RunningDriver:
         self.health_server = None
         self.health_port: int | None = None
         if options.health_port is not None:
-            self.health_server, self.health_port = grpcservice.tcp_server(options.health_port, [health])
+            self.health_server, self.health_port = grpcservice.health_port_server(options.health_port, self.healthy)
         self.publisher = SlicePublisher(
             client, options.driver_name, options.node, self.sharing, options.resource_api_version
         )
@@ -155,6 +165,8 @@ class RunningDriver:
         self.publish_error: DriverError | None = None
         self.thread = threading.Thread(target=self._publish_loop, name="resourceslices", daemon=True)
         self.thread.start()
+        self.watch_thread = threading.Thread(target=self._watch_slices, name="resourceslice-watch", daemon=True)
+        self.watch_thread.start()
         self.xid_thread: threading.Thread | None = None
         if isinstance(backend, XidSource):
             self.xid_thread = threading.Thread(
@@ -214,6 +226,36 @@ class RunningDriver:
             self.republish.wait(self.options.resync)
             self.republish.clear()
 
+    def _watch_slices(self) -> None:
+        """Wake the publisher when one of the pool's slices is deleted (as the kubelet-plugin helper's slice
+        controller does, through its informer); after a failed watch, list again and publish once more, since a
+        deletion in the gap would be missed."""
+        from kubedra.kube import api
+        from kubedra.kube.kinds import RESOURCE_SLICE
+
+        fields = {"spec.driver": self.options.driver_name, "spec.nodeName": self.options.node}
+        failures = 0
+        while not self.stopping.is_set():
+            try:
+                for event, document in api.watch_selected(
+                    self.client, RESOURCE_SLICE, self.options.resource_api_version, fields
+                ):
+                    if self.stopping.is_set():
+                        return
+                    failures = 0
+                    if event == "DELETED":
+                        name = document["metadata"]["name"]
+                        log.info("ResourceSlice %s was deleted: publishing the pool again", name)
+                        self.republish.set()
+            except Exception as exc:  # noqa: BLE001 - API down, 410 Gone, a closed client: list and watch again
+                if self.stopping.is_set():
+                    return
+                failures += 1
+                log.warning("watching ResourceSlices failed (%d): %s", failures, api.describe_error(exc, "API"))
+                if self.stopping.wait(min(2.0**failures, 30.0)):
+                    return
+                self.republish.set()
+
     def stop(self) -> None:
         self.stopping.set()
         self.republish.set()
@@ -226,7 +268,8 @@ class RunningDriver:
         if self.xid_thread is not None:
             self.xid_thread.join(timeout=6)  # NVML's event wait returns within 5 s
         if self.owns_client:
-            self.client.close()
+            self.client.close()  # ends the slice watch's stream too
+        self.watch_thread.join(timeout=2)  # a daemon: with a caller's client it ends when the watch next returns
         log.info("stopped; sockets removed")
 
 

@@ -25,6 +25,11 @@ from kubedra.objects.quantity import parse_quantity
 log = logging.getLogger("kubedra.driver")
 MPS_PIPE_DIRECTORY = "/tmp/nvidia-mps"  # noqa: S108 - the path inside the container, as NVIDIA's driver uses
 MIB = 1024 * 1024
+# pipe and shm are bind-mounted into the claim's containers, which may run as any user, and the MPS server runs as
+# the client's user and writes into log: world-writable with the sticky bit, as /dev/shm and /tmp are (the driver
+# cannot know the containers' UIDs at prepare). Their parent, <plugin dir>/mps/<claim UID>, stays root's 0755.
+MPS_SHARED_MODE = 0o1777
+MPS_ROOT_MODE = 0o755
 
 
 class CommandRunner(Protocol):
@@ -135,6 +140,8 @@ def start_mps(
     root = mps_root(plugin_dir, claim_uid)
     for name in ("pipe", "log", "shm"):
         (root / name).mkdir(parents=True, exist_ok=True)
+        os.chmod(root / name, MPS_SHARED_MODE)  # explicitly: mkdir's mode is cut by the umask
+    os.chmod(root, MPS_ROOT_MODE)
     env = mps_daemon_env(plugin_dir, claim_uid, gpus)
     runner.run([MPS_CONTROL, "-d"], env=env)
     for line in settings:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+# What the API server assigns as metadata.uid (a UUID, 8-4-4-4-12 hexadecimal digits). Claim UIDs become file names
+# (CDI specs, MPS directories), so nothing else may pass: no "..", no "/", nothing empty or overlong.
+_UID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +20,17 @@ class ClaimRef:
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name} (uid {self.uid})"
+
+    def uid_problem(self) -> str | None:
+        """Why this claim's UID cannot be used, or None: it names files, so only a UID the API server could
+        have assigned passes."""
+        if _UID.fullmatch(self.uid):
+            return None
+        shown = self.uid if len(self.uid) <= 64 else f"{self.uid[:64]}... ({len(self.uid)} characters)"
+        return (
+            f"claim {self.namespace}/{self.name}: UID {shown!r} is not a UID (36 characters, 8-4-4-4-12 "
+            "hexadecimal digits, as the API server assigns them)"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ whatever lightkube-models knows — and is decoded once, into kubedra's model, b
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +158,23 @@ def list_selected(client: Client, kind: Kind, version: str, fields: dict[str, An
     """Every object of a cluster-scoped kind whose fields equal ``fields`` (a field selector)."""
     pages = client.list(resource(kind, version), fields=fields, chunk_size=DEFAULT_PAGE_SIZE, **all_namespaces(kind))
     return [{**item, "apiVersion": kind.api_version(version), "kind": kind.kind} for item in pages]
+
+
+def watch_selected(
+    client: Client, kind: Kind, version: str, fields: dict[str, Any], *, server_timeout: int = 300
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The objects of a cluster-scoped kind whose fields equal ``fields``, as an informer sees them: ``("LISTED",
+    object)`` for each that exists, then the watch's events (``ADDED``, ``MODIFIED``, ``DELETED``) from the list's
+    resourceVersion, without end (a watch the server closes is resumed). Errors are raised, 410 Gone included
+    (:func:`is_gone`): the caller lists again."""
+    res = resource(kind, version)
+    api_version = kind.api_version(version)
+    pages = client.list(res, fields=fields, chunk_size=DEFAULT_PAGE_SIZE)
+    for item in pages:
+        yield "LISTED", {**item, "apiVersion": api_version, "kind": kind.kind}
+    events = client.watch(res, fields=fields, resource_version=pages.resourceVersion, server_timeout=server_timeout)
+    for event_type, item in events:
+        yield str(event_type), {**item, "apiVersion": api_version, "kind": kind.kind}
 
 
 def apply_object(client: Client, kind: Kind, version: str, document: dict[str, Any], field_manager: str) -> None:

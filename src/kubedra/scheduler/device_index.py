@@ -13,10 +13,10 @@ allocator decides. Selector results per device are computed once per signature a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kubedra.cel import CelError, CompileCache
+from kubedra.cel import CelError, CompileCache, DeviceView, SelectorProgram
 from kubedra.cluster.devices import DeviceRecord, DeviceTable, Signature
 from kubedra.objects.model import DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice
 
@@ -191,8 +191,9 @@ class DeviceIndex:
             return True
         try:
             programs = [self._cel.compile(e) for e in exprs]
-            matching = [r for r in self._local if all(p.evaluate(r.view()) for p in programs)]
-            if any(all(p.evaluate(r.view()) for p in programs) for r in self._off_node):
+            matches = _matcher(programs)
+            matching = [r for r in self._local if matches(r.view())]
+            if any(matches(r.view()) for r in self._off_node):
                 self._served_off_node.add(signature)
         except CelError:
             self._failed.add(signature)  # the exact allocator reports the error in its own words
@@ -200,3 +201,24 @@ class DeviceIndex:
         self.table.track(signature, matching)
         self._by_exprs[tuple(exprs)] = signature
         return True
+
+
+def _matcher(programs: list[SelectorProgram]) -> Callable[[DeviceView], bool]:
+    """Whether a device passes every program. Where the checker proves which attributes they read (and no cost guard
+    looks at the rest), devices alike in those are evaluated once: a fleet's GPUs differ mostly in UUIDs and bus IDs."""
+    reads: set[tuple[str, str]] = set()
+    for program in programs:
+        if program.reads is None or program.cost_guarded:
+            return lambda view: all(p.evaluate(view) for p in programs)
+        reads |= program.reads
+    key = frozenset(reads)
+    verdicts: dict[bytes, bool] = {}
+
+    def matches(view: DeviceView) -> bool:
+        content = view.content_key(key)
+        found = verdicts.get(content)
+        if found is None:
+            found = verdicts[content] = all(p.evaluate(view) for p in programs)
+        return found
+
+    return matches

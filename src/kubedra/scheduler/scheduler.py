@@ -300,7 +300,7 @@ class Scheduler:
                 i = window.bit_length() - 1
             elif self.policy is Policy.FIRST_FIT:
                 i = sets.kth_rotated(window, start, 0)
-            elif self.kube is not None and self.kube.resources_only(record, attempt.claims):
+            elif self.kube is not None and self.kube.by_groups(attempt.claims):
                 i = self.kube.choose_window(record, window, start)
             elif self.kube is not None:
                 order = list(sets.rotated(window, start))

@@ -25,8 +25,11 @@ import enum
 import itertools
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import msgspec
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import ZERO, NodeUsage, ScoringRequests
@@ -34,16 +37,13 @@ from kubedra.objects.model import AllocationResult, Node, Pod, PreferredScheduli
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import nth_bit, reclassify
-from kubedra.scheduler.nodefit import affinity_reason
+from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, SpreadCounts, owner_key, zone_of
 
 MAX_NODE_SCORE = 100
 SCORED_RESOURCES = ("cpu", "memory")
 FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-ZONE_LABEL = "topology.kubernetes.io/zone"
 # PodTopologySpread's systemDefaultConstraints: (topology key, maxSkew), both ScheduleAnyway.
 SYSTEM_DEFAULT_SPREAD = ((HOSTNAME_LABEL, 3), (ZONE_LABEL, 5))
-SPREAD_OWNERS = frozenset({("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")})
 # The default profile's score plugins and weights, in its order.
 WEIGHTS: dict[str, int] = {
     "TaintToleration": 3,
@@ -328,35 +328,44 @@ class NodeScores:
     total: int
 
 
-def _controller(pod: Pod) -> tuple[str, str] | None:
-    """(kind, name) of the ReplicaSet or StatefulSet controlling the pod, whose selector default spreading uses."""
-    for ref in pod.metadata.owner_references:
-        if ref.controller and (ref.api_version, ref.kind) in SPREAD_OWNERS:
-            return ref.kind, ref.name
-    return None
-
-
-def _matches_controller(other: Pod, namespace: str, controller: tuple[str, str]) -> bool:
-    """Counted by ``countPodsMatchSelector`` for the controller's selector: same namespace, not terminating.
-    A ReplicaSet's or StatefulSet's selector matches exactly its own pods in kubedra's workloads."""
-    return (
-        other.metadata.namespace == namespace
-        and other.metadata.deletion_timestamp is None
-        and _controller(other) == controller
-    )
-
-
 ResourceKey = tuple[tuple[int, int], ScoringRequests]  # a node's allocatable and what its pods request
 MAX_CACHED_SCORES = 65536
+MAX_CACHED_PARTITIONS = 256
+# A node's topology for default spreading: has the hostname label, has the zone label, its zone ("" without).
+Topology = tuple[bool, bool, str]
+
+
+def spread_raw(host_count: int | None, zone_count: int | None, host_weight: float, zone_weight: float) -> int:
+    """PodTopologySpread's raw Score on one node, the float sums in upstream's order; None: the node lacks that
+    constraint's label (the constraint is skipped)."""
+    total = 0.0
+    if host_count is not None:
+        total += float(host_count) * host_weight + float(SYSTEM_DEFAULT_SPREAD[0][1] - 1)
+    if zone_count is not None:
+        total += float(zone_count) * zone_weight + float(SYSTEM_DEFAULT_SPREAD[1][1] - 1)
+    return go_round(total)
+
+
+class _Group(msgspec.Struct, gc=False):
+    """Nodes of the window alike in every score input: the same scores."""
+
+    nodes: int  # bitset
+    resources: int  # NodeResourcesFit + NodeResourcesBalancedAllocation, weighted
+    taint: int = 0  # raw TaintToleration
+    affinity: int = 0  # raw NodeAffinity
+    host: int = 0  # pods of the pod's controller on each of these nodes
+    topology: Topology = (True, False, "")
 
 
 class KubeScorer:
     """kube-scheduler's default-profile Score and selectHost over a ``ClusterState``; see the module docstring.
 
-    Where only the resource plugins can tell nodes apart (no PreferNoSchedule taint in the cluster, no preferred node
-    affinity, no default spreading, no ``firstAvailable``), ``choose_window`` scores classes of nodes alike in
-    allocatable and requests, kept as bitsets over inventory order like the scheduler's node sets, instead of every
-    node of the window: the result is the same as ``choose`` on the window's nodes in order.
+    ``choose_window`` (the fast path's) scores groups of nodes, not nodes: the window is cut by the classes of nodes
+    alike in allocatable and requests (kept as bitsets over inventory order like the scheduler's node sets), then by
+    each other input a score reads where the pod makes it vary — PreferNoSchedule taints not tolerated, preferred
+    node-affinity weight, the pods of its controller on the node (``SpreadCounts``, kept as pods bind and leave) and
+    the node's zone. Every node of a group scores the same, so its cost grows with the groups, not the nodes; the
+    result is ``choose`` on the window's nodes in walk order (a test holds them equal).
     """
 
     def __init__(self, state: ClusterState) -> None:
@@ -376,6 +385,15 @@ class KubeScorer:
             key = self._resource_key(name)
             self._class_of.append(key)
             self._classes[key] = self._classes.get(key, 0) | (1 << i)
+        topologies: dict[Topology, int] = {}
+        for i, node in enumerate(state.nodes.values()):
+            labels = node.metadata.labels
+            topology = (HOSTNAME_LABEL in labels, ZONE_LABEL in labels, labels.get(ZONE_LABEL, ""))
+            topologies[topology] = topologies.get(topology, 0) | (1 << i)
+        self._topologies = list(topologies.items())
+        self._taint_partitions: dict[bytes, list[tuple[int, int]]] = {}
+        self._affinity_partitions: dict[bytes, list[tuple[int, int]]] = {}
+        self.spread = SpreadCounts(state, self._pos)
         state.watchers.append(self._touch)
 
     def allocatable(self, name: str) -> tuple[int, int]:
@@ -468,38 +486,32 @@ class KubeScorer:
             self._tied_sets[record.key] = frozenset(candidates[i].node for i in tops)
         return heap_root_of(tops)
 
-    def resources_only(self, record: PodRecord, claims: Sequence[ResourceClaim] = ()) -> bool:
-        """Whether only NodeResourcesFit and BalancedAllocation can tell nodes apart for this pod."""
-        return not (
-            self._prefer_taints
-            or preferred_terms(record.pod)
-            or _controller(record.pod) is not None
-            or any(r.exactly is None for c in claims for r in c.spec.devices.requests)
-        )
+    @staticmethod
+    def by_groups(claims: Sequence[ResourceClaim] = ()) -> bool:
+        """Whether ``choose_window`` can score this pod: DynamicResources ranks ``firstAvailable`` choices from each
+        node's own allocation, which only the node-by-node walk has."""
+        return not any(r.exactly is None for c in claims for r in c.spec.devices.requests)
 
     def choose_window(self, record: PodRecord, window: int, start: int) -> int:
         """Inventory position of the node selectHost returns among the nodes of bitset ``window``, walked from
-        ``start`` (wrapping) as Filter found them; for pods ``resources_only`` holds for."""
+        ``start`` (wrapping) as Filter found them; for pods ``by_groups`` holds for."""
         self._forget_tie(record.key)
-        wants = record.scoring
-        best_score = -1
-        best = 0
-        for key, members in self._classes.items():
-            inside = members & window
-            if not inside:
-                continue
-            cache_key = (key, wants)
-            total = self._scores.get(cache_key)
-            if total is None:
-                fit, balanced = self.resources(key, wants)
-                total = WEIGHTS["NodeResourcesFit"] * fit + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced
-                if len(self._scores) >= MAX_CACHED_SCORES:
-                    self._scores.clear()
-                self._scores[cache_key] = total
-            if total > best_score:
-                best_score, best = total, inside
-            elif total == best_score:
-                best |= inside
+        pod = record.pod
+        groups = self._resource_groups(window, record.scoring)
+        if self._prefer_taints:
+            groups = _split(groups, self._taint_partition(pod), "taint")
+        terms = preferred_terms(pod)
+        if terms:
+            groups = _split(groups, self._affinity_partition(terms), "affinity")
+        owner = owner_key(pod)
+        spreading = owner is not None
+        if owner is not None:
+            occupied, counts = self.spread.by_count(owner)
+            partition = [(count, mask) for count, mask in counts.items()]
+            partition.append((0, ~occupied))
+            groups = _split(groups, partition, "host")
+            groups = _split(groups, self._topologies, "topology")
+        best = groups[0].nodes if len(groups) == 1 else self._best(groups, pod, window, spreading)
         if best & (best - 1) == 0:
             return best.bit_length() - 1
         self._tied_masks[record.key] = best
@@ -512,6 +524,93 @@ class KubeScorer:
         rank = heap_root_in(compress(tied, walk, n))
         return (nth_bit(walk, rank) + start) % n
 
+    def _resource_groups(self, window: int, wants: ScoringRequests) -> list[_Group]:
+        """The window cut by resource classes: through the classes when they are fewer than the window's nodes (a
+        fleet of alike nodes), else through the window's nodes (every node's usage its own, as in a real trace)."""
+        if len(self._classes) > window.bit_count():
+            members_of: dict[ResourceKey, int] = {}
+            class_of = self._class_of
+            for i in _bits(window):
+                key = class_of[i]
+                members_of[key] = members_of.get(key, 0) | (1 << i)
+            classes: Iterable[tuple[ResourceKey, int]] = members_of.items()
+        else:
+            classes = self._classes.items()
+        groups = []
+        for key, members in classes:
+            inside = members & window
+            if not inside:
+                continue
+            cache_key = (key, wants)
+            total = self._scores.get(cache_key)
+            if total is None:
+                fit, balanced = self.resources(key, wants)
+                total = WEIGHTS["NodeResourcesFit"] * fit + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced
+                if len(self._scores) >= MAX_CACHED_SCORES:
+                    self._scores.clear()
+                self._scores[cache_key] = total
+            groups.append(_Group(inside, total))
+        return groups
+
+    def _best(self, groups: list[_Group], pod: Pod, window: int, spreading: bool) -> int:
+        """The nodes of the highest weighted total: the plugins' normalisations over the groups (the same highest
+        and lowest as over the nodes), then the weights."""
+        taint_high = max(g.taint for g in groups)
+        affinity_high = max(g.affinity for g in groups)
+        spread: list[int] = []
+        if spreading:
+            owner = owner_key(pod)
+            assert owner is not None
+            zones = {g.topology[2] for g in groups}
+            sums = self.spread.zone_sums(owner, pod)
+            host_weight = math.log(window.bit_count() + 2)
+            zone_weight = math.log(len(zones) + 2)
+            spread = [
+                spread_raw(
+                    g.host if g.topology[0] else None,
+                    sums.get(g.topology[2], 0) if g.topology[1] else None,
+                    host_weight,
+                    zone_weight,
+                )
+                for g in groups
+            ]
+            spread_low, spread_high = min(spread), max(spread)
+        best_total = -1
+        best = 0
+        for i, g in enumerate(groups):
+            taint = MAX_NODE_SCORE - go_div(MAX_NODE_SCORE * g.taint, taint_high) if taint_high else MAX_NODE_SCORE
+            affinity = go_div(MAX_NODE_SCORE * g.affinity, affinity_high) if affinity_high else g.affinity
+            total = WEIGHTS["TaintToleration"] * taint + WEIGHTS["NodeAffinity"] * affinity + g.resources
+            if spreading:
+                raw = spread[i]
+                normalised = (
+                    MAX_NODE_SCORE * (spread_high + spread_low - raw) // spread_high if spread_high else MAX_NODE_SCORE
+                )
+                total += WEIGHTS["PodTopologySpread"] * normalised
+            if total > best_total:
+                best_total, best = total, g.nodes
+            elif total == best_total:
+                best |= g.nodes
+        return best
+
+    def _taint_partition(self, pod: Pod) -> list[tuple[int, int]]:
+        """Raw TaintToleration -> bitset of nodes, per set of the pod's tolerations (nodes never change in a run)."""
+        key = msgspec.json.encode([t for t in pod.spec.tolerations if t.effect in ("", "PreferNoSchedule")])
+        found = self._taint_partitions.get(key)
+        if found is None:
+            found = _partition(intolerable_prefer_no_schedule(node, pod) for node in self.state.nodes.values())
+            _bounded(self._taint_partitions)[key] = found
+        return found
+
+    def _affinity_partition(self, terms: Sequence[PreferredSchedulingTerm]) -> list[tuple[int, int]]:
+        """Raw NodeAffinity -> bitset of nodes, per set of preferred terms."""
+        key = msgspec.json.encode(terms)
+        found = self._affinity_partitions.get(key)
+        if found is None:
+            found = _partition(preferred_affinity(node, terms) for node in self.state.nodes.values())
+            _bounded(self._affinity_partitions)[key] = found
+        return found
+
     def _dynamic_resources(self, claims: Sequence[ResourceClaim], candidates: Sequence[Candidate]) -> list[int]:
         has_first_available = any(r.exactly is None for c in claims for r in c.spec.devices.requests)
         if not has_first_available:
@@ -523,36 +622,49 @@ class KubeScorer:
 
     def _spread(self, pod: Pod, nodes: Sequence[Node]) -> list[int]:
         """PodTopologySpread's Score and NormalizeScore with the system default constraints."""
-        controller = _controller(pod)
-        if controller is None or not nodes:
+        owner = owner_key(pod)
+        if owner is None or not nodes:
             return [0] * len(nodes)  # no selector: PreScore skips
-        namespace = pod.metadata.namespace
-        per_node = {
-            name: sum(1 for r in bound.values() if _matches_controller(r.pod, namespace, controller))
-            for name, bound in self.state.bound.items()
-        }
-        zones = {n.metadata.labels.get(ZONE_LABEL, "") for n in nodes}
-        zone_counts = dict.fromkeys(zones, 0)
-        required = _required_affinity_filter(pod)
-        for name, count in per_node.items():
-            if not count:
-                continue
-            node = self.state.nodes[name]
-            zone = node.metadata.labels.get(ZONE_LABEL, "")
-            if zone in zone_counts and required(node):
-                zone_counts[zone] += count
-        weights = {HOSTNAME_LABEL: math.log(len(nodes) + 2), ZONE_LABEL: math.log(len(zones) + 2)}
+        zones = {zone_of(n) for n in nodes}
+        sums = self.spread.zone_sums(owner, pod)
+        host_weight, zone_weight = math.log(len(nodes) + 2), math.log(len(zones) + 2)
         raw = []
         for node in nodes:
-            total = 0.0
             labels = node.metadata.labels
-            for key, max_skew in SYSTEM_DEFAULT_SPREAD:
-                if key not in labels:
-                    continue
-                count = per_node.get(node.metadata.name, 0) if key == HOSTNAME_LABEL else zone_counts[labels[key]]
-                total += float(count) * weights[key] + float(max_skew - 1)
-            raw.append(go_round(total))
+            raw.append(spread_raw(
+                self.spread.count(owner, node.metadata.name) if HOSTNAME_LABEL in labels else None,
+                sums.get(labels[ZONE_LABEL], 0) if ZONE_LABEL in labels else None,
+                host_weight,
+                zone_weight,
+            ))
         return spread_normalize(raw)
+
+
+def _split(groups: list[_Group], partition: Sequence[tuple[Any, int]], field: str) -> list[_Group]:
+    """Each group cut by a partition of the nodes (value -> bitset), the value recorded in ``field``."""
+    out = []
+    for group in groups:
+        for value, members in partition:
+            inside = group.nodes & members
+            if inside:
+                out.append(msgspec.structs.replace(group, nodes=inside, **{field: value}))
+                if inside == group.nodes:
+                    break
+    return out
+
+
+def _partition(values: Iterable[int]) -> list[tuple[int, int]]:
+    """Value -> bitset of the nodes (in inventory order) with that value."""
+    members: dict[int, int] = {}
+    for i, value in enumerate(values):
+        members[value] = members.get(value, 0) | (1 << i)
+    return list(members.items())
+
+
+def _bounded(cache: dict[bytes, list[tuple[int, int]]]) -> dict[bytes, list[tuple[int, int]]]:
+    if len(cache) >= MAX_CACHED_PARTITIONS:
+        cache.clear()
+    return cache
 
 
 def _bits(x: int) -> Iterable[int]:
@@ -560,8 +672,3 @@ def _bits(x: int) -> Iterable[int]:
         low = x & -x
         yield low.bit_length() - 1
         x ^= low
-
-
-def _required_affinity_filter(pod: Pod) -> Callable[[Node], bool]:
-    """The pod's nodeSelector and required node affinity (``nodeAffinityPolicy: Honor`` when counting pods)."""
-    return lambda node: affinity_reason(pod, node) is None

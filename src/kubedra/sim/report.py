@@ -8,6 +8,7 @@ use, and how long pods waited to be scheduled.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable
@@ -71,11 +72,31 @@ class PodLine:
 
 @dataclass
 class Report:
+    """What a run shows. ``objects`` and ``events`` are worked out when first read: only ``-o json|yaml`` and the
+    HTML page read them, and turning every pod and claim back into a document is most of a table run's report."""
+
     pods: list[PodLine]
     summary: dict[str, Any]
-    objects: list[dict[str, Any]]
-    events: list[dict[str, Any]]
+    result: SimulationResult = field(repr=False)
     warnings: list[str] = field(default_factory=list)
+
+    @functools.cached_property
+    def objects(self) -> list[dict[str, Any]]:
+        return _objects(self.result.state, self.result.order)
+
+    @functools.cached_property
+    def events(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "time": format_duration(e.time),
+                "seconds": e.time,
+                "type": e.type,
+                "object": e.object,
+                **({"node": e.node} if e.node else {}),
+                **({"message": e.message} if e.message else {}),
+            }
+            for e in self.result.events
+        ]
 
     def as_document(self) -> dict[str, Any]:
         return {
@@ -237,23 +258,7 @@ def build_report(result: SimulationResult, warnings: list[str] | None = None) ->
     summary = _summary(state, lines, result.end_time)
     summary["gpus"] = _gpus(result)
     summary["pendingTime"] = _pending_time(lines)
-    return Report(
-        pods=lines,
-        summary=summary,
-        objects=_objects(state, result.order),
-        events=[
-            {
-                "time": format_duration(e.time),
-                "seconds": e.time,
-                "type": e.type,
-                "object": e.object,
-                **({"node": e.node} if e.node else {}),
-                **({"message": e.message} if e.message else {}),
-            }
-            for e in result.events
-        ],
-        warnings=list(warnings or []),
-    )
+    return Report(pods=lines, summary=summary, result=result, warnings=list(warnings or []))
 
 
 def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict[str, Any]:

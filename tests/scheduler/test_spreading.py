@@ -1,0 +1,187 @@
+"""The incremental scores against a from-scratch computation, after random sequences of binds, completions and deletions.
+
+``SpreadCounts`` keeps PodTopologySpread's counts as pods come and go, and ``KubeScorer.choose_window`` scores groups of
+alike nodes. Here both are held to the plain definitions after every step of random runs: every bound pod rescanned
+for every node (what kube-scheduler's PreScore does), every plugin scored node by node over the window in walk order.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import msgspec
+
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.usage import pod_requests
+from kubedra.objects.model import Node, Pod
+from kubedra.scheduler.nodefit import affinity_reason
+from kubedra.scheduler.scoring import Candidate, KubeScorer, go_round, spread_normalize
+from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, controller_of
+
+ZONES = ["z1", "z2", "z3"]
+OWNERS = [("apps/v1", "ReplicaSet", "web"), ("apps/v1", "ReplicaSet", "api"), ("apps/v1", "StatefulSet", "db"),
+          ("batch/v1", "Job", "train"), None]
+
+
+def _node(rng: random.Random, i: int) -> Node:
+    labels: dict[str, str] = {}
+    if rng.random() < 0.9:
+        labels[HOSTNAME_LABEL] = f"n{i}"
+    if rng.random() < 0.7:
+        labels[ZONE_LABEL] = rng.choice(ZONES)
+    if rng.random() < 0.5:
+        labels["pool"] = rng.choice(["a", "b"])
+    taints = [{"key": "spot", "effect": "PreferNoSchedule"}] if rng.random() < 0.3 else []
+    if rng.random() < 0.2:
+        taints.append({"key": "old", "value": "yes", "effect": "PreferNoSchedule"})
+    return msgspec.convert({
+        "metadata": {"name": f"n{i}", "labels": labels},
+        "spec": {"taints": taints},
+        "status": {"allocatable": {"cpu": rng.choice(["8", "16"]), "memory": rng.choice(["32Gi", "64Gi"]),
+                                   "pods": "110"}},
+    }, Node)
+
+
+def _pod(rng: random.Random, name: str) -> Pod:
+    owner = rng.choice(OWNERS)
+    meta: dict[str, Any] = {"name": name, "namespace": rng.choice(["default", "default", "team"])}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": owner[0], "kind": owner[1], "name": owner[2],
+                                    "controller": rng.random() < 0.9}]
+    if rng.random() < 0.1:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": rng.choice(
+        [{}, {"cpu": "1", "memory": "2Gi"}, {"cpu": "500m"}, {"cpu": "2", "memory": "8Gi"}])}}]}
+    if rng.random() < 0.25:
+        spec["nodeSelector"] = {"pool": rng.choice(["a", "b"])}
+    if rng.random() < 0.15:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": rng.sample(ZONES, 2)}]}]}}}
+    if rng.random() < 0.25:
+        spec.setdefault("affinity", {}).setdefault("nodeAffinity", {})[
+            "preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [
+                {"key": "pool", "operator": "In", "values": [rng.choice(["a", "b"])]}]}}]
+    if rng.random() < 0.3:
+        spec["tolerations"] = [{"key": "spot", "operator": "Exists", "effect": rng.choice(["", "PreferNoSchedule"])}]
+    return msgspec.convert({"metadata": meta, "spec": spec}, Pod)
+
+
+def _spread_from_scratch(state: ClusterState, pod: Pod, nodes: list[Node]) -> list[int]:
+    """PodTopologySpread's Score and NormalizeScore by definition: every bound pod rescanned for every node."""
+    controller = controller_of(pod)
+    if controller is None or not nodes:
+        return [0] * len(nodes)
+    namespace = pod.metadata.namespace
+
+    def counted(other: Pod) -> bool:
+        return (other.metadata.namespace == namespace and other.metadata.deletion_timestamp is None
+                and controller_of(other) == controller)
+
+    per_node = {name: sum(1 for r in bound.values() if counted(r.pod)) for name, bound in state.bound.items()}
+    zones = {n.metadata.labels.get(ZONE_LABEL, "") for n in nodes}
+    zone_counts = dict.fromkeys(zones, 0)
+    for name, count in per_node.items():
+        node = state.nodes[name]
+        zone = node.metadata.labels.get(ZONE_LABEL, "")
+        if count and zone in zone_counts and affinity_reason(pod, node) is None:
+            zone_counts[zone] += count
+    weights = {HOSTNAME_LABEL: math.log(len(nodes) + 2), ZONE_LABEL: math.log(len(zones) + 2)}
+    raw = []
+    for node in nodes:
+        total = 0.0
+        labels = node.metadata.labels
+        for key, max_skew in ((HOSTNAME_LABEL, 3), (ZONE_LABEL, 5)):
+            if key in labels:
+                count = per_node.get(node.metadata.name, 0) if key == HOSTNAME_LABEL else zone_counts[labels[key]]
+                total += float(count) * weights[key] + float(max_skew - 1)
+        raw.append(go_round(total))
+    return spread_normalize(raw)
+
+
+def _record(pod: Pod) -> PodRecord:
+    return PodRecord(pod=pod, requests=pod_requests(pod))
+
+
+def _check(rng: random.Random, state: ClusterState, scorer: KubeScorer, names: list[str], probe: PodRecord) -> None:
+    n = len(names)
+    window = rng.randrange(1, 1 << n)
+    start = rng.randrange(n)
+    order = [i for i in range(start, n) if window >> i & 1] + [i for i in range(start) if window >> i & 1]
+    candidates = [Candidate(names[i]) for i in order]
+    scores = scorer.score(probe, candidates)
+    expected_spread = _spread_from_scratch(state, probe.pod, [state.nodes[names[i]] for i in order])
+    assert [s.plugins["PodTopologySpread"] for s in scores] == expected_spread
+    expected = order[scorer.choose(probe, candidates)]
+    tied = scorer.tied.get(probe.key)
+    assert scorer.choose_window(probe, window, start) == expected
+    assert scorer.tied.get(probe.key) == tied
+
+
+def test_incremental_scores_equal_a_from_scratch_computation() -> None:
+    for seed in range(60):
+        rng = random.Random(seed)
+        nodes = [_node(rng, i) for i in range(rng.randint(2, 14))]
+        names = [n.metadata.name for n in nodes]
+        state = ClusterState.build(nodes=nodes, slices=[], classes=[])
+        placed: list[tuple[PodRecord, str]] = []
+        serial = 0
+        # Some pods are already bound when the scorer starts (a live cluster's state): counted from state.bound.
+        for _ in range(rng.randint(0, 6)):
+            record = _record(_pod(rng, f"pre{serial}"))
+            serial += 1
+            node = rng.choice(names)
+            state.bind(record, node)
+            placed.append((record, node))
+        scorer = KubeScorer(state)
+        for _ in range(80):
+            action = rng.random()
+            if action < 0.55 or not placed:  # a pod binds
+                record = _record(_pod(rng, f"p{serial}"))
+                serial += 1
+                node = rng.choice(names)
+                state.bind(record, node)
+                placed.append((record, node))
+            elif action < 0.85:  # a pod completes (its node's usage and counts drop)
+                record, node = placed.pop(rng.randrange(len(placed)))
+                state.unbind(record, node)
+            else:  # a controller's pods are deleted together (a scale-down)
+                owner = rng.choice(OWNERS)
+                gone = [(r, nd) for r, nd in placed if owner is not None
+                        and any(ref.name == owner[2] for ref in r.pod.metadata.owner_references)]
+                for record, node in gone:
+                    state.unbind(record, node)
+                    placed.remove((record, node))
+            _check(rng, state, scorer, names, _record(_pod(rng, "probe")))
+
+
+def test_counts_by_node_and_zone_are_the_bound_pods_recounted() -> None:
+    rng = random.Random(99)
+    nodes = [_node(rng, i) for i in range(10)]
+    state = ClusterState.build(nodes=nodes, slices=[], classes=[])
+    scorer = KubeScorer(state)
+    placed: list[tuple[PodRecord, str]] = []
+    for step in range(400):
+        if rng.random() < 0.6 or not placed:
+            record = _record(_pod(rng, f"p{step}"))
+            node = rng.choice(nodes).metadata.name
+            state.bind(record, node)
+            placed.append((record, node))
+        else:
+            record, node = placed.pop(rng.randrange(len(placed)))
+            state.unbind(record, node)
+    for namespace in ("default", "team"):
+        for api_version, kind, name in [o for o in OWNERS if o is not None]:
+            owner = (namespace, kind, name)
+            occupied, by_count = scorer.spread.by_count(owner)
+            for i, node in enumerate(nodes):
+                expected = sum(
+                    1 for r in state.bound.get(node.metadata.name, {}).values()
+                    if r.pod.metadata.namespace == namespace and r.pod.metadata.deletion_timestamp is None
+                    and controller_of(r.pod) == (kind, name) and api_version.startswith("apps")
+                )
+                assert scorer.spread.count(owner, node.metadata.name) == expected
+                assert bool(occupied >> i & 1) == (expected > 0)
+                assert all(bool(mask >> i & 1) == (count == expected) for count, mask in by_count.items())
