@@ -39,7 +39,7 @@ def test_counts_are_at_least_the_floors(tally: uf.Tally) -> None:
     assert tally.total(uf.COMPILE) > len(te.COMPILE_ERRORS)
     # What agrees follows from the totals and KNOWN, which the test above holds exact.
     for what in uf.COMPARED:
-        listed = sum(k.devices for k in uf.KNOWN if k.what == what)
+        listed = sum(k.times for k in uf.KNOWN if k.what == what)
         assert tally.agree(what) == tally.total(what) - listed, what
 
 
@@ -55,19 +55,19 @@ def test_the_corpus_is_the_frozen_one_and_replays() -> None:
 
 
 def test_a_new_difference_and_a_stale_entry_both_fail() -> None:
-    """The checker itself: an unlisted difference, a listed one that did not occur, a device count that moved."""
+    """The checker itself: an unlisted difference, a listed one that did not occur, a count that moved."""
     tally = uf.Tally()
     for what in uf.FLOORS:
         for _ in range(uf.FLOORS[what]):
             tally.check(what, "true", True, "")
     for known in uf.KNOWN[1:]:
-        for _ in range(known.devices):
+        for _ in range(known.times):
             tally.check(known.what, known.expression, False, "listed")
     tally.check(uf.RESULT, uf.KNOWN[-1].expression, False, "one device more")
     tally.check(uf.RESULT, "device.driver == 'x'", False, "kubedra True, upstream False")
     found = uf.problems(tally)
     assert any(p.startswith("new difference, kubedra True") for p in found), found
     assert any("no longer differs" in p and uf.KNOWN[0].expression[:20] in p for p in found), found
-    assert any("differs on 2 device(s), KNOWN says 1" in p for p in found), found
+    assert any("differs 2 time(s), KNOWN says 1" in p for p in found), found
     short = uf.Tally()
     assert any("fewer than the floor" in p for p in uf.problems(short))

@@ -11,10 +11,10 @@ explain with --kubeconfig) are fuzzed against the real control plane in test_fuz
 inventories and gRPC requests in tests/driver/test_fuzz_driver.py.
 
 The contract (``check``): exit 0, 1 or 2 only; no traceback; no run longer than ``HANG_SECONDS``; on exit 2 a line
-``error: ...`` (click's ``Error: ...`` for a bad flag) on stderr and nothing on stdout (allocate's ``error`` decision excepted, printed as the decision it
-is), and for migrate nothing written to the output directory; otherwise machine output that parses whole. A bug it
-found is kept below as an ``@example``. Examples per test: ``KUBEDRA_FUZZ_EXAMPLES``, else tests/depth.py's per-run
-or deep count.
+``error: ...`` (click's ``Error: ...`` for a bad flag) on stderr and nothing on stdout (allocate's ``error``
+decision excepted, printed as the decision it is), and for migrate nothing written to the output directory;
+otherwise machine output that parses whole, and migrating migrate's output changes nothing. A bug it found is kept
+below as an ``@example``. Examples per test: ``KUBEDRA_FUZZ_EXAMPLES``, else tests/depth.py's per-run or deep count.
 """
 
 from __future__ import annotations
