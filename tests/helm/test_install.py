@@ -81,11 +81,11 @@ def test_the_apiserver_accepted_every_object(installed: Installed) -> None:
 
 # ------------------------------------------------------------------------------------------- the driver's token
 
-def _slice(node: str, name: str | None = None) -> dict[str, Any]:
+def _slice(node: str, name: str | None = None, driver: str = "gpu.nvidia.com") -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-        "metadata": {"name": name or f"{node}-gpu.nvidia.com"},
-        "spec": {"driver": "gpu.nvidia.com", "nodeName": node,
+        "metadata": {"name": name or f"{node}-{driver}"},
+        "spec": {"driver": driver, "nodeName": node,
                  "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]},
     }
 
@@ -149,6 +149,34 @@ def test_driver_cannot_create_update_or_delete_another_nodes_slices(installed: I
     status, answer = call(plane, driver_on_a, "DELETE", f"{SLICES}/node-b-by-admin")
     assert (status, answer["message"]) == (403, _denied("node-b-by-admin", "node-a", "delete", "node-b"))
     assert plane.get(f"{SLICES}/node-b-by-admin")["spec"]["devices"] == [{"name": "gpu-0"}]
+
+
+def test_driver_cannot_write_another_drivers_slices_on_its_own_node(installed: Installed, driver_on_a: str) -> None:
+    """Before, the policy checked only the node: the kubedra driver's pod on node A could create, rewrite and delete
+    node A's slices of any driver (a NIC driver's, say). Now only gpu.nvidia.com's."""
+    plane = installed.plane
+    nic = "nic.example.com"
+    status, answer = call(plane, driver_on_a, "POST", SLICES, _slice("node-a", driver=nic))
+    assert (status, answer.get("message")) == (403, _foreign("node-a-nic.example.com", "create", nic))
+    theirs = plane.create(_slice("node-a", "node-a-nic-by-admin", driver=nic))  # as the NIC driver would have
+    rewritten = json.loads(json.dumps(theirs))
+    rewritten["spec"]["devices"] = [{"name": "taken-over"}]
+    status, answer = call(plane, driver_on_a, "PUT", f"{SLICES}/node-a-nic-by-admin", rewritten)
+    assert (status, answer.get("message")) == (403, _foreign("node-a-nic-by-admin", "update", nic))
+    renamed = json.loads(json.dumps(theirs))
+    renamed["spec"]["driver"] = "gpu.nvidia.com"  # judging the new object is enough: spec.driver is immutable
+    status, answer = call(plane, driver_on_a, "PUT", f"{SLICES}/node-a-nic-by-admin", renamed)
+    assert status == 422
+    assert 'spec.driver: Invalid value: "gpu.nvidia.com": field is immutable' in answer["message"]
+    status, answer = call(plane, driver_on_a, "DELETE", f"{SLICES}/node-a-nic-by-admin")
+    assert (status, answer.get("message")) == (403, _foreign("node-a-nic-by-admin", "delete", nic))
+    assert plane.get(f"{SLICES}/node-a-nic-by-admin")["spec"] == theirs["spec"]
+
+
+def _foreign(name: str, verb: str, driver: str) -> str:
+    return (f'resourceslices.resource.k8s.io "{name}" is forbidden: ValidatingAdmissionPolicy \'{POLICY}\' with '
+            f"binding '{POLICY}' denied request: the kubedra driver (gpu.nvidia.com) may not {verb} ResourceSlices of "
+            f"driver {driver}")
 
 
 def test_driver_cannot_take_over_another_nodes_slice(installed: Installed, driver_on_a: str) -> None:

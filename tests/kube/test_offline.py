@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -52,14 +53,26 @@ def test_node_images_are_dropped_and_betas_written_as_v1() -> None:
 
 
 def test_a_server_object_kubedra_cannot_read_names_the_object() -> None:
+    """A field kubedra does not know is ignored in a server's object (a newer server's), as clients ignore it; what
+    is still wrong is named, with the object and field."""
     bad = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "x"},
            "spec": {"selectors": [{"cel": {"expresion": "true"}}]}}
     with pytest.raises(InvalidInputError) as caught:
         to_loaded(ClusterDocuments({"DeviceClass": [bad]}))
     assert [str(p) for p in caught.value.problems] == [
-        'cluster[0]: DeviceClass/x: spec.selectors[0].cel.expresion: unknown field "spec.selectors[0].cel.expresion"',
         "cluster[0]: DeviceClass/x: spec.selectors[0].cel.expression: Required value",
     ]
+
+
+def test_a_server_objects_unknown_fields_are_ignored_but_a_files_are_not(tmp_path: Path) -> None:
+    newer = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "x"},
+             "spec": {"selectors": [{"cel": {"expression": "true", "costLimit": 5}}], "futureField": {}}}
+    loaded = to_loaded(ClusterDocuments({"DeviceClass": [newer]}))
+    assert [c.metadata.name for c in loaded.of_kind(m.DeviceClass)] == ["x"]
+    written = tmp_path / "class.yaml"
+    written.write_text(json.dumps(newer))
+    with pytest.raises(InvalidInputError, match=r'unknown field "spec\.futureField"'):
+        to_loaded(ClusterDocuments(), [str(written)])
 
 
 def test_cluster_objects_come_first_and_files_are_added(tmp_path: Path) -> None:

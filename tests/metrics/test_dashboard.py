@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 from kubedra.metrics.embedded import SIM_TIME
-from kubedra.metrics.live import LAST_SYNC, SYNCED, WATCH_UP
+from kubedra.metrics.live import LAST_SYNC, SERVED_AGE, SYNCED, UNDECODABLE, WATCH_UP
 from kubedra.metrics.model import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "kubedra-dra.json"
-EXPORTED = {spec.name for spec in (*FAMILIES, SIM_TIME, SYNCED, WATCH_UP, LAST_SYNC)}
+EXPORTED = {spec.name for spec in (*FAMILIES, SIM_TIME, SYNCED, WATCH_UP, LAST_SYNC, SERVED_AGE, UNDECODABLE)}
 PROMQL_WORDS = {"sum", "by", "count", "min", "max", "time", "ignoring", "on", "label_values"}
 
 

@@ -21,7 +21,7 @@ from kubedra.allocator import Features
 from kubedra.kube import mirror as mirror_module
 from kubedra.kube.api import Listing, connect
 from kubedra.kube.mirror import Backoff, KindStats, Mirror
-from kubedra.kube.read import to_loaded
+from kubedra.kube.read import slim, to_loaded
 from kubedra.metrics.live import LiveSource
 from kubedra.metrics.model import DraMetrics
 from kubedra.metrics.serve import MetricsServer
@@ -76,7 +76,8 @@ def test_no_dra_number_is_served_before_the_first_sync() -> None:
 @pytest.fixture
 def live(control_plane: ControlPlane) -> Iterator[LiveSource]:
     kubeconfig = str(control_plane.kubeconfig)
-    mirror = Mirror(lambda: connect(kubeconfig), watch_timeout=5, backoff=Backoff(initial=0.1, maximum=1.0))
+    mirror = Mirror(lambda: connect(kubeconfig), watch_timeout=5, backoff=Backoff(initial=0.1, maximum=1.0),
+                    trim=slim)  # as kubedra exporter keeps them
     mirror.start()
     source = LiveSource(mirror, Features.for_release()).start()
     try:

@@ -342,3 +342,20 @@ def test_compress_packs_the_selected_bits() -> None:
         got = compress(bits, selector, width)
         assert [got >> j & 1 for j in range(len(expected))] == expected
         assert got >> len(expected) == 0
+
+
+def test_resource_total_is_the_plugin_formulas_weighted() -> None:
+    """The fast path's written-out cpu/memory sum against NodeResourcesFit + BalancedAllocation as the plugins have
+    them, on random nodes (some without cpu or memory published), usages and pods (some asking nothing)."""
+    from kubedra.scheduler.scoring import resource_total
+
+    rng = random.Random(5)
+    scorer = KubeScorer(_state([_node("a")]))
+    for _ in range(20000):
+        have = (rng.choice([0, 1000, 4000, 96000]), rng.choice([0, 8 * GI, 1024 * GI]))
+        used = ScoringRequests(rng.choice([0, rng.randrange(0, 100000)]), rng.choice([0, rng.randrange(0, 1100 * GI)]),
+                               rng.randrange(0, 100000), rng.randrange(0, 1100 * GI))
+        wants = ScoringRequests(rng.choice([0, 100, 2500]), rng.choice([0, GI, 64 * GI]),
+                                rng.choice([100, 2500]), rng.choice([200 * 1024**2, 64 * GI]))
+        fit, balanced = scorer.resources((have, used), wants)
+        assert resource_total((have, used), wants) == fit + balanced

@@ -103,6 +103,11 @@ class Allocator:
         self.answers_reused = 0
         """Calls answered from a node alike (see ``answers``), for tests and benchmarks."""
 
+    @property
+    def draws(self) -> int:
+        """ShareIDs drawn so far: a caller replaying an earlier answer must know the stream did not advance."""
+        return self._draws
+
     def _counted_share_ids(self, key: str) -> str:
         """A shareID for the share ``key`` names (claim, request, device, ordinal); see ``seeded_share_ids``."""
         self._draws += 1

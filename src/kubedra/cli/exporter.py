@@ -9,7 +9,9 @@ import typer
 
 from kubedra.cli.helptext import command_help
 from kubedra.cli.options import ContextOption, KubeconfigOption, VersionOption
-from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, stderr_console
+from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, EXIT_UNSCHEDULABLE, stderr_console
+
+EXIT_FINDINGS = EXIT_UNSCHEDULABLE  # --once left objects out (the convention of validate's findings)
 
 HELP = command_help(
     "Serve Prometheus metrics of a live cluster's DRA state: claims pending and allocated, free devices per node.",
@@ -20,16 +22,21 @@ HELP = command_help(
     "selectors, taints, counter sets, consumable capacity). No DRA number is served before every kind was listed; "
     "kubedra_exporter_synced, kubedra_exporter_watch_up{kind} (0 from a failed watch until the kind is listed again), "
     "kubedra_exporter_watch_last_sync_timestamp_seconds{kind} and kubedra_exporter_last_sync_timestamp_seconds say "
-    "how current the numbers are. Watch events update only what they touch. deploy/prometheus/dra-rules.yaml has "
-    "the alerts, deploy/grafana the dashboard.",
+    "how current the numbers are (kubedra_exporter_served_state_age_seconds: how old the served state is). Fields "
+    "a newer API server adds are ignored; an object that still cannot be decoded is left out of the numbers, "
+    "named in a warning and counted in kubedra_exporter_decode_errors_total{kind} and "
+    "kubedra_exporter_undecodable_objects{kind}, and the rest stays current. Watch events update only what they "
+    "touch. deploy/prometheus/dra-rules.yaml has the alerts, deploy/grafana the dashboard.",
     "Without --kubeconfig: the in-cluster service account, then $KUBECONFIG, then ~/.kube/config. --once prints one "
-    "exposition once synced and exits (for a look, or a cron job).",
+    "exposition once synced and exits (for a look, or a cron job); objects it had to leave out are named on stderr "
+    "and make the exit status 1.",
     examples=[
         "kubedra exporter --kubeconfig ~/.kube/config --once",
         "kubedra exporter --kubeconfig ~/.kube/config --once --sync-timeout 30",
     ],
-    exit_status="0 (serving until interrupted, or --once printed), 2 when the cluster cannot be read or synced, or "
-    "--listen cannot be bound.",
+    exit_status="0 (serving until interrupted, or --once printed), 1 when --once printed the metrics but left out "
+    "objects it could not decode (each named on stderr), 2 when the cluster cannot be read or synced, or --listen "
+    "cannot be bound.",
 )
 
 
@@ -51,6 +58,7 @@ def register(app: typer.Typer) -> None:
         from kubedra.allocator import FeatureGateError, Features
         from kubedra.kube.api import KubeError, connect
         from kubedra.kube.mirror import Mirror
+        from kubedra.kube.read import slim
         from kubedra.metrics.live import LiveSource
 
         def warn(message: str) -> None:
@@ -59,7 +67,7 @@ def register(app: typer.Typer) -> None:
         try:
             features = Features.for_release(kubernetes_version)
             connect(kubeconfig, context).close()  # a bad kubeconfig is reported now, not by every watch thread
-            mirror = Mirror(lambda: connect(kubeconfig, context))
+            mirror = Mirror(lambda: connect(kubeconfig, context), trim=slim)
             mirror.start()
         except (KubeError, FeatureGateError) as exc:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
@@ -77,9 +85,17 @@ def register(app: typer.Typer) -> None:
                     stderr_console().print(f"error: not synced after {sync_timeout:g}s{': ' + stats if stats else ''}",
                                            highlight=False, markup=False)
                     raise typer.Exit(EXIT_INVALID_INPUT) from exc
-                source.refresh()
+                if not source.refresh():
+                    stderr_console().print("error: the cluster's state could not be applied (see the warning above)",
+                                           highlight=False, markup=False)
+                    raise typer.Exit(EXIT_INVALID_INPUT)
                 sys.stdout.write(source.text())
-                raise typer.Exit(EXIT_OK)
+                left_out = source.undecodable
+                if left_out:
+                    stderr_console().print(
+                        f"error: {len(left_out)} object(s) could not be decoded and are left out of the metrics",
+                        highlight=False, markup=False)
+                raise typer.Exit(EXIT_FINDINGS if left_out else EXIT_OK)
             from kubedra.cli.serve import start_server, wait_forever
 
             source.start()

@@ -68,6 +68,22 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
 
 
+def limit_watch_reads(client: Client, seconds: float) -> None:
+    """Make a watch that receives no byte for ``seconds`` fail with a read timeout instead of blocking for ever.
+
+    lightkube turns the read timeout off for watches (a quiet watch rightly sends nothing until the server's
+    ``timeoutSeconds`` ends it) and has no setting for it, so a stream that hangs (a half-open connection, a stuck
+    proxy) would hold its reader for ever while its kind looks up. Any read timeout longer than the server's watch
+    timeout is safe. This is the one place that reaches into lightkube's client for it; KubeError if it moved."""
+    inner = getattr(client, "_client", None)
+    current = getattr(inner, "_watch_timeout", None)
+    if not isinstance(current, httpx2.Timeout):
+        raise KubeError("this lightkube version keeps its watch timeout elsewhere: watch reads cannot be bounded")
+    inner._watch_timeout = httpx2.Timeout(  # type: ignore[union-attr]
+        connect=current.connect, read=seconds, write=current.write, pool=current.pool
+    )
+
+
 _RESOURCES: dict[tuple[str, str, bool], type[Any]] = {}
 
 

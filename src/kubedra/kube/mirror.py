@@ -1,12 +1,15 @@
 """The cluster kept in memory as an informer keeps it: list every kind, then watch from the list's resourceVersion.
 
-One thread per kind, each with its own client. A watch that fails (the API server restarted, the network broke, a
-410 Gone: the server no longer has that version) lists the kind again, after a backoff that grows with each failure
-in a row (none after a 410), and watches on from the new list's resourceVersion; a watch the server ends normally
-(its timeout) is simply resumed. So a kind's ``up`` is exact: false from the failure until the kind has been
-listed again, and ``synced_at`` is when its copy was last known current. A new list replaces the kind's objects in
-one step, so :meth:`Mirror.snapshot` only ever returns states the cluster was in: never a half-listed kind, and nothing
-before every kind has been listed once.
+One thread per kind, each with its own client. A watch that fails for any reason (the API server restarted, the
+network broke, a 410 Gone: the server no longer has that version, a line that is not a watch event, a stream that
+hangs: no byte for ``read_timeout`` seconds, longer than the server's own watch timeout) lists the kind again, after
+a backoff that grows with each failure in a row (none after a 410), and watches on from the new list's
+resourceVersion; a watch the server ends normally (its timeout) is simply resumed. Whatever ends a worker's attempt,
+even an exception no code expects, the worker marks its kind down and starts over: it never dies while the mirror
+runs. So a kind's ``up`` is exact: false from the failure until the kind has been listed again, and ``synced_at``
+is when its copy was last known current (for a hung stream, the last moment a byte could have arrived). A new list
+replaces the kind's objects in one step, so :meth:`Mirror.snapshot` only ever returns states the cluster was in:
+never a half-listed kind, and nothing before every kind has been listed once.
 
 Every object a list or an event changed is also written to a journal, so an incremental reader
 (:meth:`Mirror.changes`) gets only what changed since it last asked: the documents as they are now, or None for
@@ -22,7 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 from lightkube import Client
+from lightkube.core.exceptions import ApiError
 
 from kubedra.kube.api import (
     DEFAULT_PAGE_SIZE,
@@ -32,6 +37,7 @@ from kubedra.kube.api import (
     all_namespaces,
     describe_error,
     is_gone,
+    limit_watch_reads,
     list_kind,
     resource,
     served_version,
@@ -104,16 +110,24 @@ class Mirror:
         *,
         page_size: int = DEFAULT_PAGE_SIZE,
         watch_timeout: int = 30,
+        read_timeout: float | None = None,
         backoff: Backoff = Backoff(),
         journal_limit: int = 200_000,
         clock: Callable[[], float] = time.time,
+        trim: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
     ) -> None:
-        """``journal_limit``: changes kept for an incremental reader; past it the journal is dropped (a reader that
-        never asks costs no memory) and the next :meth:`changes` is complete."""
+        """``watch_timeout``: the server ends each watch after that many seconds (it is then resumed);
+        ``read_timeout``: a watch silent that long is hung (default: ``watch_timeout`` and half as much again, at
+        least 10 s more). ``journal_limit``: changes kept for an incremental reader; past it the journal is dropped
+        (a reader that never asks costs no memory) and the next :meth:`changes` is complete. ``trim(kind,
+        document)``: what is kept of each document (``kube.read.slim`` keeps what the model reads); all of it
+        without."""
         self._connect = connect
+        self._trim = trim
         self._kinds = list(kinds)
         self._page_size = page_size
         self._watch_timeout = watch_timeout
+        self._read_timeout = read_timeout if read_timeout is not None else watch_timeout + max(10.0, watch_timeout / 2)
         self._backoff = backoff
         self._states: dict[str, _KindState] = {}
         self._versions: dict[str, str | None] = {}
@@ -158,7 +172,8 @@ class Mirror:
 
     def stop(self, timeout: float = 1.0) -> None:
         """Stop the workers, waiting at most ``timeout`` seconds. A worker still blocked on a quiet watch ends when
-        the server closes it (``watch_timeout``); it is a daemon thread and changes nothing after this call.
+        the server closes it (``watch_timeout``, or ``read_timeout`` for a hung one); it is a daemon thread and
+        changes nothing after this call.
 
         Each worker closes its own client as it ends. Closing it from here would free the socket's file
         descriptor while the worker may still be inside a read on it: the number is reused at once (by the next
@@ -268,9 +283,10 @@ class Mirror:
             if self._stop.is_set():
                 return
             state = self._states[listing.kind.kind]
-            objects = {object_key(item): item for item in listing.items}
-            old = state.objects
             name = listing.kind.kind
+            trim = self._trim
+            objects = {object_key(item): trim(name, item) if trim else item for item in listing.items}
+            old = state.objects
             self._journal.extend((name, key) for key, item in objects.items() if old.get(key) != item)
             self._journal.extend((name, key) for key in old.keys() - objects.keys())
             state.objects = objects
@@ -294,7 +310,7 @@ class Mirror:
                 state.objects.pop(key, None)
                 self._journal.append((name, key))
             elif event_type in ("ADDED", "MODIFIED"):
-                state.objects[key] = document
+                state.objects[key] = self._trim(name, document) if self._trim else document
                 self._journal.append((name, key))
             self._journal_trim()
             version = document.get("metadata", {}).get("resourceVersion")
@@ -304,12 +320,14 @@ class Mirror:
             self._generation += 1
             self._changed.notify_all()
 
-    def _note_failure(self, name: str, message: str, gone: bool) -> None:
+    def _note_failure(self, name: str, message: str, gone: bool, *, current_until: float | None = None) -> None:
+        """The kind is down; ``current_until``: when its copy was last known current, if before now."""
         with self._changed:
             stats = self._states[name].stats
             stats.last_error = message
             if stats.up:
-                stats.synced_at = self._clock()
+                now = self._clock()
+                stats.synced_at = now if current_until is None else min(now, current_until)
             stats.up = False
             if gone:
                 stats.gone += 1
@@ -317,12 +335,26 @@ class Mirror:
                 stats.reconnects += 1
 
     def _run(self, name: str) -> None:
-        client: list[Client] = []
+        """The kind's worker: :meth:`_work`, started over after a backoff whatever ends it before the mirror
+        stops (even an exception that is not an Exception, as one raised into the thread from outside)."""
+        owned: list[Client] = []
+        failures = 0
         try:
-            self._work(name, client)
+            while not self._stop.is_set():
+                try:
+                    self._work(name, owned)
+                except BaseException as exc:  # noqa: BLE001 - a worker that ends leaves its kind "up" for ever
+                    if self._stop.is_set():
+                        return
+                    plural = self._states[name].kind.plural
+                    why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                    self._note_failure(name, f"watch {plural}: worker failed: {why}", False)
+                    _close_all(owned)
+                    failures += 1
+                    if self._stop.wait(self._backoff.delay(failures)):
+                        return
         finally:
-            for own in client:
-                own.close()
+            _close_all(owned)
 
     def _work(self, name: str, owned: list[Client]) -> None:
         state = self._states[name]
@@ -335,6 +367,7 @@ class Mirror:
                 if client is None:
                     client = self._connect()
                     owned.append(client)
+                    limit_watch_reads(client, self._read_timeout)
                 if need_list:
                     self.replace(list_kind(client, kind, version, page_size=self._page_size))
                     need_list = False
@@ -352,14 +385,37 @@ class Mirror:
                         return
                     failures = 0
                     self.apply(name, event_type, dict(obj))
-            except READ_ERRORS as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever breaks a watch, the kind is down until listed again
                 if self._stop.is_set():
                     return
-                gone = is_gone(exc)
-                self._note_failure(name, describe_error(exc, f"watch {kind.plural}"), gone)
+                expected = self._watch_failed(name, exc)
                 need_list = True
-                if gone:
+                if not expected and client is not None:  # its connection may be half-read: start on a new one
+                    owned.remove(client)
+                    client.close()
+                    client = None
+                if is_gone(exc):
                     continue
                 failures += 1
                 if self._stop.wait(self._backoff.delay(failures)):
                     return
+
+    def _watch_failed(self, name: str, exc: Exception) -> bool:
+        """Note the failure (the kind is down); whether it is one a client expects (the server's or the network's)."""
+        plural = self._states[name].kind.plural
+        expected = isinstance(exc, ApiError | httpx2.HTTPError | OSError)
+        hung = isinstance(exc, httpx2.ReadTimeout)
+        if hung:
+            message = f"watch {plural}: nothing received for {self._read_timeout:g}s: the stream hung"
+        elif expected:
+            message = describe_error(exc, f"watch {plural}")
+        else:
+            message = f"watch {plural}: {type(exc).__name__}: {exc}"
+        until = self._clock() - self._read_timeout if hung else None
+        self._note_failure(name, message, is_gone(exc), current_until=until)
+        return expected
+
+
+def _close_all(clients: list[Client]) -> None:
+    while clients:
+        clients.pop().close()

@@ -18,12 +18,27 @@ from lightkube import Client
 from kubedra.kube.api import DEFAULT_PAGE_SIZE, READ_ERRORS, KubeError, describe_error, list_kind, served_version
 from kubedra.kube.kinds import KINDS, Kind
 from kubedra.objects import beta
+from kubedra.objects import model as m
+from kubedra.objects.decode import prune
+from kubedra.objects.errors import InvalidInputError, Problem
 from kubedra.objects.load import Loaded, load_paths
 
 SOURCE = "cluster"
 # Bookkeeping of the API server that says nothing about the cluster's state.
 _METADATA_NOISE = ("managedFields", "resourceVersion", "selfLink", "generation")
 _ANNOTATION_NOISE = ("kubectl.kubernetes.io/last-applied-configuration",)
+
+
+_SLIM: dict[str, type[Any]] = {"Node": m.Node, "Pod": m.Pod}
+
+
+def slim(kind: str, document: dict[str, Any]) -> dict[str, Any]:
+    """A Node or Pod with only the fields kubedra's model reads; other kinds whole. A long-lived copy (the
+    exporter's) need not keep managedFields, a node's images and conditions, a pod's volumes, env and container
+    statuses: most of their size, and nothing any metric reads. The model reads the slim document exactly as the
+    whole one (it ignores what is dropped), and the DRA kinds keep every field: each one counts for them."""
+    cls = _SLIM.get(kind)
+    return document if cls is None else dict(prune(cls, document))
 
 
 def object_key(document: dict[str, Any]) -> str:
@@ -79,10 +94,79 @@ def read_cluster(
 def to_loaded(documents: ClusterDocuments, paths: Sequence[str] = ()) -> Loaded:
     """The cluster's objects (and those of ``paths``, after them) in kubedra's model, through the loader files use.
 
-    The server already validated its objects, so only their shape is checked; files get the full API validation.
+    The server already validated its objects, so only their shape is checked, and fields the model does not know
+    (a newer server's) are ignored, as Kubernetes clients ignore them; files get the full API validation.
     Raises InvalidInputError naming the object (``cluster[i]: Kind/name``) and field that cannot be read.
     """
-    return load_paths(paths, documents=[(SOURCE, d) for d in documents.documents()])
+    return load_paths(paths, documents=[(SOURCE, d) for d in documents.documents()], lenient_documents=True)
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """A cluster object that cannot be read into the model (even leniently): a wrong type, an integer out of range."""
+
+    kind: str
+    key: str  # namespace/name, or name
+    resource_version: str
+    problems: tuple[tuple[str, str], ...]  # (field path, message)
+
+    def __str__(self) -> str:
+        fields = "; ".join(f"{path or '(object)'}: {message}" for path, message in self.problems)
+        return f"{self.kind} {self.key}: {fields}"
+
+
+@dataclass
+class Decoded:
+    """What :func:`decode_cluster` read: the objects it could, and those it set aside."""
+
+    loaded: Loaded
+    undecodable: list[Undecodable] = field(default_factory=list)
+
+
+def decode_cluster(documents: ClusterDocuments) -> Decoded:
+    """Every object that can be read, leniently as :func:`to_loaded` reads them; one that cannot is set aside
+    (returned with its problems), so that one bad object never hides all the others.
+
+    The common case is one pass over all the documents; a failed pass names the documents at fault (the loader
+    locates every problem at ``cluster[i]``), and the rest are read again without them."""
+    pending = list(documents.documents())
+    undecodable: list[Undecodable] = []
+    while True:
+        try:
+            loaded = load_paths([], documents=[(SOURCE, d) for d in pending], lenient_documents=True)
+        except InvalidInputError as exc:
+            at_fault: dict[int, list[Problem]] = {}
+            for problem in exc.problems:
+                index = problem.location.document if problem.location.file == SOURCE else None
+                if index is None or not 0 <= index < len(pending):
+                    # Not one document's (cannot happen for an API server's objects): read them one by one.
+                    return _one_by_one(pending, undecodable)
+                at_fault.setdefault(index, []).append(problem)
+            if not at_fault:
+                return _one_by_one(pending, undecodable)
+            undecodable.extend(_undecodable(pending[i], problems) for i, problems in sorted(at_fault.items()))
+            pending = [d for i, d in enumerate(pending) if i not in at_fault]
+            continue
+        return Decoded(loaded, undecodable)
+
+
+def _one_by_one(pending: list[dict[str, Any]], undecodable: list[Undecodable]) -> Decoded:
+    readable: list[dict[str, Any]] = []
+    for document in pending:
+        try:
+            load_paths([], documents=[(SOURCE, document)], lenient_documents=True)
+        except InvalidInputError as exc:
+            undecodable.append(_undecodable(document, exc.problems))
+        else:
+            readable.append(document)
+    return Decoded(load_paths([], documents=[(SOURCE, d) for d in readable], lenient_documents=True), undecodable)
+
+
+def _undecodable(document: dict[str, Any], problems: Sequence[Problem]) -> Undecodable:
+    metadata = document.get("metadata")
+    version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+    found = tuple((p.location.field, p.message) for p in problems)
+    return Undecodable(str(document.get("kind", "")), object_key(document), str(version or ""), found)
 
 
 def manifest(document: dict[str, Any]) -> dict[str, Any]:

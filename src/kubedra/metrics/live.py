@@ -21,10 +21,9 @@ from kubedra.allocator import Features
 from kubedra.cluster.devices import DeviceTable
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import NodeUsage
-from kubedra.kube.mirror import Changes, NotSyncedError
-from kubedra.kube.read import ClusterDocuments
+from kubedra.kube.mirror import Backoff, Changes, NotSyncedError
+from kubedra.kube.read import ClusterDocuments, Decoded, Undecodable
 from kubedra.metrics.model import Changed, DraMetrics, Family, FamilySpec, render_families
-from kubedra.objects.errors import InvalidInputError
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import (
     DeviceClass,
@@ -51,12 +50,40 @@ LAST_SYNC = FamilySpec(
     "Unix time at which the state the DRA numbers describe was read from the watches (0 before the first sync).",
     (),
 )
+SERVED_AGE = FamilySpec(
+    "kubedra_exporter_served_state_age_seconds",
+    "Seconds since the state the DRA numbers describe was known current (now minus "
+    "kubedra_exporter_last_sync_timestamp_seconds, on the exporter's clock); absent before the first sync. It grows "
+    "while a watch is down or the exporter cannot apply what it reads.",
+    (),
+)
+DECODE_ERRORS = FamilySpec(
+    "kubedra_exporter_decode_errors_total",
+    "Versions of cluster objects of the kind that could not be decoded (each logged with its name, field and "
+    "error); such an object is left out of the DRA numbers until a version of it decodes.",
+    ("kind",),
+    "counter",
+)
+UNDECODABLE = FamilySpec(
+    "kubedra_exporter_undecodable_objects",
+    "Objects of the kind left out of the DRA numbers now because they could not be decoded.",
+    ("kind",),
+)
+REFRESH_ERRORS = FamilySpec(
+    "kubedra_exporter_refresh_errors_total",
+    "Times the exporter failed to apply what its watches read (logged; the last state stays served and its age "
+    "grows until a refresh succeeds).",
+    (),
+    "counter",
+)
 KIND_SYNC = FamilySpec(
     "kubedra_exporter_watch_last_sync_timestamp_seconds",
     "Unix time up to which the exporter's copy of the kind is known current: now while its watch is up, else the "
     "moment the watch failed (0 before the kind was first listed).",
     ("kind",),
 )
+
+REFRESH_RETRY = Backoff(initial=1.0, maximum=60.0)
 
 # Where each kind lives in a ClusterState (lists of slices and taint rules are kept in key order too).
 _DICTS = {"Node": "nodes", "DeviceClass": "classes", "ResourceClaim": "claims",
@@ -87,23 +114,30 @@ def _key(obj: Any) -> str:
 
 class LiveState:
     """A ``ClusterState`` kept from a mirror's changes: what a full read of the same documents would build, object
-    for object and in the same (key) order, but decoding only the documents that changed."""
+    for object and in the same (key) order, but decoding only the documents that changed.
 
-    def __init__(self, read: Callable[[ClusterDocuments], Loaded]) -> None:
-        self._read = read
+    An object that cannot be decoded is set aside: absent from the state (as a full read leaves it out), listed in
+    ``undecodable`` until a later version of it decodes or it is deleted, and in ``failed`` for the batch that met
+    it (a version already set aside, met again by a complete batch, is not counted twice)."""
+
+    def __init__(self, decode: Callable[[ClusterDocuments], Decoded]) -> None:
+        self._decode = decode
         self.state = ClusterState()
         self._lists: dict[str, dict[str, Any]] = {kind: {} for kind in _LISTS}  # slices and rules by key
+        self.undecodable: dict[tuple[str, str], Undecodable] = {}
+        self.failed: list[Undecodable] = []
 
     def apply(self, changes: Changes) -> Changed | None:
         """Apply one batch: the claims, pods and nodes it changed (None after a complete batch: everything may
-        have); InvalidInputError (nothing applied) when a document cannot be read."""
+        have)."""
         present = {kind: [d for d in docs.values() if d is not None] for kind, docs in changes.documents.items()}
-        loaded = self._read(ClusterDocuments(present))
+        read = self._decode(ClusterDocuments(present))
+        self._set_aside(changes, read.undecodable)
         decoded: dict[str, dict[str, Any]] = {}
-        for obj in loaded.objects:
+        for obj in read.loaded.objects:
             decoded.setdefault(obj.KIND, {})[_key(obj)] = obj
         if changes.complete:
-            self.state = state_from_loaded(loaded)
+            self.state = state_from_loaded(read.loaded)
             self._lists = {kind: {_key(o): o for o in getattr(self.state, attr)} for kind, attr in _LISTS.items()}
             return None
         state = self.state
@@ -117,10 +151,11 @@ class LiveState:
                 if kind == "Pod":
                     new = {k: PodRecord(pod=pod, requests={}) for k, pod in new.items()}
                 if kind == "Node":
-                    for name in new:
-                        state.usage.setdefault(name, NodeUsage())
-                    for name in [n for n, d in docs.items() if d is None]:
-                        state.usage.pop(name, None)
+                    for name in docs:
+                        if name in new:
+                            state.usage.setdefault(name, NodeUsage())
+                        else:
+                            state.usage.pop(name, None)
                 self._put(target, docs, new)
         if changes.documents.get("ResourceSlice"):
             self._index_devices()
@@ -128,16 +163,31 @@ class LiveState:
         return Changed(frozenset(documents.get("ResourceClaim", ())), frozenset(documents.get("Pod", ())),
                        frozenset(documents.get("Node", ())))
 
+    def _set_aside(self, changes: Changes, undecodable: list[Undecodable]) -> None:
+        before = dict(self.undecodable)
+        if changes.complete:
+            self.undecodable = {}
+        else:
+            for kind, docs in changes.documents.items():
+                for key in docs:
+                    self.undecodable.pop((kind, key), None)
+        self.failed = []
+        for item in undecodable:
+            known = before.get((item.kind, item.key))
+            if known is None or (known.resource_version, known.problems) != (item.resource_version, item.problems):
+                self.failed.append(item)
+            self.undecodable[item.kind, item.key] = item
+
     @staticmethod
     def _put(target: dict[str, Any], docs: dict[str, dict[str, Any] | None], new: dict[str, Any]) -> None:
-        """Deletions and replacements in place; a new key out of order sorts the dict again (key order, as a full
-        read has it)."""
+        """Deletions and replacements in place (an object that did not decode is removed, as a full read leaves it
+        out); a new key out of order sorts the dict again (key order, as a full read has it)."""
         last = next(reversed(target), "") if target else ""
         resort = False
         for key, document in docs.items():
-            if document is None:
+            if document is None or key not in new:
                 target.pop(key, None)
-            elif key in new:
+            else:
                 if key not in target and key < last:
                     resort = True
                 target[key] = new[key]
@@ -160,37 +210,47 @@ class LiveSource:
         mirror: Any,
         features: Features | None = None,
         *,
-        to_loaded: Callable[[ClusterDocuments], Loaded] | None = None,
+        decode: Callable[[ClusterDocuments], Decoded] | None = None,
         clock: Callable[[], float] = time.time,
         on_error: Callable[[str], None] = lambda _message: None,
         on_first_sync: Callable[[], None] = lambda: None,
+        retry: Backoff = REFRESH_RETRY,
     ) -> None:
         """``on_first_sync`` runs once the first complete state is in the model (the exporter freezes the garbage
         collector's view of the objects then: a cluster's worth of them scanned on every full collection would
-        cost each scrape a pause)."""
-        from kubedra.kube.read import to_loaded as read_documents
+        cost each scrape a pause). ``on_error`` gets one line per object that cannot be decoded and per failed
+        refresh; ``retry`` spaces refreshes after failures in a row."""
+        from kubedra.kube.read import decode_cluster
 
         self.mirror = mirror
+        self._features = features
         self.model = DraMetrics(features)
-        self.live = LiveState(to_loaded or read_documents)
+        self.live = LiveState(decode or decode_cluster)
         self._cursor: int | None = None  # None: the next refresh reads everything
         self._clock = clock
         self._on_error = on_error
         self._on_first_sync: Callable[[], None] | None = on_first_sync
+        self._retry = retry
         self._lock = threading.Lock()  # guards what a scrape reads: the text, and whether and when synced
         self._model_lock = threading.Lock()  # guards the model while a refresh updates it
         self._text = ""
         self._synced = False
         self._pending_at: float | None = None  # read time of a state applied to the model but not rendered yet
         self._synced_at = 0.0
+        self._decode_errors: dict[str, int] = {}  # by kind: versions of objects that did not decode
+        self._undecodable: dict[str, int] = {}  # by kind: objects left out now
+        self._refresh_errors = 0
+        self._failures = 0  # refreshes failed in a row
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="kubedra-exporter-refresh", daemon=True)
 
     # ------------------------------------------------------------------------------------------ refreshing
 
     def refresh(self) -> bool:
-        """Apply what changed in the mirror since the last refresh; False (numbers unchanged) while it is not synced
-        or its objects cannot be read (then the next refresh reads everything again)."""
+        """Apply what changed in the mirror since the last refresh; False (numbers unchanged) while it is not
+        synced, or when applying failed: then the error is logged and counted, the model starts over, and the next
+        refresh reads everything again. An object that cannot be decoded does not fail a refresh: it is left out,
+        logged and counted (see :class:`LiveState`)."""
         if not self.mirror.synced:
             return False
         read_at = self._clock()
@@ -201,17 +261,38 @@ class LiveSource:
         with self._model_lock:
             try:
                 changed = self.live.apply(changes)
-            except InvalidInputError as exc:
+                self._note_undecodable(self.live.failed)
+                self.model.update(self.live.state, changed)
+            except Exception as exc:  # noqa: BLE001 - a refresher that dies freezes every number while health says ok
                 self._cursor = None
-                self._on_error(f"the cluster's objects cannot be read; serving the last state: {exc}")
+                self.model = DraMetrics(self._features)  # an update that stopped half-way left it inconsistent
+                self._refresh_errors += 1
+                self._failures += 1
+                self._on_error(f"cannot apply the cluster's state, serving the last one: {type(exc).__name__}: {exc}")
                 return False
             self._cursor = changes.cursor
-            self.model.update(self.live.state, changed)
+            self._failures = 0
             self._pending_at = read_at  # rendered by the next scrape (a burst of events costs one render)
         if self._on_first_sync is not None:
             first, self._on_first_sync = self._on_first_sync, None
             first()
         return True
+
+    def _note_undecodable(self, failed: list[Undecodable]) -> None:
+        for item in failed:
+            self._decode_errors[item.kind] = self._decode_errors.get(item.kind, 0) + 1
+            self._on_error(f"{item}; left out of the metrics until it changes")
+        counts: dict[str, int] = {}
+        for kind, _key in self.live.undecodable:
+            counts[kind] = counts.get(kind, 0) + 1
+        with self._lock:
+            self._undecodable = counts
+
+    @property
+    def undecodable(self) -> list[Undecodable]:
+        """The objects left out now (they could not be decoded), in kind and key order."""
+        with self._model_lock:
+            return [self.live.undecodable[k] for k in sorted(self.live.undecodable)]
 
     def _render(self) -> None:
         """The text of the model's state, when a refresh left it unrendered and none is under way (a scrape
@@ -234,6 +315,9 @@ class LiveSource:
             generation = self.mirror.generation
             if generation != seen and self.refresh():
                 seen = generation
+            elif self._failures:
+                self._stop.wait(self._retry.delay(self._failures))
+                continue
             elif generation == seen:
                 self._render()
                 with self._lock:  # nothing new, and every watch up: the numbers are current as of now
@@ -256,11 +340,18 @@ class LiveSource:
         now = self._clock()
         with self._lock:
             synced, at = self._synced, self._synced_at
+            errors, undecodable = dict(self._decode_errors), dict(self._undecodable)
+            refresh_errors = self._refresh_errors
+        kinds = sorted(stats)
         return [
             Family(SYNCED, [((), 1.0 if synced else 0.0)]),
-            Family(WATCH_UP, [((kind,), 1.0 if s.up else 0.0) for kind, s in sorted(stats.items())]),
+            Family(WATCH_UP, [((kind,), 1.0 if stats[kind].up else 0.0) for kind in kinds]),
             Family(LAST_SYNC, [((), at)]),
-            Family(KIND_SYNC, [((kind,), now if s.up else s.synced_at) for kind, s in sorted(stats.items())]),
+            Family(SERVED_AGE, [((), max(0.0, now - at))] if synced else []),
+            Family(KIND_SYNC, [((kind,), now if stats[kind].up else stats[kind].synced_at) for kind in kinds]),
+            Family(DECODE_ERRORS, [((kind,), float(errors.get(kind, 0))) for kind in kinds]),
+            Family(UNDECODABLE, [((kind,), float(undecodable.get(kind, 0))) for kind in kinds]),
+            Family(REFRESH_ERRORS, [((), float(refresh_errors))]),
         ]
 
     def families(self) -> list[Family]:

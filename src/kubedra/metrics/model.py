@@ -46,7 +46,7 @@ class FamilySpec:
     name: str
     help: str
     labels: tuple[str, ...]
-    type: str = "gauge"  # or "untyped": a count that can go down but whose name ends in _total
+    type: str = "gauge"  # "untyped": a count that can go down but whose name ends in _total; or "counter"
 
     @cached_property
     def layout(self) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -516,9 +516,10 @@ class DraMetrics:
         return r.driver, r.pool, r.device, share
 
     def _release(self, key: str, r: DeviceRequestAllocationResult) -> None:
-        """Undo one result of claim ``key``. The allocated state is a set (as a full build from every claim has it):
-        while another claim still holds the same device (or share), it stays in use, only this claim's consumed
-        capacity goes."""
+        """Undo one result of claim ``key``: while another claim still holds the same device (or share), it stays
+        in use, only this claim's consumed capacity goes. The allocated state counts the holds on a whole device
+        itself, but keeps shares as a set (as a full build from every claim has them): a share another claim still
+        holds is put back, without capacity."""
         assert self._allocator is not None
         allocated = self._allocator.state
         allocated.remove_allocation(r)
@@ -530,7 +531,8 @@ class DraMetrics:
             self._holders.pop(self._held(r), None)
             return
         other = next(iter(held.values()))
-        allocated.add_allocation(msgspec.structs.replace(other, consumed_capacity=None) if other.share_id else other)
+        if other.share_id is not None and self.features.consumable_capacity:
+            allocated.add_allocation(msgspec.structs.replace(other, consumed_capacity=None))
 
     def _update_nodes(self, state: ClusterState, dirty: set[str], classes: set[str]) -> None:
         """Recompute every class on the ``dirty`` nodes and the changed ``classes`` on the others."""

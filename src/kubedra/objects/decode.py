@@ -7,6 +7,9 @@ text, as ``Quantity.UnmarshalJSON`` reads it; a whole float where an integer goe
 again; if it still fails, a walk over the struct's type information reports *every* problem — unknown field,
 missing field, wrong type, an integer outside its Go type (``Int32``/``Int64``) — with Kubernetes field paths
 (``spec.containers[0].resources.limits[nvidia.com/gpu]``) instead of msgspec's first error only.
+
+``lenient`` decoding drops the fields the model does not know instead of refusing them, as Kubernetes clients read
+what a server returns: a newer API server adds fields, and an object it sends must not become unreadable for that.
 """
 
 from __future__ import annotations
@@ -77,41 +80,72 @@ def number_text(value: float) -> str:
     return format(Decimal(repr(value)).normalize(), "f")
 
 
-def _repair(value: Any, t: inspect.Type) -> Any:
+def _repair(value: Any, t: inspect.Type, lenient: bool) -> Any:
     """``value`` read as the API server reads JSON into type ``t``: ``null`` fields are absent, a number where a
-    Quantity goes is its text, a whole float where an integer goes is that integer (YAML ``2.0`` → JSON ``2``)."""
+    Quantity goes is its text, a whole float where an integer goes is that integer (YAML ``2.0`` → JSON ``2``);
+    ``lenient``: fields the model does not know are dropped."""
     if isinstance(t, inspect.Metadata):
         if _is_number(value) and _is_quantity(t):
             return number_text(value)
-        return _repair(value, t.type)
+        return _repair(value, t.type, lenient)
     if isinstance(t, inspect.UnionType):
         others = [x for x in t.types if not isinstance(x, inspect.NoneType)]
-        return _repair(value, others[0]) if len(others) == 1 else value
+        return _repair(value, others[0], lenient) if len(others) == 1 else value
     if isinstance(t, inspect.StructType):
-        if not isinstance(value, dict):
-            return value
-        fields = _fields(t)
-        out = {}
-        for key, item in value.items():
-            if item is None:
-                continue
-            field = fields.get(key) if isinstance(key, str) else None
-            out[key] = item if field is None else _repair(item, field.type)
-        return out
+        return _repair_struct(value, t, lenient) if isinstance(value, dict) else value
     if isinstance(t, inspect.ListType):
-        return [_repair(v, t.item_type) for v in value] if isinstance(value, list) else value
+        return [_repair(v, t.item_type, lenient) for v in value] if isinstance(value, list) else value
     if isinstance(t, inspect.DictType):
         if not isinstance(value, dict):
             return value
-        return {k: _repair(v, t.value_type) for k, v in value.items() if v is not None}
+        return {k: _repair(v, t.value_type, lenient) for k, v in value.items() if v is not None}
     if isinstance(t, inspect.IntType) and isinstance(value, float) and value.is_integer():
         return int(value)
     return value
 
 
-def repair(cls: type[Any], document: Any) -> Any:
+def _repair_struct(value: dict[Any, Any], t: inspect.StructType, lenient: bool) -> dict[Any, Any]:
+    fields = _fields(t)
+    out = {}
+    for key, item in value.items():
+        if item is None:
+            continue
+        field = fields.get(key) if isinstance(key, str) else None
+        if field is not None:
+            out[key] = _repair(item, field.type, lenient)
+        elif not lenient:
+            out[key] = item
+    return out
+
+
+def repair(cls: type[Any], document: Any, *, lenient: bool = False) -> Any:
     """``document`` as the API server would read it into ``cls`` (see :func:`_repair`)."""
-    return _repair(document, _type_info(cls))
+    return _repair(document, _type_info(cls), lenient)
+
+
+def _prune(value: Any, t: inspect.Type) -> Any:
+    """``value`` with only the struct fields ``t`` declares (recursively); everything else as it was."""
+    if isinstance(t, inspect.Metadata):
+        return _prune(value, t.type)
+    if isinstance(t, inspect.UnionType):
+        others = [x for x in t.types if not isinstance(x, inspect.NoneType)]
+        return _prune(value, others[0]) if len(others) == 1 else value
+    if isinstance(t, inspect.StructType) and isinstance(value, dict):
+        fields = _fields(t)
+        return {key: _prune(item, fields[key].type) for key, item in value.items()
+                if isinstance(key, str) and key in fields}
+    if isinstance(t, inspect.ListType) and isinstance(value, list):
+        return [_prune(v, t.item_type) for v in value]
+    if isinstance(t, inspect.DictType) and isinstance(value, dict):
+        return {k: _prune(v, t.value_type) for k, v in value.items()}
+    return value
+
+
+def prune(cls: type[Any], document: Any) -> Any:
+    """``document`` reduced to what ``cls`` reads: a long-lived copy of a Pod or Node need not keep its
+    managedFields, images or volumes. For a struct that ignores unknown fields, ``decode`` reads the pruned
+    document exactly as the whole one; nothing is converted, so a wrong value stays wrong."""
+    return _prune(document, _type_info(cls))
 
 
 def _join(path: str, key: str) -> str:
@@ -238,8 +272,9 @@ def translate_msgspec_error(error: msgspec.ValidationError) -> FieldProblem:
     return path, message
 
 
-def decode(document: Any, cls: type[T]) -> tuple[T | None, list[FieldProblem]]:
-    """The struct, or None and every problem found (never raises for any JSON-like input).
+def decode(document: Any, cls: type[T], *, lenient: bool = False) -> tuple[T | None, list[FieldProblem]]:
+    """The struct, or None and every problem found (never raises for any JSON-like input); ``lenient``: unknown
+    fields are dropped, not problems (an API server's objects, see the module docstring).
 
     The one reader of documents into structs: the loader's kinds, NodePools and workloads all come through
     here, so a Quantity written as a number, a field path naming the key, and int32/int64 ranges are the same
@@ -249,7 +284,7 @@ def decode(document: Any, cls: type[T]) -> tuple[T | None, list[FieldProblem]]:
         return msgspec.convert(document, cls), []
     except msgspec.ValidationError:
         pass
-    repaired = repair(cls, document)
+    repaired = repair(cls, document, lenient=lenient)
     try:
         return msgspec.convert(repaired, cls), []
     except msgspec.ValidationError as error:

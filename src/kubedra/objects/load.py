@@ -153,6 +153,7 @@ class _Slot:
 class _Builder:
     def __init__(self, *, api_validation: bool = True) -> None:
         self.api_validation = api_validation
+        self.lenient = False  # unknown fields dropped (an API server's objects), not problems
         self.slots: list[_Slot] = []
         self.legacy_docs: list[legacy.LegacyDocument] = []
         self.legacy_prefix: list[str] = []
@@ -236,7 +237,7 @@ class _Builder:
         self.add_model(data, _V1_CLASSES[kind], where, prefix)
 
     def add_model(self, data: dict[str, Any], cls: type[Any], where: Location, prefix: str) -> None:
-        obj, problems = decode(data, cls)
+        obj, problems = decode(data, cls, lenient=self.lenient)
         for path, message in problems:
             self.problem(replace(where, field=_prefixed(prefix, path)), message)
         if obj is None:
@@ -468,14 +469,17 @@ def load_inputs(
     limits: ParseLimits | None = None,
     api_validation: bool = True,
     documents: Sequence[tuple[str, Any]] = (),
+    lenient_documents: bool = False,
 ) -> Loaded:
     """Load what :func:`read_inputs` read, as :func:`load_paths` loads it (its problems reported with the rest)."""
     bounds = limits or ParseLimits()
     builder = _Builder(api_validation=False)
+    builder.lenient = lenient_documents
     for index, (source, data) in enumerate(documents):
         builder.files.setdefault(source, len(builder.files))
         builder.add_document(Document(index, data), source)
     builder.api_validation = api_validation
+    builder.lenient = False
     # A path that could not be read is in no file order, so its problem sorts after the others, as when reading
     # and loading were interleaved.
     builder.problems.extend(inputs.problems)
@@ -491,12 +495,14 @@ def load_paths(
     limits: ParseLimits | None = None,
     api_validation: bool = True,
     documents: Sequence[tuple[str, Any]] = (),
+    lenient_documents: bool = False,
 ) -> Loaded:
     """Load files, directories (their ``*.yaml``, ``*.yml``, ``*.json``, sorted by name) and ``-`` (stdin).
 
     See :func:`load_text` for ``api_validation``. ``documents`` are (source, JSON value) pairs a caller already
     holds — objects an API server returned — read before the paths with the same dispatch, conversion and
     decoding but without the API validation (their server already applied it); ``source[i]`` locates them.
+    ``lenient_documents``: fields of theirs the model does not know are ignored (a newer server's), as clients do.
     """
     return load_inputs(read_inputs(paths, stdin=stdin, limits=limits), limits=limits, api_validation=api_validation,
-                       documents=documents)
+                       documents=documents, lenient_documents=lenient_documents)

@@ -19,7 +19,13 @@ import msgspec
 
 from kubedra.allocator import AllocationError, NodeAllocationFailed, SearchBudgetExceeded
 from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.objects.model import AllocationResult, ContainerExtendedResourceRequest, Node, ResourceClaim
+from kubedra.objects.model import (
+    AllocationResult,
+    ContainerExtendedResourceRequest,
+    Node,
+    ResourceClaim,
+    ResourceClaimSpec,
+)
 from kubedra.scheduler.candidates import NodeSets, Verdicts
 from kubedra.scheduler.claims import key_of
 from kubedra.scheduler.device_index import DeviceIndex
@@ -40,6 +46,7 @@ CLAIM_NOT_ON_NODE = "resourceclaim not available on the node"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_PERCENTAGE = 5
 MAX_STATES = 4096  # remembered allocator answers per demand, by node state
+MAX_REFUSALS = 1024  # remembered "fits nowhere" outcomes, by pod shape
 
 
 TIMED_OUT = "timed out trying to allocate devices"
@@ -47,6 +54,11 @@ TIMED_OUT = "timed out trying to allocate devices"
 
 class NodeAllocator(Protocol):
     """One allocator per attempt (upstream builds one in PreFilter), asked once per node."""
+
+    @property
+    def draws(self) -> int:
+        """ShareIDs drawn so far (a stream an attempt may advance even where it finds no fit)."""
+        ...
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
         """Allocations for ``claims`` on ``node``; None if they do not fit. Raises the allocator's errors:
@@ -108,6 +120,13 @@ class Scheduler:
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName
         self._next_start = 0
         self.prefilter = PreFilter(state)
+        # Pods that fit nowhere, by what Filter reads of them: the outcome holds until the cluster changes. A full
+        # cluster refuses every later replica of a Deployment with the same walk over every node.
+        self._version = 0
+        self._refusals: dict[tuple[object, ...], tuple[int, Unschedulable]] = {}
+        self._spec_keys: dict[int, tuple[ResourceClaimSpec, bytes]] = {}
+        state.watchers.append(self._changed)
+        state.devices.watchers.append(self._changed)
         self.sets: NodeSets | None = None
         if index is not None:
             specs = [t.spec.spec for t in state.templates.values()]
@@ -136,13 +155,64 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
         )
+        refusal_key = self._refusal_key(attempt)
+        if refusal_key is not None:
+            known = self._refusals.get(refusal_key)
+            if known is not None and known[0] == self._version:
+                return known[1]
+        draws, start = attempt.allocator.draws if attempt.allocator is not None else 0, self._next_start
+        outcome = self._attempt(attempt)
+        if (
+            refusal_key is not None
+            and isinstance(outcome, Unschedulable)
+            and start == self._next_start
+            and (attempt.allocator is None or attempt.allocator.draws == draws)
+        ):  # nothing the attempt changed (the walk's start, the shareID stream) is skipped by replaying it
+            if len(self._refusals) >= MAX_REFUSALS:
+                self._refusals.clear()
+            self._refusals[refusal_key] = (self._version, outcome)
+        return outcome
+
+    def _attempt(self, attempt: _Attempt) -> Outcome:
         # DynamicResources scores firstAvailable choices from every node's allocation: only the walk has them all.
-        ranked = self.kube is not None and any(r.exactly is None for c in to_allocate for r in c.spec.devices.requests)
+        ranked = self.kube is not None and any(
+            r.exactly is None for c in attempt.to_allocate for r in c.spec.devices.requests
+        )
         if self.sets is not None and not ranked:
             fast = self._schedule_fast(attempt, self.sets)
             if fast is not None:
                 return fast
         return self._walk(attempt)
+
+    def _changed(self, _node: str) -> None:
+        """A pod bound or left, or devices were allocated or freed: remembered refusals no longer hold."""
+        self._version += 1
+
+    def _refusal_key(self, attempt: _Attempt) -> tuple[object, ...] | None:
+        """What Filter reads of the pod: its requests, node name, selector, required affinity, tolerations and the
+        specs of its claims (all still to allocate: an allocated claim's own state is not in the key)."""
+        if len(attempt.to_allocate) != len(attempt.claims):
+            return None
+        pod = attempt.record.pod
+        spec = pod.spec
+        affinity = spec.affinity.node_affinity if spec.affinity is not None else None
+        required = affinity.required_during_scheduling_ignored_during_execution if affinity is not None else None
+        # KEP-5004's special claim is built container by container: with extended resources, their split counts.
+        containers = [(c.name, c.resources) for c in (*spec.init_containers, *spec.containers)] if (
+            attempt.extended) else []
+        return (
+            attempt.record.requests_key,
+            msgspec.json.encode((spec.node_name, spec.node_selector, required, spec.tolerations, containers)),
+            tuple([self._spec_key(claim.spec) for claim in attempt.claims]),
+        )
+
+    def _spec_key(self, spec: ResourceClaimSpec) -> bytes:
+        found = self._spec_keys.get(id(spec))
+        if found is None or found[0] is not spec:
+            if len(self._spec_keys) >= MAX_REFUSALS:
+                self._spec_keys.clear()
+            found = self._spec_keys[id(spec)] = (spec, msgspec.json.encode(spec))  # held: the id stays unique
+        return found[1]
 
     def _extended_requests(self, record: PodRecord) -> list[ExtendedRequest]:
         """The pod's extended-resource requests. Every resource a container asks for with a positive amount is a key
@@ -235,10 +305,43 @@ class Scheduler:
                 else:
                     verdicts.ok |= 1 << i
         if not window:
-            return None
+            return self._fast_refusal(attempt, sets, verdicts, served, 0 if first_fit else start)
         if not first_fit:
             self._next_start = (start + processed) % sets.count
         return self._fast_choose(attempt, sets, window, start, _Feasible("", None, special, served, batch))
+
+    def _fast_refusal(
+        self, attempt: _Attempt, sets: NodeSets, verdicts: Verdicts | None, served: frozenset[str], start: int
+    ) -> Unschedulable | None:
+        """The walk's outcome for a pod that fits nowhere, from what the sets already decided: each node's reason is
+        the first check it fails in Filter's order, the allocator's answers those the verdicts hold (the walk would
+        ask the allocator again on every node). None where some node's reason is not known here."""
+        record = attempt.record
+        pod, requests = record.pod, record.requests
+        passing = sets.static_mask(pod) & sets.fit_mask(requests, served, record.requests_key)
+        batch, _ = attempt.batch_for(served, self.extended_map)
+        demand = self.index.demand(batch) if self.index is not None and batch and attempt.allocator else None
+        free = sets.free_mask(demand.signature, demand.count) if demand is not None else -1
+        reasons: dict[str, list[str]] = {}
+        state = self.state
+        for offset in range(sets.count):
+            i = (start + offset) % sets.count
+            name = sets.names[i]
+            node = state.nodes[name]
+            if not passing >> i & 1:
+                reason = node_fit_reason(pod, requests, node, state.usage[name], served)
+            elif claim_rejecting(attempt.claims, node) is not None:
+                reason = CLAIM_NOT_ON_NODE
+            elif not free >> i & 1:
+                reason = UNSCHEDULABLE_CLAIMS
+            elif verdicts is not None and verdicts.bad >> i & 1:
+                reason = verdicts.reasons.get(i)
+            else:
+                return None
+            if reason is None:
+                return None
+            reasons.setdefault(reason, []).append(name)
+        return Unschedulable(summarize(reasons, len(state.nodes)), reasons)
 
     def _node_verdict(
         self, allocator: NodeAllocator, sets: NodeSets, verdicts: Verdicts, i: int, batch: list[ResourceClaim]

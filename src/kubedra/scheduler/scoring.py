@@ -36,8 +36,8 @@ from kubedra.cluster.usage import ZERO, NodeUsage, ScoringRequests
 from kubedra.objects.model import AllocationResult, Node, Pod, PreferredSchedulingTerm, ResourceClaim
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
-from kubedra.scheduler.bitsets import nth_bit, reclassify
-from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, SpreadCounts, owner_key, zone_of
+from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
+from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, OwnerKey, SpreadCounts, owner_key, zone_of
 
 MAX_NODE_SCORE = 100
 SCORED_RESOURCES = ("cpu", "memory")
@@ -497,21 +497,12 @@ class KubeScorer:
         ``start`` (wrapping) as Filter found them; for pods ``by_groups`` holds for."""
         self._forget_tie(record.key)
         pod = record.pod
-        groups = self._resource_groups(window, record.scoring)
-        if self._prefer_taints:
-            groups = _split(groups, self._taint_partition(pod), "taint")
         terms = preferred_terms(pod)
-        if terms:
-            groups = _split(groups, self._affinity_partition(terms), "affinity")
         owner = owner_key(pod)
-        spreading = owner is not None
-        if owner is not None:
-            occupied, counts = self.spread.by_count(owner)
-            partition = [(count, mask) for count, mask in counts.items()]
-            partition.append((0, ~occupied))
-            groups = _split(groups, partition, "host")
-            groups = _split(groups, self._topologies, "topology")
-        best = groups[0].nodes if len(groups) == 1 else self._best(groups, pod, window, spreading)
+        if not (self._prefer_taints or terms or owner is not None):
+            best = self._best_by_resources(window, record.scoring)  # only the resource plugins tell nodes apart
+        else:
+            best = self._best_by_groups(record, window, terms, owner)
         if best & (best - 1) == 0:
             return best.bit_length() - 1
         self._tied_masks[record.key] = best
@@ -524,32 +515,74 @@ class KubeScorer:
         rank = heap_root_in(compress(tied, walk, n))
         return (nth_bit(walk, rank) + start) % n
 
+    def _best_by_groups(
+        self, record: PodRecord, window: int, terms: Sequence[PreferredSchedulingTerm], owner: OwnerKey | None
+    ) -> int:
+        pod = record.pod
+        groups = self._resource_groups(window, record.scoring)
+        if self._prefer_taints:
+            groups = _split(groups, self._taint_partition(pod), "taint")
+        if terms:
+            groups = _split(groups, self._affinity_partition(terms), "affinity")
+        spreading = owner is not None
+        if owner is not None:
+            occupied, counts = self.spread.by_count(owner)
+            partition = [(count, mask) for count, mask in counts.items()]
+            partition.append((0, ~occupied))
+            groups = _split(groups, partition, "host")
+            groups = _split(groups, self._topologies, "topology")
+        return groups[0].nodes if len(groups) == 1 else self._best(groups, pod, window, spreading)
+
+    def _best_by_resources(self, window: int, wants: ScoringRequests) -> int:
+        """The window's nodes of the highest NodeResourcesFit + BalancedAllocation (every other plugin scores all
+        nodes alike for this pod)."""
+        best_total, best = -1, 0
+        if len(self._classes) <= window.bit_count():
+            for key, members in self._classes.items():
+                inside = members & window
+                if inside:
+                    total = self._resource_total(key, wants)
+                    if total > best_total:
+                        best_total, best = total, inside
+                    elif total == best_total:
+                        best |= inside
+            return best
+        tops: list[int] = []
+        class_of = self._class_of
+        for i in positions(window):  # nodes whose usage is their own: computed, not cached (seldom asked again)
+            total = resource_total(class_of[i], wants)
+            if total > best_total:
+                best_total, tops = total, [i]
+            elif total == best_total:
+                tops.append(i)
+        return mask_of(tops)
+
+    def _resource_total(self, key: ResourceKey, wants: ScoringRequests) -> int:
+        cache_key = (key, wants)
+        total = self._scores.get(cache_key)
+        if total is None:
+            total = resource_total(key, wants)
+            if len(self._scores) >= MAX_CACHED_SCORES:
+                self._scores.clear()
+            self._scores[cache_key] = total
+        return total
+
     def _resource_groups(self, window: int, wants: ScoringRequests) -> list[_Group]:
         """The window cut by resource classes: through the classes when they are fewer than the window's nodes (a
         fleet of alike nodes), else through the window's nodes (every node's usage its own, as in a real trace)."""
         if len(self._classes) > window.bit_count():
-            members_of: dict[ResourceKey, int] = {}
+            members_of: dict[ResourceKey, list[int]] = {}
             class_of = self._class_of
-            for i in _bits(window):
-                key = class_of[i]
-                members_of[key] = members_of.get(key, 0) | (1 << i)
-            classes: Iterable[tuple[ResourceKey, int]] = members_of.items()
+            for i in positions(window):
+                members_of.setdefault(class_of[i], []).append(i)
+            classes: Iterable[tuple[ResourceKey, int]] = [(k, mask_of(v)) for k, v in members_of.items()]
         else:
             classes = self._classes.items()
         groups = []
         for key, members in classes:
             inside = members & window
-            if not inside:
-                continue
-            cache_key = (key, wants)
-            total = self._scores.get(cache_key)
-            if total is None:
-                fit, balanced = self.resources(key, wants)
-                total = WEIGHTS["NodeResourcesFit"] * fit + WEIGHTS["NodeResourcesBalancedAllocation"] * balanced
-                if len(self._scores) >= MAX_CACHED_SCORES:
-                    self._scores.clear()
-                self._scores[cache_key] = total
-            groups.append(_Group(inside, total))
+            if inside:
+                groups.append(_Group(inside, self._resource_total(key, wants)))
         return groups
 
     def _best(self, groups: list[_Group], pod: Pod, window: int, spreading: bool) -> int:
@@ -638,6 +671,33 @@ class KubeScorer:
                 zone_weight,
             ))
         return spread_normalize(raw)
+
+
+def resource_total(key: ResourceKey, wants: ScoringRequests) -> int:
+    """``KubeScorer.resources``' weighted sum (both weights are 1), written out for cpu and memory: what the fast path
+    computes for every node of a window whose nodes all differ (a test holds it equal to the plugin formulas)."""
+    (cpu, memory), used = key
+    want_cpu, want_memory = wants.milli_cpu, wants.memory
+    # NodeResourcesFit, LeastAllocated on the "non-zero" requests
+    fit = weights = 0
+    if cpu:
+        requested = used.nonzero_milli_cpu + wants.nonzero_milli_cpu
+        fit += (cpu - requested) * MAX_NODE_SCORE // cpu if requested <= cpu else 0
+        weights += 1
+    if memory:
+        requested = used.nonzero_memory + wants.nonzero_memory
+        fit += (memory - requested) * MAX_NODE_SCORE // memory if requested <= memory else 0
+        weights += 1
+    fit = fit // weights if weights else 0
+    if want_cpu == 0 and want_memory == 0:
+        return fit
+    if cpu and memory:
+        after = abs((min(1.0, (used.milli_cpu + want_cpu) / cpu) - min(1.0, (used.memory + want_memory) / memory)) / 2)
+        before = abs((min(1.0, used.milli_cpu / cpu) - min(1.0, used.memory / memory)) / 2)
+        delta = int((1 - after) * MAX_NODE_SCORE) - int((1 - before) * MAX_NODE_SCORE)
+    else:
+        delta = 0  # one resource or none: no spread, balance 100 with and without the pod
+    return fit + MAX_NODE_SCORE // 2 + go_div(MAX_NODE_SCORE // 2 + delta, 2)
 
 
 def _split(groups: list[_Group], partition: Sequence[tuple[Any, int]], field: str) -> list[_Group]:

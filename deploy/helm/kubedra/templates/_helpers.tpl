@@ -33,6 +33,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{- define "kubedra.driverName" -}}{{ include "kubedra.fullname" . }}-driver{{- end }}
+
+{{/* The DRA driver name the driver publishes under (spec.driver of its ResourceSlices, as NVIDIA's driver): the
+admission policy lets the driver's pods write no other driver's slices. */}}
+{{- define "kubedra.draDriver" -}}gpu.nvidia.com{{- end }}
 {{- define "kubedra.exporterName" -}}{{ include "kubedra.fullname" . }}-exporter{{- end }}
 
 {{/* The rules of the one ClusterRole in a deploy/ RBAC file (files/ links to it): one source for both. */}}
