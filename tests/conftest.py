@@ -5,19 +5,29 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
+from tests import depth
 from tests.controlplane.fixture import ControlPlane, go_available, running_control_plane
+
+# Hypothesis tests that set no count of their own draw Hypothesis' default 100 per run, 1,000 in deep mode; the fuzz
+# and property tests set theirs from tests/depth.py.
+settings.register_profile("per-run", settings.get_profile("default"))
+settings.register_profile("deep", max_examples=1000)
+settings.load_profile("deep" if depth.DEEP else "per-run")
 
 NO_GO = "go is not on PATH: the test control plane (tests/controlplane) cannot be built"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Without go there is no control plane: its tests skip, with the reason in the summary."""
-    if go_available():
-        return
-    skip = pytest.mark.skip(reason=NO_GO)
+    """Without go there is no control plane: its tests skip, with the reason in the summary. Tests marked ``deep``
+    run only in deep mode (tests/depth.py)."""
+    no_go = None if go_available() else pytest.mark.skip(reason=NO_GO)
+    shallow = None if depth.DEEP else pytest.mark.skip(reason=depth.DEEP_REASON)
     for item in items:
-        if item.get_closest_marker("controlplane") is not None:
-            item.add_marker(skip)
+        if no_go is not None and item.get_closest_marker("controlplane") is not None:
+            item.add_marker(no_go)
+        if shallow is not None and item.get_closest_marker("deep") is not None:
+            item.add_marker(shallow)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests import depth
 
 from kubedra.allocator import AllocatedState, Allocator, Features
 from kubedra.cel import CelOptions, CompileCache
@@ -118,7 +119,7 @@ def _brute_force(p: dict[str, Any]) -> bool:
     )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=depth.examples(150, 1500), deadline=None)
 @given(problem_st)
 def test_allocations_obey_the_rules_and_unschedulable_means_no_solution(p: dict[str, Any]) -> None:
     slices, claim, state = _build(p)

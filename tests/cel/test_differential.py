@@ -22,6 +22,7 @@ from cel_devices import make_view
 from celpy_oracle import ERROR, Oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import depth
 
 from kubedra.cel import CelCompileError, CelRuntimeError, CompileCache, DeviceView
 from kubedra.objects.model import Device, DeviceAttribute, DeviceCapacity
@@ -292,7 +293,7 @@ def compare(driver: str, device: Device, expression: str) -> None:
 
 
 @settings(
-    max_examples=600,
+    max_examples=depth.examples(600, 6000),
     deadline=None,
     derandomize=False,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -1,277 +1,174 @@
-"""Hypothesis fuzzing of the command line, in-process: whatever the input, every command exits 0, 1 or 2.
+"""Hypothesis fuzzing of the command line, in-process: whatever the input, every command keeps its contract.
 
 Inputs are small documents of every kind the commands read (NodePool, Node, ResourceSlice, DeviceClass,
-ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob) and the seed article's legacy documents, mutated — a field replaced by a wrong type, a huge,
-negative or non-finite number, a numeric string, a deleted or an unknown key — then written as YAML, as a JSON
-List, or as raw and damaged bytes, and given on stdin or as a directory of files. Every command runs on them:
-simulate, explain pod/claim, allocate, cel, convert, validate. An uncaught exception fails the test; a
-bug it found is kept below as an ``@example``. Examples per command: ``KUBEDRA_FUZZ_EXAMPLES`` (default 1,500,
-so the module runs over 10,000 in all).
+ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob), the seed article's legacy documents and the
+migration examples (workloads asking nvidia.com/gpu and MIG profiles, the device plugin's configs), mutated — a field
+replaced by a wrong type, a huge, negative or non-finite number, a numeric string, a deleted or an unknown key — then
+written as YAML, as a JSON List, or as raw and damaged bytes, and given on stdin, as files or as a directory. Every
+command that reads files runs on them: simulate, explain (pod, claim, workload), allocate, cel, convert, validate
+and migrate (with random options and output directories). The live commands (snapshot, exporter, simulate and
+explain with --kubeconfig) are fuzzed against the real control plane in test_fuzz_live.py, the driver's flags,
+inventories and gRPC requests in tests/driver/test_fuzz_driver.py.
+
+The contract (``check``): exit 0, 1 or 2 only; no traceback; no run longer than ``HANG_SECONDS``; on exit 2 a line
+``error: ...`` (click's ``Error: ...`` for a bad flag) on stderr and nothing on stdout (allocate's ``error``
+decision excepted, printed as the decision it is), and for migrate nothing written to the output directory;
+otherwise machine output that parses whole, and migrating migrate's output changes nothing. A bug it found is kept
+below as an ``@example``. Examples per test: ``KUBEDRA_FUZZ_EXAMPLES``, else tests/depth.py's per-run or deep count.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import yaml
+from fuzzing import (
+    CLAIM,
+    CLASS,
+    DEPLOYMENT,
+    DOCUMENTS,
+    MIGRATE_DOCUMENTS,
+    MIGRATE_FILES,
+    NODE,
+    NODEPOOL,
+    POD,
+    SLICE,
+    Outcome,
+    as_yaml,
+    check,
+    inputs,
+    invoke,
+    odd_strings,
+    stdio,
+    tree,
+)
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tests import depth
 
 from kubedra.cli import main
-from kubedra.data import seed_dir
 
-EXAMPLES = int(os.environ.get("KUBEDRA_FUZZ_EXAMPLES", "1500"))
+EXAMPLES = depth.examples(per_run=200, deep=3000, override="KUBEDRA_FUZZ_EXAMPLES")
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
 
-NODEPOOL: dict[str, Any] = {
-    "apiVersion": "kubedra.io/v1alpha1",
-    "kind": "NodePool",
-    "metadata": {"name": "l4"},
-    "spec": {
-        "count": 1,
-        "allocatable": {"cpu": 8, "memory": "64Gi", "pods": 110},
-        "gpu": {"model": "L4", "count": 1},
-        "sharing": {"shares": 2},
-    },
-}
-NODE: dict[str, Any] = {
-    "apiVersion": "v1",
-    "kind": "Node",
-    "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
-    "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": 1}},
-}
-SLICE: dict[str, Any] = {
-    "apiVersion": "resource.k8s.io/v1",
-    "kind": "ResourceSlice",
-    "metadata": {"name": "n1-gpu"},
-    "spec": {
-        "driver": "gpu.nvidia.com",
-        "nodeName": "n1",
-        "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
-        "devices": [
-            {
-                "name": "gpu-0",
-                "attributes": {"productName": {"string": "NVIDIA L4"}, "index": {"int": 0}},
-                "capacity": {"memory": {"value": "24Gi"}},
-            }
-        ],
-    },
-}
-CLASS: dict[str, Any] = {
-    "apiVersion": "resource.k8s.io/v1",
-    "kind": "DeviceClass",
-    "metadata": {"name": "gpu"},
-    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]},
-}
-CLAIM: dict[str, Any] = {
-    "apiVersion": "resource.k8s.io/v1",
-    "kind": "ResourceClaim",
-    "metadata": {"name": "c1", "namespace": "default"},
-    "spec": {
-        "devices": {
-            "requests": [
-                {
-                    "name": "gpu",
-                    "exactly": {"deviceClassName": "gpu", "count": 1, "capacity": {"requests": {"memory": "8Gi"}}},
-                }
-            ]
-        }
-    },
-}
-TEMPLATE: dict[str, Any] = {
-    "apiVersion": "resource.k8s.io/v1beta1",
-    "kind": "ResourceClaimTemplate",
-    "metadata": {"name": "one-gpu"},
-    "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu", "allocationMode": "All"}]}}},
-}
-POD: dict[str, Any] = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "p1", "annotations": {"kubedra.io/run-for": "1m"}},
-    "spec": {
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": 0.5}, "claims": [{"name": "gpu"}]}}],
-        "resourceClaims": [{"name": "gpu", "resourceClaimName": "c1"}],
-    },
-}
-TEMPLATE_SPEC: dict[str, Any] = {
-    "metadata": {"labels": {"app": "w"}},
-    "spec": {"containers": [{"name": "cuda", "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": 2}}}]},
-}
-DEPLOYMENT: dict[str, Any] = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "w", "annotations": {"kubedra.io/start-after": "10s"}},
-    "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "w"}}, "template": TEMPLATE_SPEC},
-}
-STATEFULSET: dict[str, Any] = {
-    "apiVersion": "apps/v1",
-    "kind": "StatefulSet",
-    "metadata": {"name": "db"},
-    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "w"}}, "template": TEMPLATE_SPEC},
-}
-JOB: dict[str, Any] = {
-    "apiVersion": "batch/v1",
-    "kind": "Job",
-    "metadata": {"name": "train"},
-    "spec": {
-        "completions": 2,
-        "parallelism": 1,
-        "template": {**TEMPLATE_SPEC, "spec": {**TEMPLATE_SPEC["spec"], "restartPolicy": "Never"}},
-    },
-}
-CRONJOB: dict[str, Any] = {
-    "apiVersion": "batch/v1",
-    "kind": "CronJob",
-    "metadata": {"name": "nightly"},
-    "spec": {"schedule": "@daily", "jobTemplate": {"spec": copy.deepcopy(JOB["spec"])}},
-}
-DOCUMENTS = [NODEPOOL, NODE, SLICE, CLASS, CLAIM, TEMPLATE, POD, DEPLOYMENT, STATEFULSET, JOB, CRONJOB]
-# The seed article's documents: the legacy dialect (ResourceClass, NvidiaGPUConfig, the nameless pod, fragments).
-SEED_DOCUMENTS = [d for p in sorted(seed_dir().glob("*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d]
-
 COMMANDS: dict[str, list[str]] = {
     "simulate": ["simulate", "-o", "json"],
     "explain-pod": ["explain", "pod", "p1"],
     "explain-claim": ["explain", "claim", "default/c1"],
+    "explain-workload": ["explain", "deployment/w", "-o", "json"],
     "allocate": ["allocate", "--node", "n1", "-o", "json"],
     "cel": ["cel", 'device.attributes["gpu.nvidia.com"].index >= 0', "-o", "json"],
     "convert": ["convert", "-o", "json"],
     "validate": ["validate"],
+    "migrate": ["migrate"],
 }
-
-odd_numbers = st.one_of(
-    st.sampled_from([0, -1, 1.5, -0.0, 2**31, 2**31 - 1, 2**63, -(2**63) - 1, 2**64, 10**30, 1e308, 1e-300]),
-    st.sampled_from([float("inf"), float("-inf"), float("nan")]),
-    st.integers(),
-    st.floats(),
-)
-odd_strings = st.one_of(
-    st.sampled_from(["", "-1", "1.5", "1e999", "0x10", "9" * 40, "abc", "1Gi", "-5Gi", "1e3", "..", "A_B", "a/b"]),
-    st.text(max_size=12),
-)
-scalars = st.one_of(st.none(), st.booleans(), odd_numbers, odd_strings)
-values = st.recursive(
-    scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-    max_leaves=8,
-)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-def _like(value: Any) -> st.SearchStrategy[Any]:
-    """An odd value of the same JSON type as ``value``: what gets past type checks into the semantics."""
-    if isinstance(value, bool):
-        return st.booleans()
-    if isinstance(value, int | float):
-        return odd_numbers
-    if isinstance(value, str):
-        return odd_strings
-    return values
+JSON_OUTPUT = {"simulate", "explain-workload", "allocate", "cel", "convert"}
+"""Commands whose stdout is one JSON document whenever they exit 0 or 1."""
 
 
 @st.composite
-def documents(draw: st.DrawFn) -> list[Any]:
-    """All or some of DOCUMENTS (now and then one twice: a duplicate), then a few mutations."""
-    pool = draw(st.sampled_from([DOCUMENTS, DOCUMENTS, SEED_DOCUMENTS + DOCUMENTS[:4]]))
-    picked = pool
-    if draw(st.booleans()):
-        picked = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=7, unique_by=id))
-    chosen: list[Any] = [copy.deepcopy(d) for d in picked]
-    if draw(st.integers(0, 9)) == 0:
-        chosen.append(copy.deepcopy(draw(st.sampled_from(chosen))))
-    for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2, 3]))):
-        index = draw(st.integers(0, len(chosen) - 1))
-        paths = _paths(chosen[index])[1:]
-        if not paths:
-            chosen[index] = draw(values)
-            continue
-        path = draw(st.sampled_from(paths))
-        parent = chosen[index]
-        for key in path[:-1]:
-            parent = parent[key]
-        action = draw(st.sampled_from(["tweak", "tweak", "tweak", "replace", "delete", "add"]))
-        if action == "delete":
-            del parent[path[-1]]
-        elif action == "add" and isinstance(parent, dict):
-            parent[draw(st.text(max_size=8))] = draw(values)
-        elif action == "tweak":
-            parent[path[-1]] = draw(_like(parent[path[-1]]))
-        else:
-            parent[path[-1]] = draw(values)
-    return chosen
+def migrate_inputs(draw: st.DrawFn) -> bytes:
+    """An example file as written (comments kept), sometimes with a line damaged, or generated documents."""
+    if draw(st.integers(0, 2)) == 0:
+        lines = draw(st.sampled_from(MIGRATE_FILES)).read_bytes().splitlines(keepends=True)
+        if draw(st.booleans()):
+            at = draw(st.integers(0, len(lines) - 1))
+            lines[at] = draw(st.sampled_from([b"", b"  - x\n", b"\t\n", b"---\n", b": :\n"])) or draw(
+                st.binary(max_size=6))
+        return b"".join(lines)
+    return draw(inputs((MIGRATE_DOCUMENTS, MIGRATE_DOCUMENTS + DOCUMENTS, DOCUMENTS)))
 
 
-def _yaml(docs: list[Any]) -> bytes:
-    return yaml.safe_dump_all(docs, sort_keys=False).encode()
+def _option(name: str, *likely: str) -> st.SearchStrategy[list[str]]:
+    return st.one_of(st.sampled_from(likely), odd_strings).map(lambda value: [f"{name}={value}"])
 
 
-def _json(docs: list[Any]) -> bytes:
-    text = json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})  # NaN and Infinity as Python writes them
-    return text.encode()
+migrate_options = st.lists(
+    st.one_of(
+        st.sampled_from([["--mode=claims"], ["--mode=extended-resource"], ["--mode=all"], ["--same-pcie-root"],
+                         ["--report"], ["-o", "json"], ["-o", "table"], ["-o", "yaml"]]),
+        _option("--min-memory", "40Gi", "0", "-1Gi", "1e999", "80G", "1.5Ti"),
+        _option("--model", "A100*", "H100-80GB", "[", "*", "NVIDIA T4"),
+        _option("--min-compute-capability", "8.0", "9", "x", "-1", "8.0.0.0", "10.10"),
+        _option("--gpu-memory", "80Gi", "0", "x", "-1"),
+    ),
+    max_size=4,
+).map(lambda groups: [arg for group in groups for arg in group])
 
-
-@st.composite
-def inputs(draw: st.DrawFn) -> bytes:
-    """The bytes of one input: documents as YAML or JSON, sometimes damaged, or arbitrary bytes."""
-    kind = draw(st.sampled_from(["yaml", "yaml", "yaml", "json", "json", "damaged", "bytes"]))
-    if kind == "bytes":
-        return draw(st.binary(max_size=200))
-    docs = draw(documents())
-    data = _json(docs) if kind == "json" or (draw(st.booleans()) and kind == "damaged") else _yaml(docs)
-    if kind == "damaged":
-        at = draw(st.integers(0, len(data)))
-        data = data[:at] + draw(st.binary(max_size=4)) + data[at + 1 :]
-    return data
-
-
-@contextlib.contextmanager
-def _stdio(stdin: bytes) -> Iterator[None]:
-    saved = sys.stdin, sys.stdout, sys.stderr
-    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
-    sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
-    try:
-        yield
-    finally:
-        sys.stdin, sys.stdout, sys.stderr = saved
+OUTPUT_DIRS = ["stdout", "stdout", "fresh", "existing", "is-a-file", "under-a-file", "target-is-a-directory"]
 
 
 def run(command: str, data: bytes, *, as_files: int = 0) -> int:
     """``kubedra COMMAND -f -`` on ``data``; with ``as_files``, ``-f DIR`` on that many copies of it."""
     argv = list(COMMANDS[command])
     if not as_files:
-        with _stdio(data):
-            code = main([*argv, "-f", "-"])
+        outcome = invoke([*argv, "-f", "-"], data)
     else:
         with tempfile.TemporaryDirectory() as directory:
             for i in range(as_files):
                 with open(os.path.join(directory, f"{i}.yaml"), "wb") as handle:
                     handle.write(data)
-            with _stdio(b""):
-                code = main([*argv, "-f", directory])
-    assert code in (0, 1, 2), f"kubedra {' '.join(argv)} exited {code}"
-    return code
+            outcome = invoke([*argv, "-f", directory])
+    check(outcome, json_output=command in JSON_OUTPUT, codes=(0, 2) if command == "migrate" else (0, 1, 2))
+    return outcome.code
+
+
+def _prepare_output(root: Path, where: str, planned: str) -> Path | None:
+    """The --output-dir for one migrate run, set up as ``where`` says (None: stdout)."""
+    if where == "stdout":
+        return None
+    out = root / "out"
+    if where == "existing":
+        out.mkdir()
+        (out / "keep.txt").write_text("not ours\n")
+    elif where == "is-a-file":
+        out.write_text("a file\n")
+    elif where == "under-a-file":
+        out.write_text("a file\n")
+        return out / "below"
+    elif where == "target-is-a-directory":
+        (out / planned).mkdir(parents=True)
+    return out
+
+
+def run_migrate(data: bytes, options: list[str], how: str, where: str) -> Outcome:
+    """``kubedra migrate OPTIONS`` on ``data`` (stdin, a file or a directory) into stdout or an --output-dir."""
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        if how == "stdin":
+            paths, stdin, planned = ["-f", "-"], data, "stdin.yaml"
+        else:
+            source = root / "in"
+            source.mkdir()
+            (source / "a.yaml").write_bytes(data)
+            paths, stdin, planned = [str(source if how == "directory" else source / "a.yaml")], b"", "a.yaml"
+        output = _prepare_output(root, where, planned)
+        before = tree(root)
+        argv = ["migrate", *paths, *options] + (["--output-dir", str(output)] if output else [])
+        outcome = invoke(argv, stdin)
+        check(outcome, codes=(0, 2))
+        after = tree(root)
+        if outcome.code == 2 or output is None:
+            assert after == before, f"kubedra {' '.join(argv)} exited {outcome.code} and changed {sorted(set(after) ^ set(before))}"
+            if outcome.code == 0:
+                list(yaml.safe_load_all(outcome.out))  # the manifests, whole
+            return outcome
+        written = {k: v for k, v in after.items() if before.get(k, b"") != v and v is not None}
+        assert not [k for k in after if k.endswith(".tmp")], sorted(after)
+        for name, content in written.items():
+            list(yaml.safe_load_all(content))  # each file whole
+            assert name.startswith(str(output.relative_to(root))), name
+        return outcome
 
 
 def _with(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
@@ -286,15 +183,15 @@ def _with(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, A
 # Bugs the fuzzer found, kept as examples (each crashed with a traceback before its fix):
 # an extended-resource limit past int64 (extended_requests took as_int64 where kube-scheduler takes Value()),
 GPU_LIMIT = ("spec", "template", "spec", "containers", 0, "resources", "limits", "nvidia.com/gpu")
-HUGE_GPU = _yaml([NODEPOOL, _with(DEPLOYMENT, GPU_LIMIT, 2**63)])
+HUGE_GPU = as_yaml([NODEPOOL, _with(DEPLOYMENT, GPU_LIMIT, 2**63)])
 # allocatable cpu past a float (the score was inf - inf = NaN, so no node was best and the tie draw had none),
-INFINITE_CPU = _yaml([NODEPOOL, SLICE, CLASS, _with(NODE, ("status", "allocatable", "cpu"), "1e999"), DEPLOYMENT])
+INFINITE_CPU = as_yaml([NODEPOOL, SLICE, CLASS, _with(NODE, ("status", "allocatable", "cpu"), "1e999"), DEPLOYMENT])
 # allocatable pods past int64 (read with as_int64 where kube-scheduler reads Value(), which overflows to 0),
-HUGE_PODS = _yaml([_with(NODE, ("status", "allocatable", "pods"), "1e30"), POD, CLAIM])
+HUGE_PODS = as_yaml([_with(NODE, ("status", "allocatable", "pods"), "1e30"), POD, CLAIM])
 # a NodePool without metadata beside a valid one (node names were looked up in every pool's raw metadata).
-NAMELESS_POOL = _yaml([NODE, _with(NODEPOOL, ("metadata",), None), _with(NODEPOOL, ("metadata", "name"), "n1")])
+NAMELESS_POOL = as_yaml([NODE, _with(NODEPOOL, ("metadata",), None), _with(NODEPOOL, ("metadata", "name"), "n1")])
 # a nameless pod (the legacy dialect's) whose resources are not a map (its conversion took every type for granted).
-LEGACY_POD = _yaml([_with(_with(POD, ("metadata",), [None]), ("spec", "containers", 0, "resources"), True)])
+LEGACY_POD = as_yaml([_with(_with(POD, ("metadata",), [None]), ("spec", "containers", 0, "resources"), True)])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -329,6 +226,12 @@ def test_explain_claim(data: bytes) -> None:
 
 @FUZZ
 @given(inputs())
+def test_explain_workload(data: bytes) -> None:
+    run("explain-workload", data)
+
+
+@FUZZ
+@given(inputs())
 @example(NAMELESS_POOL)
 def test_allocate(data: bytes) -> None:
     run("allocate", data)
@@ -349,9 +252,22 @@ def test_convert(data: bytes) -> None:
 @FUZZ
 @given(inputs())
 @example(LEGACY_POD)
-@example(_yaml([_with(_with(POD, ("metadata", "name"), None), ("spec", "containers", 0, "resources"), True)]))
+@example(as_yaml([_with(_with(POD, ("metadata", "name"), None), ("spec", "containers", 0, "resources"), True)]))
 def test_validate(data: bytes) -> None:
     run("validate", data)
+
+
+@FUZZ
+@given(migrate_inputs(), migrate_options, st.sampled_from(["stdin", "file", "directory"]), st.sampled_from(OUTPUT_DIRS))
+@example(MIGRATE_FILES[0].read_bytes(), [], "file", "target-is-a-directory")  # wrote the first files, then failed
+@example(MIGRATE_FILES[0].read_bytes(), ["--min-compute-capability=¹"], "stdin", "stdout")  # isdigit() took "¹"
+def test_migrate(data: bytes, options: list[str], how: str, where: str) -> None:
+    """Exit 0 or 2; on 2 nothing written anywhere; on 0 every output whole; migrating the output changes nothing."""
+    outcome = run_migrate(data, options, how, where)
+    if outcome.code == 0 and where == "stdout" and outcome.out:
+        again = invoke(["migrate", "-f", "-", *options], outcome.out.encode())
+        check(again, codes=(0,))
+        assert again.out == outcome.out, "migrating migrated output changed it"
 
 
 @settings(FUZZ, max_examples=max(EXAMPLES // 10, 10))
@@ -367,7 +283,7 @@ def test_the_issue_reproduction_through_the_cli(tmp_path: Any) -> None:
                                  "gpu": {"model": "H100-80GB", "count": 8}, "devicePlugin": True}}
     (tmp_path / "pool.yaml").write_text(yaml.safe_dump(pool))
     (tmp_path / "app.yaml").write_text(yaml.safe_dump(DEPLOYMENT))
-    with _stdio(b""):
+    with stdio(b""):
         code = main(["simulate", "-f", str(tmp_path), "-o", "json"])
         report = json.loads(sys.stdout.getvalue())
         errors = sys.stderr.getvalue()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests import depth
 
 from kubedra.allocator import AllocatedState
 from kubedra.cluster.devices import DeviceTable
@@ -106,7 +107,7 @@ def _track(table: DeviceTable, signatures: tuple[tuple[str, tuple[str, ...]], ..
         table.track(signature, [r for r in table.by_key.values() if r.node and _matches(signature, r.device.name)])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=depth.examples(150, 1500), deadline=None)
 @given(_scenario())
 def test_marks_keep_every_view_equal_to_a_fresh_table(scenario: tuple[list[AllocationResult], list[tuple[int, int]],
                                                                       bool]) -> None:

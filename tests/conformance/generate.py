@@ -24,7 +24,6 @@ from .cases import CASES_DIR, LATEST_VERSION, mask_share_ids
 from .fixtures import Case
 from .oracle import run_oracle
 
-STEP_COUNT_PREFIX = "check-combinations"
 KEPT_PREFIX = "diff-"
 """Cases kept by tests/differential/keep.py (not defined here): never rewritten, never reported as stale."""
 
@@ -58,8 +57,9 @@ def write_case(case: Case) -> None:
     version = case.version or LATEST_VERSION
     out = run_oracle(folder, version=version, stats=True)
     stats = out.pop("stats", {})
-    if case.name.startswith(STEP_COUNT_PREFIX) and stats.get("allocate_one_calls") is not None:
-        args["allocate_one_calls"] = stats["allocate_one_calls"]
+    if stats.get("allocate_one_calls") is None:
+        raise SystemExit(f"{case.name}: the oracle reported no allocateOne count ({stats})")
+    args["allocate_one_calls"] = stats["allocate_one_calls"]  # upstream's search steps, compared on every case
     (folder / "args.json").write_text(json.dumps(args, indent=2) + "\n")
     (folder / "expected.json").write_text(json.dumps(mask_share_ids(out), indent=2) + "\n")
 

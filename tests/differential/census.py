@@ -120,11 +120,31 @@ def table(rows: dict[str, collections.Counter[str]], oracle: bool) -> str:
     return "\n".join(lines)
 
 
+README_PROFILES = ("POOLS", "REQUESTS", "COUNTERS_CAPACITY", "TAINTS_ADMIN", "EVERYTHING", "OLDER_RELEASES", "STABLE",
+                   "COMBINED")
+README_COLUMNS = {  # the README's column -> the census's count (outcomes prefixed "= ")
+    "counters": "counters", "capacity": "capacity", "constraint": "constraint", "firstAvailable": "firstAvailable",
+    "admin": "adminAccess", "taints": "taints", "all three¹": "combined", "list attrs": "list attrs",
+    "ext. class": "extended class", "allocated claims": "allocated claims", "count>3": "count>3",
+    "pools>3": "pools>3", "claims>2": "claims>2", "allocated": "= allocated", "unschedulable": "= unschedulable",
+    "error": "= error",
+}
+README_EXAMPLES, README_SEED = 200, 1
+
+
+def readme_table(rows: dict[str, collections.Counter[str]]) -> str:
+    """The README's census table (scripts/fidelity census writes it): shares of each profile's inputs."""
+    lines = ["| profile | " + " | ".join(README_COLUMNS) + " |", "|" + "---|" * (len(README_COLUMNS) + 1)]
+    for name, c in rows.items():
+        n = max(c["inputs"], 1)
+        lines.append(f"| {name} | " + " | ".join(f"{100 * c[key] / n:.0f}%" for key in README_COLUMNS.values())
+                     + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.differential.census")
-    parser.add_argument("profiles", nargs="*", default=[
-        "POOLS", "REQUESTS", "COUNTERS_CAPACITY", "TAINTS_ADMIN", "EVERYTHING", "OLDER_RELEASES", "STABLE",
-        "COMBINED"])
+    parser.add_argument("profiles", nargs="*", default=list(README_PROFILES))
     parser.add_argument("--examples", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--oracle", action="store_true", help="outcomes from upstream (slower)")

@@ -21,6 +21,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from tests import depth
 from tests.conformance.cases import CASES_DIR
 from tests.conformance.oracle import go_available, oracle_path
 
@@ -41,6 +42,8 @@ PER_RELEASE_TEST = 60
 """The release- and variant-focused tests (older releases, stable variant) replay code paths the others reach too."""
 FRESH_EXAMPLES = 300
 """The fresh sample: ~0.1 s per example with the oracle, so about 30-45 s on 2 cores."""
+FRESH_DEEP = 3000
+"""The fresh sample of the deep run (scripts/test --deep)."""
 FRESH_PROFILES = (
     profiles.POOLS, profiles.REQUESTS, profiles.COUNTERS_CAPACITY, profiles.TAINTS_ADMIN, profiles.EVERYTHING,
     profiles.OLDER_RELEASES, profiles.STABLE, profiles.COMBINED, profiles.COMBINED,
@@ -49,7 +52,7 @@ FRESH_PROFILES = (
 
 def diff_settings(examples: int) -> Callable[[Any], Any]:
     return settings(
-        max_examples=OVERRIDE or examples,
+        max_examples=OVERRIDE or depth.examples(examples, 10 * examples),
         deadline=None,
         derandomize=True,
         database=None,
@@ -131,7 +134,7 @@ def test_fresh_random_sample(record_property: Callable[[str, object], None]) -> 
     record_property("kubedra_diff_seed", fresh.SEED)
     found: list[str] = []
 
-    @settings(max_examples=OVERRIDE or FRESH_EXAMPLES, deadline=None, derandomize=False, database=None,
+    @settings(max_examples=OVERRIDE or depth.examples(FRESH_EXAMPLES, FRESH_DEEP), deadline=None, derandomize=False, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
               phases=[Phase.generate])
     @hypothesis_seed(fresh.SEED)

@@ -46,6 +46,13 @@ def test_a_bad_inventory_exits_2_naming_file_and_field(dirs: Dirs, capsys: pytes
     assert not dirs.plugin.exists()  # nothing created before the input was known good
 
 
+def test_an_inventory_that_is_not_utf8_exits_2(dirs: Dirs, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = dirs.root / "bad.yaml"
+    bad.write_bytes(b"\xff\xfe gpus: []")
+    assert main(_flags(dirs, "--inventory", str(bad))) == 2
+    assert f"error: {bad}: not UTF-8 text: invalid start byte at byte 0" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -220,3 +220,22 @@ def test_health_watch_streams_are_capped_and_end_by_themselves() -> None:
             again.cancel()
     finally:
         server.stop(grace=None)
+
+
+def test_bytes_that_are_no_message_are_refused_in_one_line(
+    served: Served, dirs: Dirs, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by tests/driver/test_fuzz_driver.py: grpc logged a traceback for the caller's corrupt message."""
+    with grpc.insecure_channel(f"unix://{dirs.plugin / 'dra.sock'}") as channel:
+        call = channel.unary_unary(
+            f"/{grpcservice.DRA_V1_SERVICE}/NodePrepareResources",
+            request_serializer=lambda b: b,
+            response_deserializer=lambda b: b,
+        )
+        with pytest.raises(grpc.RpcError) as refused:
+            call(b"\x0a\xff\xff", timeout=10)
+    assert refused.value.code() == grpc.StatusCode.INTERNAL
+    assert [r.exc_info for r in caplog.records if r.exc_info] == []
+    assert any("refused a request that is not a k8s.io.kubelet.pkg.apis.dra.v1.NodePrepareResourcesRequest" in r.message
+               for r in caplog.records)
+    assert served.kubelet.prepare(DRIVER, []).claims == {}  # still serving

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import depth
 
 from kubedra.allocator import Features
 from kubedra.kube.api import Listing
@@ -226,7 +227,7 @@ event = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=depth.examples(40, 400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 4), steps=st.lists(st.lists(event, min_size=1, max_size=3), min_size=1, max_size=12))
 def test_incremental_exposition_equals_a_full_rebuild_after_every_batch(
     seed: int, steps: list[list[tuple[str, str, int, int]]]

@@ -9,12 +9,13 @@ import yaml
 from _samples import V1_DOCUMENTS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import depth
 
 from kubedra.data import seed_dir
 from kubedra.objects.errors import InvalidInputError
 from kubedra.objects.load import load_text
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=depth.examples(150, 1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SEEDS = [f().copy() for f in V1_DOCUMENTS.values()]
 SEED_TEXTS = [p.read_text() for p in sorted(seed_dir().glob("*.yaml"))]
 

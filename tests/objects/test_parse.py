@@ -5,6 +5,7 @@ from __future__ import annotations
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests import depth
 
 from kubedra.objects.parse import parse_text
 
@@ -51,7 +52,7 @@ TREES = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=depth.examples(200, 2000), deadline=None)
 @given(TREES)
 def test_any_dumped_tree_reads_back_like_pyyaml(tree: object) -> None:
     text = yaml.safe_dump({"doc": tree})

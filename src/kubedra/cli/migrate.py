@@ -149,6 +149,10 @@ def _print_report(result: Migration, full: bool, fmt: ReportFormat) -> None:
 
 
 def _write_dir(directory: str, result: Migration) -> None:
+    """One file per input (and driver-values.yaml): all written, each whole, or none (exit 2 naming the path)."""
+    from pathlib import Path
+
+    from kubedra.cli.files import write_all
     from kubedra.migrate import dump
 
     names: dict[str, int] = {}
@@ -159,19 +163,15 @@ def _write_dir(directory: str, result: Migration) -> None:
         ext = ".yaml" if ext.lower() == ".json" else ext
         seen = names.get(stem + ext, 0)
         names[stem + ext] = seen + 1
-        planned.append((os.path.join(directory, f"{stem}{f'-{seen}' if seen else ''}{ext}"), dump(output.documents)))
+        planned.append((f"{stem}{f'-{seen}' if seen else ''}{ext}", dump(output.documents)))
     if result.driver_values:
         import yaml
 
-        planned.append((os.path.join(directory, "driver-values.yaml"),
-                        yaml.safe_dump_all(result.driver_values, sort_keys=False)))
+        planned.append(("driver-values.yaml", yaml.safe_dump_all(result.driver_values, sort_keys=False)))
     try:
-        os.makedirs(directory, exist_ok=True)
-        for path, text in planned:
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text)
+        write_all(Path(directory), planned)
     except OSError as exc:
-        fail(f"{directory}: cannot write: {exc.strerror or exc}")
+        fail(str(exc))
 
 
 def register(app: typer.Typer) -> None:

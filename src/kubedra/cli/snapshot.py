@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +22,7 @@ HELP = command_help(
     "resource.k8s.io betas of older clusters are written as v1. [bold]kubedra simulate -f DIR[/bold] starts from "
     "exactly this state: bound pods stay on their nodes and allocated claims stay allocated.",
     "Without --output-dir: one multi-document YAML stream on stdout. With it: one file per kind (10-nodes.yaml ... "
-    "70-pods.yaml), each written whole or not at all.",
+    "70-pods.yaml), all written, each whole, or none.",
     "Without --kubeconfig: the in-cluster service account, then $KUBECONFIG, then ~/.kube/config.",
     examples=[
         "kubedra snapshot > cluster.yaml",
@@ -39,20 +37,6 @@ def _yaml(documents: list[dict[str, Any]]) -> str:
 
     text: str = yaml.safe_dump_all(documents, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return text
-
-
-def _write_files(directory: Path, files: list[tuple[str, list[dict[str, Any]]]]) -> None:
-    """Each file is written to a temporary name in ``directory`` and renamed: never half-written."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, documents in files:
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(_yaml(documents))
-            os.replace(temporary, directory / name)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
 
 
 def register(app: typer.Typer) -> None:
@@ -75,10 +59,12 @@ def register(app: typer.Typer) -> None:
             (f"{10 * (i + 1)}-{kind.plural}.yaml", [manifest(d) for d in documents.by_kind.get(kind.kind, [])])
             for i, kind in enumerate(KINDS)
         ]
+        from kubedra.cli.files import write_all
+
         try:
-            _write_files(output_dir, files)
+            write_all(output_dir, [(name, _yaml(docs)) for name, docs in files])
         except OSError as exc:
-            stderr_console().print(f"error: {output_dir}: {exc.strerror or exc}", highlight=False, markup=False)
+            stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise typer.Exit(EXIT_INVALID_INPUT) from exc
         count = sum(len(d) for _, d in files)
         stderr_console().print(f"{count} objects written to {output_dir}", highlight=False, markup=False)

@@ -49,7 +49,7 @@ class Sharing:
             return cls()
         if text == "memory":
             return cls(memory=True)
-        if not text.isdigit() or int(text) < 1:
+        if not (text.isascii() and text.isdigit()) or int(text) < 1:
             raise ValueError(f"--consumable-shares: {text!r} is neither a positive integer nor 'memory'")
         return cls(shares=int(text))
 

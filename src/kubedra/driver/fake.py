@@ -40,9 +40,11 @@ class FakeBackend:
 
     def discover(self) -> Inventory:
         try:
-            data = yaml.safe_load(self.path.read_text())
+            data = yaml.safe_load(self.path.read_text(encoding="utf-8"))
         except OSError as exc:
             raise DriverError(f"{self.path}: cannot read the inventory: {exc.strerror or exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise DriverError(f"{self.path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
         except yaml.YAMLError as exc:
             raise DriverError(f"{self.path}: not YAML: {exc}") from exc
         return parse_inventory(data, str(self.path))
@@ -61,7 +63,8 @@ class FakeBackend:
                     f"start {start}): Insufficient Resources"
                 )
             gi = min(set(range(1, len(mine) + 2)) - {d.gi for d in mine})
-            minor = int(parent_uuid.rsplit("-", 1)[-1][-3:]) if parent_uuid[-3:].isdigit() else 0
+            tail = parent_uuid[-3:]
+            minor = int(tail) if tail.isascii() and tail.isdigit() else 0
             device = MigDevice(
                 parent_uuid,
                 profile_id,

@@ -92,9 +92,25 @@ def _unprepare_response(module: Any, results: dict[str, str]) -> Any:
     return response
 
 
+def _parser(request_cls: Any) -> Callable[[bytes], Any]:
+    """``request_cls.FromString`` that refuses bytes that are no such message with one log line: grpc then answers
+    INTERNAL ("Exception deserializing request!") as it does for any deserializer failure, without logging a
+    traceback for what is the caller's bad input."""
+    from google.protobuf.message import DecodeError
+
+    def parse(data: bytes) -> Any:
+        try:
+            return request_cls.FromString(data)
+        except DecodeError as exc:
+            log.warning("refused a request that is not a %s: %s", request_cls.DESCRIPTOR.full_name, exc)
+            return None
+
+    return parse
+
+
 def _unary(method: Callable[[Any, Any], Any], request_cls: Any, response_cls: Any) -> Any:
     return grpc.unary_unary_rpc_method_handler(
-        method, request_deserializer=request_cls.FromString, response_serializer=response_cls.SerializeToString
+        method, request_deserializer=_parser(request_cls), response_serializer=response_cls.SerializeToString
     )
 
 
@@ -149,7 +165,7 @@ def dra_handlers(plugin: Plugin) -> list[Any]:
             {
                 "NodeWatchResources": grpc.unary_stream_rpc_method_handler(
                     watch,
-                    request_deserializer=health_pb.NodeWatchResourcesRequest.FromString,
+                    request_deserializer=_parser(health_pb.NodeWatchResourcesRequest),
                     response_serializer=health_pb.NodeWatchResourcesResponse.SerializeToString,
                 )
             },
@@ -239,7 +255,7 @@ def health_handler(
             "Check": _unary(check_rpc, ghealth.HealthCheckRequest, ghealth.HealthCheckResponse),
             "Watch": grpc.unary_stream_rpc_method_handler(
                 watch,
-                request_deserializer=ghealth.HealthCheckRequest.FromString,
+                request_deserializer=_parser(ghealth.HealthCheckRequest),
                 response_serializer=ghealth.HealthCheckResponse.SerializeToString,
             ),
         },

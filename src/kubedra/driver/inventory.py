@@ -192,7 +192,7 @@ class _Reader:
     def version(self, data: dict[str, Any], key: str, path: str) -> str:
         text = self.string(data, key, path)
         parts = text.split(".")
-        if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        if not 1 <= len(parts) <= 3 or not all(p.isascii() and p.isdigit() for p in parts):
             raise self.fail(f"{path}.{key}" if path else key, f"{text!r} is not a version such as 12.4")
         return text
 

@@ -31,6 +31,16 @@ class KubeError(KubedraError):
     """The cluster cannot be read: a bad kubeconfig, an unreachable server, a refused request."""
 
 
+MALFORMED_ANSWER: tuple[type[Exception], ...] = (ValueError, KeyError, TypeError, AttributeError, IndexError)
+"""What lightkube raises on an answer that is not the Kubernetes API's: a body that is not JSON (a proxy's HTML error
+page, a cut-off read; JSONDecodeError is a ValueError), a list without items or metadata, an error status whose body
+is no Status. Caught only around the calls that read the server's answers."""
+READ_ERRORS: tuple[type[Exception], ...] = (
+    ApiError, httpx2.HTTPError, httpx2.InvalidURL, httpx2.StreamError, OSError, *MALFORMED_ANSWER,
+)
+"""Everything reading from the API server may raise that is the server's (or the network's) doing."""
+
+
 @dataclass
 class Listing:
     """One kind, listed completely: its items (as JSON dicts with apiVersion and kind) and the list's version."""
@@ -106,7 +116,9 @@ def describe_error(exc: BaseException, what: str) -> str:
         except RuntimeError:  # raised when the error carries no request
             url = ""
         return f"{what}: cannot reach the API server{url}: {exc or type(exc).__name__}"
-    return f"{what}: {exc}"
+    if isinstance(exc, MALFORMED_ANSWER):
+        return f"{what}: the API server's answer is not one the Kubernetes API gives ({type(exc).__name__}: {exc})"
+    return f"{what}: {exc or type(exc).__name__}"
 
 
 def is_gone(exc: BaseException) -> bool:

@@ -31,6 +31,7 @@ from lightkube.core.exceptions import ApiError
 
 from kubedra.kube.api import (
     DEFAULT_PAGE_SIZE,
+    READ_ERRORS,
     KubeError,
     Listing,
     all_namespaces,
@@ -149,7 +150,7 @@ class Mirror:
             for kind in self._kinds:
                 try:
                     self._versions[kind.kind] = served_version(client, kind)
-                except (ApiError, httpx2.HTTPError, OSError) as exc:
+                except READ_ERRORS as exc:
                     raise KubeError(describe_error(exc, f"discovering {kind.plural}")) from exc
         self.prepare(self._versions)
         for name, state in self._states.items():

@@ -13,11 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
 
-from kubedra.kube.api import DEFAULT_PAGE_SIZE, KubeError, describe_error, list_kind, served_version
+from kubedra.kube.api import DEFAULT_PAGE_SIZE, READ_ERRORS, KubeError, describe_error, list_kind, served_version
 from kubedra.kube.kinds import KINDS, Kind
 from kubedra.objects import beta
 from kubedra.objects import model as m
@@ -88,7 +86,7 @@ def read_cluster(
             result.versions[kind.kind] = version
             if version is not None:
                 result.by_kind[kind.kind] = list_kind(client, kind, version, page_size=page_size).items
-        except (ApiError, httpx2.HTTPError, OSError) as exc:
+        except READ_ERRORS as exc:
             raise KubeError(describe_error(exc, f"listing {kind.plural}")) from exc
     return result
 

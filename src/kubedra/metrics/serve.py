@@ -60,7 +60,7 @@ def registry_for(source: Source) -> CollectorRegistry:
 def parse_listen(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:9400`` for IPv6); ValueError with the reason otherwise."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not sep or not (port.isascii() and port.isdigit()) or not 0 <= int(port) <= 65535:
         raise ValueError(f"--listen {text!r}: expected HOST:PORT, e.g. 127.0.0.1:9400")
     return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104 - ":9400" means every interface, as Go servers
 

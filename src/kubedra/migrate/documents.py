@@ -140,7 +140,7 @@ def field_parts(path: str) -> list[Any]:
         if name:
             parts.append(name)
         else:
-            parts.append(int(bracket) if bracket.isdigit() else bracket)
+            parts.append(int(bracket) if bracket.isascii() and bracket.isdigit() else bracket)
     return parts
 
 

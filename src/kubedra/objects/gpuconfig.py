@@ -42,7 +42,7 @@ def nearest_time_slice(milliseconds: float) -> str:
 
 def _version_literal(text: str) -> str | None:
     parts = text.strip().lstrip("vV").split(".")
-    if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+    if not 1 <= len(parts) <= 3 or not all(p.isascii() and p.isdigit() for p in parts):
         return None
     parts += ["0"] * (3 - len(parts))
     return ".".join(str(int(p)) for p in parts)

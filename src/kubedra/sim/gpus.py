@@ -33,7 +33,7 @@ def _string(device: Device, driver: str, name: str) -> str:
 def plugin_resource(node: Node) -> tuple[str, int] | None:
     """The device-plugin GPU resource a node advertises (``nvidia.com/gpu``, ``amd.com/gpu``) and its count."""
     for name, quantity in sorted(node.status.allocatable.items()):
-        if name.endswith("/gpu") and str(quantity).isdigit() and int(str(quantity)) > 0:
+        if name.endswith("/gpu") and str(quantity).isascii() and str(quantity).isdigit() and int(str(quantity)) > 0:
             return name, int(str(quantity))
     return None
 
