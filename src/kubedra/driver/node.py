@@ -541,10 +541,7 @@ class NodeDriver:
         files.remove_temp_files(self.config.plugin_dir)
         files.remove_temp_files(self.config.cdi_root)
         if report.recovered is not None:
-            for uid, record in self.state.claims.items():
-                if not self._spec_path(uid).exists():
-                    report.regenerated_specs.append(uid)
-                    self._regenerate_spec(uid, record)
+            self._regenerate_missing_specs(report)
             self._save()
             return report
         if trusted is not None:
@@ -558,12 +555,17 @@ class NodeDriver:
             if owner not in self.state.claims:
                 files.remove(spec_file)
                 report.stale_specs.append(owner)
+        self._regenerate_missing_specs(report)
+        self._save()
+        return report
+
+    def _regenerate_missing_specs(self, report: StartupReport) -> None:
+        """Every claim kept has its CDI spec: one lost (deleted by hand, a crash before it was renamed) is written
+        again from the record."""
         for uid, record in self.state.claims.items():
             if not self._spec_path(uid).exists():
                 report.regenerated_specs.append(uid)
                 self._regenerate_spec(uid, record)
-        self._save()
-        return report
 
     def _trusted_checkpoint(self, report: StartupReport) -> Checkpoint | None:
         """The checkpoint whose claims this start keeps (None: none, a fresh node or a reboot). Untrusted: refused,
