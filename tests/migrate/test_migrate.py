@@ -244,6 +244,9 @@ def test_converted_workloads_schedule_in_simulate_with_the_same_gpu_count(
          "      limits: {nvidia.com/gpu: 1.5}\n", [],
          'Pod/p: spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "1.5": must be an integer'),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources:\n"
+         "      limits: {nvidia.com/gpu: \"9223372036854775808\"}\n", [],
+         'Invalid value: "9223372036854775808": must be an integer no greater than 9223372036854775807'),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources:\n"
          "      limits: {nvidia.com/gpu: 2}\n      requests: {nvidia.com/gpu: 1}\n", [],
          "must be equal to nvidia.com/gpu limit of 2"),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n",
@@ -254,7 +257,7 @@ def test_converted_workloads_schedule_in_simulate_with_the_same_gpu_count(
         ("version: v1\nsharing:\n  timeSlicing:\n    resources: [{name: nvidia.com/gpu, replicas: 1}]\n", [],
          "number of replicas must be >= 2"),
     ],
-    ids=["malformed", "unknown-kind", "fractional-count", "requests-differ", "conflicting-options", "bad-memory",
+    ids=["malformed", "unknown-kind", "fractional-count", "past-int64", "requests-differ", "conflicting-options", "bad-memory",
          "plugin-version", "plugin-replicas"],
 )
 def test_bad_input_exits_2_and_writes_nothing(

@@ -116,7 +116,12 @@ def _count(value: Any, field_path: str, problems: list[Problem], where: Location
     if not quantity.is_integer() or quantity.sign() < 0:
         problems.append(Problem(_at(where, field_path), f'Invalid value: "{text}": must be an integer'))
         return None
-    return quantity.as_int64()
+    try:
+        return quantity.as_int64()
+    except QuantityError:  # 1e40 GPUs: an integer, but past what any count (an int64) can hold
+        problems.append(Problem(_at(where, field_path),
+                                f'Invalid value: "{text}": must be an integer no greater than {2**63 - 1}'))
+        return None
 
 
 def _at(where: Location, field_path: str) -> Location:
