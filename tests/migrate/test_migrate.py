@@ -319,3 +319,17 @@ def test_seed_migration_is_idempotent_and_keeps_each_documents_comment(
         in first
     (tmp_path / "seed.yaml").write_text(first)
     assert run(capsys, "migrate", str(tmp_path / "seed.yaml"))[1] == first
+
+
+def test_floats_survive_migration_exactly(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """ruamel writes a float back in its original width, and 3.590788311364812e+18 came back one lower in the last
+    digit on every pass (found by the fuzzer's migrate-twice check); a float is now written as the same number."""
+    source = tmp_path / "in.yaml"
+    source.write_text("version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 10\n"
+                      "x: 3.590788311364812e+18\n")
+    code, first, _ = run(capsys, "migrate", "-f", str(source))
+    assert code == 0 and "3.590788311364812e+18" in first, first
+    again = tmp_path / "again.yaml"
+    again.write_text(first)
+    code, second, _ = run(capsys, "migrate", "-f", str(again))
+    assert code == 0 and second == first

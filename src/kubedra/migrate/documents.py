@@ -16,6 +16,9 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.representer import RoundTripRepresenter
+from ruamel.yaml.scalarfloat import ScalarFloat
 
 from kubedra.objects.errors import Location, Problem
 
@@ -39,8 +42,20 @@ class ParsedDocument:
     positions: Any = None
 
 
+def _exact_float(representer: RoundTripRepresenter, data: ScalarFloat) -> ScalarNode:
+    """ruamel writes a float back in its original width, and for some values that text is another number (each
+    round trip of 3.590788311364812e+18 lost one in the last digit): then Python's shortest exact text is written."""
+    node: ScalarNode = representer.represent_scalar_float(data)
+    try:
+        exact = float(str(node.value).replace("_", "")) == float(data)
+    except ValueError:  # .inf, .nan
+        exact = True
+    return node if exact else representer.represent_scalar("tag:yaml.org,2002:float", repr(float(data)))
+
+
 def _yaml() -> YAML:
     yaml = YAML(typ="rt", pure=True)
+    yaml.representer.add_representer(ScalarFloat, _exact_float)
     yaml.preserve_quotes = True
     yaml.width = 4096  # never fold a long CEL expression: a folded line is churn in a diff
     yaml.indent(mapping=2, sequence=2, offset=0)  # kubectl's layout: "- " at the parent key's indentation
