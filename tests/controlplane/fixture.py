@@ -83,14 +83,26 @@ class Component:
 
     def start(self) -> None:
         handle = self.log.open("ab")
+        # The component dies with the test process. setpriv (util-linux) sets that in the child itself, so Popen
+        # needs no preexec_fn: Python code between fork and exec, in a process whose gRPC threads may hold locks at
+        # the fork, once killed etcd before it started ("epoll_wait error: Bad file descriptor").
+        setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
         try:
-            self.process = subprocess.Popen(
-                self.args,
-                stdin=subprocess.DEVNULL,
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads are started between fork and exec
-            )
+            if setpriv is not None:
+                self.process = subprocess.Popen(
+                    [setpriv, "--pdeathsig", "KILL", "--", *self.args],
+                    stdin=subprocess.DEVNULL,
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                )
+            else:
+                self.process = subprocess.Popen(
+                    self.args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads are started between fork and exec
+                )
         finally:
             handle.close()
 
