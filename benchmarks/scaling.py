@@ -31,14 +31,14 @@ from kubedra.objects.parse import ParseLimits
 from kubedra.scheduler.scoring import Policy
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, prepare
-import gc
+from kubedra.cli.collector import batch_collection
 path, policy = sys.argv[1], sys.argv[2]
 limits = ParseLimits(max_bytes=1 << 34, max_nodes=1 << 40)
 sim = prepare(build_scenario(load_paths([path], limits=limits)), Options(policy=Policy(policy)))
-gc.freeze()
-t1 = time.process_time()
-result = sim.run(None)
-t2 = time.process_time()
+with batch_collection():  # as kubedra simulate runs it
+    t1 = time.process_time()
+    result = sim.run(None)
+    t2 = time.process_time()
 running = sum(1 for r in result.state.pods.values() if r.phase == "Running")
 print(json.dumps({"build": t1 - t0, "run": t2 - t1, "pods": len(result.state.pods), "running": running,
                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))

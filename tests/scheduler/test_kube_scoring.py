@@ -22,7 +22,9 @@ from kubedra.objects.model import (
     Pod,
     ResourceClaim,
 )
+from kubedra.scheduler.bitsets import mask_of
 from kubedra.scheduler.scoring import (
+    FEW_TIED,
     Candidate,
     KubeScorer,
     Policy,
@@ -34,7 +36,9 @@ from kubedra.scheduler.scoring import (
     go_div,
     go_round,
     heap_root,
+    heap_root_in,
     heap_root_of,
+    heap_root_rank,
     intolerable_prefer_no_schedule,
     least_allocated,
     least_requested,
@@ -332,16 +336,30 @@ def test_choose_window_is_choose_over_the_window_in_walk_order() -> None:
 
 
 def test_compress_packs_the_selected_bits() -> None:
-    assert compress(0b1010, 0b1110, 4) == 0b101  # bits 1..3 of 1010 -> 1, 0, 1
-    assert compress(0, 0b11, 2) == 0
+    assert compress(0b1010, 0b1110) == 0b101  # bits 1..3 of 1010 -> 1, 0, 1
+    assert compress(0, 0b11) == 0
+    assert compress(0b1111_0110, 0b0110) == 0b11  # bits above the selector's span are not read
+    assert compress(0b1, 0) == 0
     rng = random.Random(3)
     for _ in range(500):
         width = rng.randint(1, 300)
         selector, bits = rng.getrandbits(width), rng.getrandbits(width)
         expected = [bits >> i & 1 for i in range(width) if selector >> i & 1]
-        got = compress(bits, selector, width)
+        got = compress(bits, selector)
         assert [got >> j & 1 for j in range(len(expected))] == expected
         assert got >> len(expected) == 0
+
+
+def test_heap_root_rank_is_the_root_of_the_packed_ranks() -> None:
+    """Its shortcuts (first listed node tied, a few tied nodes counted one by one) against packing every rank."""
+    rng = random.Random(5)
+    for _ in range(2000):
+        width = rng.randint(1, 400)
+        walk = rng.getrandbits(width) | 1 << (width - 1)
+        listed = [i for i in range(width) if walk >> i & 1]
+        tied_count = rng.choice([1, 2, 3, FEW_TIED, FEW_TIED + 1, len(listed)])
+        tied = mask_of(rng.sample(listed, min(tied_count, len(listed))))
+        assert heap_root_rank(tied, walk) == heap_root_in(compress(tied, walk))
 
 
 def test_resource_total_is_the_plugin_formulas_weighted() -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kubedra.cli.collector import batch_collection
 from kubedra.cli.helptext import command_help
 from kubedra.cli.options import (
     ContextOption,
@@ -285,17 +285,15 @@ def register(app: typer.Typer) -> None:
         print_warnings(loaded.warnings, quiet=quiet)
         print_warnings(scenario.notes, quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
-        # The loaded objects live until the end: out of the collector's full passes, which otherwise walk all of them
-        # several times during a large run.
-        gc.freeze()
         pods = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
         show = stderr_console().is_terminal and pods >= PROGRESS_FROM
-        if serve:
-            from kubedra.cli.serve import serve_simulation
+        with batch_collection():  # what is loaded and what the run makes live until the end
+            if serve:
+                from kubedra.cli.serve import serve_simulation
 
-            result = serve_simulation(scenario, options, listen, speed)
-        else:
-            result = _progress_run(partial(simulate, scenario, options), show=show)
+                result = serve_simulation(scenario, options, listen, speed)
+            else:
+                result = _progress_run(partial(simulate, scenario, options), show=show)
         report = build_report(result, [str(w) for w in loaded.warnings] + scenario.notes)
         if html is not None:
             from kubedra.cli.serve import write_html

@@ -22,7 +22,6 @@ DRA devices that stay free, ties sampled from a seeded RNG; ``most-allocated`` i
 from __future__ import annotations
 
 import enum
-import itertools
 import math
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -194,15 +193,31 @@ def _subtree_holds(best: int, root: int, n: int) -> bool:
     return False
 
 
-_SELECTOR = bytes.maketrans(b"01", b"\x00\x01")
+FEW_TIED = 48  # up to this many tied nodes, their ranks are counted one by one rather than packed
 
 
-def compress(bits: int, selector: int, width: int) -> int:
-    """The bits of ``bits`` at the positions set in ``selector``, packed from bit 0 up (a software ``pext``)."""
-    chosen = format(bits, f"0{width}b")[::-1].encode()
-    keep = format(selector, f"0{width}b")[::-1].encode().translate(_SELECTOR)
-    packed = bytes(itertools.compress(chosen, keep))
-    return int(packed[::-1], 2) if packed else 0
+def heap_root_rank(tied: int, walk: int) -> int:
+    """``heap_root_in`` over Filter's list: the rank, among the set bits of ``walk`` (the list in order), of the
+    heap's root when the bits of ``tied`` (a subset) hold the highest totals. The usual cases skip the packing:
+    the first listed node tied, or every node tied (rank 0); a few tied nodes ranked by counting the list below
+    each."""
+    if tied & walk & -walk:
+        return 0
+    if tied.bit_count() <= FEW_TIED:
+        return heap_root_of([(walk & ((1 << p) - 1)).bit_count() for p in positions(tied)])
+    return heap_root_in(compress(tied, walk))
+
+
+_PICK = bytes.maketrans(b"23", b"01")
+
+
+def compress(bits: int, selector: int) -> int:
+    """The bits of ``bits`` at the positions set in ``selector``, packed from bit 0 up (a software ``pext``), all in
+    C: each bit becomes a hexadecimal digit (binary text read as base 16), the selector's bit adds 2 to its digit,
+    the digits below 2 (not selected) are deleted and the rest read back as binary. Linear in the selector's span."""
+    spread = int(format(bits & selector, "b"), 16) + 2 * int(format(selector, "b"), 16)
+    packed = format(spread, "x").encode().translate(_PICK, b"01")
+    return int(packed, 2) if packed else 0
 
 
 # ---------------------------------------------------------------------------------------------- plugin formulas
@@ -512,7 +527,7 @@ class KubeScorer:
         low = (1 << start) - 1
         walk = (window >> start) | ((window & low) << (n - start))
         tied = (best >> start) | ((best & low) << (n - start))
-        rank = heap_root_in(compress(tied, walk, n))
+        rank = heap_root_rank(tied, walk)
         return (nth_bit(walk, rank) + start) % n
 
     def _best_by_groups(
