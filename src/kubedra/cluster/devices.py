@@ -105,8 +105,12 @@ class DeviceTable:
         return frozenset(self._in_use_on.get(node, ()))
 
     def held(self, allocation: AllocationResult) -> tuple[str, ...]:
-        """The devices an allocation occupies, as ``driver/pool/device`` (admin access occupies none)."""
-        return self._entry(allocation).held
+        """The devices an allocation occupies, as ``driver/pool/device`` (admin access occupies none). Read for
+        reports too, long after the allocation's entry was forgotten: then only the names are worked out."""
+        found = self._remembered.get(id(allocation))
+        if found is not None and found.allocation is allocation:
+            return found.held
+        return tuple(f"{r.driver}/{r.pool}/{r.device}" for r in allocation.devices.results if not r.admin_access)
 
     # ------------------------------------------------------------------------------------------ selectors
 
