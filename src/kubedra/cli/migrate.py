@@ -11,7 +11,7 @@ import typer
 
 from kubedra.cli.helptext import command_help
 from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, Column, Table, fail, stderr_console
-from kubedra.migrate import Migration, Mode
+from kubedra.migrate.model import Migration, Mode
 
 HELP = command_help(
     "Rewrite workloads that ask for nvidia.com/gpu (and MIG profiles) the device-plugin way for DRA.",
