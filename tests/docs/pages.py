@@ -36,8 +36,8 @@ def pages() -> list[Path]:
 
 
 def console_pages() -> list[Path]:
-    """Pages with console blocks, but the runbook, which tests/test_runbook.py runs."""
-    return [p for p in pages() if p != RUNBOOK and console_commands(p)]
+    """The README and the pages with console blocks, but the runbook, which tests/test_runbook.py runs."""
+    return [p for p in [README, *pages()] if p != RUNBOOK and console_commands(p)]
 
 
 @dataclass

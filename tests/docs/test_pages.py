@@ -27,14 +27,14 @@ def test_the_pages_the_site_promises_exist() -> None:
             "tutorials/explain-a-pending-pod.md", "tutorials/migrate-a-pool.md", "tutorials/install-the-chart.md",
             "tutorials/monitor.md", "reference/commands.md", "fidelity.md", "performance.md",
             "migrating-from-device-plugin.md"} <= names
-    assert len(CONSOLE_PAGES) >= 5  # getting started and four tutorials (install-the-chart is cluster-only)
+    assert len(CONSOLE_PAGES) >= 6  # the README, getting started, four tutorials (install-the-chart: cluster only)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", CONSOLE_PAGES, ids=[str(p.relative_to(DOCS)) for p in CONSOLE_PAGES])
+@pytest.mark.parametrize("page", CONSOLE_PAGES, ids=[p.name if p == README else str(p.relative_to(DOCS)) for p in CONSOLE_PAGES])
 def test_every_console_command_prints_what_the_page_shows(page: Path, tmp_path: Path) -> None:
     for outcome in run_page(page, tmp_path):
-        where = f"{page.relative_to(DOCS)}:{outcome.command.line}: {outcome.command.command}"
+        where = f"{page.name}:{outcome.command.line}: {outcome.command.command}"
         assert outcome.returncode == 0, f"{where}\n{outcome.output}"
         assert outcome.output == outcome.command.expected, (
             f"{where}\n--- the page shows\n{outcome.command.expected}--- it prints\n{outcome.output}")

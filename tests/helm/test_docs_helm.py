@@ -39,7 +39,7 @@ WITH_HELM = [p for p in PAGES if helm_steps(p)]
 
 def test_the_install_pages_show_helm_commands() -> None:
     names = {p.name for p in WITH_HELM}
-    assert {"install-the-chart.md", "helm.md", "README.md"} <= names, names
+    assert {"install-the-chart.md", "helm.md"} <= names, names
 
 
 @pytest.mark.parametrize("page", WITH_HELM, ids=[p.name for p in WITH_HELM])
