@@ -24,6 +24,8 @@ TIMELINE_NODES = 40
 """Nodes in the device timeline's dropdown: the busiest by device-seconds held (all of them on a smaller cluster)."""
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf")
+DASHES = ("solid", "dash", "dot", "dashdot")
+"""Lines that coincide (two models used alike) stay apart by their dash."""
 CONFIG = {"displaylogo": False, "responsive": True}
 STYLE = (
     "body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}h1{font-size:20px}"
@@ -56,10 +58,10 @@ def gpu_use_figure(result: SimulationResult) -> go.Figure:
     models, pools, totals = gpu_use(result)
     end = _span(result)
     figure = go.Figure()
-    for name, series in models.items():
+    for i, (name, series) in enumerate(models.items()):
         xs, ys = _extend(series, end)
-        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv"}, name=f"{name} (of {totals[name]})",
-                                    legendgroup="model"))
+        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv", "dash": DASHES[i % len(DASHES)]},
+                                    name=f"{name} (of {totals[name]})", legendgroup="model"))
     for name, series in pools.items():
         xs, ys = _extend(series, end)
         figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"shape": "hv"}, name=f"pool {name}",
