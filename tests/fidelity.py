@@ -1,11 +1,12 @@
-"""The README's generated fidelity sections: written by ``scripts/fidelity``, compared by the tests that produce them.
+"""The fidelity page's generated sections (docs/fidelity.md): written by ``scripts/fidelity``, compared by the tests
+that produce them.
 
 A section sits between ``<!-- BEGIN generated:NAME -->`` and ``<!-- END generated:NAME -->`` lines. The test
-that runs a comparison renders its section from that run and fails when the README's differs
+that runs a comparison renders its section from that run and fails when the page's differs
 (``assert_section``), so a number in a section is always one CI measured. ``scripts/fidelity`` (needs the built
 oracle) runs the same comparisons and rewrites the sections in place. ``census`` is the exception: a seeded
 Hypothesis draw moves with the source, so its test (tests/differential/test_census_readme.py, deep mode) holds the
-README's shares to a fresh census within a tolerance instead of to the digit.
+page's shares to a fresh census within a tolerance instead of to the digit.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "fidelity.md"
 
 
 def _markers(name: str) -> tuple[str, str]:
@@ -29,13 +30,13 @@ def _span(text: str, name: str) -> tuple[int, int]:
     start = text.find(begin + "\n")
     stop = text.find(end, start)
     if start < 0 or stop < 0 or text.count(begin) != 1:
-        raise LookupError(f"README.md has no single section {name!r} ({begin} ... {end})")
+        raise LookupError(f"{PAGE.relative_to(ROOT)} has no single section {name!r} ({begin} ... {end})")
     return start + len(begin) + 1, stop
 
 
 def section(name: str, text: str | None = None) -> str:
-    """The body of section ``name`` as the README has it."""
-    text = README.read_text() if text is None else text
+    """The body of section ``name`` as the page has it."""
+    text = PAGE.read_text() if text is None else text
     start, stop = _span(text, name)
     return text[start:stop]
 
@@ -46,20 +47,21 @@ def replace(name: str, body: str, text: str) -> str:
 
 
 def assert_section(name: str, body: str) -> None:
-    """Fail, with a diff and the command that fixes it, when the README's section is not ``body``."""
+    """Fail, with a diff and the command that fixes it, when the page's section is not ``body``."""
     current = section(name)
     if current != body:
-        diff = "".join(difflib.unified_diff(current.splitlines(True), body.splitlines(True), "README.md", "this run"))
-        raise AssertionError(f"README.md's generated:{name} section differs from this run; run scripts/fidelity\n"
+        diff = "".join(difflib.unified_diff(current.splitlines(True), body.splitlines(True), str(PAGE.relative_to(ROOT)),
+                                            "this run"))
+        raise AssertionError(f"{PAGE.relative_to(ROOT)}'s generated:{name} section differs from this run; run scripts/fidelity\n"
                              + diff)
 
 
 def numbers_in(pattern: str, text: str | None = None) -> list[int]:
-    """The integers a regular expression's groups capture in the README (for numbers stated in prose)."""
-    text = README.read_text() if text is None else text
+    """The integers a regular expression's groups capture in the page (for numbers stated in prose)."""
+    text = PAGE.read_text() if text is None else text
     found = re.search(pattern, text)
     if found is None:
-        raise LookupError(f"README.md no longer says {pattern!r}")
+        raise LookupError(f"{PAGE.relative_to(ROOT)} no longer says {pattern!r}")
     return [int(g.replace(",", "")) for g in found.groups()]
 
 
@@ -89,15 +91,15 @@ SECTIONS: dict[str, Callable[[], str]] = {"cel": _cel, "census": _census}
 
 def main(argv: list[str]) -> int:
     names = argv or sorted(SECTIONS)
-    text = README.read_text()
+    text = PAGE.read_text()
     for name in names:
         if name not in SECTIONS:
             raise SystemExit(f"no section {name!r}; sections: {', '.join(sorted(SECTIONS))}")
         body = SECTIONS[name]()
         changed = section(name, text) != body
         text = replace(name, body, text)
-        print(f"README.md generated:{name}: {'rewritten' if changed else 'unchanged'}")
-    README.write_text(text)
+        print(f"{PAGE.relative_to(ROOT)} generated:{name}: {'rewritten' if changed else 'unchanged'}")
+    PAGE.write_text(text)
     return 0
 
 

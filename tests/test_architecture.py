@@ -26,6 +26,8 @@ FORBIDDEN = [
     "kubedra.kube",
     "kubedra.driver",
     "kubedra.metrics",
+    "kubedra.report",
+    "plotly",
 ]
 
 

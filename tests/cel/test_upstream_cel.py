@@ -3,7 +3,7 @@
 The celpy differential (test_differential.py) runs on kubedra's own Quantity and Semver; this one asks the real
 module kube-scheduler compiles selectors with (upstream_fidelity.py says what is compared and on what). No class
 of difference is excused: each one is listed by expression in ``upstream_fidelity.KNOWN`` with its reason, and the
-README's table is this run's.
+fidelity page's table (docs/fidelity.md) is this run's.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""The README's census table (what each differential profile reaches), held to a fresh census in the deep run.
+"""The census table of docs/fidelity.md (what each differential profile reaches), held to a fresh census in the deep
+run.
 
 The census draws its inputs with a seeded Hypothesis, and Hypothesis mixes literals of the local source into what
 it draws, so the same seed draws other inputs after an edit anywhere: the table cannot be reproduced to the digit.
-What it claims can: a profile the README gives 0% of a feature or outcome never reaches it, one it gives a share
+What it claims can: a profile the page gives 0% of a feature or outcome never reaches it, one it gives a share
 reaches it, and each share is within ``TOLERANCE`` points of a fresh census (seed 1, 200 inputs per profile, outcomes
 from upstream's allocator), and ``scripts/fidelity census`` rewrites the table from one. Deep mode only (~2.5 minutes
 on 2 cores, with the oracle).
@@ -27,7 +28,7 @@ DEEP_WITH_THE_ORACLE = [
 ]
 
 TOLERANCE = 15
-"""Percentage points a share may move (the README notes 46-56% for one cell over other seeds)."""
+"""Percentage points a share may move (the page notes 46-56% for one cell over other seeds)."""
 def readme_table() -> dict[str, dict[str, int]]:
     lines = fidelity.section("census").splitlines()
     head = [c.strip() for c in lines[0].strip("|").split("|")]
@@ -55,5 +56,5 @@ def test_a_fresh_census_reaches_what_the_readme_says(profile: str) -> None:
     for column, stated in readme_table()[profile].items():
         measured = round(100 * counts[README_COLUMNS[column]] / inputs)
         if (stated == 0) != (counts[README_COLUMNS[column]] == 0) or abs(measured - stated) > TOLERANCE:
-            wrong.append(f"{column}: README {stated}%, census {measured}%")
+            wrong.append(f"{column}: docs/fidelity.md {stated}%, census {measured}%")
     assert not wrong, f"{profile}: " + "; ".join(wrong)

@@ -46,3 +46,48 @@ def test_every_query_reads_exported_metrics_only() -> None:
     used = set().union(*(_metric_names(q) for q in queries))
     assert used <= EXPORTED, used - EXPORTED
     assert {"kube_resourceclaim_pending", "node_dra_resource_available", "node_dra_resource_capacity"} <= used
+
+
+def _not_kept(original: object, parsed: object, path: str = "") -> list[str]:
+    """Where ``parsed`` (the dashboard after Grafana's schema) lost or changed something ``original`` has."""
+    if isinstance(original, dict):
+        if not isinstance(parsed, dict):
+            return [f"{path}: {type(parsed).__name__} instead of an object"]
+        lost = []
+        for key, value in original.items():
+            lost += [f"{path}.{key}: not in Grafana's schema"] if key not in parsed else _not_kept(
+                value, parsed[key], f"{path}.{key}")
+        return lost
+    if isinstance(original, list):
+        if not isinstance(parsed, list) or len(parsed) != len(original):
+            return [f"{path}: the list did not survive"]
+        return [m for i, (a, b) in enumerate(zip(original, parsed, strict=True)) for m in _not_kept(a, b, f"{path}[{i}]")]
+    return [] if original == parsed else [f"{path}: {original!r} became {parsed!r}"]
+
+
+def test_the_dashboard_is_what_grafanas_schema_reads() -> None:
+    """grafana-foundation-sdk is Grafana's own schema (generated from its CUE kinds): the dashboard, each panel's
+    options and field config as its panel plugin defines them, each query as the Prometheus data source's. Parsed
+    through it and written back, nothing is dropped or changed: every key is one the schema knows, every panel
+    type and query kind is a registered one."""
+    from grafana_foundation_sdk.cog import runtime
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.cog.plugins import register_default_plugins
+    from grafana_foundation_sdk.models import prometheus
+    from grafana_foundation_sdk.models.dashboard import Dashboard, Panel, RowPanel
+
+    register_default_plugins()
+    board = json.loads(DASHBOARD.read_text())
+    parsed = Dashboard.from_json(board)
+    assert _not_kept(board, json.loads(json.dumps(parsed, cls=JSONEncoder))) == []
+    assert parsed.panels is not None
+    assert board["schemaVersion"] >= 36  # the schema's own version (dashboards older than that are migrated)
+    for panel in parsed.panels:
+        if isinstance(panel, RowPanel):
+            continue
+        assert isinstance(panel, Panel)
+        assert runtime.panelcfg_config(str(panel.type_val)) is not None, panel.type_val
+        assert panel.targets, panel.title
+        assert all(isinstance(t, prometheus.Dataquery) for t in panel.targets), panel.title
+        grid = panel.grid_pos
+        assert grid is not None and grid.x >= 0 and grid.x + grid.w <= 24, panel.title  # Grafana's 24 columns

@@ -1,4 +1,5 @@
-"""A real Prometheus (Debian's package) scrapes ``kubedra simulate --serve`` and fires DRAResourceExhausted.
+"""A real Prometheus (Debian's package) scrapes ``kubedra simulate --serve`` and fires DRAResourceExhausted, and
+every query of the Grafana dashboard returns data (with ``kubedra exporter`` on the test control plane scraped too).
 
 Both processes run on 127.0.0.1 on free ports, Prometheus with its own data directory; the test reads the rule state
 and the dashboard's queries through Prometheus' HTTP API, and stops both processes by PID.
@@ -128,3 +129,55 @@ def test_prometheus_fires_the_exhausted_alert_from_simulate_serve(
     for process in reversed(started):
         _stop(process)
     assert all(p.returncode is not None for p in started), pids
+
+
+SHARED = ROOT / "examples" / "monitoring" / "shared.yaml"
+
+
+def _serve(started: list[subprocess.Popen[bytes]], log: Path, *args: str) -> str:
+    """Start ``kubedra ARGS --listen`` on a free port; its /metrics address once it answers."""
+    port = free_port()
+    with log.open("wb") as out:
+        started.append(subprocess.Popen([sys.executable, "-m", "kubedra", *args, "--listen", f"127.0.0.1:{port}"],
+                                        stdout=out, stderr=subprocess.STDOUT))
+    url = f"http://127.0.0.1:{port}/metrics"
+    _until(f"{args[0]} /metrics", lambda: urllib.request.urlopen(url, timeout=5).status == 200)
+    return f"127.0.0.1:{port}"
+
+
+@pytest.mark.controlplane
+def test_every_dashboard_query_returns_data(
+    tmp_path: Path, started: list[subprocess.Popen[bytes]], control_plane: Any
+) -> None:
+    """What each panel shows, from a real Prometheus: the claims and devices panels from ``simulate --serve`` of
+    the exhausted example, the sharing panels from one with consumable shares, the exporter's health panels from
+    ``kubedra exporter`` watching the test control plane. Every query of every panel returns at least one series."""
+    targets = [
+        _serve(started, tmp_path / "exhausted.log", "simulate", "-q", "-f", str(EXHAUSTED), "--serve"),
+        _serve(started, tmp_path / "shared.log", "simulate", "-q", "-f", str(SHARED), "--serve"),
+        _serve(started, tmp_path / "exporter.log", "exporter", "--kubeconfig", str(control_plane.kubeconfig)),
+    ]
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+              "scrape_configs": [{"job_name": "kubedra", "static_configs": [{"targets": targets}]}]}
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = free_port()
+    with (tmp_path / "prometheus.log").open("wb") as log:
+        started.append(subprocess.Popen(
+            ["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'data'}",
+             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT))
+    base = f"http://127.0.0.1:{port}"
+    _until("all three targets up", lambda: [t["health"] for t in _get(f"{base}/api/v1/targets")["data"]
+                                             ["activeTargets"]] == ["up"] * 3)
+    queries = dashboard_queries()
+    assert len(queries) >= 15
+
+    def empty() -> list[str]:
+        return [q for q in queries if not _query(base, q)["data"]["result"]]
+
+    _until("every dashboard query to return data", lambda: not empty() or None, timeout=60)
+    assert empty() == []
+    shares = _query(base, 'count by (pool) (count by (pool, device) (kube_resourceclaim_allocation_device_info'
+                          '{share_id!=""}))')["data"]["result"]
+    assert [(r["metric"]["pool"], r["value"][1]) for r in shares] == [("l4-0", "2")]  # both L4 GPUs are shared
+    synced = _query(base, "min(kubedra_exporter_synced)")["data"]["result"]
+    assert synced[0]["value"][1] == "1"

@@ -49,9 +49,16 @@ def wait_forever() -> None:
         raise typer.Exit(0) from None
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask sets it: put it back at once
+    os.umask(mask)
+    return mask
+
+
 def write_html(path: Path, result: Any, report: Any, lines: list[str]) -> None:
-    """``--html FILE``: written to a temporary name beside it and renamed, so never half-written; exit 2 on error."""
-    from kubedra.sim.html import html_report
+    """``--html FILE``: written to a temporary name beside it and renamed, so never half-written; exit 2 on error.
+    The file gets a normal file's permissions (0666 less the umask, as ``open`` gives), not mkstemp's 0600."""
+    from kubedra.report import html_report
 
     text = html_report(result, report.summary, lines)
     directory = path.parent if str(path.parent) else Path()
@@ -60,6 +67,7 @@ def write_html(path: Path, result: Any, report: Any, lines: list[str]) -> None:
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(text)
+                os.fchmod(out.fileno(), 0o666 & ~_umask())
             Path(temporary).replace(path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)

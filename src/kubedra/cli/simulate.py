@@ -268,8 +268,9 @@ def register(app: typer.Typer) -> None:
             str, typer.Option("--listen", metavar="HOST:PORT", help="Where --serve listens.")
         ] = "127.0.0.1:9400",
         html: Annotated[
-            Path | None, typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML page with "
-                                      "plots over simulated time (pods pending and running, devices held, claims).")
+            Path | None, typer.Option("--html", metavar="FILE", help="Also write an interactive report (Plotly, "
+                                      "works offline): GPUs in use by model and pool, pending pods by reason, "
+                                      "pending times, each busy node's devices over time.")
         ] = None,
         speed: Annotated[
             float | None, typer.Option("--speed", min=0.001, help="With --serve: simulated seconds per wall-clock "

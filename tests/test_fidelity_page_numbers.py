@@ -1,8 +1,8 @@
-"""Numbers the README states in prose about the proof, held to what the suite really has.
+"""Numbers docs/fidelity.md states in prose about the proof, held to what the suite really has.
 
 Tables of measured agreement are generated sections (tests/fidelity.py; the CEL one is checked by
 tests/cel/test_upstream_cel.py). The counts below are facts of the checked-in suite, read from the same files the
-tests run on, so a README that drifts from them fails here; the conformance runners (tests/allocator/
+tests run on, so a page that drifts from them fails here; the conformance runners (tests/allocator/
 test_conformance.py, tests/test_oracle.py) assert what each case and step count says.
 """
 
