@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -47,6 +48,8 @@ type Cluster struct {
 	cancel   context.CancelFunc
 	version  int64
 	claimKey sets.Set[string]
+	// sliceOrder is each slice's position in NewCluster's argument.
+	sliceOrder map[string]int
 }
 
 // NewCluster starts the informers, the slice tracker and the DRA manager on
@@ -62,7 +65,10 @@ func NewCluster(ctx context.Context, opts ClusterOptions, classes []*resourceapi
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Cluster{opts: opts, cancel: cancel, claimKey: sets.New[string]()}
+	c := &Cluster{opts: opts, cancel: cancel, claimKey: sets.New[string](), sliceOrder: make(map[string]int, len(slices))}
+	for i, slice := range slices {
+		c.sliceOrder[slice.Name] = i
+	}
 	client := fake.NewSimpleClientset() // NewClientset builds a field manager from the OpenAPI models: 4x the oracle's start-up
 	objects := make([]runtime.Object, 0, len(classes)+len(slices)+len(rules))
 	for _, class := range classes {
@@ -120,9 +126,18 @@ func (c *Cluster) Classes() structured.DeviceClassLister {
 }
 
 // Slices are the ResourceSlices with DeviceTaintRules applied
-// (ListWithDeviceTaintRules), in no particular order.
+// (ListWithDeviceTaintRules), in the order NewCluster got them. The
+// informer's own order is Go map order, random in kube-scheduler too;
+// upstream's incubating and experimental allocators sort slices by name,
+// the stable one takes them as listed, so the caller's order (one of the
+// orders the scheduler may list) keeps a comparison reproducible.
 func (c *Cluster) Slices() ([]*resourceapi.ResourceSlice, error) {
-	return c.manager.ResourceSlices().ListWithDeviceTaintRules()
+	slices, err := c.manager.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(slices, func(i, j int) bool { return c.sliceOrder[slices[i].Name] < c.sliceOrder[slices[j].Name] })
+	return slices, nil
 }
 
 // AllocatedState is what PreFilter hands NewAllocator: GatherAllocatedState
