@@ -37,7 +37,7 @@ pytestmark = [
 OVERRIDE = int(os.environ.get("KUBEDRA_DIFF_EXAMPLES", "0"))
 SHRINK = os.environ.get("KUBEDRA_DIFF_SHRINK", "") not in ("", "0")
 PER_TEST = 90
-"""CI default: ~0.08 s per example (both allocators), so the seven tests stay under a minute on 2 cores."""
+"""CI default: ~0.08 s per example (both allocators), so the six tests that use it stay under a minute on 2 cores."""
 PER_RELEASE_TEST = 60
 """The variant-focused test (the stable variant) replays code paths the others reach too."""
 FRESH_EXAMPLES = 300
