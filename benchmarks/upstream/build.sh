@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the side-by-side harness: bin/upstream-bench, kube-scheduler's DRA
 # Filter around k8s.io/dynamic-resource-allocation v0.37.2 (go.mod / go.sum),
-# with the input and allocated-state code of ../../tests/oracle/kube (replace
-# directive in go.mod).
+# fed by ../../tests/oracle/kube (replace directive in go.mod): the input
+# reader and kube.Cluster, the scheduler's own DRA manager and slice tracker
+# from k8s.io/kubernetes v1.37.2.
 # Go's module and build caches are reused, so a rebuild with nothing changed
 # takes about a second. Quiet on success; on failure Go's output is shown and
 # the script exits non-zero.

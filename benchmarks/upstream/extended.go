@@ -9,8 +9,6 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"kubedra/tests/oracle/kube"
 )
 
 // Extended resources backed by DRA (KEP-5004, GA in 1.37): a pod asking for
@@ -23,10 +21,10 @@ const implicitClassPrefix = "deviceclass.resource.kubernetes.io/"
 // clash the newest class (creationTimestamp) wins, then the lower name.
 type extendedClasses struct {
 	explicit map[string]*resourceapi.DeviceClass
-	classes  kube.ClassLister
+	classes  map[string]*resourceapi.DeviceClass
 }
 
-func newExtendedClasses(order []*resourceapi.DeviceClass, classes kube.ClassLister) *extendedClasses {
+func newExtendedClasses(order []*resourceapi.DeviceClass, classes map[string]*resourceapi.DeviceClass) *extendedClasses {
 	m := &extendedClasses{explicit: map[string]*resourceapi.DeviceClass{}, classes: classes}
 	for _, class := range order {
 		name := class.Spec.ExtendedResourceName

@@ -34,7 +34,3 @@ const celCacheSize = 10
 // deviceTaintRules: DRADeviceTaintRules is on by default in 1.37, so the
 // scheduler's slice tracker merges DeviceTaintRule taints into devices.
 const deviceTaintRules = true
-
-// taintRuleWithoutSelectorMatchesAll: since 1.37 a DeviceTaintRule without
-// deviceSelector matches no device (in 1.36 it tainted every device).
-const taintRuleWithoutSelectorMatchesAll = false

@@ -18,10 +18,10 @@ const measuredAnnotation = "kubedra.io/measured"
 // workload is one benchmark input: the cluster and the pods in scheduling order.
 type workload struct {
 	nodes      []*v1.Node
-	classes    kube.ClassLister
-	classOrder []*resourceapi.DeviceClass // document order, for extended-resource names
+	classes    map[string]*resourceapi.DeviceClass // by name
+	classOrder []*resourceapi.DeviceClass          // document order, for extended-resource names
 	slices     []*resourceapi.ResourceSlice
-	taintRules []kube.TaintRule
+	taintRules []*kube.TaintRule
 	templates  map[string]*resourceapi.ResourceClaimTemplate // namespace/name
 	claims     map[string]*resourceapi.ResourceClaim         // namespace/name
 	claimOrder []string                                      // keys of claims in the file, in document order
@@ -42,7 +42,7 @@ var workloadKinds = []string{
 // ignore is an error instead.
 func loadWorkload(file string) (*workload, error) {
 	w := &workload{
-		classes:   kube.ClassLister{},
+		classes:   map[string]*resourceapi.DeviceClass{},
 		templates: map[string]*resourceapi.ResourceClaimTemplate{},
 		claims:    map[string]*resourceapi.ResourceClaim{},
 	}
@@ -76,7 +76,7 @@ func (w *workload) add(obj any) error {
 		}
 		w.claims[k] = obj
 		w.claimOrder = append(w.claimOrder, k)
-	case kube.TaintRule:
+	case *kube.TaintRule:
 		w.taintRules = append(w.taintRules, obj)
 	}
 	return nil

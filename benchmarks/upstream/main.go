@@ -121,7 +121,11 @@ func benchmark(file string) (*report, map[string]string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
-	s := newScheduler(w)
+	s, err := newScheduler(w)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	defer s.cluster.Close()
 	placed := make(map[string]string, len(w.pods))
 	var running []arrival // bound pods with a run-for, in bind order
 	var measuredStart, measuredEnd, initStart time.Time
@@ -203,7 +207,11 @@ func perCall(d time.Duration, n int) float64 {
 // allocatorName is the implementation NewAllocator picks for these features
 // (incubating by default in 1.37).
 func allocatorName(s *scheduler) string {
-	alloc, err := structured.NewAllocator(context.Background(), s.features, s.devices.State(), s.w.classes, nil, s.cache)
+	state, err := s.cluster.AllocatedState()
+	if err != nil {
+		return "?"
+	}
+	alloc, err := structured.NewAllocator(context.Background(), s.features, state, s.cluster.Classes(), nil, s.cache)
 	if err != nil {
 		return "?"
 	}

@@ -37,7 +37,7 @@ type scheduler struct {
 	features structured.Features
 	cache    *cel.Cache
 	slices   []*resourceapi.ResourceSlice
-	devices  *kube.AllocatedDevices
+	cluster  *kube.Cluster // the plugin's view: slice tracker, allocated devices, classes
 	extended *extendedClasses
 	podsOn   map[string]int64
 	maxPods  map[string]int64 // -1: the node sets no pods allocatable
@@ -58,21 +58,35 @@ type podResult struct {
 	decision     time.Duration // PreFilter + Filter: until the node is chosen
 }
 
-func newScheduler(w *workload) *scheduler {
+func newScheduler(w *workload) (*scheduler, error) {
+	claims := make([]*resourceapi.ResourceClaim, 0, len(w.claimOrder))
+	for _, k := range w.claimOrder {
+		claims = append(claims, w.claims[k])
+	}
+	features := allocatorFeatures()
+	cluster, err := kube.NewCluster(context.Background(), kube.ClusterOptions{
+		DeviceTaintRules:   deviceTaintRules,
+		ConsumableCapacity: features.ConsumableCapacity,
+	}, w.classOrder, w.slices, w.taintRules, claims)
+	if err != nil {
+		return nil, err
+	}
+	slices, err := cluster.Slices()
+	if err != nil {
+		cluster.Close()
+		return nil, err
+	}
 	s := &scheduler{
 		w:          w,
-		features:   allocatorFeatures(),
+		features:   features,
 		cache:      cel.NewCache(celCacheSize, celFeatures()),
-		slices:     w.slices,
-		devices:    kube.NewAllocatedDevices(allocatorFeatures().ConsumableCapacity),
+		slices:     slices,
+		cluster:    cluster,
 		extended:   newExtendedClasses(w.classOrder, w.classes),
 		podsOn:     map[string]int64{},
 		maxPods:    map[string]int64{},
 		rng:        rand.New(rand.NewPCG(1, 2)),
 		placements: map[string]string{},
-	}
-	if deviceTaintRules {
-		s.slices = kube.ApplyDeviceTaintRules(w.slices, w.taintRules, taintRuleWithoutSelectorMatchesAll)
 	}
 	for _, node := range w.nodes {
 		s.maxPods[node.Name] = -1
@@ -80,12 +94,7 @@ func newScheduler(w *workload) *scheduler {
 			s.maxPods[node.Name] = q.Value()
 		}
 	}
-	for _, k := range w.claimOrder {
-		if claim := w.claims[k]; claim.Status.Allocation != nil {
-			s.devices.Add(claim.Status.Allocation)
-		}
-	}
-	return s
+	return s, nil
 }
 
 // resolvedClaim is one of the pod's claims and, once allocated, where it may run.
@@ -121,6 +130,9 @@ func (s *scheduler) createTemplateClaims(pod *v1.Pod) error {
 			Spec: *template.Spec.Spec.DeepCopy(),
 		}
 		s.w.claims[key(claim.Namespace, claim.Name)] = claim
+		if err := s.cluster.AddClaim(claim); err != nil {
+			return err
+		}
 		pod.Status.ResourceClaimStatuses = append(pod.Status.ResourceClaimStatuses,
 			v1.PodResourceClaimStatus{Name: pc.Name, ResourceClaimName: &claim.Name})
 	}
@@ -220,7 +232,11 @@ func (s *scheduler) schedule(pod *v1.Pod) podResult {
 	var alloc structured.Allocator
 	if len(toAllocate) > 0 || len(extReqs) > 0 {
 		t := time.Now()
-		alloc, err = structured.NewAllocator(ctx, s.features, s.devices.State(), s.w.classes, s.slices, s.cache)
+		var state structured.AllocatedState
+		state, err = s.cluster.AllocatedState()
+		if err == nil {
+			alloc, err = structured.NewAllocator(ctx, s.features, state, s.cluster.Classes(), s.slices, s.cache)
+		}
 		res.newAllocTime = time.Since(t)
 		if err != nil {
 			res.err = err
@@ -321,7 +337,7 @@ func (s *scheduler) bind(pod *v1.Pod, node *v1.Node, allocated []*resourceapi.Re
 	ref := resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID}
 	for i, claim := range allocated {
 		claim.Status.Allocation = &results[i]
-		s.devices.Add(claim.Status.Allocation)
+		s.cluster.UpdateClaim(claim)
 	}
 	for _, pc := range pod.Spec.ResourceClaims {
 		name := ""
@@ -344,7 +360,7 @@ func (s *scheduler) bind(pod *v1.Pod, node *v1.Node, allocated []*resourceapi.Re
 		claim.Status.Allocation = &results[len(allocated)]
 		claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{ref}
 		s.w.claims[key(claim.Namespace, claim.Name)] = claim
-		s.devices.Add(claim.Status.Allocation)
+		_ = s.cluster.AddClaim(claim) // a fresh generated name: never a duplicate
 		pod.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: claim.Name}
 	}
 	pod.Spec.NodeName = node.Name
@@ -386,11 +402,12 @@ func (s *scheduler) release(pod *v1.Pod) {
 			continue
 		}
 		if claim.Status.Allocation != nil {
-			s.devices.Remove(claim.Status.Allocation)
 			claim.Status.Allocation = nil
+			s.cluster.UpdateClaim(claim)
 		}
 		if owner := metav1.GetControllerOf(claim); owner != nil && owner.UID == pod.UID {
 			delete(s.w.claims, k)
+			s.cluster.DeleteClaim(claim)
 		}
 	}
 	s.podsOn[pod.Spec.NodeName]--

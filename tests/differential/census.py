@@ -120,8 +120,7 @@ def table(rows: dict[str, collections.Counter[str]], oracle: bool) -> str:
     return "\n".join(lines)
 
 
-README_PROFILES = ("POOLS", "REQUESTS", "COUNTERS_CAPACITY", "TAINTS_ADMIN", "EVERYTHING", "OLDER_RELEASES", "STABLE",
-                   "COMBINED")
+README_PROFILES = ("POOLS", "REQUESTS", "COUNTERS_CAPACITY", "TAINTS_ADMIN", "EVERYTHING", "STABLE", "COMBINED")
 README_COLUMNS = {  # the README's column -> the census's count (outcomes prefixed "= ")
     "counters": "counters", "capacity": "capacity", "constraint": "constraint", "firstAvailable": "firstAvailable",
     "admin": "adminAccess", "taints": "taints", "all three¹": "combined", "list attrs": "list attrs",

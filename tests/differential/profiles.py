@@ -41,13 +41,6 @@ EVERYTHING = Profile(
 )
 """Everything at once, with random feature gates switched away from the release's defaults."""
 
-OLDER_RELEASES = Profile(
-    generations=True, incomplete=True, invalid=True, localities=ALL_LOCALITIES, first_available=True,
-    constraints=True, config=True, counters=True, taints=True, admin=True, allocated=True, binding=True,
-    versions=("1.34", "1.35"), switch_gates=True,
-)
-"""1.34 and 1.35 (1.36's code with their gate defaults, on the 1.36 oracle), with gates switched."""
-
 STABLE = Profile(
     max_pools=3, max_devices=4, generations=True, incomplete=True, invalid=True, localities=ALL_LOCALITIES,
     first_available=True, constraints=True, config=True, counters=True, consumable=True, taints=True, admin=True,

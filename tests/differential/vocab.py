@@ -53,14 +53,8 @@ NODE_SELECTORS: tuple[Doc, ...] = (
     {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}]},
 )
 
-# The gates whose switching changes what the allocator does, per release.
-_GATES_134 = (
-    "DRAAdminAccess", "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRADeviceTaints",
-    "DRAPartitionableDevices", "DRAPrioritizedList", "DRAResourceClaimDeviceStatus",
-)
+# The gates whose switching changes what the allocator does, per release with an oracle (runner.PROVEN_RELEASES).
 SWITCHABLE_GATES = {
-    "1.34": _GATES_134,
-    "1.35": (*_GATES_134, "DRADeviceTaintRules"),
     "1.36": (
         "DRAAdminAccess", "DRAConsumableCapacity", "DRADeviceBindingConditions", "DRADeviceTaintRules",
         "DRADeviceTaints", "DRAPartitionableDevices", "DRAPrioritizedList", "DRAResourceClaimDeviceStatus",
@@ -71,13 +65,7 @@ SWITCHABLE_GATES = {
         "DRAFractionalCapacityRange",
     ),
 }
-_OFF_134 = {
-    "DRAConsumableCapacity": False, "DRADeviceBindingConditions": False, "DRADeviceTaints": False,
-    "DRAPartitionableDevices": False,
-}
 GATE_DEFAULTS = {
-    "1.34": _OFF_134,
-    "1.35": {**_OFF_134, "DRADeviceTaintRules": False},
     "1.36": {"DRADeviceTaintRules": False},
     "1.37": {"DRAFractionalCapacityRange": False},
 }

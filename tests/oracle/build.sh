@@ -12,7 +12,7 @@ mkdir -p bin
 build() { # release modfile tags
   local release=$1 modfile=$2 tags=$3 log
   log=$(mktemp)
-  if ! go build -mod=readonly -buildvcs=false -modfile="$modfile" -tags="$tags" \
+  if ! go build -mod=readonly -buildvcs=false -trimpath -modfile="$modfile" -tags="$tags" \
       -o "bin/oracle-$release.tmp" . >"$log" 2>&1; then
     echo "tests/oracle/build.sh: building the Kubernetes $release oracle failed:" >&2
     cat "$log" >&2

@@ -19,9 +19,9 @@ import (
 type inputs struct {
 	node       *v1.Node
 	gates      gates
-	classes    kube.ClassLister
+	classes    []*resourceapi.DeviceClass
 	slices     []*resourceapi.ResourceSlice
-	taintRules []kube.TaintRule
+	taintRules []*kube.TaintRule
 	claims     []*resourceapi.ResourceClaim // without status.allocation, in document order
 	allocated  []*resourceapi.ResourceClaim // with status.allocation
 }
@@ -39,7 +39,7 @@ func loadInputs(paths []string, nodeFlag, gatesFlag string) (*inputs, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no input: use -f FILE (or -f CASE_DIR)")
 	}
-	in := &inputs{classes: kube.ClassLister{}, gates: defaultGates()}
+	in := &inputs{gates: defaultGates()}
 	nodeName := ""
 	var nodes []*v1.Node
 	for _, path := range paths {
@@ -115,7 +115,7 @@ func decodeFile(file string, in *inputs) ([]*v1.Node, error) {
 		case *v1.Node:
 			nodes = append(nodes, obj)
 		case *resourceapi.DeviceClass:
-			in.classes[obj.Name] = obj
+			in.classes = append(in.classes, obj)
 		case *resourceapi.ResourceSlice:
 			in.slices = append(in.slices, obj)
 		case *resourceapi.ResourceClaim:
@@ -124,7 +124,7 @@ func decodeFile(file string, in *inputs) ([]*v1.Node, error) {
 			} else {
 				in.claims = append(in.claims, obj)
 			}
-		case kube.TaintRule:
+		case *kube.TaintRule:
 			in.taintRules = append(in.taintRules, obj)
 		}
 		return nil

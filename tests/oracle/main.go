@@ -85,7 +85,13 @@ func run(argv []string) int {
 		fmt.Fprintf(os.Stderr, "oracle: %v\n", err)
 		return exitError
 	}
-	out, code := allocate(in, *wantStats)
+	cluster, err := newCluster(in)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "oracle: %v\n", err)
+		return exitError
+	}
+	defer cluster.Close()
+	out, code := allocate(in, cluster, *wantStats)
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(out); err != nil {
@@ -95,9 +101,19 @@ func run(argv []string) int {
 	return code
 }
 
+// newCluster is the plugin's view of the cluster, kept by kube-scheduler's
+// own code (the slice tracker, the DRA manager); an input the API server
+// would refuse (two objects of one name) is an error.
+func newCluster(in *inputs) (*kube.Cluster, error) {
+	return kube.NewCluster(context.Background(), kube.ClusterOptions{
+		DeviceTaintRules:   in.gates.enabled("DRADeviceTaintRules"),
+		ConsumableCapacity: in.gates.allocatorFeatures().ConsumableCapacity,
+	}, in.classes, in.slices, in.taintRules, in.allocated)
+}
+
 // allocate builds the allocator the way kube-scheduler's DynamicResources
 // plugin does (PreFilter) and runs one Allocate call for the node (Filter).
-func allocate(in *inputs, wantStats bool) (*output, int) {
+func allocate(in *inputs, cluster *kube.Cluster, wantStats bool) (*output, int) {
 	features := in.gates.allocatorFeatures()
 	out := &output{Node: in.node.Name, Allocations: map[string]*resourceapi.AllocationResult{}}
 	var st *stats
@@ -115,15 +131,18 @@ func allocate(in *inputs, wantStats bool) (*output, int) {
 		return out, exitError
 	}
 
-	slices := in.slices
-	if in.gates.enabled("DRADeviceTaintRules") {
-		slices = kube.ApplyDeviceTaintRules(slices, in.taintRules, nilSelectorMatchesAll)
+	state, err := cluster.AllocatedState()
+	if err != nil {
+		return fail(err)
 	}
-	state := kube.GatherAllocatedState(in.allocated, features.ConsumableCapacity)
+	slices, err := cluster.Slices()
+	if err != nil {
+		return fail(err)
+	}
 	cache := cel.NewCache(10, in.gates.celFeatures())
 	ctx, cancel := context.WithTimeout(context.Background(), filterTimeout)
 	defer cancel()
-	alloc, err := structured.NewAllocator(ctx, features, state, in.classes, slices, cache)
+	alloc, err := structured.NewAllocator(ctx, features, state, cluster.Classes(), slices, cache)
 	if err != nil {
 		return fail(err)
 	}

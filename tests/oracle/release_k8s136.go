@@ -2,13 +2,14 @@
 
 package main
 
-import "k8s.io/dynamic-resource-allocation/structured"
+import (
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+)
 
 // release is the Kubernetes minor this binary emulates (module k8s.io/dynamic-resource-allocation v0.36.x).
 const release = "1.36"
-
-// nilSelectorMatchesAll: in 1.36 a DeviceTaintRule without deviceSelector taints every device.
-const nilSelectorMatchesAll = true
 
 // releaseDefaults are the DRA gate defaults of k8s.io/kubernetes v1.36
 // (pkg/features/kube_features.go).
@@ -31,16 +32,19 @@ var releaseDefaults = map[string]bool{
 	"DRAWorkloadResourceClaims":                   false,
 }
 
-// allocatorFeatures maps gates like kube-scheduler v1.36's
-// dynamicresources.AllocatorFeatures, which does not pass
-// DRAListTypeAttributes to the allocator (only to the CEL cache).
+// allocatorFeatures is kube-scheduler v1.36's own mapping
+// (dynamicresources.AllocatorFeatures) of the plugin features these gates
+// give; it does not pass DRAListTypeAttributes to the allocator (only to the
+// CEL cache).
 func (g gates) allocatorFeatures() structured.Features {
-	return structured.Features{
-		AdminAccess:            g.enabled("DRAAdminAccess"),
-		PrioritizedList:        g.enabled("DRAPrioritizedList"),
-		PartitionableDevices:   g.enabled("DRAPartitionableDevices"),
-		DeviceTaints:           g.enabled("DRADeviceTaints"),
-		DeviceBindingAndStatus: g.enabled("DRADeviceBindingConditions") && g.enabled("DRAResourceClaimDeviceStatus"),
-		ConsumableCapacity:     g.enabled("DRAConsumableCapacity"),
-	}
+	return dynamicresources.AllocatorFeatures(feature.Features{
+		EnableDRAAdminAccess:               g.enabled("DRAAdminAccess"),
+		EnableDRAPrioritizedList:           g.enabled("DRAPrioritizedList"),
+		EnableDRAPartitionableDevices:      g.enabled("DRAPartitionableDevices"),
+		EnableDRADeviceTaints:              g.enabled("DRADeviceTaints"),
+		EnableDRADeviceBindingConditions:   g.enabled("DRADeviceBindingConditions"),
+		EnableDRAResourceClaimDeviceStatus: g.enabled("DRAResourceClaimDeviceStatus"),
+		EnableDRAConsumableCapacity:        g.enabled("DRAConsumableCapacity"),
+		EnableDRAListTypeAttributes:        g.enabled("DRAListTypeAttributes"),
+	})
 }

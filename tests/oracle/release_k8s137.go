@@ -2,13 +2,14 @@
 
 package main
 
-import "k8s.io/dynamic-resource-allocation/structured"
+import (
+	"k8s.io/dynamic-resource-allocation/structured"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+)
 
 // release is the Kubernetes minor this binary emulates (module k8s.io/dynamic-resource-allocation v0.37.x).
 const release = "1.37"
-
-// nilSelectorMatchesAll: since 1.37 a DeviceTaintRule without deviceSelector matches no device.
-const nilSelectorMatchesAll = false
 
 // releaseDefaults are the DRA gate defaults of k8s.io/kubernetes v1.37
 // (pkg/features/kube_features.go). DRAFractionalCapacityRange is on only with
@@ -38,20 +39,21 @@ var releaseDefaults = map[string]bool{
 	"DRAWorkloadResourceClaims":                   false,
 }
 
-// allocatorFeatures maps gates like kube-scheduler v1.37's
-// dynamicresources.AllocatorFeatures.
+// allocatorFeatures is kube-scheduler v1.37's own mapping
+// (dynamicresources.AllocatorFeatures) of the plugin features these gates give.
 func (g gates) allocatorFeatures() structured.Features {
-	return structured.Features{
-		AdminAccess:             g.enabled("DRAAdminAccess"),
-		PrioritizedList:         g.enabled("DRAPrioritizedList"),
-		PartitionableDevices:    g.enabled("DRAPartitionableDevices"),
-		DeviceTaints:            g.enabled("DRADeviceTaints"),
-		DeviceBindingAndStatus:  g.enabled("DRADeviceBindingConditions") && g.enabled("DRAResourceClaimDeviceStatus"),
-		ConsumableCapacity:      g.enabled("DRAConsumableCapacity"),
-		FractionalCapacityRange: g.enabled("DRAFractionalCapacityRange"),
-		ListTypeAttributes:      g.enabled("DRAListTypeAttributes"),
-		OptionalNodeOperations:  g.enabled("DRAOptionalNodeOperations"),
-		DerivedAttributes:       g.enabled("DRADerivedAttributes"),
-		CompatibilityGroups:     g.enabled("DRADeviceCompatibilityGroups"),
-	}
+	return dynamicresources.AllocatorFeatures(feature.Features{
+		EnableDRAAdminAccess:               g.enabled("DRAAdminAccess"),
+		EnableDRAPrioritizedList:           g.enabled("DRAPrioritizedList"),
+		EnableDRAPartitionableDevices:      g.enabled("DRAPartitionableDevices"),
+		EnableDRADeviceTaints:              g.enabled("DRADeviceTaints"),
+		EnableDRADeviceBindingConditions:   g.enabled("DRADeviceBindingConditions"),
+		EnableDRAResourceClaimDeviceStatus: g.enabled("DRAResourceClaimDeviceStatus"),
+		EnableDRAConsumableCapacity:        g.enabled("DRAConsumableCapacity"),
+		EnableDRAFractionalCapacityRange:   g.enabled("DRAFractionalCapacityRange"),
+		EnableDRAListTypeAttributes:        g.enabled("DRAListTypeAttributes"),
+		EnableDRAOptionalNodeOperations:    g.enabled("DRAOptionalNodeOperations"),
+		EnableDRADerivedAttributes:         g.enabled("DRADerivedAttributes"),
+		EnableDRADeviceCompatibilityGroups: g.enabled("DRADeviceCompatibilityGroups"),
+	})
 }

@@ -11,9 +11,29 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
+
+// apiDefaults defaults objects with the API server's own defaulting functions
+// (k8s.io/kubernetes pkg/apis/resource, registerDefaults per release).
+var apiDefaults = func() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	if err := registerDefaults(scheme); err != nil {
+		panic(err)
+	}
+	return scheme
+}()
+
+// DefaultNamespace is the namespace a namespaced object without one gets
+// (kubectl's default context namespace).
+func DefaultNamespace(namespace string) string {
+	if namespace == "" {
+		return "default"
+	}
+	return namespace
+}
 
 // The kinds ReadFile decodes, and the Go type each document becomes.
 const (
@@ -23,7 +43,7 @@ const (
 	KindResourceSlice         = "ResourceSlice"         // *resourceapi.ResourceSlice
 	KindResourceClaim         = "ResourceClaim"         // *resourceapi.ResourceClaim
 	KindResourceClaimTemplate = "ResourceClaimTemplate" // *resourceapi.ResourceClaimTemplate
-	KindDeviceTaintRule       = "DeviceTaintRule"       // TaintRule
+	KindDeviceTaintRule       = "DeviceTaintRule"       // *TaintRule (the release's tracker version)
 )
 
 // typeMeta is read first to pick the Go type of a document.
@@ -34,10 +54,12 @@ type typeMeta struct {
 
 // ReadFile splits a multi-document YAML file and decodes each document of
 // one of the given kinds strictly (unknown fields are errors, so a typo fails
-// loudly instead of being ignored), with the API server's v1 defaults and
+// loudly instead of being ignored), with the API server's defaults and
 // namespace "default" where none is given, and passes it to add in document
 // order. resource.k8s.io objects are read in v1 or v1beta2 (the same JSON
-// shape), DeviceTaintRules also in v1alpha3; Node and Pod in core v1. Every
+// shape), DeviceTaintRules also in v1alpha3 (each decoded into the version
+// the release's slice tracker watches: one shape since 1.36); Node and Pod in
+// core v1. Every
 // error names the file and the document.
 func ReadFile(file string, kinds []string, add func(obj any) error) error {
 	f, err := os.Open(file)
@@ -106,7 +128,7 @@ func decode(tm typeMeta, data []byte, kinds []string) (any, error) {
 		if version != "v1" && version != "v1beta2" && version != "v1alpha3" {
 			return nil, fmt.Errorf("unsupported apiVersion %q", tm.APIVersion)
 		}
-		return decodeTaintRule(data)
+		return defaulted(strict[TaintRule](data))
 	}
 	if version != "v1" && version != "v1beta2" {
 		return nil, fmt.Errorf("unsupported apiVersion %q (use resource.k8s.io/v1)", tm.APIVersion)
@@ -116,25 +138,34 @@ func decode(tm typeMeta, data []byte, kinds []string) (any, error) {
 	}
 	switch tm.Kind {
 	case KindDeviceClass:
-		return strict[resourceapi.DeviceClass](data)
+		return defaulted(strict[resourceapi.DeviceClass](data))
 	case KindResourceSlice:
-		return strict[resourceapi.ResourceSlice](data)
+		return defaulted(strict[resourceapi.ResourceSlice](data))
 	case KindResourceClaim:
-		claim, err := strict[resourceapi.ResourceClaim](data)
+		claim, err := defaulted(strict[resourceapi.ResourceClaim](data))
 		if claim != nil {
 			claim.Namespace = DefaultNamespace(claim.Namespace)
-			ApplyClaimDefaults(claim)
 		}
 		return claim, err
 	case KindResourceClaimTemplate:
-		template, err := strict[resourceapi.ResourceClaimTemplate](data)
+		template, err := defaulted(strict[resourceapi.ResourceClaimTemplate](data))
 		if template != nil {
 			template.Namespace = DefaultNamespace(template.Namespace)
-			ApplyClaimSpecDefaults(&template.Spec.Spec)
 		}
 		return template, err
 	}
 	return nil, fmt.Errorf("unsupported kind %q", tm.Kind)
+}
+
+// defaulted applies the API server's defaults to a decoded object.
+func defaulted[T any, P interface {
+	*T
+	runtime.Object
+}](obj P, err error) (P, error) {
+	if obj != nil {
+		apiDefaults.Default(obj)
+	}
+	return obj, err
 }
 
 // strict decodes one document, failing on unknown or duplicate fields.

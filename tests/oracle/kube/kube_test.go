@@ -1,16 +1,13 @@
 package kube
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/dynamic-resource-allocation/structured"
-	"k8s.io/utils/ptr"
 )
 
 func writeFile(t *testing.T, text string) string {
@@ -54,8 +51,8 @@ spec:
 		ex.Count != 1 || ex.Tolerations[0].Operator != resourceapi.DeviceTolerationOpEqual {
 		t.Errorf("claim not defaulted: %+v", claim)
 	}
-	if rule := objs[1].(TaintRule); rule.Name != "rule" || rule.Selector != nil {
-		t.Errorf("rule = %+v", rule)
+	if rule := objs[1].(*TaintRule); rule.Name != "rule" || rule.Spec.DeviceSelector != nil || rule.Spec.Taint.TimeAdded == nil {
+		t.Errorf("rule not decoded with the API server's defaults: %+v", rule)
 	}
 }
 
@@ -76,56 +73,104 @@ func TestReadFileErrorsNameTheDocument(t *testing.T) {
 	}
 }
 
-func TestApplyDeviceTaintRules(t *testing.T) {
-	slice := &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{
-		Driver: "d", Pool: resourceapi.ResourcePool{Name: "p"},
-		Devices: []resourceapi.Device{{Name: "a"}, {Name: "b"}},
-	}}
-	taint := resourceapi.DeviceTaint{Key: "k", Effect: resourceapi.DeviceTaintEffectNoSchedule}
-	onB := TaintRule{Selector: &TaintSelector{Driver: ptr.To("d"), Device: ptr.To("b")}, Taint: taint}
-	noSelector := TaintRule{Taint: taint}
+// TestClusterWiring checks our glue, not upstream's logic (the oracle's
+// conformance and differential suites compare that): the objects reach the
+// slice tracker and the DRA manager, claims are copied on the way in, and
+// Add/Update/DeleteClaim reach the allocated-device tracking.
+func TestClusterWiring(t *testing.T) {
+	path := writeFile(t, `apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: s}
+spec:
+  driver: d
+  pool: {name: p, resourceSliceCount: 1}
+  nodeName: n
+  devices: [{name: a}, {name: b}]
+---
+apiVersion: resource.k8s.io/v1beta2
+kind: DeviceTaintRule
+metadata: {name: rule}
+spec:
+  deviceSelector: {device: b}
+  taint: {key: k, effect: NoSchedule}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c}
+spec: {}
+status:
+  allocation:
+    devices:
+      results:
+      - {request: r, driver: d, pool: p, device: a}
+      - {request: r, driver: d, pool: p, device: b, shareID: 9b9e9c1e-0000-4000-8000-000000000001, consumedCapacity: {memory: 1Gi}}
+`)
+	var classes []*resourceapi.DeviceClass
+	var slices []*resourceapi.ResourceSlice
+	var rules []*TaintRule
+	var claims []*resourceapi.ResourceClaim
+	err := ReadFile(path, []string{KindDeviceClass, KindResourceSlice, KindDeviceTaintRule, KindResourceClaim}, func(obj any) error {
+		switch obj := obj.(type) {
+		case *resourceapi.DeviceClass:
+			classes = append(classes, obj)
+		case *resourceapi.ResourceSlice:
+			slices = append(slices, obj)
+		case *TaintRule:
+			rules = append(rules, obj)
+		case *resourceapi.ResourceClaim:
+			claims = append(claims, obj)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, taintRules := range []bool{false, true} {
+		cluster, err := NewCluster(context.Background(), ClusterOptions{DeviceTaintRules: taintRules, ConsumableCapacity: true},
+			classes, slices, rules, claims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := cluster.Slices()
+		if err != nil || len(got) != 1 || len(got[0].Spec.Devices[1].Taints) != map[bool]int{false: 0, true: 1}[taintRules] {
+			t.Errorf("DeviceTaintRules=%v: slices %+v, %v", taintRules, got, err)
+		}
+		if class, err := cluster.Classes().Get("gpu"); err != nil || class.Name != "gpu" {
+			t.Errorf("class: %v, %v", class, err)
+		}
+		cluster.Close()
+	}
 
-	out := ApplyDeviceTaintRules([]*resourceapi.ResourceSlice{slice}, []TaintRule{onB, noSelector}, false)
-	if got := out[0].Spec.Devices; len(got[0].Taints) != 0 || len(got[1].Taints) != 1 {
-		t.Errorf("1.37: taints %+v", got)
+	cluster, err := NewCluster(context.Background(), ClusterOptions{ConsumableCapacity: true}, classes, slices, rules, claims)
+	if err != nil {
+		t.Fatal(err)
 	}
-	out = ApplyDeviceTaintRules([]*resourceapi.ResourceSlice{slice}, []TaintRule{noSelector}, true)
-	if got := out[0].Spec.Devices; len(got[0].Taints) != 1 || len(got[1].Taints) != 1 {
-		t.Errorf("1.36: taints %+v", got)
+	defer cluster.Close()
+	claim := claims[0]
+	alloc := claim.Status.Allocation
+	claim.Status.Allocation = nil // the caller's object: the cluster holds a copy
+	state, err := cluster.AllocatedState()
+	if err != nil || state.AllocatedDevices.Len() != 1 || state.AllocatedSharedDeviceIDs.Len() != 1 || len(state.AggregatedCapacity) != 1 {
+		t.Fatalf("allocated state %+v, %v", state, err)
 	}
-	if len(slice.Spec.Devices[1].Taints) != 0 {
-		t.Error("the input slice was modified")
+	cluster.UpdateClaim(claim)
+	if state, _ := cluster.AllocatedState(); state.AllocatedDevices.Len() != 0 || state.AllocatedSharedDeviceIDs.Len() != 0 {
+		t.Errorf("after the update that deallocated: %+v", state)
 	}
-}
-
-func TestAllocatedDevices(t *testing.T) {
-	shared := resourceapi.DeviceRequestAllocationResult{
-		Driver: "d", Pool: "p", Device: "a", ShareID: ptr.To(types.UID("s1")),
-		ConsumedCapacity: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("1Gi")},
+	claim.Status.Allocation = alloc
+	cluster.UpdateClaim(claim)
+	cluster.DeleteClaim(claim)
+	if state, _ := cluster.AllocatedState(); state.AllocatedDevices.Len() != 0 {
+		t.Errorf("after delete: %+v", state)
 	}
-	alloc := &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{
-		{Driver: "d", Pool: "p", Device: "b"},
-		{Driver: "d", Pool: "p", Device: "c", AdminAccess: ptr.To(true)},
-		shared,
-	}}}
-
-	devices := NewAllocatedDevices(true)
-	devices.Add(alloc)
-	state := devices.State()
-	if !state.AllocatedDevices.Has(structured.MakeDeviceID("d", "p", "b")) || state.AllocatedDevices.Len() != 1 ||
-		state.AllocatedSharedDeviceIDs.Len() != 1 || len(state.AggregatedCapacity) != 1 {
-		t.Errorf("after Add: %+v", state)
+	if err := cluster.AddClaim(claim); err != nil {
+		t.Errorf("add after delete: %v", err)
 	}
-	devices.Remove(alloc)
-	if state.AllocatedDevices.Len() != 1 {
-		t.Error("State is not a copy")
-	}
-	if s := devices.State(); s.AllocatedDevices.Len() != 0 || s.AllocatedSharedDeviceIDs.Len() != 0 {
-		t.Errorf("after Remove: %+v", s)
-	}
-
-	claim := &resourceapi.ResourceClaim{Status: resourceapi.ResourceClaimStatus{Allocation: alloc}}
-	if s := GatherAllocatedState([]*resourceapi.ResourceClaim{claim}, false); s.AllocatedDevices.Len() != 2 || s.AllocatedSharedDeviceIDs.Len() != 0 {
-		t.Errorf("without DRAConsumableCapacity a shared result is a dedicated device: %+v", s)
+	if err := cluster.AddClaim(claim); err == nil {
+		t.Error("a second claim of the same name was accepted")
 	}
 }
