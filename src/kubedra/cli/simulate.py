@@ -113,7 +113,7 @@ def load_scenario(
             loaded = to_loaded(read_live(kubeconfig, context), files or [])
         else:
             loaded = load_paths(files or default_inputs(), api_validation=api_validation)
-        scenario = build_scenario(loaded, seed=seed)
+        scenario = build_scenario(loaded, seed=seed, generic_workload=features.generic_workload)
     except InvalidInputError as exc:
         fail_invalid(exc)
     return loaded, scenario, features

@@ -24,6 +24,7 @@ from kubedra.objects.model import (
     PodResourceClaimStatus,
     ResourceClaim,
 )
+from kubedra.objects.scheduling import PodGroup
 from kubedra.scheduler.claims import (
     allocate_and_reserve,
     claim_from_template,
@@ -34,7 +35,8 @@ from kubedra.scheduler.claims import (
     template_not_found,
 )
 from kubedra.scheduler.extended import claim_name_base
-from kubedra.scheduler.scheduler import Failed, Placement, Scheduler
+from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
+from kubedra.sim.gang_cycle import GangQueue
 
 ARRIVE = 0
 FINISH = 1
@@ -66,6 +68,7 @@ class SimulationResult:
     order: list[str]  # pod keys in arrival order
     end_time: float
     allocator: Allocator | None = None  # the run's allocator, over the final allocated state (for ``explain``)
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # with the status the run left them in
 
 
 @dataclass
@@ -99,6 +102,8 @@ class Simulation:
     _order: list[str] = field(default_factory=list)
     _jobs: dict[str, JobProgress] = field(default_factory=dict)
     _now: float = 0.0
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # PodGroups by key, their status kept current
+    _gangs: GangQueue | None = None  # made when the first pod of a group is added (GenericWorkload on)
 
     @property
     def now(self) -> float:
@@ -112,6 +117,10 @@ class Simulation:
 
     def add(self, record: PodRecord) -> None:
         """A pod that arrives at ``record.arrive_at``."""
+        if record.group:
+            if self._gangs is None:
+                self._gangs = GangQueue(self)
+            self._gangs.add(record)
         self.state.add_pod(record)
         self._order.append(record.key)
         self._push(record.arrive_at, ARRIVE, record.key)
@@ -159,7 +168,7 @@ class Simulation:
             done += self._drain()
             if progress is not None:
                 progress(done, total)
-        return SimulationResult(self.state, self.events, self._order, self._now, self.allocator)
+        return SimulationResult(self.state, self.events, self._order, self._now, self.allocator, self.pod_groups)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -241,21 +250,30 @@ class Simulation:
         active, self._active = sorted(self._active, key=self._queue_order), []
         for key in active:
             record = self.state.pods[key]
+            if record.group:  # a PodGroup's member: its group is tried as a unit (see ``gang_cycle``)
+                assert self._gangs is not None
+                scheduled += self._gangs.cycle(record, active)
+                continue
             outcome = self.scheduler.schedule(record)
             if isinstance(outcome, Placement):
                 self._bind(record, outcome)
                 scheduled += 1
             else:
-                message = outcome.message
-                if isinstance(outcome, Failed):
-                    message = f"error: {message}"
-                if message != record.pending_reason:
-                    kind = "Failed" if isinstance(outcome, Failed) else "Pending"
-                    self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
-                record.pending_reason = message
-                self._queued[key] = (self._now, next(self._seq))
-                self._unschedulable.append(key)
+                self._unschedulable_pod(record, outcome)
         return scheduled
+
+    def _unschedulable_pod(self, record: PodRecord, outcome: Unschedulable | Failed) -> None:
+        """The failure handler: the reason recorded (an event when it changed), the pod back to the queue."""
+        key = record.key
+        message = outcome.message
+        if isinstance(outcome, Failed):
+            message = f"error: {message}"
+        if message != record.pending_reason:
+            kind = "Failed" if isinstance(outcome, Failed) else "Pending"
+            self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
+        record.pending_reason = message
+        self._queued[key] = (self._now, next(self._seq))
+        self._unschedulable.append(key)
 
     def _bind(self, record: PodRecord, placement: Placement) -> None:
         pod = record.pod

@@ -1,0 +1,118 @@
+"""The pod-group cycle of kube-scheduler v1.37.2 (``schedule_one_podgroup.go``, plugin ``GangScheduling``).
+
+A PodGroup's members wait in PreEnqueue, silently, while the PodGroup is missing or fewer than ``minCount`` of them
+exist. A complete group is tried as a unit against one snapshot: its queued members in order (higher priority first,
+then the earlier first attempt), each scheduled as a single pod would be with the members before it assumed; after
+each, ``scheduled + remaining >= minCount`` must still hold. If the quorum cannot be met every assumption is reverted
+and every member is unschedulable; otherwise every member that fitted binds. All members must carry the PodGroup's
+priority. Assuming and reverting are the caller's (the simulation owns the cluster state); this module decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from kubedra.cluster.state import PodRecord
+from kubedra.objects.scheduling import PodGroup
+from kubedra.scheduler.scheduler import Failed, Outcome, Placement, Scheduler, Unschedulable
+
+WAITING_FOR_GROUP = 'waiting for pod\'s pod group "{name}" to appear in scheduling queue'
+WAITING_FOR_MIN_COUNT = "waiting for minCount pods from a gang to appear in scheduling queue"
+GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+PRIORITY_MISMATCH = (
+    "all pods in a single pod group should have the same priority as the pod group's priority, got {pod} and {group}"
+)
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+
+Assume = Callable[[PodRecord, Placement], Callable[[], None]]
+"""Applies a placement to the snapshot and returns what undoes it."""
+
+
+def pre_enqueue(group: PodGroup | None, name: str, members_present: int) -> str:
+    """GangScheduling's PreEnqueue: "" lets the pod into the queue, else why it waits (UnschedulableAndUnresolvable,
+    reported nowhere: no condition, no event)."""
+    if group is None:
+        return WAITING_FOR_GROUP.format(name=name)
+    if group.is_gang and members_present < group.min_count:
+        return WAITING_FOR_MIN_COUNT
+    return ""
+
+
+def quorum_message(min_count: int, scheduled: int, remaining: int) -> str:
+    return f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+
+
+@dataclass
+class GroupOutcome:
+    """One pod-group cycle: the placements that bind (empty unless the group succeeded) and each other member's
+    reason, and the PodGroup's condition (reason ``Scheduled``, ``Unschedulable`` or ``SchedulerError``)."""
+
+    placements: list[tuple[PodRecord, Placement]] = field(default_factory=list)
+    failures: dict[str, Outcome] = field(default_factory=dict)  # pod key -> Unschedulable | Failed
+    reason: str = "Scheduled"
+    message: str = ""
+    tried: list[str] = field(default_factory=list)  # pod keys in the order the cycle took them
+
+    @property
+    def scheduled(self) -> bool:
+        return self.reason == "Scheduled"
+
+
+def member_order(members: Sequence[PodRecord], queued_at: Callable[[str], tuple[float, int]]) -> list[PodRecord]:
+    """``podGroupInfoForPod``'s sort: higher priority first, then the earlier initial attempt."""
+    return sorted(members, key=lambda r: (-(r.pod.spec.priority or 0), queued_at(r.key)))
+
+
+def schedule_group(
+    scheduler: Scheduler,
+    group: PodGroup,
+    members: Sequence[PodRecord],
+    already_scheduled: int,
+    assume: Assume,
+) -> GroupOutcome:
+    """One pod-group cycle over ``members`` (in cycle order); ``already_scheduled``: members bound before."""
+    outcome = GroupOutcome(tried=[r.key for r in members])
+    group_priority = group.spec.priority or 0
+    for record in members:
+        priority = record.pod.spec.priority or 0
+        if priority != group_priority:
+            message = PRIORITY_MISMATCH.format(pod=priority, group=group_priority)
+            outcome.reason, outcome.message = "SchedulerError", message
+            outcome.failures = {r.key: Failed(message) for r in members}
+            return outcome
+    min_count = group.min_count
+    undo: list[Callable[[], None]] = []
+    placed: list[tuple[PodRecord, Placement]] = []
+    scheduled = already_scheduled
+    stopped_at = len(members)
+    try:
+        for i, record in enumerate(members):
+            result = scheduler.schedule(record)
+            if isinstance(result, Placement):
+                undo.append(assume(record, result))
+                placed.append((record, result))
+                scheduled += 1
+            elif isinstance(result, Failed):
+                outcome.reason, outcome.message = "SchedulerError", result.message
+                outcome.failures = {r.key: result for r in members}
+                return outcome
+            else:
+                outcome.failures[record.key] = result
+            remaining = len(members) - i - 1
+            if scheduled + remaining < min_count:
+                stopped_at = i + 1
+                break
+    finally:
+        for revert in reversed(undo):
+            revert()
+    if scheduled >= min_count:
+        outcome.placements = placed
+        return outcome
+    remaining = len(members) - stopped_at
+    message = f"{GROUP_UNSCHEDULABLE}, {quorum_message(min_count, scheduled, remaining)}"
+    outcome.reason, outcome.message = "Unschedulable", message
+    for record in members:
+        if record.key not in outcome.failures:
+            outcome.failures[record.key] = Unschedulable(message)
+    return outcome

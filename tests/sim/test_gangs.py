@@ -1,0 +1,163 @@
+"""Gang scheduling with Workload and PodGroup objects (GenericWorkload), as kube-scheduler v1.37.2's pod-group cycle
+runs it: read from the final objects, the events and the report, as a user of ``kubedra simulate`` reads them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fixtures.scenarios import Run, claim_template, job, nodepool, pod, text_of
+
+from kubedra.allocator import Features
+from kubedra.objects.load import load_text
+from kubedra.sim.report import build_report
+from kubedra.sim.scenario import build_scenario
+from kubedra.sim.simulate import Options, simulate
+
+Doc = dict[str, Any]
+GANGS = Features.for_release().with_gates({"GenericWorkload": True})
+
+
+def run(*documents: Doc, features: Features = GANGS) -> Run:
+    scenario = build_scenario(load_text(text_of(*documents)), generic_workload=features.generic_workload)
+    result = simulate(scenario, Options(features=features))
+    run_ = Run(result, build_report(result).as_document())
+    run_.notes = scenario.notes  # type: ignore[attr-defined]
+    return run_
+
+
+def pod_group(name: str, min_count: int | None, version: str = "v1beta1", **spec: Any) -> Doc:
+    policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    return {"apiVersion": f"scheduling.k8s.io/{version}", "kind": "PodGroup", "metadata": {"name": name},
+            "spec": {"schedulingPolicy": policy, **spec}}
+
+
+def member(name: str, group: str, **spec: Any) -> Doc:
+    return pod(name, template="one-gpu", schedulingGroup={"podGroupName": group}, **spec)
+
+
+def gang(size: int, group: str = "train", **spec: Any) -> list[Doc]:
+    return [member(f"w{i}", group, **spec) for i in range(size)]
+
+
+def test_a_gang_that_fits_binds_whole_and_its_podgroup_is_initially_scheduled() -> None:
+    sim = run(nodepool("n", gpus=4), claim_template("one-gpu"), pod_group("train", 4), *gang(4))
+    assert all(sim.phase(f"w{i}") == "Running" for i in range(4))
+    status = sim.result.pod_groups["default/train"].status
+    assert [(c.type, c.status, c.reason) for c in status.conditions] == [
+        ("PodGroupInitiallyScheduled", "True", "Scheduled")
+    ]
+
+
+def test_a_gang_short_of_one_device_binds_nothing_and_each_member_says_why() -> None:
+    sim = run(nodepool("n", gpus=3), claim_template("one-gpu"), pod_group("train", 4), *gang(4))
+    assert [sim.phase(f"w{i}") for i in range(4)] == ["Pending"] * 4
+    assert not any(e["type"] == "Allocated" for e in sim.events)  # every assumption reverted, no claim written
+    group_message = "pod group is unschedulable, minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
+    assert [sim.pending_reason(f"w{i}") for i in range(3)] == [group_message] * 3
+    assert sim.pending_reason("w3") == "0/1 nodes are available: 1 cannot allocate all claims."
+    condition = sim.result.pod_groups["default/train"].status.conditions[0]
+    assert (condition.status, condition.reason, condition.message) == ("False", "Unschedulable", group_message)
+
+
+def test_without_the_gate_the_same_pods_are_scheduled_one_by_one_with_a_note() -> None:
+    off = Features.for_release()
+    sim = run(nodepool("n", gpus=3), claim_template("one-gpu"), pod_group("train", 4), *gang(4), features=off)
+    assert [sim.phase(f"w{i}") for i in range(4)] == ["Running"] * 3 + ["Pending"]
+    assert any("GenericWorkload=true" in note for note in sim.notes)  # type: ignore[attr-defined]
+
+
+def test_members_wait_silently_until_min_count_of_them_exist() -> None:
+    sim = run(nodepool("n", gpus=8), claim_template("one-gpu"), pod_group("train", 4), *gang(3))
+    assert [sim.phase(f"w{i}") for i in range(3)] == ["Pending"] * 3
+    assert [e for e in sim.events if e["type"] == "Pending"] == []  # no event, no condition
+    assert sim.result.pod_groups["default/train"].status.conditions == []
+    assert sim.pending_reason("w0") == "waiting for minCount pods from a gang to appear in scheduling queue"
+
+
+def test_members_of_a_missing_podgroup_wait_for_it() -> None:
+    sim = run(nodepool("n", gpus=8), claim_template("one-gpu"), *gang(2, group="absent"))
+    assert sim.phase("w0") == "Pending"
+    assert sim.pending_reason("w0") == 'waiting for pod\'s pod group "absent" to appear in scheduling queue'
+
+
+def test_a_late_member_completes_the_gang_which_then_starts_whole() -> None:
+    members = [*gang(3), member("w3", "train")]
+    members[3]["metadata"]["annotations"] = {"kubedra.io/start-after": "10m"}
+    sim = run(nodepool("n", gpus=4), claim_template("one-gpu"), pod_group("train", 4), *members)
+    assert set(sim.times("Pod", "Scheduled").values()) == {600.0}
+
+
+def test_a_failed_gang_is_retried_and_starts_when_devices_free_up() -> None:
+    blocker = pod("blocker", template="one-gpu", run_for="1h", restartPolicy="Never")
+    sim = run(nodepool("n", gpus=4), claim_template("one-gpu"), blocker, pod_group("train", 4), *gang(4))
+    assert [sim.phase(f"w{i}") for i in range(4)] == ["Running"] * 4
+    assert {sim.times("Pod", "Scheduled")[f"w{i}"] for i in range(4)} == {3600.0}
+
+
+def test_a_basic_group_binds_whatever_fits() -> None:
+    sim = run(nodepool("n", gpus=3), claim_template("one-gpu"), pod_group("batch", None), *gang(4, group="batch"))
+    assert sorted(sim.phase(f"w{i}") for i in range(4)) == ["Pending"] + ["Running"] * 3
+
+
+def test_a_member_with_another_priority_is_a_scheduler_error_for_the_whole_group() -> None:
+    classes = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+               "value": 100000}
+    members = gang(2)
+    members[1]["spec"]["priorityClassName"] = "high"
+    sim = run(nodepool("n", gpus=4), claim_template("one-gpu"), classes, pod_group("train", 2), *members)
+    condition = sim.result.pod_groups["default/train"].status.conditions[0]
+    assert (condition.reason, condition.message) == (
+        "SchedulerError",
+        "all pods in a single pod group should have the same priority as the pod group's priority, got 100000 and 0",
+    )
+    assert [sim.phase("w0"), sim.phase("w1")] == ["Pending", "Pending"]
+
+
+def test_a_v1alpha2_podgroup_is_converted_with_a_warning() -> None:
+    old = pod_group("train", 2, version="v1alpha2",
+                    podGroupTemplateRef={"workload": {"workloadName": "w", "podGroupTemplateName": "t"}})
+    sim = run(nodepool("n", gpus=2), claim_template("one-gpu"), old, *gang(2))
+    assert [sim.phase("w0"), sim.phase("w1")] == ["Running", "Running"]
+    ref = sim.result.pod_groups["default/train"].spec.workload_ref
+    assert ref is not None and (ref.workload_name, ref.template_name) == ("w", "t")
+    assert any("v1alpha2 PodGroup" in note for note in sim.notes)  # type: ignore[attr-defined]
+
+
+def workload(name: str, template: str, min_count: int, job_name: str | None = None) -> Doc:
+    spec: Doc = {"podGroupTemplates": [{"name": template, "schedulingPolicy": {"gang": {"minCount": min_count}}}]}
+    if job_name:
+        spec["controllerRef"] = {"apiGroup": "batch", "kind": "Job", "name": job_name}
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": name}, "spec": spec}
+
+
+def test_a_workload_controlling_a_job_makes_its_podgroup_and_the_jobs_pods_join_it() -> None:
+    sim = run(nodepool("n", gpus=3), claim_template("one-gpu"), workload("trainer", "workers", 4, job_name="train"),
+              job("train", parallelism=4, completions=4, template="one-gpu"))
+    assert "default/trainer-workers" in sim.result.pod_groups
+    assert {p["status"]["phase"] for p in sim.pods.values()} == {"Pending"}  # 3 GPUs for a gang of 4
+    assert all(p["spec"]["schedulingGroup"] == {"podGroupName": "trainer-workers"} for p in sim.pods.values())
+
+
+def test_a_135_workload_ref_is_read_as_the_templates_group_with_a_warning() -> None:
+    members = [pod(f"w{i}", template="one-gpu", workloadRef={"name": "trainer", "podGroup": "workers"})
+               for i in range(2)]
+    sim = run(nodepool("n", gpus=2), claim_template("one-gpu"), workload("trainer", "workers", 2), *members)
+    assert [sim.phase("w0"), sim.phase("w1")] == ["Running", "Running"]
+    assert any("spec.workloadRef" in note for note in sim.notes)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        (pod_group("g", 2, schedulingPolicy={"gang": {"minCount": "two"}}), "spec.schedulingPolicy.gang.minCount"),
+        (pod_group("g", 2, schedulingPolicyy={}), "spec.schedulingPolicyy"),
+        ({**pod_group("g", 2), "apiVersion": "scheduling.k8s.io/v9"}, "apiVersion"),
+    ],
+)
+def test_a_bad_scheduling_object_is_an_error_naming_its_field(doc: Doc, field: str) -> None:
+    from kubedra.objects.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError) as caught:
+        build_scenario(load_text(text_of(doc)))
+    assert any(p.location.field == field for p in caught.value.problems), caught.value.problems
