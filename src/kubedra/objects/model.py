@@ -513,6 +513,7 @@ class PodSpec(Loose):
     preemption_policy: str | None = None
     scheduling_group: PodSchedulingGroup | None = None
     workload_ref: PodWorkloadReference | None = None
+    termination_grace_period_seconds: Int64 | None = None
     restart_policy: str = ""
     overhead: dict[str, str] = {}
 

@@ -169,6 +169,9 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
             value = groups.priority_of(spec.priority_class_name) if spec.priority_class_name else default
             if value is not None:
                 changes["priority"] = value
+        found = groups.priority_classes.get(spec.priority_class_name)
+        if spec.preemption_policy is None and found is not None and found.preemption_policy:
+            changes["preemption_policy"] = found.preemption_policy
         namespace = pod.metadata.namespace or DEFAULT_NAMESPACE
         if spec.scheduling_group is None and spec.workload_ref is not None:
             ref = spec.workload_ref

@@ -35,11 +35,15 @@ from kubedra.scheduler.claims import (
     template_not_found,
 )
 from kubedra.scheduler.extended import claim_name_base
+from kubedra.scheduler.gangs import GroupOutcome
+from kubedra.scheduler.preemption import Preemption
 from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
+from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
 
 ARRIVE = 0
 FINISH = 1
+EVICT = 2  # a preemption victim's grace period is over
 DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -69,6 +73,8 @@ class SimulationResult:
     end_time: float
     allocator: Allocator | None = None  # the run's allocator, over the final allocated state (for ``explain``)
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # with the status the run left them in
+    group_cycles: dict[str, GroupOutcome] = field(default_factory=dict)  # each group's latest pod-group cycle
+    preemptions: dict[str, Preemption] = field(default_factory=dict)  # each refused pod's latest PostFilter answer
 
 
 @dataclass
@@ -104,6 +110,7 @@ class Simulation:
     _now: float = 0.0
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # PodGroups by key, their status kept current
     _gangs: GangQueue | None = None  # made when the first pod of a group is added (GenericWorkload on)
+    evictions: Evictions | None = None  # DefaultPreemption; made where pods have more than one priority
 
     @property
     def now(self) -> float:
@@ -157,9 +164,11 @@ class Simulation:
                 i += 1
                 if kind == ARRIVE:
                     self._arrive(pods[key])
-                else:
+                elif kind == FINISH:
                     self._finish(pods[key])
                     freed = True
+                else:
+                    freed = self._evict(pods[key]) or freed
             heapq.heappop(self._instants)
             del self._at[now]  # what binding schedules for this instant (run-for 0) is the next instant
             if freed:
@@ -168,7 +177,11 @@ class Simulation:
             done += self._drain()
             if progress is not None:
                 progress(done, total)
-        return SimulationResult(self.state, self.events, self._order, self._now, self.allocator, self.pod_groups)
+        return SimulationResult(
+            self.state, self.events, self._order, self._now, self.allocator, self.pod_groups,
+            self._gangs.last if self._gangs is not None else {},
+            self.evictions.last if self.evictions is not None else {},
+        )
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -259,8 +272,30 @@ class Simulation:
                 self._bind(record, outcome)
                 scheduled += 1
             else:
+                if self.evictions is not None and isinstance(outcome, Unschedulable):
+                    self.evictions.post_filter(record, outcome)
                 self._unschedulable_pod(record, outcome)
         return scheduled
+
+    def evict_at(self, time: float, record: PodRecord) -> None:
+        """A preemption victim leaves at ``time`` (the end of its grace period)."""
+        self._push(time, EVICT, record.key)
+
+    def _evict(self, record: PodRecord) -> bool:
+        """The victim is gone: it held its node and devices until now; its claims go through the usual release."""
+        if self.evictions is not None:
+            self.evictions.gone(record)
+        if record.deleted or record.finished_at is not None:
+            return False
+        node = record.pod.spec.node_name
+        record.finished_at = self._now
+        record.deleted = True
+        record.end_reason = "preempted"
+        self.state.unbind(record, node)
+        self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node, message="preempted"))
+        self._release_claims(record, node)
+        self._jobs.pop(record.key, None)
+        return True
 
     def _unschedulable_pod(self, record: PodRecord, outcome: Unschedulable | Failed) -> None:
         """The failure handler: the reason recorded (an event when it changed), the pod back to the queue."""

@@ -18,6 +18,7 @@ from kubedra.scheduler.device_index import DeviceIndex
 from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend, seeded_share_ids
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
+from kubedra.sim.evictions import Evictions
 from kubedra.sim.groups import group_key
 from kubedra.sim.run import Simulation, SimulationResult
 from kubedra.sim.scenario import Scenario
@@ -78,6 +79,10 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     gangs = features.generic_workload
     if gangs:
         simulation.pod_groups = dict(scenario.groups.pod_groups)
+    priorities = {a.pod.spec.priority or 0 for a in scenario.workloads.arrivals}
+    priorities |= {p.spec.priority or 0 for j in scenario.workloads.jobs for p in j.pods}
+    if len(priorities) > 1:
+        simulation.evictions = Evictions(simulation)
     for arrival in scenario.workloads.arrivals:
         simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs))
     for job in scenario.workloads.jobs:

@@ -1,0 +1,128 @@
+"""DefaultPreemption, the PostFilter of kube-scheduler v1.37.2's default profile (``framework/preemption``).
+
+For a pod that fits nowhere: the candidate nodes are those whose Filter status is ``Unschedulable`` — NodeResourcesFit's
+``Insufficient <resource>`` and ``Too many pods``; node rules (selector, affinity, taints, node name) and every
+DynamicResources failure are ``UnschedulableAndUnresolvable``, so **no preemption frees devices in 1.37** (KEP-5690 is
+planned for 1.38). On each candidate every lower-priority pod is removed; if the pod then fits, victims are reprieved
+one by one, most important first (higher priority, then the earlier start), keeping each whose return still lets the
+pod fit. Victims' devices stay held in that dry run: the DynamicResources plugin does not simulate their release.
+Among the nodes with victims, ``pickOneNodeForPreemption`` chooses: the lowest highest victim priority, the lowest sum
+of priorities, the fewest victims, the latest start of the highest-priority victims, then the first node.
+The caller deletes the victims and nominates the node; the pod binds once they are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kubedra.cluster.state import ClusterState, PodRecord
+
+RESOLVABLE = ("Insufficient ", "Too many pods")
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NEVER = "not eligible due to preemptionPolicy=Never."
+DRA_NOT_FREED = "DRA devices are not freed by preemption in 1.37"
+_INT32_OFFSET = 2**31  # upstream adds MaxInt32+1 to each priority so the sum of negative priorities orders right
+
+FitsOn = Callable[[PodRecord, str], bool]
+"""Whether the pod passes Filter on the node in the current (dry-run) state."""
+
+
+def priority_of(record: PodRecord) -> int:
+    return record.pod.spec.priority or 0
+
+
+def resolvable(reason: str) -> bool:
+    """A Filter reason preemption may resolve (``Unschedulable``, not ``UnschedulableAndUnresolvable``)."""
+    return reason.startswith(RESOLVABLE)
+
+
+@dataclass
+class Preemption:
+    """PostFilter's answer: the nominated node and its victims, or why none (``message`` in upstream's words)."""
+
+    node: str = ""
+    victims: list[PodRecord] = field(default_factory=list)
+    message: str = ""
+    unresolvable: list[str] = field(default_factory=list)  # the nodes' reasons preemption cannot help with
+
+    @property
+    def found(self) -> bool:
+        return bool(self.node)
+
+
+def _more_important(record: PodRecord) -> tuple[int, float]:
+    """``MoreImportantPod``'s order as a sort key: higher priority first, then the earlier start."""
+    started = record.started_at if record.started_at is not None else float("inf")
+    return -priority_of(record), started
+
+
+def preempt(
+    state: ClusterState,
+    record: PodRecord,
+    reasons: dict[str, list[str]],
+    fits_on: FitsOn,
+    terminating: Iterable[str] = (),
+) -> Preemption:
+    """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes)."""
+    if record.pod.spec.preemption_policy == "Never":
+        return Preemption(message=NEVER)
+    going = set(terminating)
+    priority = priority_of(record)
+    candidates = sorted(node for reason, nodes in reasons.items() if resolvable(reason) for node in nodes)
+    unresolvable = sorted({reason for reason in reasons if not resolvable(reason)})
+    total = len(state.nodes)
+    if not candidates:
+        return Preemption(message=f"0/{total} nodes are available: {total} {NOT_HELPFUL}.", unresolvable=unresolvable)
+    found: list[tuple[str, list[PodRecord]]] = []
+    for node in candidates:
+        lower = [r for r in state.bound.get(node, {}).values() if priority_of(r) < priority and r.key not in going]
+        if not lower:
+            continue
+        victims = _victims_on(state, record, node, lower, fits_on)
+        if victims:
+            found.append((node, victims))
+    if not found:
+        count = len(candidates)
+        parts = [f"{count} {NO_VICTIMS}"]
+        if total > count:
+            parts.append(f"{total - count} {NOT_HELPFUL}")
+        return Preemption(message=f"0/{total} nodes are available: {', '.join(sorted(parts))}.",
+                          unresolvable=unresolvable)
+    node, victims = min(found, key=_pick_order)
+    return Preemption(node=node, victims=victims)
+
+
+def _victims_on(
+    state: ClusterState, record: PodRecord, node: str, lower: Sequence[PodRecord], fits_on: FitsOn
+) -> list[PodRecord]:
+    """``SelectVictimsOnNode``: [] when the pod does not fit even with every lower-priority pod gone."""
+    for victim in lower:
+        state.unbind(victim, node)
+    victims: list[PodRecord] = []
+    try:
+        if not fits_on(record, node):
+            for victim in lower:
+                state.bind(victim, node)
+            return []
+        for victim in sorted(lower, key=_more_important):
+            state.bind(victim, node)
+            if not fits_on(record, node):
+                state.unbind(victim, node)
+                victims.append(victim)
+    finally:
+        for victim in victims:
+            state.bind(victim, node)
+    return victims
+
+
+def _pick_order(candidate: tuple[str, list[PodRecord]]) -> tuple[int, int, int, float]:
+    """``pickOneNodeForPreemption``'s criteria after PDB violations (none counted here), as one sort key."""
+    _, victims = candidate
+    highest = max(priority_of(v) for v in victims)
+    total = sum(priority_of(v) + _INT32_OFFSET for v in victims)
+    earliest_of_highest = min(
+        (v.started_at if v.started_at is not None else 0.0) for v in victims if priority_of(v) == highest
+    )
+    return highest, total, len(victims), -earliest_of_highest
