@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from kubedra.cluster.state import PodRecord
 from kubedra.objects.scheduling import PodGroup
-from kubedra.scheduler.scheduler import Failed, Outcome, Placement, Scheduler, Unschedulable
+from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
 
 WAITING_FOR_GROUP = 'waiting for pod\'s pod group "{name}" to appear in scheduling queue'
 WAITING_FOR_MIN_COUNT = "waiting for minCount pods from a gang to appear in scheduling queue"
@@ -49,10 +49,11 @@ class GroupOutcome:
     reason, and the PodGroup's condition (reason ``Scheduled``, ``Unschedulable`` or ``SchedulerError``)."""
 
     placements: list[tuple[PodRecord, Placement]] = field(default_factory=list)
-    failures: dict[str, Outcome] = field(default_factory=dict)  # pod key -> Unschedulable | Failed
+    failures: dict[str, Unschedulable | Failed] = field(default_factory=dict)  # pod key -> why not
     reason: str = "Scheduled"
     message: str = ""
     tried: list[str] = field(default_factory=list)  # pod keys in the order the cycle took them
+    fitted: dict[str, str] = field(default_factory=dict)  # pod key -> the node it was assumed on in this cycle
 
     @property
     def scheduled(self) -> bool:
@@ -92,6 +93,7 @@ def schedule_group(
             if isinstance(result, Placement):
                 undo.append(assume(record, result))
                 placed.append((record, result))
+                outcome.fitted[record.key] = result.node
                 scheduled += 1
             elif isinstance(result, Failed):
                 outcome.reason, outcome.message = "SchedulerError", result.message

@@ -71,7 +71,7 @@ class GangQueue:
             sim._bind(member, placement)
         for member_key, failure in outcome.failures.items():
             if member_key in waiting:
-                sim._unschedulable_pod(sim.state.pods[member_key], failure)  # type: ignore[arg-type]
+                sim._unschedulable_pod(sim.state.pods[member_key], failure)
         self._status(key, group, outcome)
         return len(outcome.placements)
 
