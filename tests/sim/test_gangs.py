@@ -161,3 +161,47 @@ def test_a_bad_scheduling_object_is_an_error_naming_its_field(doc: Doc, field: s
     with pytest.raises(InvalidInputError) as caught:
         build_scenario(load_text(text_of(doc)))
     assert any(p.location.field == field for p in caught.value.problems), caught.value.problems
+
+
+CLAIMS = GANGS.with_gates({"DRAWorkloadResourceClaims": True})
+
+
+def shared_member(name: str) -> Doc:
+    return pod(name, template="one-gpu", requests={"cpu": "1"}, schedulingGroup={"podGroupName": "train"})
+
+
+def test_a_podgroup_claim_is_one_claim_reserved_for_the_group_and_its_members_land_with_its_device() -> None:
+    group = pod_group("train", 3, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    sim = run(nodepool("n", count=3, gpus=1), claim_template("one-gpu"), group,
+              *[shared_member(f"w{i}") for i in range(3)], features=CLAIMS)
+    names = {p["status"]["resourceClaimStatuses"][0]["resourceClaimName"] for p in sim.pods.values()}
+    assert len(names) == 1  # one claim for the group, not one per pod
+    name = names.pop()
+    assert name.startswith("train-gpu-")
+    claim = sim.claims[name]
+    assert claim["metadata"]["ownerReferences"][0]["kind"] == "PodGroup"
+    assert claim["status"]["reservedFor"] == [
+        {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "train",
+         "uid": sim.result.pod_groups["default/train"].metadata.uid}
+    ]
+    assert len({sim.node_of(f"w{i}") for i in range(3)}) == 1  # where the claim's device is
+    statuses = sim.result.pod_groups["default/train"].status.resource_claim_statuses
+    assert [(s.name, s.resource_claim_name) for s in statuses] == [("gpu", name)]
+
+
+def test_without_the_claims_gate_each_member_gets_its_own_claim() -> None:
+    group = pod_group("train", 3, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    sim = run(nodepool("n", count=3, gpus=1), claim_template("one-gpu"), group,
+              *[shared_member(f"w{i}") for i in range(3)])
+    names = {p["status"]["resourceClaimStatuses"][0]["resourceClaimName"] for p in sim.pods.values()}
+    assert len(names) == 3
+    assert len({sim.node_of(f"w{i}") for i in range(3)}) == 3
+
+
+def test_a_group_claim_is_deallocated_once_every_member_is_done() -> None:
+    group = pod_group("train", 2, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    members = [pod(f"w{i}", template="one-gpu", schedulingGroup={"podGroupName": "train"}, restartPolicy="Never",
+                   run_for=f"{i + 1}h") for i in range(2)]
+    sim = run(nodepool("n", gpus=1), claim_template("one-gpu"), group, *members, features=CLAIMS)
+    deallocated = [e for e in sim.events if e["type"] == "Deallocated"]
+    assert [e["seconds"] for e in deallocated] == [7200.0]

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from kubedra.cluster.state import PodRecord
-from kubedra.objects.model import AllocationResult, Condition, ResourceClaim
-from kubedra.objects.scheduling import PodGroup
-from kubedra.scheduler.claims import allocate_and_reserve
+from kubedra.objects.model import AllocationResult, Condition, PodResourceClaimStatus, ResourceClaim
+from kubedra.objects.scheduling import PodGroup, PodGroupResourceClaimStatus
+from kubedra.scheduler.claims import allocate_and_reserve, key_of
 from kubedra.scheduler.gangs import INITIALLY_SCHEDULED, GroupOutcome, member_order, pre_enqueue, schedule_group
+from kubedra.scheduler.group_claims import claim_for_group, matching_claim, release_for_group, reserve_for_group
 from kubedra.scheduler.scheduler import Placement
 
 if TYPE_CHECKING:
@@ -35,9 +36,69 @@ class GangQueue:
         self._batch: list[str] | None = None
         self._done: set[str] = set()  # members a cycle of this drain took already
         self.last: dict[str, GroupOutcome] = {}  # group key -> its latest cycle (for ``explain``)
+        self.claim_groups: dict[str, str] = {}  # claim key -> the PodGroup it was made for or is reserved for
+        self._made: dict[tuple[str, str], str] = {}  # (group key, group claim name) -> the claim's name
 
     def add(self, record: PodRecord) -> None:
         self.members.setdefault(record.group, []).append(record)
+
+    # ---------------------------------------------------------------------------- PodGroup claims (KEP-5729)
+
+    def resolve_claims(self, record: PodRecord, statuses: list[PodResourceClaimStatus]) -> None:
+        """The member's pod claims that match its PodGroup's: the group's one claim (made on first need) instead of
+        one per pod, recorded in the pod's and the PodGroup's ``resourceClaimStatuses``."""
+        sim = self.sim
+        group = sim.pod_groups.get(record.group)
+        if group is None or not group.spec.resource_claims:
+            return
+        namespace = group.metadata.namespace
+        for pod_claim in record.pod.spec.resource_claims:
+            group_claim = matching_claim(pod_claim, group)
+            if group_claim is None:
+                continue
+            if group_claim.resource_claim_name:
+                self.claim_groups[key_of(namespace, group_claim.resource_claim_name)] = record.group
+                continue
+            name = self._made.get((record.group, group_claim.name))
+            if name is None:
+                template_name = group_claim.resource_claim_template_name or ""
+                template = sim.state.templates.get(key_of(namespace, template_name))
+                if template is None:
+                    continue  # the pod waits for its claim, as for a missing template of its own
+                claim = claim_for_group(group, group_claim, template, sim.rng)
+                key = sim.state.put_claim(claim)
+                name = self._made[(record.group, group_claim.name)] = claim.metadata.name
+                self.claim_groups[key] = record.group
+                self._record_status(record.group, group_claim.name, name)
+                from kubedra.sim.run import Event
+
+                sim.events.append(Event(sim.now, "Created", f"ResourceClaim {key}",
+                                        message=f"from template {template_name} for PodGroup {record.group}"))
+            statuses.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=name))
+
+    def _record_status(self, key: str, claim_name: str, made: str) -> None:
+        group = self.sim.pod_groups[key]
+        entry = PodGroupResourceClaimStatus(name=claim_name, resource_claim_name=made)
+        self.sim.pod_groups[key] = msgspec.structs.replace(group, status=msgspec.structs.replace(
+            group.status, resource_claim_statuses=[*group.status.resource_claim_statuses, entry]))
+
+    def reserve(self, claim_key: str, claim: ResourceClaim, allocation: AllocationResult | None) -> ResourceClaim:
+        return reserve_for_group(claim, allocation, self.sim.pod_groups[self.claim_groups[claim_key]])
+
+    def member_gone(self, record: PodRecord) -> None:
+        """A member ended: once none of the group's members is left, its claims are deallocated."""
+        if any(r.finished_at is None for r in self.members.get(record.group, ())):
+            return
+        sim = self.sim
+        from kubedra.sim.run import Event
+
+        for claim_key, group in self.claim_groups.items():
+            claim = sim.state.claims.get(claim_key)
+            if group != record.group or claim is None or claim.status.allocation is None:
+                continue
+            held = sim.state.devices.mark(claim.status.allocation, -1)
+            sim.state.put_claim(release_for_group(claim))
+            sim.events.append(Event(sim.now, "Deallocated", f"ResourceClaim {claim_key}", devices=held))
 
     def bound(self, group: str) -> int:
         return sum(1 for r in self.members.get(group, ()) if r.started_at is not None and r.finished_at is None)
@@ -99,7 +160,10 @@ class GangQueue:
             claim = state.claims[claim_key]
             allocation = placement.allocations.get(claim_key)
             saved.append((claim, allocation))
-            state.put_claim(allocate_and_reserve(claim, allocation, record.pod))
+            if claim_key in self.claim_groups:
+                state.put_claim(self.reserve(claim_key, claim, allocation))
+            else:
+                state.put_claim(allocate_and_reserve(claim, allocation, record.pod))
             if allocation is not None:
                 state.devices.mark(allocation, +1)
         special = placement.special_allocation

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from kubedra.cluster.gpuslices import stable_uid
 from kubedra.cluster.nodepool import RawLike, at, convert_strict, object_location
 from kubedra.objects.errors import Problem
 from kubedra.objects.model import ObjectMeta, Pod, PodSchedulingGroup
@@ -114,6 +115,8 @@ def _admitted(pod_group: PodGroup, groups: Groups, notes: list[str]) -> PodGroup
     meta = pod_group.metadata
     if not meta.namespace:
         meta = replace_meta(meta, namespace=DEFAULT_NAMESPACE)
+    if not meta.uid:
+        meta = replace_meta(meta, uid=stable_uid("PodGroup", meta.namespace, meta.name))
     return msgspec.structs.replace(
         pod_group, metadata=meta, spec=msgspec.structs.replace(spec, priority=priority, disruption_mode=disruption)
     )

@@ -111,6 +111,7 @@ class Simulation:
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # PodGroups by key, their status kept current
     _gangs: GangQueue | None = None  # made when the first pod of a group is added (GenericWorkload on)
     evictions: Evictions | None = None  # DefaultPreemption; made where pods have more than one priority
+    workload_claims: bool = False  # DRAWorkloadResourceClaims: PodGroups' claims shared by their pods
 
     @property
     def now(self) -> float:
@@ -193,6 +194,8 @@ class Simulation:
             record.started_at = record.finished_at = self._now
             return
         statuses = list(pod.status.resource_claim_statuses)
+        if record.group and self._gangs is not None and self.workload_claims:
+            self._gangs.resolve_claims(record, statuses)  # claims of its PodGroup (KEP-5729) resolve to the group's
         generated = {s.name for s in statuses if s.resource_claim_name} if statuses else set()
         for pod_claim in pod.spec.resource_claims:
             if not pod_claim.resource_claim_template_name or pod_claim.name in generated:
@@ -294,6 +297,8 @@ class Simulation:
         self.state.unbind(record, node)
         self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node, message="preempted"))
         self._release_claims(record, node)
+        if record.group and self._gangs is not None:
+            self._gangs.member_gone(record)
         self._jobs.pop(record.key, None)
         return True
 
@@ -316,7 +321,10 @@ class Simulation:
         for key in keys:
             claim = self.state.claims[key]
             allocation = placement.allocations.get(key)
-            updated = allocate_and_reserve(claim, allocation, pod)
+            if record.group and self._gangs is not None and key in self._gangs.claim_groups:
+                updated = self._gangs.reserve(key, claim, allocation)
+            else:
+                updated = allocate_and_reserve(claim, allocation, pod)
             self.state.put_claim(updated)
             if allocation is not None:
                 self._allocated(key, allocation, updated, placement.node)
@@ -381,6 +389,8 @@ class Simulation:
             record.pod = msgspec.structs.replace(pod, status=status)
             self.events.append(Event(self._now, "Finished", f"Pod {record.key}", node=node))
         self._release_claims(record, node)
+        if record.group and self._gangs is not None:
+            self._gangs.member_gone(record)
         job = self._jobs.pop(record.key, None)
         if job is not None:
             job.done = job.done or job.work_queue
@@ -391,9 +401,10 @@ class Simulation:
                 self._jobs[successor.key] = job
 
     def _release_claims(self, record: PodRecord, node: str) -> None:
+        gangs = self._gangs if record.group else None
         for key in record.claim_keys:
             claim = self.state.claims.get(key)
-            if claim is None:
+            if claim is None or (gangs is not None and key in gangs.claim_groups):
                 continue
             outcome = release(claim, record.pod)
             if outcome.deallocated is not None:

@@ -79,6 +79,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     gangs = features.generic_workload
     if gangs:
         simulation.pod_groups = dict(scenario.groups.pod_groups)
+        simulation.workload_claims = features.workload_resource_claims
     priorities = {a.pod.spec.priority or 0 for a in scenario.workloads.arrivals}
     priorities |= {p.spec.priority or 0 for j in scenario.workloads.jobs for p in j.pods}
     if len(priorities) > 1:
