@@ -55,7 +55,8 @@ class Event(msgspec.Struct, frozen=True, gc=False):
 
     time: float
     # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted, and the controller's
-    # FailedResourceClaimCreation
+    # FailedResourceClaimCreation; preemption's Preempted (a victim) and Nominated (the preemptor); a PodGroup's
+    # condition reason when it changes (Scheduled | Unschedulable | SchedulerError, object "PodGroup ns/name")
     type: str
     object: str  # "Pod ns/name" or "ResourceClaim ns/name"
     node: str = ""
