@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.usage import NodeUsage
+from kubedra.scheduler.nodefit import is_extended_resource, resources_reason
 
 RESOLVABLE = ("Insufficient ", "Too many pods")
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -98,6 +100,29 @@ def _victims_on(
     state: ClusterState, record: PodRecord, node: str, lower: Sequence[PodRecord], fits_on: FitsOn
 ) -> list[PodRecord]:
     """``SelectVictimsOnNode``: [] when the pod does not fit even with every lower-priority pod gone."""
+    if record.pod.spec.resource_claims or any(is_extended_resource(name) for name in record.requests):
+        return _victims_by_filter(state, record, node, lower, fits_on)
+    # Only NodeResourcesFit can still refuse (the checks before it passed on a candidate): count on a scratch copy.
+    target = state.nodes[node]
+    usage = state.usage[node]
+    scratch = NodeUsage(requested=dict(usage.requested), pods=usage.pods)
+    for victim in lower:
+        scratch.remove(victim.requests)
+    if resources_reason(record.requests, target, scratch) is not None:
+        return []
+    victims: list[PodRecord] = []
+    for victim in sorted(lower, key=_more_important):
+        scratch.add(victim.requests)
+        if resources_reason(record.requests, target, scratch) is not None:
+            scratch.remove(victim.requests)
+            victims.append(victim)
+    return victims
+
+
+def _victims_by_filter(
+    state: ClusterState, record: PodRecord, node: str, lower: Sequence[PodRecord], fits_on: FitsOn
+) -> list[PodRecord]:
+    """The same with the whole Filter (claims, extended resources) on the state with the victims unbound."""
     for victim in lower:
         state.unbind(victim, node)
     victims: list[PodRecord] = []
