@@ -38,7 +38,8 @@ def _gang(size: int, grouped: bool) -> list[Doc]:
         docs.append({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "train"},
                      "spec": {"schedulingPolicy": {"gang": {"minCount": size}}}})
     template: Doc = {
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "16"}, "claims": [{"name": "gpu"}]}}],
+        "containers": [{"name": "c", "image": "x",
+                        "resources": {"requests": {"cpu": "16"}, "claims": [{"name": "gpu"}]}}],
         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "eight"}],
     }
     if grouped:
@@ -61,7 +62,8 @@ def _preemption_mix(low: int, high: int) -> list[Doc]:
                      "spec": {"replicas": count, "selector": {"matchLabels": {"app": name}},
                               "template": {"metadata": {"labels": {"app": name}},
                                            "spec": {"priorityClassName": cls, "containers": [
-                                               {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}}})
+                                               {"name": "c", "image": "x",
+                                                "resources": {"requests": {"cpu": cpu}}}]}}}})
     return docs
 
 
