@@ -11,6 +11,7 @@ agree beyond the pending set (always compared):
 * ``distribution: true`` — how many pods each node got, as a sorted list;
 * ``pending: [...]`` — the pods that must stay pending, in both;
 * ``preempted: [...]`` — the pods the real scheduler must preempt (which pods were preempted is always compared);
+* ``messages: true`` — every pending pod's message too (the PodScheduled condition's, kubedra's pending reason);
 * ``backlog: true`` — the real scheduler sees every pod at once (see ``run_real``), for priority order;
 * ``gates: {Gate: true}`` — the feature gates kubedra runs with (the control plane must run with them too: such
   scenarios live in ``scenarios-workloads/``, run on a control plane with GenericWorkload and
@@ -79,6 +80,7 @@ Devices = dict[str, list[tuple[str, str, str]]]  # pod claim name (or EXTENDED) 
 class Placed:
     node: str | None  # None: pending
     devices: Devices = field(default_factory=dict)
+    message: str = field(default="", compare=False)  # a pending pod's PodScheduled message (``messages: true``)
 
 
 Outcome = dict[str, Placed]  # pod name -> where it went
@@ -163,7 +165,8 @@ def run_kubedra(
             claim = state.claims.get(f"{pod.metadata.namespace}/{claim_name}") if claim_name else None
             if node is not None and claim is not None and claim.status.allocation is not None:
                 devices[pod_claim] = [(r.request, r.pool, r.device) for r in claim.status.allocation.devices.results]
-        out[pod.metadata.name] = Placed(node, devices)
+        out[pod.metadata.name] = Placed(node, devices, record.pending_reason.removeprefix("error: ") if node is None
+                                        else "")
     return out, tied
 
 
@@ -199,7 +202,8 @@ def _decided(pod: Mapping[str, Any]) -> bool:
     if pod["spec"].get("nodeName"):
         return True
     return any(
-        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        c.get("type") == "PodScheduled" and c.get("status") == "False"
+        and c.get("reason") in ("Unschedulable", "SchedulerError")
         for c in pod.get("status", {}).get("conditions", [])
     )
 
@@ -256,7 +260,9 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
             allocation = claims.get(claim_name or "", {}).get("status", {}).get("allocation")
             if node is not None and allocation is not None:
                 devices[pod_claim] = [(r["request"], r["pool"], r["device"]) for r in allocation["devices"]["results"]]
-        out[pod["metadata"]["name"]] = Placed(node, devices)
+        scheduled = [c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"]
+        message = scheduled[0].get("message", "") if scheduled and node is None else ""
+        out[pod["metadata"]["name"]] = Placed(node, devices, message)
     for doc in created:
         if doc["kind"] == "Pod" and doc["metadata"]["name"] not in present:
             out[doc["metadata"]["name"]] = Placed(PREEMPTED)  # deleted by the scheduler's preemption
@@ -344,6 +350,10 @@ def compare(
     sim_pending = sorted(p for p, placed in sim.items() if placed.node is None)
     if real_pending != sim_pending:
         problems.append(f"pending: real {real_pending}, kubedra {sim_pending}")
+    if scenario.expect.get("messages"):
+        for pod in real_pending:
+            if pod in sim and real[pod].message != sim[pod].message:
+                problems.append(f"{pod}: real message {real[pod].message!r}, kubedra {sim[pod].message!r}")
     if scenario.expect.get("distribution"):
         def spread(outcome: Outcome) -> list[int]:
             return sorted(Counter(p.node for p in outcome.values() if p.node is not None).values())

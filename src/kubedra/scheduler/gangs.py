@@ -24,6 +24,7 @@ PRIORITY_MISMATCH = (
     "all pods in a single pod group should have the same priority as the pod group's priority, got {pod} and {group}"
 )
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+NO_GROUP_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
 
 Assume = Callable[[PodRecord, Placement], Callable[[], None]]
 """Applies a placement to the snapshot and returns what undoes it."""
@@ -71,17 +72,20 @@ def schedule_group(
     members: Sequence[PodRecord],
     already_scheduled: int,
     assume: Assume,
+    *,
+    lower_priority_bound: bool = False,
 ) -> GroupOutcome:
-    """One pod-group cycle over ``members`` (in cycle order); ``already_scheduled``: members bound before."""
+    """One pod-group cycle over ``members`` (in cycle order); ``already_scheduled``: members bound before.
+
+    A group that cannot meet its quorum then goes through workload-aware preemption. kubedra does not search for a
+    group's victims: where no bound pod has a lower priority than the group (``lower_priority_bound`` False) there
+    are none, and the messages say so as kube-scheduler's do; otherwise they carry the quorum alone."""
     outcome = GroupOutcome(tried=[r.key for r in members])
-    group_priority = group.spec.priority or 0
-    for record in members:
-        priority = record.pod.spec.priority or 0
-        if priority != group_priority:
-            message = PRIORITY_MISMATCH.format(pod=priority, group=group_priority)
-            outcome.reason, outcome.message = "SchedulerError", message
-            outcome.failures = {r.key: Failed(message) for r in members}
-            return outcome
+    mismatch = _priority_mismatch(group, members)
+    if mismatch:
+        outcome.reason, outcome.message = "SchedulerError", mismatch
+        outcome.failures = {r.key: Failed(mismatch) for r in members}
+        return outcome
     min_count = group.min_count
     undo: list[Callable[[], None]] = []
     placed: list[tuple[PodRecord, Placement]] = []
@@ -111,10 +115,22 @@ def schedule_group(
     if scheduled >= min_count:
         outcome.placements = placed
         return outcome
-    remaining = len(members) - stopped_at
-    message = f"{GROUP_UNSCHEDULABLE}, {quorum_message(min_count, scheduled, remaining)}"
-    outcome.reason, outcome.message = "Unschedulable", message
+    condition = quorum_message(min_count, scheduled, len(members) - stopped_at)
+    if not lower_priority_bound:
+        condition = f"{condition}, {NO_GROUP_VICTIMS}"
+    outcome.reason, outcome.message = "Unschedulable", condition
+    message = f"{GROUP_UNSCHEDULABLE}, {condition}"
     for record in members:
         if record.key not in outcome.failures:
             outcome.failures[record.key] = Unschedulable(message)
     return outcome
+
+
+def _priority_mismatch(group: PodGroup, members: Sequence[PodRecord]) -> str:
+    """The SchedulerError of a member whose priority is not the PodGroup's, or ""."""
+    group_priority = group.spec.priority or 0
+    for record in members:
+        priority = record.pod.spec.priority or 0
+        if priority != group_priority:
+            return PRIORITY_MISMATCH.format(pod=priority, group=group_priority)
+    return ""

@@ -125,7 +125,9 @@ class GangQueue:
         if any(k in waiting for k in sim._unschedulable):
             sim._unschedulable[:] = [k for k in sim._unschedulable if k not in waiting]
         order = member_order(taken, lambda k: sim._queued[k])
-        outcome = schedule_group(sim.scheduler, group, order, bound, self.assume)
+        priorities = sim.evictions.bound_priorities if sim.evictions is not None else None
+        lower = bool(priorities) and min(priorities or (0,)) < (group.spec.priority or 0)
+        outcome = schedule_group(sim.scheduler, group, order, bound, self.assume, lower_priority_bound=lower)
         self.last[key] = outcome
         for member, placement in outcome.placements:
             waiting.pop(member.key, None)
