@@ -70,7 +70,9 @@ def test_devices_are_never_freed_by_preemption() -> None:
     )
     assert not any(e["type"] == "Preempted" for e in sim.events)
     assert sim.phase("batch") == "Running"
-    assert sim.pending_reason("inference") == "0/1 nodes are available: 1 cannot allocate all claims."
+    assert sim.pending_reason("inference") == (
+        "0/1 nodes are available: 1 cannot allocate all claims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
     answer = sim.result.preemptions["default/inference"]
     assert answer.message == "0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     assert answer.unresolvable == ["cannot allocate all claims"]

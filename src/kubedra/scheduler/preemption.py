@@ -24,11 +24,12 @@ RESOLVABLE = ("Insufficient ", "Too many pods")
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
+TERMINATING = "not eligible due to a terminating pod on the nominated node."
 DRA_NOT_FREED = "DRA devices are not freed by preemption in 1.37"
 _INT32_OFFSET = 2**31  # upstream adds MaxInt32+1 to each priority so the sum of negative priorities orders right
 
-FitsOn = Callable[[PodRecord, str], bool]
-"""Whether the pod passes Filter on the node in the current (dry-run) state."""
+FitsOn = Callable[[PodRecord, str], str | None]
+"""Filter's reason for the pod on the node in the current (dry-run) state; None where it fits."""
 
 
 def priority_of(record: PodRecord) -> int:
@@ -67,39 +68,56 @@ def preempt(
     fits_on: FitsOn,
     terminating: Iterable[str] = (),
 ) -> Preemption:
-    """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes)."""
+    """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes). Without victims, ``message`` is
+    PostFilter's summary as kube-scheduler appends it to the pod's FitError: each node's status (``Preemption is not
+    helpful for scheduling`` where Filter's failure is unresolvable, ``No preemption victims found for incoming pod``
+    where no lower-priority pod runs, else the Filter failure that remains with every such pod gone)."""
     if record.pod.spec.preemption_policy == "Never":
         return Preemption(message=NEVER)
     going = set(terminating)
     priority = priority_of(record)
-    candidates = sorted(node for reason, nodes in reasons.items() if resolvable(reason) for node in nodes)
     unresolvable = sorted({reason for reason in reasons if not resolvable(reason)})
-    total = len(state.nodes)
-    if not candidates:
-        return Preemption(message=f"0/{total} nodes are available: {total} {NOT_HELPFUL}.", unresolvable=unresolvable)
+    statuses: dict[str, int] = {}
+    not_helpful = sum(len(nodes) for reason, nodes in reasons.items() if not resolvable(reason))
+    if not_helpful:
+        statuses[NOT_HELPFUL] = not_helpful
     found: list[tuple[str, list[PodRecord]]] = []
-    for node in candidates:
+    for node in sorted(node for reason, nodes in reasons.items() if resolvable(reason) for node in nodes):
         lower = [r for r in state.bound.get(node, {}).values() if priority_of(r) < priority and r.key not in going]
         if not lower:
+            statuses[NO_VICTIMS] = statuses.get(NO_VICTIMS, 0) + 1
             continue
-        victims = _victims_on(state, record, node, lower, fits_on)
+        victims, failure = _victims_on(state, record, node, lower, fits_on)
         if victims:
             found.append((node, victims))
+        else:
+            statuses[failure] = statuses.get(failure, 0) + 1
     if not found:
-        count = len(candidates)
-        parts = [f"{count} {NO_VICTIMS}"]
-        if total > count:
-            parts.append(f"{total - count} {NOT_HELPFUL}")
-        return Preemption(message=f"0/{total} nodes are available: {', '.join(sorted(parts))}.",
-                          unresolvable=unresolvable)
+        return Preemption(message=summary(statuses, sum(statuses.values())), unresolvable=unresolvable)
     node, victims = min(found, key=_pick_order)
     return Preemption(node=node, victims=victims)
 
 
+def summary(statuses: dict[str, int], total: int) -> str:
+    """``0/N nodes are available: <count> <status>, ...`` sorted, as the FitError's."""
+    parts = sorted(f"{count} {status}" for status, count in statuses.items())
+    return f"0/{total} nodes are available: {', '.join(parts)}."
+
+
+def without_victims(reasons: dict[str, list[str]]) -> str:
+    """PostFilter's summary where no pod has a lower priority than this one (no node offers a victim)."""
+    statuses: dict[str, int] = {}
+    for reason, nodes in reasons.items():
+        status = NO_VICTIMS if resolvable(reason) else NOT_HELPFUL
+        statuses[status] = statuses.get(status, 0) + len(nodes)
+    return summary(statuses, sum(statuses.values()))
+
+
 def _victims_on(
     state: ClusterState, record: PodRecord, node: str, lower: Sequence[PodRecord], fits_on: FitsOn
-) -> list[PodRecord]:
-    """``SelectVictimsOnNode``: [] when the pod does not fit even with every lower-priority pod gone."""
+) -> tuple[list[PodRecord], str]:
+    """``SelectVictimsOnNode``: ([], Filter's reason) when the pod does not fit even with every lower-priority pod
+    gone."""
     if record.pod.spec.resource_claims or any(is_extended_resource(name) for name in record.requests):
         return _victims_by_filter(state, record, node, lower, fits_on)
     # Only NodeResourcesFit can still refuse (the checks before it passed on a candidate): count on a scratch copy.
@@ -108,38 +126,40 @@ def _victims_on(
     scratch = NodeUsage(requested=dict(usage.requested), pods=usage.pods)
     for victim in lower:
         scratch.remove(victim.requests)
-    if resources_reason(record.requests, target, scratch) is not None:
-        return []
+    failure = resources_reason(record.requests, target, scratch)
+    if failure is not None:
+        return [], failure
     victims: list[PodRecord] = []
     for victim in sorted(lower, key=_more_important):
         scratch.add(victim.requests)
         if resources_reason(record.requests, target, scratch) is not None:
             scratch.remove(victim.requests)
             victims.append(victim)
-    return victims
+    return victims, ""
 
 
 def _victims_by_filter(
     state: ClusterState, record: PodRecord, node: str, lower: Sequence[PodRecord], fits_on: FitsOn
-) -> list[PodRecord]:
+) -> tuple[list[PodRecord], str]:
     """The same with the whole Filter (claims, extended resources) on the state with the victims unbound."""
     for victim in lower:
         state.unbind(victim, node)
     victims: list[PodRecord] = []
     try:
-        if not fits_on(record, node):
+        failure = fits_on(record, node)
+        if failure is not None:
             for victim in lower:
                 state.bind(victim, node)
-            return []
+            return [], failure
         for victim in sorted(lower, key=_more_important):
             state.bind(victim, node)
-            if not fits_on(record, node):
+            if fits_on(record, node) is not None:
                 state.unbind(victim, node)
                 victims.append(victim)
     finally:
         for victim in victims:
             state.bind(victim, node)
-    return victims
+    return victims, ""
 
 
 def _pick_order(candidate: tuple[str, list[PodRecord]]) -> tuple[int, int, int, float]:

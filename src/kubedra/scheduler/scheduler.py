@@ -173,11 +173,12 @@ class Scheduler:
             self._refusals[refusal_key] = (self._version, outcome)
         return outcome
 
-    def fits_on(self, record: PodRecord, node_name: str) -> bool:
-        """Filter on one node, as PostFilter's dry run calls it (``SelectVictimsOnNode``); nothing is remembered."""
+    def fits_on(self, record: PodRecord, node_name: str) -> str | None:
+        """Filter on one node, as PostFilter's dry run calls it (``SelectVictimsOnNode``): None where the pod fits,
+        else the node's reason; nothing is remembered."""
         resolved = self.prefilter.claims(record)
         if isinstance(resolved, str):
-            return False
+            return resolved
         to_allocate = [c for c in resolved if c.status.allocation is None]
         extended = self._extended_requests(record) if self._serves_extended and record.requests else []
         attempt = _Attempt(
@@ -187,7 +188,10 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
         )
-        return isinstance(self._filter_node(attempt, self.state.nodes[node_name]), _Feasible)
+        verdict = self._filter_node(attempt, self.state.nodes[node_name])
+        if isinstance(verdict, Failed):
+            return verdict.message
+        return verdict if isinstance(verdict, str) else None
 
     def _attempt(self, attempt: _Attempt) -> Outcome:
         # DynamicResources scores firstAvailable choices from every node's allocation: only the walk has them all.

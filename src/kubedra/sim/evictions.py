@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from kubedra.cluster.state import PodRecord
-from kubedra.scheduler.preemption import Preemption, preempt, priority_of, resolvable
+from kubedra.scheduler.preemption import (
+    NEVER,
+    TERMINATING,
+    Preemption,
+    preempt,
+    priority_of,
+    resolvable,
+    without_victims,
+)
 from kubedra.scheduler.scheduler import Unschedulable
 
 if TYPE_CHECKING:
@@ -40,24 +48,30 @@ class Evictions:
         if not self.bound_priorities[priority]:
             del self.bound_priorities[priority]
 
-    def post_filter(self, record: PodRecord, outcome: Unschedulable) -> None:
-        """DefaultPreemption for a pod Filter refused; victims found are deleted after their grace period."""
+    def post_filter(self, record: PodRecord, outcome: Unschedulable) -> str:
+        """DefaultPreemption for a pod Filter refused: victims found are deleted after their grace period and the pod
+        is nominated (""), else PostFilter's message, which kube-scheduler appends to the pod's."""
         priority = priority_of(record)
-        if not self.bound_priorities or min(self.bound_priorities) >= priority:
-            return
-        if not any(resolvable(reason) for reason in outcome.reasons):
-            self.last[record.key] = preempt(self.sim.state, record, outcome.reasons, self.sim.scheduler.fits_on)
-            return
-        nominated = record.pod.status.nominated_node_name
-        if nominated and any(
-            self.sim.state.pods[k].pod.spec.node_name == nominated for k, by in self.terminating.items()
-            if by == record.key
-        ):
-            return  # its victims are still terminating: it waits for them (PodEligibleToPreemptOthers)
-        answer = preempt(self.sim.state, record, outcome.reasons, self.sim.scheduler.fits_on, self.terminating)
+        if record.pod.spec.preemption_policy == "Never":
+            answer = Preemption(message=NEVER)
+        elif not self.bound_priorities or min(self.bound_priorities) >= priority:
+            answer = Preemption(message=without_victims(outcome.reasons),
+                                unresolvable=sorted({r for r in outcome.reasons if not resolvable(r)}))
+        else:
+            nominated = record.pod.status.nominated_node_name
+            if nominated and any(
+                self.sim.state.pods[k].pod.spec.node_name == nominated for k, by in self.terminating.items()
+                if by == record.key
+            ):
+                return TERMINATING  # its victims are still terminating: it waits for them (PodEligibleToPreemptOthers)
+            answer = preempt(self.sim.state, record, outcome.reasons, self.sim.scheduler.fits_on, self.terminating)
         self.last[record.key] = answer
         if not answer.found:
-            return
+            return answer.message
+        self._evict(record, answer)
+        return ""
+
+    def _evict(self, record: PodRecord, answer: Preemption) -> None:
         sim = self.sim
         from kubedra.sim.run import Event
 

@@ -36,7 +36,7 @@ from kubedra.scheduler.claims import (
 )
 from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.gangs import GroupOutcome
-from kubedra.scheduler.preemption import Preemption
+from kubedra.scheduler.preemption import NEVER, Preemption, without_victims
 from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
@@ -276,10 +276,21 @@ class Simulation:
                 self._bind(record, outcome)
                 scheduled += 1
             else:
-                if self.evictions is not None and isinstance(outcome, Unschedulable):
-                    self.evictions.post_filter(record, outcome)
+                if isinstance(outcome, Unschedulable) and outcome.reasons:
+                    outcome = self._post_filter(record, outcome)
                 self._unschedulable_pod(record, outcome)
         return scheduled
+
+    def _post_filter(self, record: PodRecord, outcome: Unschedulable) -> Unschedulable:
+        """DefaultPreemption (``sim.evictions``); its message joins the pod's as kube-scheduler's FitError writes it
+        (``... preemption: 0/N nodes are available: ...``). Where every pod has one priority no pod can be a victim."""
+        if self.evictions is not None:
+            message = self.evictions.post_filter(record, outcome)
+        elif record.pod.spec.preemption_policy == "Never":
+            message = NEVER
+        else:
+            message = without_victims(outcome.reasons)
+        return Unschedulable(f"{outcome.message} preemption: {message}", outcome.reasons) if message else outcome
 
     def evict_at(self, time: float, record: PodRecord) -> None:
         """A preemption victim leaves at ``time`` (the end of its grace period)."""
