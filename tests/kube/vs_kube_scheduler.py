@@ -57,7 +57,7 @@ SETTLE_SECONDS = 2.0  # unchanged for this long after every pod is bound or Unsc
 TIMEOUT_SECONDS = 90.0
 # Creation order: what others refer to first.
 KIND_ORDER = ["PriorityClass", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "ReplicaSet",
-              "StatefulSet", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup", "Pod"]
+              "StatefulSet", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup", "PodDisruptionBudget", "Pod"]
 PATHS = {
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
@@ -70,6 +70,7 @@ PATHS = {
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
     "Workload": ("/apis/scheduling.k8s.io/v1beta1", "workloads", True),
     "PodGroup": ("/apis/scheduling.k8s.io/v1beta1", "podgroups", True),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
     "Pod": ("/api/v1", "pods", True),
 }
 

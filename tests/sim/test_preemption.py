@@ -89,3 +89,64 @@ def test_a_victims_claims_are_released_and_deallocated_when_it_is_gone() -> None
     assert sim.phase("urgent") == "Running"
     claim = [e["object"] for e in sim.events if e["type"] == "Deallocated"]
     assert len(claim) == 1 and claim[0].startswith("ResourceClaim default/batch-gpu-")
+
+
+def _pdb_cluster(*extra: Doc) -> list[Doc]:
+    pinned = {"cpu": "2"}
+    return [
+        nodepool("n", count=2, gpus=None, allocatable={"cpu": "4", "memory": "64Gi"}),
+        priority_class("low", 10), priority_class("high", 1000),
+        pod("db-0", requests=pinned, priorityClassName="low", nodeName="n-0"),
+        pod("batch-0", requests=pinned, priorityClassName="low", nodeName="n-0"),
+        pod("batch-1", requests=pinned, priorityClassName="low", nodeName="n-1"),
+        pod("batch-2", requests=pinned, priorityClassName="low", nodeName="n-1"),
+        cpu_pod("urgent", "3", priorityClassName="high", start_after="1m"),
+        *extra,
+    ]
+
+
+def _with_db_label(docs: list[Doc]) -> list[Doc]:
+    for doc in docs:
+        if doc.get("metadata", {}).get("name") == "db-0":
+            doc["metadata"]["labels"] = {"app": "db"}
+    return docs
+
+
+def budget(**spec: Any) -> Doc:
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db"},
+            "spec": {"selector": {"matchLabels": {"app": "db"}}, **spec}}
+
+
+def test_a_disruption_budget_steers_preemption_to_the_node_whose_victims_violate_none() -> None:
+    """The same choice kube-scheduler v1.37.2 makes (``tests/kube/scenarios/preemption-pdb``); without the budget
+    both nodes tie and the first is taken."""
+    without = run(*_with_db_label(_pdb_cluster()))
+    assert sorted(e["object"] for e in without.events if e["type"] == "Preempted") == [
+        "Pod default/batch-0", "Pod default/db-0"]
+    with_budget = run(*_with_db_label(_pdb_cluster(budget(minAvailable=1))))
+    assert sorted(e["object"] for e in with_budget.events if e["type"] == "Preempted") == [
+        "Pod default/batch-1", "Pod default/batch-2"]
+    assert with_budget.node_of("urgent") == "n-1"
+
+
+def test_a_budget_that_allows_the_disruption_is_not_violated() -> None:
+    allowing = run(*_with_db_label(_pdb_cluster(budget(maxUnavailable="100%"))))
+    assert sorted(e["object"] for e in allowing.events if e["type"] == "Preempted") == [
+        "Pod default/batch-0", "Pod default/db-0"]
+
+
+def test_a_budget_with_both_or_neither_bound_is_refused_naming_the_field() -> None:
+    import pytest
+    from fixtures.scenarios import text_of
+
+    from kubedra.objects.errors import InvalidInputError
+    from kubedra.objects.load import load_text
+    from kubedra.sim.scenario import build_scenario
+
+    for spec in ({}, {"minAvailable": 1, "maxUnavailable": 1}):
+        with pytest.raises(InvalidInputError) as caught:
+            build_scenario(load_text(text_of(budget(**spec))))
+        assert [p.location.field for p in caught.value.problems] == ["spec"]
+    with pytest.raises(InvalidInputError) as caught:
+        build_scenario(load_text(text_of(budget(minAvailable="half"))))
+    assert [p.location.field for p in caught.value.problems] == ["spec.minAvailable"]

@@ -4,9 +4,10 @@ For a pod that fits nowhere: the candidate nodes are those whose Filter status i
 ``Insufficient <resource>`` and ``Too many pods``; node rules (selector, affinity, taints, node name) and every
 DynamicResources failure are ``UnschedulableAndUnresolvable``, so **no preemption frees devices in 1.37** (KEP-5690 is
 planned for 1.38). On each candidate every lower-priority pod is removed; if the pod then fits, victims are reprieved
-one by one, most important first (higher priority, then the earlier start), keeping each whose return still lets the
-pod fit. Victims' devices stay held in that dry run: the DynamicResources plugin does not simulate their release.
-Among the nodes with victims, ``pickOneNodeForPreemption`` chooses: the lowest highest victim priority, the lowest sum
+one by one, most important first (higher priority, then the earlier start; those a PodDisruptionBudget would count as
+violations before the others), keeping each whose return still lets the pod fit. Victims' devices stay held in that
+dry run: the DynamicResources plugin does not simulate their release. Among the nodes with victims,
+``pickOneNodeForPreemption`` chooses: the fewest budget violations, the lowest highest victim priority, the lowest sum
 of priorities, the fewest victims, the latest start of the highest-priority victims, then the first node.
 The caller deletes the victims and nominates the node; the pod binds once they are gone.
 """
@@ -41,6 +42,34 @@ def resolvable(reason: str) -> bool:
     return reason.startswith(RESOLVABLE)
 
 
+@dataclass(frozen=True)
+class Budget:
+    """A PodDisruptionBudget as PostFilter reads it: the pods it covers and the disruptions it allows now."""
+
+    namespace: str
+    covers: Callable[[dict[str, str]], bool]  # the budget's selector over a pod's labels
+    allowed: int
+
+
+def split_by_budgets(
+    victims: Sequence[PodRecord], budgets: Sequence[Budget]
+) -> tuple[list[PodRecord], list[PodRecord]]:
+    """``filterPodsWithPDBViolation``: in order, each pod takes one of the allowed disruptions of every budget
+    covering it; a pod that takes one more than a budget allows violates it. (violating, non-violating)"""
+    left = [b.allowed for b in budgets]
+    violating: list[PodRecord] = []
+    fine: list[PodRecord] = []
+    for victim in victims:
+        meta = victim.pod.metadata
+        broken = False
+        for i, budget in enumerate(budgets):
+            if budget.namespace == (meta.namespace or "default") and budget.covers(meta.labels):
+                left[i] -= 1
+                broken = broken or left[i] < 0
+        (violating if broken else fine).append(victim)
+    return violating, fine
+
+
 @dataclass
 class Preemption:
     """PostFilter's answer: the nominated node and its victims, or why none (``message`` in upstream's words)."""
@@ -67,11 +96,15 @@ def preempt(
     reasons: dict[str, list[str]],
     fits_on: FitsOn,
     terminating: Iterable[str] = (),
+    *,
+    budgets: Sequence[Budget] = (),
 ) -> Preemption:
-    """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes). Without victims, ``message`` is
-    PostFilter's summary as kube-scheduler appends it to the pod's FitError: each node's status (``Preemption is not
-    helpful for scheduling`` where Filter's failure is unresolvable, ``No preemption victims found for incoming pod``
-    where no lower-priority pod runs, else the Filter failure that remains with every such pod gone)."""
+    """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes) and the PodDisruptionBudgets.
+
+    Without victims, ``message`` is PostFilter's summary as kube-scheduler appends it to the pod's FitError: each
+    node's status (``Preemption is not helpful for scheduling`` where Filter's failure is unresolvable, ``No
+    preemption victims found for incoming pod`` where no lower-priority pod runs, else the Filter failure that remains
+    with every such pod gone)."""
     if record.pod.spec.preemption_policy == "Never":
         return Preemption(message=NEVER)
     going = set(terminating)
@@ -81,20 +114,22 @@ def preempt(
     not_helpful = sum(len(nodes) for reason, nodes in reasons.items() if not resolvable(reason))
     if not_helpful:
         statuses[NOT_HELPFUL] = not_helpful
-    found: list[tuple[str, list[PodRecord]]] = []
+    found: list[tuple[str, list[PodRecord], int]] = []
     for node in sorted(node for reason, nodes in reasons.items() if resolvable(reason) for node in nodes):
         lower = [r for r in state.bound.get(node, {}).values() if priority_of(r) < priority and r.key not in going]
         if not lower:
             statuses[NO_VICTIMS] = statuses.get(NO_VICTIMS, 0) + 1
             continue
-        victims, failure = _victims_on(state, record, node, lower, fits_on)
+        ordered = sorted(lower, key=_more_important)
+        violating, fine = split_by_budgets(ordered, budgets) if budgets else ([], ordered)
+        victims, failure, violations = _victims_on(state, record, node, (violating, fine), fits_on)
         if victims:
-            found.append((node, victims))
+            found.append((node, victims, violations))
         else:
             statuses[failure] = statuses.get(failure, 0) + 1
     if not found:
         return Preemption(message=summary(statuses, sum(statuses.values())), unresolvable=unresolvable)
-    node, victims = min(found, key=_pick_order)
+    node, victims, _ = min(found, key=_pick_order)
     return Preemption(node=node, victims=victims)
 
 
@@ -114,12 +149,19 @@ def without_victims(reasons: dict[str, list[str]]) -> str:
 
 
 def _victims_on(
-    state: ClusterState, record: PodRecord, node: str, lower: Sequence[PodRecord], fits_on: FitsOn
-) -> tuple[list[PodRecord], str]:
-    """``SelectVictimsOnNode``: ([], Filter's reason) when the pod does not fit even with every lower-priority pod
-    gone."""
+    state: ClusterState,
+    record: PodRecord,
+    node: str,
+    parts: tuple[Sequence[PodRecord], Sequence[PodRecord]],
+    fits_on: FitsOn,
+) -> tuple[list[PodRecord], str, int]:
+    """``SelectVictimsOnNode`` over the lower-priority pods, most important first within each part: ([], Filter's
+    reason, 0) when the pod does not fit even with all of them gone; else the victims and how many of them violate a
+    budget (those that would are reprieved first)."""
+    violating, fine = parts
+    lower = [*violating, *fine]
     if record.pod.spec.resource_claims or any(is_extended_resource(name) for name in record.requests):
-        return _victims_by_filter(state, record, node, lower, fits_on)
+        return _victims_by_filter(state, record, node, parts, fits_on)
     # Only NodeResourcesFit can still refuse (the checks before it passed on a candidate): count on a scratch copy.
     target = state.nodes[node]
     usage = state.usage[node]
@@ -128,46 +170,56 @@ def _victims_on(
         scratch.remove(victim.requests)
     failure = resources_reason(record.requests, target, scratch)
     if failure is not None:
-        return [], failure
+        return [], failure, 0
     victims: list[PodRecord] = []
-    for victim in sorted(lower, key=_more_important):
+    violations = 0
+    for i, victim in enumerate(lower):
         scratch.add(victim.requests)
         if resources_reason(record.requests, target, scratch) is not None:
             scratch.remove(victim.requests)
             victims.append(victim)
-    return victims, ""
+            violations += i < len(violating)
+    return victims, "", violations
 
 
 def _victims_by_filter(
-    state: ClusterState, record: PodRecord, node: str, lower: Sequence[PodRecord], fits_on: FitsOn
-) -> tuple[list[PodRecord], str]:
+    state: ClusterState,
+    record: PodRecord,
+    node: str,
+    parts: tuple[Sequence[PodRecord], Sequence[PodRecord]],
+    fits_on: FitsOn,
+) -> tuple[list[PodRecord], str, int]:
     """The same with the whole Filter (claims, extended resources) on the state with the victims unbound."""
+    violating, fine = parts
+    lower = [*violating, *fine]
     for victim in lower:
         state.unbind(victim, node)
     victims: list[PodRecord] = []
+    violations = 0
     try:
         failure = fits_on(record, node)
         if failure is not None:
             for victim in lower:
                 state.bind(victim, node)
-            return [], failure
-        for victim in sorted(lower, key=_more_important):
+            return [], failure, 0
+        for i, victim in enumerate(lower):
             state.bind(victim, node)
             if fits_on(record, node) is not None:
                 state.unbind(victim, node)
                 victims.append(victim)
+                violations += i < len(violating)
     finally:
         for victim in victims:
             state.bind(victim, node)
-    return victims, ""
+    return victims, "", violations
 
 
-def _pick_order(candidate: tuple[str, list[PodRecord]]) -> tuple[int, int, int, float]:
-    """``pickOneNodeForPreemption``'s criteria after PDB violations (none counted here), as one sort key."""
-    _, victims = candidate
+def _pick_order(candidate: tuple[str, list[PodRecord], int]) -> tuple[int, int, int, int, float]:
+    """``pickOneNodeForPreemption``'s criteria as one sort key (the fewest budget violations first)."""
+    _, victims, violations = candidate
     highest = max(priority_of(v) for v in victims)
     total = sum(priority_of(v) + _INT32_OFFSET for v in victims)
     earliest_of_highest = min(
         (v.started_at if v.started_at is not None else 0.0) for v in victims if priority_of(v) == highest
     )
-    return highest, total, len(victims), -earliest_of_highest
+    return violations, highest, total, len(victims), -earliest_of_highest

@@ -9,6 +9,7 @@ could only preempt pods of its own priority or higher is turned away without loo
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -24,6 +25,7 @@ from kubedra.scheduler.preemption import (
     without_victims,
 )
 from kubedra.scheduler.scheduler import Unschedulable
+from kubedra.sim.budgets import PodDisruptionBudget, current_budgets
 
 if TYPE_CHECKING:
     from kubedra.sim.run import Simulation
@@ -32,8 +34,9 @@ DEFAULT_GRACE_SECONDS = 30.0  # terminationGracePeriodSeconds' default
 
 
 class Evictions:
-    def __init__(self, simulation: Simulation) -> None:
+    def __init__(self, simulation: Simulation, budgets: Sequence[PodDisruptionBudget] = ()) -> None:
         self.sim = simulation
+        self.budgets = list(budgets)
         self.bound_priorities: Counter[int] = Counter()
         self.terminating: dict[str, str] = {}  # victim key -> the preemptor's key
         self.last: dict[str, Preemption] = {}  # preemptor key -> its latest PostFilter answer (for ``explain``)
@@ -64,7 +67,10 @@ class Evictions:
                 if by == record.key
             ):
                 return TERMINATING  # its victims are still terminating: it waits for them (PodEligibleToPreemptOthers)
-            answer = preempt(self.sim.state, record, outcome.reasons, self.sim.scheduler.fits_on, self.terminating)
+            state = self.sim.state
+            budgets = current_budgets(self.budgets, state, self.terminating) if self.budgets else []
+            answer = preempt(state, record, outcome.reasons, self.sim.scheduler.fits_on, self.terminating,
+                             budgets=budgets)
         self.last[record.key] = answer
         if not answer.found:
             return answer.message

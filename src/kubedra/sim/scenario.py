@@ -24,6 +24,7 @@ from kubedra.objects.model import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.sim.budgets import PodDisruptionBudget, is_budget, read_budgets
 from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
 from kubedra.sim.workloads import Workloads, expand_workloads, is_checked_only, is_workload
 
@@ -39,6 +40,7 @@ class Scenario:
     workloads: Workloads
     notes: list[str] = field(default_factory=list)
     groups: Groups = field(default_factory=Groups)  # PriorityClasses, Workloads, PodGroups
+    budgets: list[PodDisruptionBudget] = field(default_factory=list)  # read by preemption
 
 
 Namespaced = TypeVar("Namespaced", ResourceClaim, ResourceClaimTemplate)
@@ -111,6 +113,7 @@ def build_scenario(loaded: Loaded, *, seed: int = 0, generic_workload: bool = Fa
         f"{r.location}: {_describe(r.data)} is not simulated; ignored"
         for r in loaded.raw
         if not is_nodepool(r.data) and not is_workload(r.data) and not is_scheduling_object(r.data)
+        and not is_budget(r.data)
     ]  # a CronJob among them: its pod template is checked all the same
     problems: list[Problem] = []
     try:
@@ -125,6 +128,7 @@ def build_scenario(loaded: Loaded, *, seed: int = 0, generic_workload: bool = Fa
     except InvalidInputError as error:
         problems.extend(error.problems)
     groups = read_groups([r for r in loaded.raw if is_scheduling_object(r.data)], notes, problems)
+    budgets = read_budgets([r for r in loaded.raw if is_budget(r.data)], problems)
     if problems:
         raise InvalidInputError(in_input_order(loaded, problems))
     workloads = join_pods(workloads, groups, notes)
@@ -141,4 +145,5 @@ def build_scenario(loaded: Loaded, *, seed: int = 0, generic_workload: bool = Fa
         workloads=workloads,
         notes=notes,
         groups=groups,
+        budgets=budgets,
     )

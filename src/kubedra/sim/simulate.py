@@ -83,7 +83,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     priorities = {a.pod.spec.priority or 0 for a in scenario.workloads.arrivals}
     priorities |= {p.spec.priority or 0 for j in scenario.workloads.jobs for p in j.pods}
     if len(priorities) > 1:
-        simulation.evictions = Evictions(simulation)
+        simulation.evictions = Evictions(simulation, scenario.budgets)
     for arrival in scenario.workloads.arrivals:
         simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs))
     for job in scenario.workloads.jobs:
