@@ -12,6 +12,8 @@ agree beyond the pending set (always compared):
 * ``pending: [...]`` — the pods that must stay pending, in both;
 * ``preempted: [...]`` — the pods the real scheduler must preempt (which pods were preempted is always compared);
 * ``messages: true`` — every pending pod's message too (the PodScheduled condition's, kubedra's pending reason);
+  ``messages: multiset`` — the pending pods' messages as a multiset, where which pod gets which message follows the
+  real queue's order among pods of equal priority created together (a gang's members in ``backlog``);
 * ``backlog: true`` — the real scheduler sees every pod at once (see ``run_real``), for priority order;
 * ``gates: {Gate: true}`` — the feature gates kubedra runs with (the control plane must run with them too: such
   scenarios live in ``scenarios-workloads/``, run on a control plane with GenericWorkload and
@@ -351,7 +353,12 @@ def compare(
     sim_pending = sorted(p for p, placed in sim.items() if placed.node is None)
     if real_pending != sim_pending:
         problems.append(f"pending: real {real_pending}, kubedra {sim_pending}")
-    if scenario.expect.get("messages"):
+    if scenario.expect.get("messages") == "multiset":  # which member gets which message follows the queue's order
+        real_messages = sorted(real[p].message for p in real_pending)
+        sim_messages = sorted(sim[p].message for p in sim_pending_names(sim))
+        if real_messages != sim_messages:
+            problems.append(f"messages: real {real_messages}, kubedra {sim_messages}")
+    elif scenario.expect.get("messages"):
         for pod in real_pending:
             if pod in sim and real[pod].message != sim[pod].message:
                 problems.append(f"{pod}: real message {real[pod].message!r}, kubedra {sim[pod].message!r}")
@@ -362,6 +369,10 @@ def compare(
         if spread(real) != spread(sim):
             problems.append(f"pods per node: real {spread(real)}, kubedra {spread(sim)}")
     return result
+
+
+def sim_pending_names(sim: Outcome) -> list[str]:
+    return sorted(p for p, placed in sim.items() if placed.node is None)
 
 
 def run_scenario(

@@ -208,3 +208,36 @@ def test_a_group_claim_is_deallocated_once_every_member_is_done() -> None:
     sim = run(nodepool("n", gpus=1), claim_template("one-gpu"), group, *members, features=CLAIMS)
     deallocated = [e for e in sim.events if e["type"] == "Deallocated"]
     assert [e["seconds"] for e in deallocated] == [7200.0]
+
+
+def test_a_gang_preempts_as_a_group_and_reprieves_what_it_does_not_need() -> None:
+    """Workload-aware preemption, as kube-scheduler v1.37.2 did for these objects
+    (``tests/kube/scenarios-workloads/gang-preemption``)."""
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+            "value": 1000}
+    group = pod_group("train", 2, priorityClassName="high")
+    low = [pod("low-0", requests={"cpu": "2"}, nodeName="n-0"), pod("low-1", requests={"cpu": "2"}, nodeName="n-1"),
+           pod("low-2", requests={"cpu": "1"}, nodeName="n-1")]
+    members = [pod(f"m{i}", requests={"cpu": "3"}, priorityClassName="high", schedulingGroup={"podGroupName": "train"},
+                   start_after="1s") for i in range(2)]
+    sim = run(nodepool("n", count=2, gpus=None, allocatable={"cpu": "4", "memory": "64Gi"}), high, group, *low,
+              *members)
+    preempted = sorted(e["object"] for e in sim.events if e["type"] == "Preempted")
+    assert preempted == ["Pod default/low-0", "Pod default/low-1"]
+    assert sim.phase("low-2") == "Running"
+    assert {sim.node_of("m0"), sim.node_of("m1")} == {"n-0", "n-1"}
+    assert {sim.times("Pod", "Scheduled")[m] for m in ("m0", "m1")} == {31.0}  # once the victims' grace is over
+    victim_events = [e["message"] for e in sim.events if e["type"] == "Preempted"]
+    uid = sim.result.pod_groups["default/train"].metadata.uid
+    assert victim_events == [f"Preempted by podgroup {uid} on node cluster"] * 2
+
+
+def test_a_gang_finds_no_victims_among_pods_of_its_own_priority() -> None:
+    blockers = [pod(f"b{i}", requests={"cpu": "4"}, nodeName=f"n-{i}") for i in range(2)]
+    sim = run(nodepool("n", count=2, gpus=None, allocatable={"cpu": "4", "memory": "64Gi"}), pod_group("train", 2),
+              *blockers, *[pod(f"m{i}", requests={"cpu": "3"}, schedulingGroup={"podGroupName": "train"})
+                           for i in range(2)])
+    assert not any(e["type"] == "Preempted" for e in sim.events)
+    condition = sim.result.pod_groups["default/train"].status.conditions[0]
+    assert condition.message == ("minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, pod group preemption: "
+                                 "No preemption victims found for incoming preemptor")

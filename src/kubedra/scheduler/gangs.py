@@ -120,10 +120,19 @@ def schedule_group(
         condition = f"{condition}, {NO_GROUP_VICTIMS}"
     outcome.reason, outcome.message = "Unschedulable", condition
     message = f"{GROUP_UNSCHEDULABLE}, {condition}"
-    for record in members:
+    for record in members:  # a member that fitted is held back with the group; one never tried gets its status
         if record.key not in outcome.failures:
-            outcome.failures[record.key] = Unschedulable(message)
+            outcome.failures[record.key] = Unschedulable(message if record.key in outcome.fitted else condition)
     return outcome
+
+
+def with_preemption_message(outcome: GroupOutcome, message: str) -> None:
+    """Workload-aware preemption found no victims: its reason joins the group's messages (``AppendReason``)."""
+    condition = outcome.message
+    outcome.message = f"{condition}, pod group preemption: {message}"
+    for key, failure in outcome.failures.items():
+        if isinstance(failure, Unschedulable) and failure.message.endswith(condition):
+            outcome.failures[key] = Unschedulable(f"{failure.message}, pod group preemption: {message}")
 
 
 def _priority_mismatch(group: PodGroup, members: Sequence[PodRecord]) -> str:

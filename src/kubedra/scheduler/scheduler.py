@@ -176,6 +176,12 @@ class Scheduler:
     def fits_on(self, record: PodRecord, node_name: str) -> str | None:
         """Filter on one node, as PostFilter's dry run calls it (``SelectVictimsOnNode``): None where the pod fits,
         else the node's reason; nothing is remembered."""
+        placed = self.place_on(record, node_name)
+        return placed if isinstance(placed, str) else None
+
+    def place_on(self, record: PodRecord, node_name: str) -> Placement | str:
+        """Filter and, where the pod fits, its allocations on one given node (a preemptor's proposed node);
+        else the node's reason."""
         resolved = self.prefilter.claims(record)
         if isinstance(resolved, str):
             return resolved
@@ -188,10 +194,20 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
         )
-        verdict = self._filter_node(attempt, self.state.nodes[node_name])
+        node = self.state.nodes[node_name]
+        verdict = self._filter_node(attempt, node)
         if isinstance(verdict, Failed):
             return verdict.message
-        return verdict if isinstance(verdict, str) else None
+        if isinstance(verdict, str):
+            return verdict
+        if not verdict.deferred or attempt.allocator is None:
+            return self._placement(attempt, verdict, verdict.results)
+        results = self._allocate(attempt.allocator, node, verdict.batch)
+        if isinstance(results, Failed):
+            return results.message
+        if isinstance(results, str):
+            return results
+        return self._placement(attempt, verdict, results)
 
     def _attempt(self, attempt: _Attempt) -> Outcome:
         # DynamicResources scores firstAvailable choices from every node's allocation: only the walk has them all.

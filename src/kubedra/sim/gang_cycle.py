@@ -18,9 +18,18 @@ from kubedra.cluster.state import PodRecord
 from kubedra.objects.model import AllocationResult, Condition, PodResourceClaimStatus, ResourceClaim
 from kubedra.objects.scheduling import PodGroup, PodGroupResourceClaimStatus
 from kubedra.scheduler.claims import allocate_and_reserve, key_of
-from kubedra.scheduler.gangs import INITIALLY_SCHEDULED, GroupOutcome, member_order, pre_enqueue, schedule_group
+from kubedra.scheduler.gangs import (
+    INITIALLY_SCHEDULED,
+    GroupOutcome,
+    member_order,
+    pre_enqueue,
+    schedule_group,
+    with_preemption_message,
+)
 from kubedra.scheduler.group_claims import claim_for_group, matching_claim, release_for_group, reserve_for_group
 from kubedra.scheduler.scheduler import Placement
+from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
+from kubedra.sim.group_preemption import GroupPreemption, preempt_for_group
 
 if TYPE_CHECKING:
     from kubedra.sim.run import Simulation
@@ -128,6 +137,12 @@ class GangQueue:
         priorities = sim.evictions.bound_priorities if sim.evictions is not None else None
         lower = bool(priorities) and min(priorities or (0,)) < (group.spec.priority or 0)
         outcome = schedule_group(sim.scheduler, group, order, bound, self.assume, lower_priority_bound=lower)
+        if outcome.reason == "Unschedulable" and lower:  # some bound pod has a lower priority: preempt as a group
+            answer = preempt_for_group(self, key, group, order, bound)
+            if answer.victims:
+                self._preempt(key, group, answer)
+            else:
+                with_preemption_message(outcome, answer.message)
         self.last[key] = outcome
         for member, placement in outcome.placements:
             waiting.pop(member.key, None)
@@ -137,6 +152,26 @@ class GangQueue:
                 sim._unschedulable_pod(sim.state.pods[member_key], failure)
         self._status(key, group, outcome)
         return len(outcome.placements)
+
+    def _preempt(self, key: str, group: PodGroup, answer: GroupPreemption) -> None:
+        """The victims leave after their grace period; the members are nominated on their proposed nodes."""
+        sim = self.sim
+        evictions = sim.evictions
+        assert evictions is not None
+        from kubedra.sim.run import Event
+
+        for victim in answer.victims:
+            evictions.terminating[victim.key] = key
+            sim.events.append(Event(sim.now, "Preempted", f"Pod {victim.key}", node=victim.pod.spec.node_name,
+                                    message=f"Preempted by podgroup {group.metadata.uid} on node cluster"))
+            grace = victim.pod.spec.termination_grace_period_seconds
+            sim.evict_at(sim.now + (DEFAULT_GRACE_SECONDS if grace is None else float(grace)), victim)
+        for member_key, node in answer.nominated.items():
+            member = sim.state.pods[member_key]
+            member.pod = msgspec.structs.replace(
+                member.pod, status=msgspec.structs.replace(member.pod.status, nominated_node_name=node))
+        sim.events.append(Event(sim.now, "Nominated", f"PodGroup {key}",
+                                message=f"found a placement for podgroup, preempting {len(answer.victims)} victims"))
 
     def _status(self, key: str, group: PodGroup, outcome: GroupOutcome) -> None:
         """``PodGroupInitiallyScheduled``: True once a cycle succeeds, never back to False."""
