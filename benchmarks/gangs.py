@@ -67,6 +67,19 @@ def _preemption_mix(low: int, high: int) -> list[Doc]:
     return docs
 
 
+def _gang_over_batch(low: int, members: int) -> list[Doc]:
+    """Batch pods (priority 100) fill the cpu; a gang of higher priority must preempt as a group."""
+    docs = [d for d in _preemption_mix(low, 0) if d["kind"] != "Deployment" or d["metadata"]["name"] != "online"]
+    docs.append({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "train"},
+                 "spec": {"schedulingPolicy": {"gang": {"minCount": members}}, "priorityClassName": "online"}})
+    docs.extend({"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": f"m{i}", "annotations": {"kubedra.io/start-after": "1m"}},
+                 "spec": {"priorityClassName": "online", "schedulingGroup": {"podGroupName": "train"},
+                          "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "32"}}}]}}
+                for i in range(members))
+    return docs
+
+
 def _time(label: str, docs: list[Doc], features: Features) -> None:
     scenario = build_scenario(load_text(yaml.safe_dump_all(docs)), generic_workload=features.generic_workload)
     began = time.perf_counter()
@@ -93,6 +106,9 @@ def main() -> None:
           [*_cluster(args.nodes), *_gang(args.nodes + 1, grouped=True)], gangs)
     _time(f"preemption: {args.low} batch + {args.high} online pods on {args.nodes // 4} nodes",
           [*_cluster(args.nodes // 4), *_preemption_mix(args.low, args.high)], Features.for_release())
+    _time(f"gang preemption: {args.low} batch pods, then a gang of {args.high // 4} x 32 cpu "
+          f"on {args.nodes // 4} nodes",
+          [*_cluster(args.nodes // 4), *_gang_over_batch(args.low, args.high // 4)], gangs)
 
 
 if __name__ == "__main__":

@@ -164,6 +164,7 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
     controlled = _controlled_groups(groups)
     default = groups.default_priority()
     warned: set[str] = set()
+    missing: set[tuple[str, str]] = set()
 
     def admit(pod: Pod, owner: str) -> Pod:
         spec = pod.spec
@@ -172,6 +173,10 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
             value = groups.priority_of(spec.priority_class_name) if spec.priority_class_name else default
             if value is not None:
                 changes["priority"] = value
+            elif spec.priority_class_name and (owner, spec.priority_class_name) not in missing:
+                missing.add((owner, spec.priority_class_name))
+                notes.append(f"{owner}: no PriorityClass {spec.priority_class_name!r} (the API server refuses such "
+                             "a pod); priority 0 assumed")
         found = groups.priority_classes.get(spec.priority_class_name)
         if spec.preemption_policy is None and found is not None and found.preemption_policy:
             changes["preemption_policy"] = found.preemption_policy
