@@ -46,12 +46,15 @@ HELP = command_help(
     "are grouped.",
     "-o json prints {pod, phase, node, message, summary, startedAt, endedAt, endReason, claims, groups: [{check, "
     "reason, reasons, count, nodes}]}; for a claim {claim, state, devices, allocatedOn, reservedFor, message, pods, "
-    "groups}; for a workload {workload, summary, groups: [{phase, count, pods, nodes, explanation}]}.",
+    "groups}; for a workload {workload, summary, groups: [{phase, count, pods, nodes, explanation}]}. A PodGroup's "
+    "member adds gang {podGroup, policy, minCount, memberCount, bound, condition, waiting, members}; a pod preemption "
+    "concerns adds preemption {possible, node, victims, message}.",
     examples=[
         "kubedra explain pod trainer-n92p7 -n ml-training",
         "kubedra explain pod/ml-training/trainer-n92p7 -o json",
         "kubedra explain claim my-gpu-claim -n ml-training",
         "kubedra explain deployment/llm-inference",
+        "kubedra explain pod inference-gpu -f examples/workloads/preemption.yaml",
         "kubedra explain pod no-such-pod   # exit 2: not found",
     ],
     exit_status="0 when explained, 2 when the object does not exist (close names are suggested) or the input is bad.",
