@@ -79,7 +79,9 @@ def test_pending_pod_as_json(scenario: Path, capsys: pytest.CaptureFixture[str])
     assert body["pod"] == "ml/trainer"
     assert body["phase"] == "Pending"
     assert body["node"] is None
-    assert body["message"] == "0/8 nodes are available: 8 cannot allocate all claims."
+    assert body["message"] == (
+        "0/8 nodes are available: 8 cannot allocate all claims. preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling."
+    )
     assert body["summary"] == "0 of 8 nodes can run the pod now"
     assert body["claims"] == [
         {"claim": "ml/big", "state": "pending", "devices": [], "reservedFor": [], "allocatedOn": ""}

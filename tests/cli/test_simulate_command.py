@@ -229,7 +229,9 @@ def test_pending_pods_exit_0_by_default_and_1_with_fail_on_pending(
     assert document["summary"]["pods"]["pending"] == 1
     pending = [e for e in document["events"] if e["type"] == "Pending"]
     assert pending
-    assert pending[0]["message"] == "0/2 nodes are available: 2 cannot allocate all claims."
+    assert pending[0]["message"] == (
+        "0/2 nodes are available: 2 cannot allocate all claims. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
     code, _, _ = _run(capsys, *files, "-o", "json", "--fail-on-pending")
     assert code == 1
 
@@ -248,7 +250,8 @@ def test_table_shows_the_pending_reason_and_the_longest_waiter(
     assert code == 0
     pending = [row for row in _rows(out) if row[2] == "Pending"]
     assert len(pending) == 1
-    assert pending[0][3:] == ["<none>", "<none>", "0s", "0/2 nodes are available: 2 cannot allocate all claims."]
+    assert pending[0][3:] == ["<none>", "<none>", "0s", "0/2 nodes are available: 2 cannot allocate all claims. "
+                              "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."]
     assert "Pods: 2 running, 0 succeeded, 0 deleted, 1 pending of 3;" in out
 
 

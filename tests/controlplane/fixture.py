@@ -151,6 +151,8 @@ class ControlPlane:
     controller_manager_port: int = 0
     apiserver_args: Sequence[str] = ()
     scheduler_config: Mapping[str, Any] = field(default_factory=dict)  # merged into KubeSchedulerConfiguration
+    feature_gates: str = ""  # --feature-gates for kube-apiserver, kube-scheduler and kube-controller-manager
+    controllers: Sequence[str] = ("resourceclaim-controller",)  # kube-controller-manager's --controllers
     only: Sequence[str] = BINARIES  # the components to start (etcd and kube-apiserver are always needed)
     components: dict[str, Component] = field(default_factory=dict)
     startup_seconds: float = 0.0
@@ -414,6 +416,7 @@ class ControlPlane:
                     "--endpoint-reconciler-type", "none",
                     "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
                     "--profiling=false",
+                    *self._gates(),
                     *self.apiserver_args,
                 ],
                 w / "kube-apiserver.log",
@@ -428,6 +431,7 @@ class ControlPlane:
                     "--secure-port", str(self.scheduler_port),
                     "--authorization-always-allow-paths", always_allow,
                     "--profiling=false",
+                    *self._gates(),
                 ],
                 w / "kube-scheduler.log",
                 f"https://127.0.0.1:{self.scheduler_port}/readyz",
@@ -437,17 +441,21 @@ class ControlPlane:
                 [
                     str(b / "kube-controller-manager"),
                     "--kubeconfig", str(w / "components.kubeconfig"),
-                    "--controllers", "resourceclaim-controller",
+                    "--controllers", ",".join(self.controllers),
                     "--leader-elect=false",
                     "--bind-address", "127.0.0.1",
                     "--secure-port", str(self.controller_manager_port),
                     "--authorization-always-allow-paths", always_allow,
                     "--profiling=false",
+                    *self._gates(),
                 ],
                 w / "kube-controller-manager.log",
                 f"https://127.0.0.1:{self.controller_manager_port}/healthz",
             ),
         }
+
+    def _gates(self) -> list[str]:
+        return ["--feature-gates", self.feature_gates] if self.feature_gates else []
 
     def _start_and_wait(self, name: str) -> None:
         component = self.components[name]
@@ -495,13 +503,17 @@ def running_control_plane(
     scheduler_config: Mapping[str, Any] | None = None,
     tokens: Sequence[tuple[str, str, str, str]] = (),
     authorization_mode: str = "RBAC",
+    feature_gates: str = "",
+    controllers: Sequence[str] = ("resourceclaim-controller",),
 ) -> Iterator[ControlPlane]:
     """Start a control plane for the ``with`` block; everything is stopped (and the directory removed) after.
 
     ``apiserver_args`` are added to kube-apiserver's flags (e.g. ``--runtime-config`` to serve only the betas an
     older release served); ``only`` names the components to start; ``scheduler_config`` holds top-level fields
     of the scheduler's KubeSchedulerConfiguration (``profiles``, ``percentageOfNodesToScore``, ...); ``tokens``
-    are more static bearer tokens, (token, user, uid, group) each; ``authorization_mode`` is kube-apiserver's.
+    are more static bearer tokens, (token, user, uid, group) each; ``authorization_mode`` is kube-apiserver's;
+    ``feature_gates`` go to kube-apiserver, kube-scheduler and kube-controller-manager alike; ``controllers`` are the
+    controller-manager's (``podgroup-protection-controller`` for PodGroups).
     """
     own = workdir is None
     directory = Path(tempfile.mkdtemp(prefix="kubedra-cp-")) if workdir is None else workdir
@@ -512,6 +524,8 @@ def running_control_plane(
         scheduler_config=dict(scheduler_config or {}),
         tokens=list(tokens),
         authorization_mode=authorization_mode,
+        feature_gates=feature_gates,
+        controllers=list(controllers),
     )
     try:
         plane.start()

@@ -10,7 +10,17 @@ agree beyond the pending set (always compared):
   which tied node comes first in its list is not fixed): the run then counts as a tie, and is not compared further;
 * ``distribution: true`` — how many pods each node got, as a sorted list;
 * ``pending: [...]`` — the pods that must stay pending, in both;
-* ``backlog: true`` — the real scheduler sees every pod at once (see ``run_real``), for priority order.
+* ``preempted: [...]`` — the pods the real scheduler must preempt (which pods were preempted is always compared);
+* ``messages: true`` — every pending pod's message too (the PodScheduled condition's, kubedra's pending reason);
+  ``messages: multiset`` — the pending pods' messages as a multiset, where which pod gets which message follows the
+  real queue's order among pods of equal priority created together (a gang's members in ``backlog``);
+* ``backlog: true`` — the real scheduler sees every pod at once (see ``run_real``), for priority order;
+* ``gates: {Gate: true}`` — the feature gates kubedra runs with (the control plane must run with them too: such
+  scenarios live in ``scenarios-workloads/``, run on a control plane with GenericWorkload and
+  DRAWorkloadResourceClaims on).
+
+A pod preempted by the real scheduler is deleted (the harness stands in for the kubelet and removes it at once); it
+and a pod kubedra preempted are both ``PREEMPTED``, so which pods were preempted is compared like placements.
 
 Each run gets its own namespace and its own driver name (so device IDs of earlier runs' claims never collide), and a
 freshly started kube-scheduler; its pods and cluster-scoped objects are deleted afterwards.
@@ -18,6 +28,7 @@ freshly started kube-scheduler; its pods and cluster-scoped objects are deleted 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import secrets
 import sys
@@ -31,6 +42,7 @@ from typing import Any
 import yaml
 from tests.controlplane.fixture import ControlPlane, running_control_plane
 
+from kubedra.allocator import Features
 from kubedra.objects.load import load_text
 from kubedra.scheduler.scoring import Policy
 from kubedra.sim.scenario import build_scenario
@@ -38,13 +50,16 @@ from kubedra.sim.simulate import Options
 from kubedra.sim.simulate import prepare as prepare_simulation
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+WORKLOAD_SCENARIOS = Path(__file__).resolve().parent / "scenarios-workloads"
+WORKLOAD_GATES = "GenericWorkload=true,DRAWorkloadResourceClaims=true"
+PREEMPTED = "<preempted>"
 DRIVER = "gpu.example.com"
 EXTENDED = "<extended-resources>"
 SETTLE_SECONDS = 2.0  # unchanged for this long after every pod is bound or Unschedulable: done
 TIMEOUT_SECONDS = 90.0
 # Creation order: what others refer to first.
 KIND_ORDER = ["PriorityClass", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "ReplicaSet",
-              "StatefulSet", "ResourceClaim", "ResourceClaimTemplate", "Pod"]
+              "StatefulSet", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup", "PodDisruptionBudget", "Pod"]
 PATHS = {
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
@@ -55,6 +70,9 @@ PATHS = {
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
+    "Workload": ("/apis/scheduling.k8s.io/v1beta1", "workloads", True),
+    "PodGroup": ("/apis/scheduling.k8s.io/v1beta1", "podgroups", True),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
     "Pod": ("/api/v1", "pods", True),
 }
 
@@ -65,6 +83,7 @@ Devices = dict[str, list[tuple[str, str, str]]]  # pod claim name (or EXTENDED) 
 class Placed:
     node: str | None  # None: pending
     devices: Devices = field(default_factory=dict)
+    message: str = field(default="", compare=False)  # a pending pod's PodScheduled message (``messages: true``)
 
 
 Outcome = dict[str, Placed]  # pod name -> where it went
@@ -120,12 +139,14 @@ def prepare(docs: Sequence[Mapping[str, Any]], namespace: str, driver: str) -> l
 
 
 def run_kubedra(
-    docs: Sequence[Mapping[str, Any]], policy: Policy = Policy.KUBE_SCHEDULER
+    docs: Sequence[Mapping[str, Any]], policy: Policy = Policy.KUBE_SCHEDULER, gates: Mapping[str, bool] | None = None
 ) -> tuple[Outcome, dict[str, frozenset[str]]]:
     """``kubedra simulate`` on the same objects, in-process; also the pods whose node was chosen among equally
     scored nodes, with those nodes."""
-    scenario = build_scenario(load_text(yaml.safe_dump_all([dict(d) for d in docs])))
-    simulation = prepare_simulation(scenario, Options(policy=policy))
+    features = Features.for_release().with_gates(dict(gates or {}))
+    scenario = build_scenario(load_text(yaml.safe_dump_all([dict(d) for d in docs])),
+                              generic_workload=features.generic_workload)
+    simulation = prepare_simulation(scenario, Options(policy=policy, features=features))
     result = simulation.run()
     kube = simulation.scheduler.kube
     tied = {key.split("/", 1)[1]: nodes for key, nodes in kube.tied.items()} if kube is not None else {}
@@ -133,6 +154,9 @@ def run_kubedra(
     out: Outcome = {}
     for record in state.pods.values():
         pod = record.pod
+        if record.deleted and record.end_reason == "preempted":
+            out[pod.metadata.name] = Placed(PREEMPTED)
+            continue
         node = pod.spec.node_name or None
         devices: Devices = {}
         generated = {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
@@ -144,7 +168,8 @@ def run_kubedra(
             claim = state.claims.get(f"{pod.metadata.namespace}/{claim_name}") if claim_name else None
             if node is not None and claim is not None and claim.status.allocation is not None:
                 devices[pod_claim] = [(r.request, r.pool, r.device) for r in claim.status.allocation.devices.results]
-        out[pod.metadata.name] = Placed(node, devices)
+        out[pod.metadata.name] = Placed(node, devices, record.pending_reason.removeprefix("error: ") if node is None
+                                        else "")
     return out, tied
 
 
@@ -180,7 +205,8 @@ def _decided(pod: Mapping[str, Any]) -> bool:
     if pod["spec"].get("nodeName"):
         return True
     return any(
-        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        c.get("type") == "PodScheduled" and c.get("status") == "False"
+        and c.get("reason") in ("Unschedulable", "SchedulerError")
         for c in pod.get("status", {}).get("conditions", [])
     )
 
@@ -220,6 +246,7 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
         if backlog:
             _start_scheduler(plane)
     pods = _settled(plane, pods_path)
+    present = {p["metadata"]["name"] for p in pods}
     claims = {c["metadata"]["name"]: c for c in plane.get(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/"
                                                              "resourceclaims")["items"]}
     out: Outcome = {}
@@ -236,7 +263,12 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
             allocation = claims.get(claim_name or "", {}).get("status", {}).get("allocation")
             if node is not None and allocation is not None:
                 devices[pod_claim] = [(r["request"], r["pool"], r["device"]) for r in allocation["devices"]["results"]]
-        out[pod["metadata"]["name"]] = Placed(node, devices)
+        scheduled = [c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"]
+        message = scheduled[0].get("message", "") if scheduled and node is None else ""
+        out[pod["metadata"]["name"]] = Placed(node, devices, message)
+    for doc in created:
+        if doc["kind"] == "Pod" and doc["metadata"]["name"] not in present:
+            out[doc["metadata"]["name"]] = Placed(PREEMPTED)  # deleted by the scheduler's preemption
     _clean_up(plane, namespace, created)
     return out
 
@@ -255,6 +287,11 @@ def _settled(plane: ControlPlane, pods_path: str) -> list[dict[str, Any]]:
     since = time.monotonic()
     while True:
         pods: list[dict[str, Any]] = plane.get(pods_path)["items"]
+        for pod in pods:  # a preemption victim: no kubelet finishes its grace period, so the harness does
+            if pod["metadata"].get("deletionTimestamp"):
+                with contextlib.suppress(Exception):
+                    plane.request("DELETE", f"{pods_path}/{pod['metadata']['name']}", {"gracePeriodSeconds": 0})
+        pods = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         snapshot = _snapshot(pods)
         if snapshot != last:
             last, since = snapshot, time.monotonic()
@@ -292,6 +329,13 @@ def compare(
     wanted = scenario.expect.get("pending")
     if wanted is not None and sorted(wanted) != real_pending:
         problems.append(f"expected pending {sorted(wanted)}, real scheduler left {real_pending}")
+    real_preempted = sorted(p for p, placed in real.items() if placed.node == PREEMPTED)
+    wanted_preempted = scenario.expect.get("preempted")
+    if wanted_preempted is not None and sorted(wanted_preempted) != real_preempted:
+        problems.append(f"expected preempted {sorted(wanted_preempted)}, real scheduler preempted {real_preempted}")
+    sim_preempted = sorted(p for p, placed in sim.items() if placed.node == PREEMPTED)
+    if real_preempted != sim_preempted:
+        problems.append(f"preempted: real {real_preempted}, kubedra {sim_preempted}")
     exact = scenario.expect.get("exact", [])
     forced = bool(scenario.expect.get("forced"))
     if forced or exact == "all":
@@ -309,6 +353,15 @@ def compare(
     sim_pending = sorted(p for p, placed in sim.items() if placed.node is None)
     if real_pending != sim_pending:
         problems.append(f"pending: real {real_pending}, kubedra {sim_pending}")
+    if scenario.expect.get("messages") == "multiset":  # which member gets which message follows the queue's order
+        real_messages = sorted(real[p].message for p in real_pending)
+        sim_messages = sorted(sim[p].message for p in sim_pending_names(sim))
+        if real_messages != sim_messages:
+            problems.append(f"messages: real {real_messages}, kubedra {sim_messages}")
+    elif scenario.expect.get("messages"):
+        for pod in real_pending:
+            if pod in sim and real[pod].message != sim[pod].message:
+                problems.append(f"{pod}: real message {real[pod].message!r}, kubedra {sim[pod].message!r}")
     if scenario.expect.get("distribution"):
         def spread(outcome: Outcome) -> list[int]:
             return sorted(Counter(p.node for p in outcome.values() if p.node is not None).values())
@@ -316,6 +369,10 @@ def compare(
         if spread(real) != spread(sim):
             problems.append(f"pods per node: real {spread(real)}, kubedra {spread(sim)}")
     return result
+
+
+def sim_pending_names(sim: Outcome) -> list[str]:
+    return sorted(p for p, placed in sim.items() if placed.node is None)
 
 
 def run_scenario(
@@ -330,7 +387,7 @@ def run_scenario(
     seconds = time.monotonic() - began
     out = []
     for policy in policies:
-        comparison = compare(scenario, real, *run_kubedra(docs, policy))
+        comparison = compare(scenario, real, *run_kubedra(docs, policy, scenario.expect.get("gates")))
         comparison.real_seconds = seconds
         out.append(comparison)
     return out

@@ -143,7 +143,9 @@ spec:
     text = CLASS + big + node("n1") + slice_("n1", gpus(8, "24Gi")) + claim("c", cls="gpu-big") + pod("waiting", "c")
     data = explain(text)
     assert data["phase"] == "Pending"
-    assert data["message"] == "0/1 nodes are available: 1 cannot allocate all claims."
+    assert data["message"] == (
+        "0/1 nodes are available: 1 cannot allocate all claims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
     assert reasons(data) == [
         "claim ml/c, request gpu: no device matches selector #1 of class gpu-big "
         '(device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0): 8 devices have memory=24Gi'
@@ -530,7 +532,8 @@ def test_search_budget_exhausted_is_a_timeout_not_a_verdict() -> None:
     state, allocator = run(text, step_budget=5)
     data = explain_pod(state, allocator, "ml/waiting").as_dict()
     assert data["message"] == ("0/2 nodes are available: 1 cannot allocate all claims, 1 timed out trying to "
-                               "allocate devices.")
+                               "allocate devices. preemption: 0/2 nodes are available: 2 Preemption is not "
+                               "helpful for scheduling.")
     assert [(g["check"], g["reason"], g["nodes"]) for g in data["groups"]] == [
         ("devices", "timed out trying to allocate devices (search step budget of 5 exhausted)", ["n1"]),
         ("devices", "claim ml/c, request gpu: no devices are published for the node", ["n2"]),

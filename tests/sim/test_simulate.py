@@ -21,6 +21,9 @@ from kubedra.scheduler.scoring import Policy
 HOUR = 3600.0
 GPU2 = {"nvidia.com/gpu": "2"}
 
+# DefaultPreemption's PostFilter, appended to a FitError where Filter failed on one node unresolvably.
+NOT_HELPFUL = " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+
 
 # ------------------------------------------------------------------------------------------------ KEP-5004
 
@@ -79,7 +82,9 @@ def test_extended_resource_on_a_device_plugin_node_counts_against_allocatable() 
     assert sim.claims == {}
     assert "extendedResourceClaimStatus" not in sim.pods["a"]["status"]
     assert sim.phase("c") == "Pending"
-    assert sim.pending_reason("c") == "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    assert sim.pending_reason("c") == (
+        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
 
 
 def test_extended_resource_in_a_mixed_cluster_uses_each_node_its_own_way() -> None:
@@ -97,7 +102,8 @@ def test_extended_resource_in_a_mixed_cluster_uses_each_node_its_own_way() -> No
     assert "extendedResourceClaimStatus" not in sim.pods["b"]["status"]
     assert len(sim.claims) == 1
     assert sim.pending_reason("c") == (
-        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 cannot allocate all claims."
+        "0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 cannot allocate all claims. preemption: 0/2 nodes "
+        "are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
     )
 
 
@@ -116,9 +122,9 @@ def test_cpu_and_memory_requests_block_until_a_pod_finishes() -> None:
     assert sim.timeline("Pod cpu") == [(60.0, "Pending"), (HOUR, "Scheduled")]
     assert sim.timeline("Pod mem") == [(60.0, "Pending"), (2 * HOUR, "Scheduled")]
     events = {e["object"]: e for e in sim.events if e["type"] == "Pending"}
-    assert events["Pod default/cpu"]["message"] == "0/1 nodes are available: 1 Insufficient cpu."
-    assert events["Pod default/mem"]["message"] == "0/1 nodes are available: 1 Insufficient memory."
-    assert sim.pending_reason("too-big") == "0/1 nodes are available: 1 Insufficient cpu."
+    assert events["Pod default/cpu"]["message"] == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    assert events["Pod default/mem"]["message"] == "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    assert sim.pending_reason("too-big") == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
 
 
 def test_node_selector_blocks_unmatched_nodes_and_unblocks_matching_ones() -> None:
@@ -132,7 +138,8 @@ def test_node_selector_blocks_unmatched_nodes_and_unblocks_matching_ones() -> No
     )
     assert sim.node_of("picky") == "fast-0"
     assert sim.pending_reason("impossible") == (
-        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
 
@@ -151,7 +158,8 @@ def test_required_node_affinity_blocks_and_unblocks() -> None:
     )
     assert sim.node_of("in-b") == "b-0"
     assert sim.pending_reason("in-c") == (
-        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 
 
@@ -169,7 +177,7 @@ def test_taints_block_pods_that_do_not_tolerate_them() -> None:
     )
     assert sim.node_of("tolerant") == "tainted-0"
     assert sim.pending_reason("intolerant") == (
-        "0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}."
+        "0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     # The claim of the pending pod exists but is not allocated.
     assert "allocation" not in sim.claims[claim_of(sim, "intolerant")].get("status", {})
@@ -269,7 +277,7 @@ def test_consumable_shares_put_at_most_four_claims_on_a_gpu_and_the_fifth_on_ano
     pending = [n for n, p in sim.pods.items() if p["status"]["phase"] == "Pending"]
     assert len(pending) == 1
     assert set(sim.claims) - set(allocated) == {claim_of(sim, pending[0])}
-    assert sim.pending_reason(pending[0]) == "0/1 nodes are available: 1 cannot allocate all claims."
+    assert sim.pending_reason(pending[0]) == "0/1 nodes are available: 1 cannot allocate all claims." + NOT_HELPFUL
     assert sim.summary["shares"] == 8
     assert sim.summary["devices"] == [{"model": "NVIDIA A100-SXM4-40GB", "total": 2, "allocated": 0, "sharedDevices": 2}]
 
@@ -304,8 +312,8 @@ def test_a_mig_claim_is_allocated_on_a_mig_device_until_the_counters_run_out() -
     devices = [sim.allocated_devices(claim_of(sim, p)) for p in ("half-a", "half-b")]
     assert sorted(devices) == [["mig-0/gpu-0-mig-3g20gb-9-0"], ["mig-0/gpu-0-mig-3g20gb-9-4"]]
     # Both 3g.20gb placements use all eight memory slices: neither another 3g.20gb nor a 1g.5gb fits.
-    assert sim.pending_reason("half-c") == "0/1 nodes are available: 1 cannot allocate all claims."
-    assert sim.pending_reason("small") == "0/1 nodes are available: 1 cannot allocate all claims."
+    assert sim.pending_reason("half-c") == "0/1 nodes are available: 1 cannot allocate all claims." + NOT_HELPFUL
+    assert sim.pending_reason("small") == "0/1 nodes are available: 1 cannot allocate all claims." + NOT_HELPFUL
 
 
 def test_a_whole_gpu_and_its_mig_devices_exclude_each_other() -> None:

@@ -46,7 +46,9 @@ _GATES: dict[str, tuple[str | None, dict[str, tuple[bool, bool]]]] = {
     "DRANodeAllocatableResources": (None, {"1.36": _OFF, "1.37": _OFF}),
     "DRAResourceClaimGranularStatusAuthorization": (None, {"1.36": _ON, "1.37": _ON}),
     "DRAResourcePoolStatus": (None, {"1.36": _OFF, "1.37": _OFF}),
-    "DRAWorkloadResourceClaims": (None, {"1.36": _OFF, "1.37": _OFF}),
+    "DRAWorkloadResourceClaims": ("workload_resource_claims", {"1.36": _OFF, "1.37": _OFF}),
+    # The scheduler's, not the allocator's: the Workload API's gang scheduling (the GangScheduling plugin).
+    "GenericWorkload": ("generic_workload", {"1.35": _OFF, "1.36": _OFF, "1.37": _OFF}),
     "DRADerivedAttributes": ("derived_attributes", {"1.37": _OFF}),
     "DRADeviceCompatibilityGroups": ("compatibility_groups", {"1.37": _OFF}),
     "DRAFractionalCapacityRange": ("fractional_capacity_range", {"1.37": _OFF}),
@@ -73,10 +75,12 @@ class Features:
     device_taints: bool = True
     extended_resource: bool = True
     fractional_capacity_range: bool = False
+    generic_workload: bool = False  # scheduler: PodGroups scheduled as gangs
     list_type_attributes: bool = False
     optional_node_operations: bool = False
     partitionable_devices: bool = True
     prioritized_list: bool = True
+    workload_resource_claims: bool = False  # scheduler: ResourceClaims of PodGroups (KEP-5729)
     release: str = DEFAULT_RELEASE
 
     # ---------------------------------------------------------------------------------- which upstream code

@@ -46,12 +46,15 @@ HELP = command_help(
     "are grouped.",
     "-o json prints {pod, phase, node, message, summary, startedAt, endedAt, endReason, claims, groups: [{check, "
     "reason, reasons, count, nodes}]}; for a claim {claim, state, devices, allocatedOn, reservedFor, message, pods, "
-    "groups}; for a workload {workload, summary, groups: [{phase, count, pods, nodes, explanation}]}.",
+    "groups}; for a workload {workload, summary, groups: [{phase, count, pods, nodes, explanation}]}. A PodGroup's "
+    "member adds gang {podGroup, policy, minCount, memberCount, bound, condition, waiting, members}; a pod preemption "
+    "concerns adds preemption {possible, node, victims, message}.",
     examples=[
         "kubedra explain pod trainer-n92p7 -n ml-training",
         "kubedra explain pod/ml-training/trainer-n92p7 -o json",
         "kubedra explain claim my-gpu-claim -n ml-training",
         "kubedra explain deployment/llm-inference",
+        "kubedra explain pod inference-gpu -f examples/workloads/preemption.yaml",
         "kubedra explain pod no-such-pod   # exit 2: not found",
     ],
     exit_status="0 when explained, 2 when the object does not exist (close names are suggested) or the input is bad.",
@@ -80,8 +83,8 @@ def _simulate(
     gates: str,
     live: tuple[str | None, str | None] = (None, None),
     quiet: bool = False,
-) -> tuple[Any, Any, dict[str, Any]]:
-    """The final state of the one run ``kubedra simulate`` makes of these inputs, that run's allocator, and the input
+) -> tuple[Any, dict[str, Any]]:
+    """The one run ``kubedra simulate`` makes of these inputs (its final state and allocator), and the input
     pods as written (a live cluster's or a snapshot's carry the cluster's own status); ``live`` (kubeconfig, context)
     starts from a cluster; exits 2 on bad input."""
     from kubedra.cli.simulate import load_scenario
@@ -100,7 +103,7 @@ def _simulate(
         for pod in loaded.of_kind(Pod)
         if pod.metadata.name
     }
-    return result.state, result.allocator, observed
+    return result, observed
 
 
 def _fail(message: str) -> None:
@@ -146,6 +149,20 @@ def _print_pod(data: dict[str, Any], limit: int, indent: str = "", title: bool =
     for claim in data["claims"]:
         devices = f": {', '.join(claim['devices'])}" if claim["devices"] else ""
         _say(f"{body}claim {claim['claim']} ({claim['state']}){devices}")
+    gang = data.get("gang")
+    if gang:
+        quorum = f", minCount {gang['minCount']}" if gang["policy"] == "gang" else ""
+        _say(f"{body}PodGroup {gang['podGroup']} ({gang['policy']}{quorum}): {gang['memberCount']} members, "
+             f"{gang['bound']} bound")
+        if gang["waiting"]:
+            _say(f"{body}  {gang['waiting']}")
+        for member in gang["members"] if data["phase"] == "Pending" else []:
+            _say(f"{body}  {member['pod']}: {member['outcome']}")
+    preemption = data.get("preemption")
+    if preemption:
+        _say(f"{body}preemption: {preemption['message']}")
+        for victim in preemption["victims"]:
+            _say(f"{body}  evicts {victim['pod']} (priority {victim['priority']}) on {victim['node']}")
     if data["groups"]:
         _say(f"{indent}Nodes: {data['summary']}")
         fits = "could run it now" if data["phase"] == "Running" else "fits now"
@@ -183,13 +200,22 @@ def _print_workload(data: dict[str, Any], limit: int) -> None:
         _print_pod(explanation, limit, indent="    ", title=False)
 
 
-def _pod_with_cluster(state: Any, allocator: Any, key: str, policy: Policy, observed: Any) -> dict[str, Any]:
-    """explain pod's answer, beside the cluster's own where the input pod carried it."""
+def _pod_with_cluster(result: Any, key: str, policy: Policy, observed: Any) -> dict[str, Any]:
+    """explain pod's answer, beside the cluster's own where the input pod carried it, with its gang and what
+    preemption does for it."""
     from kubedra.scheduler.explain import compare_with_cluster, explain_pod
+    from kubedra.scheduler.explain_groups import gang_section, preemption_section
 
-    explanation = explain_pod(state, allocator, key, policy=policy.value)
+    state = result.state
+    explanation = explain_pod(state, result.allocator, key, policy=policy.value)
     if observed is not None:
         explanation.cluster = compare_with_cluster(observed, explanation)
+    record = state.pods[key]
+    if record.group:
+        members = [r for r in state.pods.values() if r.group == record.group]
+        explanation.gang = gang_section(record.group, result.pod_groups.get(record.group), members,
+                                        result.group_cycles.get(record.group))
+    explanation.preemption = preemption_section(result.preemptions.get(key), record, record.pending_reason)
     return explanation.as_dict()
 
 
@@ -222,7 +248,8 @@ def _explain(
     if not wanted:
         _fail(f"which {kind.lower()}? e.g. kubedra explain {written} NAME")
     assert wanted is not None
-    state, allocator, observed = _simulate(files, policy, seed, version, gates, live, quiet)
+    result, observed = _simulate(files, policy, seed, version, gates, live, quiet)
+    state, allocator = result.state, result.allocator
     label = kind.lower()
     if kind == "pod":
         keys = list(state.pods)
@@ -236,7 +263,8 @@ def _explain(
     assert found.key is not None
     printer: Callable[[dict[str, Any], int], None]
     if kind == "pod":
-        data, printer = _pod_with_cluster(state, allocator, found.key, policy, observed.get(found.key)), _print_pod
+        data = _pod_with_cluster(result, found.key, policy, observed.get(found.key))
+        printer = _print_pod
     elif kind == "resourceclaim":
         data, printer = explain_claim(state, allocator, found.key, policy=policy.value).as_dict(), _print_claim
     else:

@@ -46,7 +46,9 @@ HELP = command_help(
     "Schedule a GPU cluster's workloads with DRA over simulated time and report where everything landed.",
     "Inputs are plain Kubernetes manifests (files or directories, repeatable; - for stdin): Nodes and ResourceSlices "
     "or kubedra's compact NodePool inventory, DeviceClasses (NVIDIA's chart defaults are built in), ResourceClaims, "
-    "ResourceClaimTemplates, DeviceTaintRules, Pods, Deployments, StatefulSets, ReplicaSets and Jobs. Pods arrive "
+    "ResourceClaimTemplates, DeviceTaintRules, Pods, Deployments, StatefulSets, ReplicaSets and Jobs, PriorityClasses "
+    "and PodDisruptionBudgets (priority preemption), Workloads and PodGroups (gangs, with --feature-gates "
+    "GenericWorkload=true; docs/gangs-and-preemption.md). Pods arrive "
     "after the annotation kubedra.io/start-after (e.g. 10m) and run for kubedra.io/run-for (e.g. 2h; absent: "
     "forever). With no -f, the seed article's objects run on a built-in demo cluster of A100 and H100 nodes.",
     "With --kubeconfig (or --context) the run starts from that live cluster's state, read only: bound pods stay where "
@@ -66,6 +68,8 @@ HELP = command_help(
         "kubedra simulate -q -o name",
         "kubedra simulate -q --fail-on-pending",
         "kubedra simulate --kubeconfig ~/.kube/config -f src/kubedra/data/seed -q   # a what-if on a live cluster",
+        "kubedra simulate -f examples/workloads/gang.yaml --feature-gates GenericWorkload=true -q",
+        "kubedra simulate -f examples/workloads/preemption.yaml -q",
     ],
     exit_status="0 when the simulation ran (1 with --fail-on-pending if a pod stayed pending), 2 for bad input.",
 )
@@ -113,7 +117,7 @@ def load_scenario(
             loaded = to_loaded(read_live(kubeconfig, context), files or [])
         else:
             loaded = load_paths(files or default_inputs(), api_validation=api_validation)
-        scenario = build_scenario(loaded, seed=seed)
+        scenario = build_scenario(loaded, seed=seed, generic_workload=features.generic_workload)
     except InvalidInputError as exc:
         fail_invalid(exc)
     return loaded, scenario, features

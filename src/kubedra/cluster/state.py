@@ -44,6 +44,7 @@ class PodRecord:
     pending_reason: str = ""
     claim_keys: list[str] = field(default_factory=list)
     extended_claim_key: str = ""
+    group: str = ""  # "ns/name" of the PodGroup scheduling it as a gang (GenericWorkload on), else ""
 
     @property
     def phase(self) -> str:

@@ -485,6 +485,20 @@ class Affinity(Loose):
     node_affinity: NodeAffinity | None = None
 
 
+class PodSchedulingGroup(Loose):
+    """``spec.schedulingGroup`` (1.36+): the PodGroup the pod belongs to."""
+
+    pod_group_name: str | None = None
+
+
+class PodWorkloadReference(Loose):
+    """1.35's ``spec.workloadRef`` (replaced by ``schedulingGroup`` in 1.36): a Workload and one of its groups."""
+
+    name: str = ""
+    pod_group: str = ""
+    pod_group_replica_key: str = ""
+
+
 class PodSpec(Loose):
     containers: list[Container] = []
     init_containers: list[Container] = []
@@ -495,6 +509,11 @@ class PodSpec(Loose):
     tolerations: list[Toleration] = []
     scheduler_name: str = ""
     priority: Int32 | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    scheduling_group: PodSchedulingGroup | None = None
+    workload_ref: PodWorkloadReference | None = None
+    termination_grace_period_seconds: Int64 | None = None
     restart_policy: str = ""
     overhead: dict[str, str] = {}
 

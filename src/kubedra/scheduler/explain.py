@@ -117,9 +117,15 @@ class PodExplanation:
     ended_at: float | None = None
     end_reason: str = ""
     cluster: ClusterVerdict | None = None  # what the cluster itself said of the pod, where the input carried it
+    gang: dict[str, Any] | None = None  # its PodGroup's state (``explain_groups.gang_section``)
+    preemption: dict[str, Any] | None = None  # what preemption does for it (``explain_groups.preemption_section``)
 
     def as_dict(self) -> dict[str, Any]:
-        extra = {"cluster": self.cluster.as_dict()} if self.cluster is not None else {}
+        extra: dict[str, Any] = {"cluster": self.cluster.as_dict()} if self.cluster is not None else {}
+        if self.gang is not None:
+            extra["gang"] = self.gang
+        if self.preemption is not None:
+            extra["preemption"] = self.preemption
         return {
             "pod": self.pod,
             "phase": self.phase,

@@ -173,6 +173,42 @@ class Scheduler:
             self._refusals[refusal_key] = (self._version, outcome)
         return outcome
 
+    def fits_on(self, record: PodRecord, node_name: str) -> str | None:
+        """Filter on one node, as PostFilter's dry run calls it (``SelectVictimsOnNode``): None where the pod fits,
+        else the node's reason; nothing is remembered."""
+        placed = self.place_on(record, node_name)
+        return placed if isinstance(placed, str) else None
+
+    def place_on(self, record: PodRecord, node_name: str) -> Placement | str:
+        """Filter and, where the pod fits, its allocations on one given node (a preemptor's proposed node);
+        else the node's reason."""
+        resolved = self.prefilter.claims(record)
+        if isinstance(resolved, str):
+            return resolved
+        to_allocate = [c for c in resolved if c.status.allocation is None]
+        extended = self._extended_requests(record) if self._serves_extended and record.requests else []
+        attempt = _Attempt(
+            record=record,
+            claims=resolved,
+            to_allocate=to_allocate,
+            extended=extended,
+            allocator=self.backend.begin() if (to_allocate or extended) else None,
+        )
+        node = self.state.nodes[node_name]
+        verdict = self._filter_node(attempt, node)
+        if isinstance(verdict, Failed):
+            return verdict.message
+        if isinstance(verdict, str):
+            return verdict
+        if not verdict.deferred or attempt.allocator is None:
+            return self._placement(attempt, verdict, verdict.results)
+        results = self._allocate(attempt.allocator, node, verdict.batch)
+        if isinstance(results, Failed):
+            return results.message
+        if isinstance(results, str):
+            return results
+        return self._placement(attempt, verdict, results)
+
     def _attempt(self, attempt: _Attempt) -> Outcome:
         # DynamicResources scores firstAvailable choices from every node's allocation: only the walk has them all.
         ranked = self.kube is not None and any(

@@ -24,6 +24,7 @@ from kubedra.objects.model import (
     PodResourceClaimStatus,
     ResourceClaim,
 )
+from kubedra.objects.scheduling import PodGroup
 from kubedra.scheduler.claims import (
     allocate_and_reserve,
     claim_from_template,
@@ -34,10 +35,15 @@ from kubedra.scheduler.claims import (
     template_not_found,
 )
 from kubedra.scheduler.extended import claim_name_base
-from kubedra.scheduler.scheduler import Failed, Placement, Scheduler
+from kubedra.scheduler.gangs import GroupOutcome
+from kubedra.scheduler.preemption import NEVER, Preemption, without_victims
+from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
+from kubedra.sim.evictions import Evictions
+from kubedra.sim.gang_cycle import GangQueue
 
 ARRIVE = 0
 FINISH = 1
+EVICT = 2  # a preemption victim's grace period is over
 DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
@@ -49,7 +55,8 @@ class Event(msgspec.Struct, frozen=True, gc=False):
 
     time: float
     # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted, and the controller's
-    # FailedResourceClaimCreation
+    # FailedResourceClaimCreation; preemption's Preempted (a victim) and Nominated (the preemptor); a PodGroup's
+    # condition reason when it changes (Scheduled | Unschedulable | SchedulerError, object "PodGroup ns/name")
     type: str
     object: str  # "Pod ns/name" or "ResourceClaim ns/name"
     node: str = ""
@@ -66,6 +73,9 @@ class SimulationResult:
     order: list[str]  # pod keys in arrival order
     end_time: float
     allocator: Allocator | None = None  # the run's allocator, over the final allocated state (for ``explain``)
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # with the status the run left them in
+    group_cycles: dict[str, GroupOutcome] = field(default_factory=dict)  # each group's latest pod-group cycle
+    preemptions: dict[str, Preemption] = field(default_factory=dict)  # each refused pod's latest PostFilter answer
 
 
 @dataclass
@@ -99,6 +109,10 @@ class Simulation:
     _order: list[str] = field(default_factory=list)
     _jobs: dict[str, JobProgress] = field(default_factory=dict)
     _now: float = 0.0
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # PodGroups by key, their status kept current
+    _gangs: GangQueue | None = None  # made when the first pod of a group is added (GenericWorkload on)
+    evictions: Evictions | None = None  # DefaultPreemption; made where pods have more than one priority
+    workload_claims: bool = False  # DRAWorkloadResourceClaims: PodGroups' claims shared by their pods
 
     @property
     def now(self) -> float:
@@ -112,6 +126,10 @@ class Simulation:
 
     def add(self, record: PodRecord) -> None:
         """A pod that arrives at ``record.arrive_at``."""
+        if record.group:
+            if self._gangs is None:
+                self._gangs = GangQueue(self)
+            self._gangs.add(record)
         self.state.add_pod(record)
         self._order.append(record.key)
         self._push(record.arrive_at, ARRIVE, record.key)
@@ -148,9 +166,11 @@ class Simulation:
                 i += 1
                 if kind == ARRIVE:
                     self._arrive(pods[key])
-                else:
+                elif kind == FINISH:
                     self._finish(pods[key])
                     freed = True
+                else:
+                    freed = self._evict(pods[key]) or freed
             heapq.heappop(self._instants)
             del self._at[now]  # what binding schedules for this instant (run-for 0) is the next instant
             if freed:
@@ -159,7 +179,11 @@ class Simulation:
             done += self._drain()
             if progress is not None:
                 progress(done, total)
-        return SimulationResult(self.state, self.events, self._order, self._now, self.allocator)
+        return SimulationResult(
+            self.state, self.events, self._order, self._now, self.allocator, self.pod_groups,
+            self._gangs.last if self._gangs is not None else {},
+            self.evictions.last if self.evictions is not None else {},
+        )
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -171,6 +195,8 @@ class Simulation:
             record.started_at = record.finished_at = self._now
             return
         statuses = list(pod.status.resource_claim_statuses)
+        if record.group and self._gangs is not None and self.workload_claims:
+            self._gangs.resolve_claims(record, statuses)  # claims of its PodGroup (KEP-5729) resolve to the group's
         generated = {s.name for s in statuses if s.resource_claim_name} if statuses else set()
         for pod_claim in pod.spec.resource_claims:
             if not pod_claim.resource_claim_template_name or pod_claim.name in generated:
@@ -241,21 +267,65 @@ class Simulation:
         active, self._active = sorted(self._active, key=self._queue_order), []
         for key in active:
             record = self.state.pods[key]
+            if record.group:  # a PodGroup's member: its group is tried as a unit (see ``gang_cycle``)
+                assert self._gangs is not None
+                scheduled += self._gangs.cycle(record, active)
+                continue
             outcome = self.scheduler.schedule(record)
             if isinstance(outcome, Placement):
                 self._bind(record, outcome)
                 scheduled += 1
             else:
-                message = outcome.message
-                if isinstance(outcome, Failed):
-                    message = f"error: {message}"
-                if message != record.pending_reason:
-                    kind = "Failed" if isinstance(outcome, Failed) else "Pending"
-                    self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
-                record.pending_reason = message
-                self._queued[key] = (self._now, next(self._seq))
-                self._unschedulable.append(key)
+                if isinstance(outcome, Unschedulable) and outcome.reasons:
+                    outcome = self._post_filter(record, outcome)
+                self._unschedulable_pod(record, outcome)
         return scheduled
+
+    def _post_filter(self, record: PodRecord, outcome: Unschedulable) -> Unschedulable:
+        """DefaultPreemption (``sim.evictions``); its message joins the pod's as kube-scheduler's FitError writes it
+        (``... preemption: 0/N nodes are available: ...``). Where every pod has one priority no pod can be a victim."""
+        if self.evictions is not None:
+            message = self.evictions.post_filter(record, outcome)
+        elif record.pod.spec.preemption_policy == "Never":
+            message = NEVER
+        else:
+            message = without_victims(outcome.reasons)
+        return Unschedulable(f"{outcome.message} preemption: {message}", outcome.reasons) if message else outcome
+
+    def evict_at(self, time: float, record: PodRecord) -> None:
+        """A preemption victim leaves at ``time`` (the end of its grace period)."""
+        self._push(time, EVICT, record.key)
+
+    def _evict(self, record: PodRecord) -> bool:
+        """The victim is gone: it held its node and devices until now; its claims go through the usual release."""
+        if self.evictions is not None:
+            self.evictions.gone(record)
+        if record.deleted or record.finished_at is not None:
+            return False
+        node = record.pod.spec.node_name
+        record.finished_at = self._now
+        record.deleted = True
+        record.end_reason = "preempted"
+        self.state.unbind(record, node)
+        self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node, message="preempted"))
+        self._release_claims(record, node)
+        if record.group and self._gangs is not None:
+            self._gangs.member_gone(record)
+        self._jobs.pop(record.key, None)
+        return True
+
+    def _unschedulable_pod(self, record: PodRecord, outcome: Unschedulable | Failed) -> None:
+        """The failure handler: the reason recorded (an event when it changed), the pod back to the queue."""
+        key = record.key
+        message = outcome.message
+        if isinstance(outcome, Failed):
+            message = f"error: {message}"
+        if message != record.pending_reason:
+            kind = "Failed" if isinstance(outcome, Failed) else "Pending"
+            self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
+        record.pending_reason = message
+        self._queued[key] = (self._now, next(self._seq))
+        self._unschedulable.append(key)
 
     def _bind(self, record: PodRecord, placement: Placement) -> None:
         pod = record.pod
@@ -263,7 +333,10 @@ class Simulation:
         for key in keys:
             claim = self.state.claims[key]
             allocation = placement.allocations.get(key)
-            updated = allocate_and_reserve(claim, allocation, pod)
+            if record.group and self._gangs is not None and key in self._gangs.claim_groups:
+                updated = self._gangs.reserve(key, claim, allocation)
+            else:
+                updated = allocate_and_reserve(claim, allocation, pod)
             self.state.put_claim(updated)
             if allocation is not None:
                 self._allocated(key, allocation, updated, placement.node)
@@ -328,6 +401,8 @@ class Simulation:
             record.pod = msgspec.structs.replace(pod, status=status)
             self.events.append(Event(self._now, "Finished", f"Pod {record.key}", node=node))
         self._release_claims(record, node)
+        if record.group and self._gangs is not None:
+            self._gangs.member_gone(record)
         job = self._jobs.pop(record.key, None)
         if job is not None:
             job.done = job.done or job.work_queue
@@ -338,9 +413,10 @@ class Simulation:
                 self._jobs[successor.key] = job
 
     def _release_claims(self, record: PodRecord, node: str) -> None:
+        gangs = self._gangs if record.group else None
         for key in record.claim_keys:
             claim = self.state.claims.get(key)
-            if claim is None:
+            if claim is None or (gangs is not None and key in gangs.claim_groups):
                 continue
             outcome = release(claim, record.pod)
             if outcome.deallocated is not None:

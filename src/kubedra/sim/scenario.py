@@ -24,6 +24,8 @@ from kubedra.objects.model import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from kubedra.sim.budgets import PodDisruptionBudget, is_budget, read_budgets
+from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
 from kubedra.sim.workloads import Workloads, expand_workloads, is_checked_only, is_workload
 
 
@@ -37,6 +39,8 @@ class Scenario:
     templates: list[ResourceClaimTemplate]
     workloads: Workloads
     notes: list[str] = field(default_factory=list)
+    groups: Groups = field(default_factory=Groups)  # PriorityClasses, Workloads, PodGroups
+    budgets: list[PodDisruptionBudget] = field(default_factory=list)  # read by preemption
 
 
 Namespaced = TypeVar("Namespaced", ResourceClaim, ResourceClaimTemplate)
@@ -100,14 +104,16 @@ def duplicate_nodes(loaded: Loaded, nodes: list[Node]) -> list[Problem]:
     return problems
 
 
-def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
-    """Raises InvalidInputError listing every problem (duplicate nodes, bad NodePools or workloads)."""
+def build_scenario(loaded: Loaded, *, seed: int = 0, generic_workload: bool = False) -> Scenario:
+    """Raises InvalidInputError listing every problem (duplicate nodes, bad NodePools or workloads).
+    ``generic_workload``: the GenericWorkload gate, only for the note saying PodGroups need it."""
     pool_docs: list[RawLike] = [r for r in loaded.raw if is_nodepool(r.data)]
     workload_docs = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
     notes = [
         f"{r.location}: {_describe(r.data)} is not simulated; ignored"
         for r in loaded.raw
-        if not is_nodepool(r.data) and not is_workload(r.data)
+        if not is_nodepool(r.data) and not is_workload(r.data) and not is_scheduling_object(r.data)
+        and not is_budget(r.data)
     ]  # a CronJob among them: its pod template is checked all the same
     problems: list[Problem] = []
     try:
@@ -121,8 +127,14 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
         workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
     except InvalidInputError as error:
         problems.extend(error.problems)
+    groups = read_groups([r for r in loaded.raw if is_scheduling_object(r.data)], notes, problems)
+    budgets = read_budgets([r for r in loaded.raw if is_budget(r.data)], problems)
     if problems:
         raise InvalidInputError(in_input_order(loaded, problems))
+    workloads = join_pods(workloads, groups, notes)
+    if groups.pod_groups and not generic_workload:
+        notes.append("PodGroups are scheduled as gangs only with --feature-gates GenericWorkload=true (off by default"
+                     " in Kubernetes 1.37): their pods are scheduled one by one")
     return Scenario(
         nodes=nodes,
         slices=[*loaded.of_kind(ResourceSlice), *pool_slices],
@@ -132,4 +144,6 @@ def build_scenario(loaded: Loaded, *, seed: int = 0) -> Scenario:
         templates=_with_namespace(loaded.of_kind(ResourceClaimTemplate)),
         workloads=workloads,
         notes=notes,
+        groups=groups,
+        budgets=budgets,
     )

@@ -18,6 +18,8 @@ from kubedra.scheduler.device_index import DeviceIndex
 from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend, seeded_share_ids
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
+from kubedra.sim.evictions import Evictions
+from kubedra.sim.groups import group_key
 from kubedra.sim.run import Simulation, SimulationResult
 from kubedra.sim.scenario import Scenario
 
@@ -33,8 +35,11 @@ class Options:
     step_budget: int = DEFAULT_STEP_BUDGET
 
 
-def _record(pod: Pod, arrive_at: float, run_for: float | None, owner: str) -> PodRecord:
-    return PodRecord(pod=pod, requests=pod_requests(pod), arrive_at=arrive_at, run_for=run_for, owner=owner)
+def _record(pod: Pod, arrive_at: float, run_for: float | None, owner: str, gangs: bool = False) -> PodRecord:
+    record = PodRecord(pod=pod, requests=pod_requests(pod), arrive_at=arrive_at, run_for=run_for, owner=owner)
+    if gangs and pod.spec.scheduling_group is not None:
+        record.group = group_key(pod)
+    return record
 
 
 def prepare(scenario: Scenario, options: Options) -> Simulation:
@@ -71,12 +76,20 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         rng,
         allocator=backend.allocator,
     )
+    gangs = features.generic_workload
+    if gangs:
+        simulation.pod_groups = dict(scenario.groups.pod_groups)
+        simulation.workload_claims = features.workload_resource_claims
+    priorities = {a.pod.spec.priority or 0 for a in scenario.workloads.arrivals}
+    priorities |= {p.spec.priority or 0 for j in scenario.workloads.jobs for p in j.pods}
+    if len(priorities) > 1:
+        simulation.evictions = Evictions(simulation, scenario.budgets)
     for arrival in scenario.workloads.arrivals:
-        simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner))
+        simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs))
     for job in scenario.workloads.jobs:
         if job.suspended:
             continue
-        records = [_record(pod, job.arrive_at, job.run_for, job.owner) for pod in job.pods]
+        records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs) for pod in job.pods]
         simulation.add_job(records, job.parallelism, work_queue=job.completions is None)
     return simulation
 

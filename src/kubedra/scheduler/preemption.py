@@ -1,0 +1,225 @@
+"""DefaultPreemption, the PostFilter of kube-scheduler v1.37.2's default profile (``framework/preemption``).
+
+For a pod that fits nowhere: the candidate nodes are those whose Filter status is ``Unschedulable`` — NodeResourcesFit's
+``Insufficient <resource>`` and ``Too many pods``; node rules (selector, affinity, taints, node name) and every
+DynamicResources failure are ``UnschedulableAndUnresolvable``, so **no preemption frees devices in 1.37** (KEP-5690 is
+planned for 1.38). On each candidate every lower-priority pod is removed; if the pod then fits, victims are reprieved
+one by one, most important first (higher priority, then the earlier start; those a PodDisruptionBudget would count as
+violations before the others), keeping each whose return still lets the pod fit. Victims' devices stay held in that
+dry run: the DynamicResources plugin does not simulate their release. Among the nodes with victims,
+``pickOneNodeForPreemption`` chooses: the fewest budget violations, the lowest highest victim priority, the lowest sum
+of priorities, the fewest victims, the latest start of the highest-priority victims, then the first node.
+The caller deletes the victims and nominates the node; the pod binds once they are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.usage import NodeUsage
+from kubedra.scheduler.nodefit import is_extended_resource, resources_reason
+
+RESOLVABLE = ("Insufficient ", "Too many pods")
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NEVER = "not eligible due to preemptionPolicy=Never."
+TERMINATING = "not eligible due to a terminating pod on the nominated node."
+DRA_NOT_FREED = "DRA devices are not freed by preemption in 1.37"
+_INT32_OFFSET = 2**31  # upstream adds MaxInt32+1 to each priority so the sum of negative priorities orders right
+
+FitsOn = Callable[[PodRecord, str], str | None]
+"""Filter's reason for the pod on the node in the current (dry-run) state; None where it fits."""
+
+
+def priority_of(record: PodRecord) -> int:
+    return record.pod.spec.priority or 0
+
+
+def resolvable(reason: str) -> bool:
+    """A Filter reason preemption may resolve (``Unschedulable``, not ``UnschedulableAndUnresolvable``)."""
+    return reason.startswith(RESOLVABLE)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A PodDisruptionBudget as PostFilter reads it: the pods it covers and the disruptions it allows now."""
+
+    namespace: str
+    covers: Callable[[dict[str, str]], bool]  # the budget's selector over a pod's labels
+    allowed: int
+
+
+def split_by_budgets(
+    victims: Sequence[PodRecord], budgets: Sequence[Budget]
+) -> tuple[list[PodRecord], list[PodRecord]]:
+    """``filterPodsWithPDBViolation``: in order, each pod takes one of the allowed disruptions of every budget
+    covering it; a pod that takes one more than a budget allows violates it. (violating, non-violating)"""
+    left = [b.allowed for b in budgets]
+    violating: list[PodRecord] = []
+    fine: list[PodRecord] = []
+    for victim in victims:
+        meta = victim.pod.metadata
+        broken = False
+        for i, budget in enumerate(budgets):
+            if budget.namespace == (meta.namespace or "default") and budget.covers(meta.labels):
+                left[i] -= 1
+                broken = broken or left[i] < 0
+        (violating if broken else fine).append(victim)
+    return violating, fine
+
+
+@dataclass
+class Preemption:
+    """PostFilter's answer: the nominated node and its victims, or why none (``message`` in upstream's words)."""
+
+    node: str = ""
+    victims: list[PodRecord] = field(default_factory=list)
+    message: str = ""
+    unresolvable: list[str] = field(default_factory=list)  # the nodes' reasons preemption cannot help with
+
+    @property
+    def found(self) -> bool:
+        return bool(self.node)
+
+
+def _more_important(record: PodRecord) -> tuple[int, float]:
+    """``MoreImportantPod``'s order as a sort key: higher priority first, then the earlier start."""
+    started = record.started_at if record.started_at is not None else float("inf")
+    return -priority_of(record), started
+
+
+def preempt(
+    state: ClusterState,
+    record: PodRecord,
+    reasons: dict[str, list[str]],
+    fits_on: FitsOn,
+    terminating: Iterable[str] = (),
+    *,
+    budgets: Sequence[Budget] = (),
+) -> Preemption:
+    """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes) and the PodDisruptionBudgets.
+
+    Without victims, ``message`` is PostFilter's summary as kube-scheduler appends it to the pod's FitError: each
+    node's status (``Preemption is not helpful for scheduling`` where Filter's failure is unresolvable, ``No
+    preemption victims found for incoming pod`` where no lower-priority pod runs, else the Filter failure that remains
+    with every such pod gone)."""
+    if record.pod.spec.preemption_policy == "Never":
+        return Preemption(message=NEVER)
+    going = set(terminating)
+    priority = priority_of(record)
+    unresolvable = sorted({reason for reason in reasons if not resolvable(reason)})
+    statuses: dict[str, int] = {}
+    not_helpful = sum(len(nodes) for reason, nodes in reasons.items() if not resolvable(reason))
+    if not_helpful:
+        statuses[NOT_HELPFUL] = not_helpful
+    found: list[tuple[str, list[PodRecord], int]] = []
+    for node in sorted(node for reason, nodes in reasons.items() if resolvable(reason) for node in nodes):
+        lower = [r for r in state.bound.get(node, {}).values() if priority_of(r) < priority and r.key not in going]
+        if not lower:
+            statuses[NO_VICTIMS] = statuses.get(NO_VICTIMS, 0) + 1
+            continue
+        ordered = sorted(lower, key=_more_important)
+        violating, fine = split_by_budgets(ordered, budgets) if budgets else ([], ordered)
+        victims, failure, violations = _victims_on(state, record, node, (violating, fine), fits_on)
+        if victims:
+            found.append((node, victims, violations))
+        else:
+            statuses[failure] = statuses.get(failure, 0) + 1
+    if not found:
+        return Preemption(message=summary(statuses, sum(statuses.values())), unresolvable=unresolvable)
+    node, victims, _ = min(found, key=_pick_order)
+    return Preemption(node=node, victims=victims)
+
+
+def summary(statuses: dict[str, int], total: int) -> str:
+    """``0/N nodes are available: <count> <status>, ...`` sorted, as the FitError's."""
+    parts = sorted(f"{count} {status}" for status, count in statuses.items())
+    return f"0/{total} nodes are available: {', '.join(parts)}."
+
+
+def without_victims(reasons: dict[str, list[str]]) -> str:
+    """PostFilter's summary where no pod has a lower priority than this one (no node offers a victim)."""
+    statuses: dict[str, int] = {}
+    for reason, nodes in reasons.items():
+        status = NO_VICTIMS if resolvable(reason) else NOT_HELPFUL
+        statuses[status] = statuses.get(status, 0) + len(nodes)
+    return summary(statuses, sum(statuses.values()))
+
+
+def _victims_on(
+    state: ClusterState,
+    record: PodRecord,
+    node: str,
+    parts: tuple[Sequence[PodRecord], Sequence[PodRecord]],
+    fits_on: FitsOn,
+) -> tuple[list[PodRecord], str, int]:
+    """``SelectVictimsOnNode`` over the lower-priority pods, most important first within each part: ([], Filter's
+    reason, 0) when the pod does not fit even with all of them gone; else the victims and how many of them violate a
+    budget (those that would are reprieved first)."""
+    violating, fine = parts
+    lower = [*violating, *fine]
+    if record.pod.spec.resource_claims or any(is_extended_resource(name) for name in record.requests):
+        return _victims_by_filter(state, record, node, parts, fits_on)
+    # Only NodeResourcesFit can still refuse (the checks before it passed on a candidate): count on a scratch copy.
+    target = state.nodes[node]
+    usage = state.usage[node]
+    scratch = NodeUsage(requested=dict(usage.requested), pods=usage.pods)
+    for victim in lower:
+        scratch.remove(victim.requests)
+    failure = resources_reason(record.requests, target, scratch)
+    if failure is not None:
+        return [], failure, 0
+    victims: list[PodRecord] = []
+    violations = 0
+    for i, victim in enumerate(lower):
+        scratch.add(victim.requests)
+        if resources_reason(record.requests, target, scratch) is not None:
+            scratch.remove(victim.requests)
+            victims.append(victim)
+            violations += i < len(violating)
+    return victims, "", violations
+
+
+def _victims_by_filter(
+    state: ClusterState,
+    record: PodRecord,
+    node: str,
+    parts: tuple[Sequence[PodRecord], Sequence[PodRecord]],
+    fits_on: FitsOn,
+) -> tuple[list[PodRecord], str, int]:
+    """The same with the whole Filter (claims, extended resources) on the state with the victims unbound."""
+    violating, fine = parts
+    lower = [*violating, *fine]
+    for victim in lower:
+        state.unbind(victim, node)
+    victims: list[PodRecord] = []
+    violations = 0
+    try:
+        failure = fits_on(record, node)
+        if failure is not None:
+            for victim in lower:
+                state.bind(victim, node)
+            return [], failure, 0
+        for i, victim in enumerate(lower):
+            state.bind(victim, node)
+            if fits_on(record, node) is not None:
+                state.unbind(victim, node)
+                victims.append(victim)
+                violations += i < len(violating)
+    finally:
+        for victim in victims:
+            state.bind(victim, node)
+    return victims, "", violations
+
+
+def _pick_order(candidate: tuple[str, list[PodRecord], int]) -> tuple[int, int, int, int, float]:
+    """``pickOneNodeForPreemption``'s criteria as one sort key (the fewest budget violations first)."""
+    _, victims, violations = candidate
+    highest = max(priority_of(v) for v in victims)
+    total = sum(priority_of(v) + _INT32_OFFSET for v in victims)
+    earliest_of_highest = min(
+        (v.started_at if v.started_at is not None else 0.0) for v in victims if priority_of(v) == highest
+    )
+    return violations, highest, total, len(victims), -earliest_of_highest

@@ -1,0 +1,98 @@
+"""The simulation's side of preemption: when PostFilter runs, the victims' deletion after their grace period (their
+claims released through the usual lifecycle), and the preemptor's ``nominatedNodeName``.
+
+Made only when the scenario's pods have more than one priority (with one, no pod ever has a lower-priority victim),
+so runs without priorities pay nothing. Bound pods are counted by priority as they bind and leave, so a pod that
+could only preempt pods of its own priority or higher is turned away without looking at any node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from kubedra.cluster.state import PodRecord
+from kubedra.scheduler.preemption import (
+    NEVER,
+    TERMINATING,
+    Preemption,
+    preempt,
+    priority_of,
+    resolvable,
+    without_victims,
+)
+from kubedra.scheduler.scheduler import Unschedulable
+from kubedra.sim.budgets import PodDisruptionBudget, current_budgets
+
+if TYPE_CHECKING:
+    from kubedra.sim.run import Simulation
+
+DEFAULT_GRACE_SECONDS = 30.0  # terminationGracePeriodSeconds' default
+
+
+class Evictions:
+    def __init__(self, simulation: Simulation, budgets: Sequence[PodDisruptionBudget] = ()) -> None:
+        self.sim = simulation
+        self.budgets = list(budgets)
+        self.bound_priorities: Counter[int] = Counter()
+        self.terminating: dict[str, str] = {}  # victim key -> the preemptor's key
+        self.last: dict[str, Preemption] = {}  # preemptor key -> its latest PostFilter answer (for ``explain``)
+        for node_pods in simulation.state.bound.values():
+            for record in node_pods.values():
+                self.bound_priorities[priority_of(record)] += 1
+        simulation.state.pod_watchers.append(self._counted)
+
+    def _counted(self, record: PodRecord, _node: str, delta: int) -> None:
+        priority = priority_of(record)
+        self.bound_priorities[priority] += delta
+        if not self.bound_priorities[priority]:
+            del self.bound_priorities[priority]
+
+    def post_filter(self, record: PodRecord, outcome: Unschedulable) -> str:
+        """DefaultPreemption for a pod Filter refused: victims found are deleted after their grace period and the pod
+        is nominated (""), else PostFilter's message, which kube-scheduler appends to the pod's."""
+        priority = priority_of(record)
+        if record.pod.spec.preemption_policy == "Never":
+            answer = Preemption(message=NEVER)
+        elif not self.bound_priorities or min(self.bound_priorities) >= priority:
+            answer = Preemption(message=without_victims(outcome.reasons),
+                                unresolvable=sorted({r for r in outcome.reasons if not resolvable(r)}))
+        else:
+            nominated = record.pod.status.nominated_node_name
+            if nominated and any(
+                self.sim.state.pods[k].pod.spec.node_name == nominated for k, by in self.terminating.items()
+                if by == record.key
+            ):
+                return TERMINATING  # its victims are still terminating: it waits for them (PodEligibleToPreemptOthers)
+            state = self.sim.state
+            budgets = current_budgets(self.budgets, state, self.terminating) if self.budgets else []
+            answer = preempt(state, record, outcome.reasons, self.sim.scheduler.fits_on, self.terminating,
+                             budgets=budgets)
+        self.last[record.key] = answer
+        if not answer.found:
+            return answer.message
+        self._evict(record, answer)
+        return ""
+
+    def _evict(self, record: PodRecord, answer: Preemption) -> None:
+        sim = self.sim
+        from kubedra.sim.run import Event
+
+        for victim in answer.victims:
+            self.terminating[victim.key] = record.key
+            sim.events.append(Event(sim.now, "Preempted", f"Pod {victim.key}", node=answer.node,
+                                    message=f"Preempted by pod {record.key} on node {answer.node}"))
+            grace = victim.pod.spec.termination_grace_period_seconds
+            sim.evict_at(sim.now + (DEFAULT_GRACE_SECONDS if grace is None else float(grace)), victim)
+        pod = record.pod
+        record.pod = msgspec.structs.replace(
+            pod, status=msgspec.structs.replace(pod.status, nominated_node_name=answer.node)
+        )
+        sim.events.append(Event(sim.now, "Nominated", f"Pod {record.key}", node=answer.node,
+                                message=f"preempting {len(answer.victims)} pod(s) on {answer.node}"))
+
+    def gone(self, record: PodRecord) -> None:
+        self.terminating.pop(record.key, None)

@@ -1,0 +1,101 @@
+"""Workload-aware preemption: a gang that cannot meet its quorum preempts as a group (``PodGroupEvaluator``,
+``framework/preemption/podgrouppreemption.go``), the domain being the whole cluster.
+
+Every bound pod of a lower priority than the PodGroup's is a potential victim. With all of them removed (their
+usage, not their devices: DynamicResources does not simulate a victim's release in 1.37) the group is tried once;
+if it fits, each member keeps the node it got, and the victims are reprieved one by one, most important first (those a
+PodDisruptionBudget would count as violations first): a victim stays if every member still passes Filter on its node
+with the members before it assumed. The rest are preempted (``Preempted by podgroup <uid> on node cluster``), the
+members nominated, and the group is tried again once the victims are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kubedra.cluster.state import PodRecord
+from kubedra.objects.scheduling import PodGroup
+from kubedra.scheduler.gangs import schedule_group
+from kubedra.scheduler.preemption import NEVER, priority_of, split_by_budgets
+from kubedra.scheduler.scheduler import Placement
+from kubedra.sim.budgets import current_budgets
+
+if TYPE_CHECKING:
+    from kubedra.sim.gang_cycle import GangQueue
+
+NO_VICTIMS = "No preemption victims found for incoming preemptor"
+ONGOING = "ongoing preemption on nominated nodes"
+
+
+@dataclass
+class GroupPreemption:
+    victims: list[PodRecord] = field(default_factory=list)
+    nominated: dict[str, str] = field(default_factory=dict)  # member key -> node
+    message: str = ""  # why there are no victims (appended to the group's message)
+
+
+def preempt_for_group(
+    gangs: GangQueue, key: str, group: PodGroup, order: list[PodRecord], bound: int
+) -> GroupPreemption:
+    """The victims and nominations for the failing group ``key``, or why there are none."""
+    sim = gangs.sim
+    evictions = sim.evictions
+    assert evictions is not None
+    if group.spec.preemption_policy == "Never":
+        return GroupPreemption(message=NEVER)
+    if key in evictions.terminating.values():
+        return GroupPreemption(message=ONGOING)
+    state = sim.state
+    priority = group.spec.priority or 0
+    potential = [
+        (record, node)
+        for node, pods in state.bound.items()
+        for record in pods.values()
+        if priority_of(record) < priority and record.key not in evictions.terminating
+    ]
+    if not potential:
+        return GroupPreemption(message=NO_VICTIMS)
+    node_of = {record.key: node for record, node in potential}
+    for record, node in potential:
+        state.unbind(record, node)
+    trial = schedule_group(sim.scheduler, group, order, bound, gangs.assume, lower_priority_bound=True)
+    if not trial.scheduled:
+        for record, node in potential:
+            state.bind(record, node)
+        return GroupPreemption(message=trial.message)
+    assignments = [(record, trial.fitted[record.key]) for record in order if record.key in trial.fitted]
+    ranked = sorted((record for record, _ in potential), key=_more_important)
+    budgets = current_budgets(evictions.budgets, state, evictions.terminating) if evictions.budgets else []
+    violating, fine = split_by_budgets(ranked, budgets) if budgets else ([], ranked)
+    victims: list[PodRecord] = []
+    for record in [*violating, *fine]:
+        node = node_of[record.key]
+        state.bind(record, node)
+        if not _members_fit(gangs, assignments):
+            state.unbind(record, node)
+            victims.append(record)
+    for record in victims:
+        state.bind(record, node_of[record.key])
+    return GroupPreemption(victims=victims, nominated={record.key: node for record, node in assignments})
+
+
+def _members_fit(gangs: GangQueue, assignments: list[tuple[PodRecord, str]]) -> bool:
+    """Every member passes Filter on its proposed node, those before it assumed there; all undone after."""
+    undo: list[Callable[[], None]] = []
+    try:
+        for record, node in assignments:
+            placed = gangs.sim.scheduler.place_on(record, node)
+            if not isinstance(placed, Placement):
+                return False
+            undo.append(gangs.assume(record, placed))
+        return True
+    finally:
+        for revert in reversed(undo):
+            revert()
+
+
+def _more_important(record: PodRecord) -> tuple[int, float]:
+    started = record.started_at if record.started_at is not None else float("inf")
+    return -priority_of(record), started
