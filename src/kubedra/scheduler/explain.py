@@ -319,7 +319,9 @@ class _Explainer:
     def __init__(self, state: ClusterState, allocator: Allocator) -> None:
         self.state = state
         self.allocator = allocator
-        self.mapping = ExtendedResourceMap(list(state.classes.values()))
+        # Without the DRAExtendedResource gate no class serves an extended resource (the API server drops the field).
+        classes = list(state.classes.values()) if allocator.features.extended_resource else []
+        self.mapping = ExtendedResourceMap(classes)
         self.owners = owners_of(list(state.allocated_claims()))
 
     def check_node(self, attempt: _Attempt, node: Node) -> tuple[str, list[Issue]]:

@@ -109,14 +109,18 @@ class Scheduler:
         policy: Policy,
         rng: random.Random,
         index: DeviceIndex | None = None,
+        *,
+        extended_resources: bool = True,
     ) -> None:
+        """``extended_resources``: the DRAExtendedResource gate (off: no class serves ``nvidia.com/gpu``, the pod
+        needs a device plugin's allocatable, as kube-scheduler's NodeResourcesFit checks without the gate)."""
         self.state = state
         self.backend = backend
         self.policy = policy
         self.rng = rng
         self.index = index
         self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
-        self.extended_map = ExtendedResourceMap(list(state.classes.values()))
+        self.extended_map = ExtendedResourceMap(list(state.classes.values()) if extended_resources else [])
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName
         self._next_start = 0
         self.prefilter = PreFilter(state)
