@@ -245,7 +245,7 @@ def test_converted_workloads_schedule_in_simulate_with_the_same_gpu_count(
          'Pod/p: spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "1.5": must be an integer'),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources:\n"
          "      limits: {nvidia.com/gpu: \"9223372036854775808\"}\n", [],
-         'Invalid value: "9223372036854775808": must be an integer no greater than 9223372036854775807'),
+         'Invalid value: "9223372036854775808": must be a count kube-scheduler can read as an int64'),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources:\n"
          "      limits: {nvidia.com/gpu: 2}\n      requests: {nvidia.com/gpu: 1}\n", [],
          "must be equal to nvidia.com/gpu limit of 2"),

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubedra.cluster.deviceclasses import GPU_CLASS, MIG_CLASS
+from kubedra.objects import formats
 from kubedra.objects.errors import Location, Problem
 from kubedra.objects.gpuconfig import read_gpu_config
-from kubedra.objects.quantity import QuantityError, parse_quantity
+from kubedra.objects.quantity import parse_quantity
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_SUFFIX = ".shared"
@@ -118,24 +119,17 @@ class ContainerAsk:
         return (0 if self.list_name == "initContainers" else 1, self.index)
 
 
-def _count(value: Any, field_path: str, problems: list[Problem], where: Location) -> int | None:
+def _count(name: str, value: Any, field_path: str, problems: list[Problem], where: Location) -> int | None:
+    """The device count, or None with a problem in the words ``kubedra validate`` uses for the same field."""
     text = str(value)
-    try:
-        if isinstance(value, bool):
-            raise QuantityError("not a quantity", text)
-        quantity = parse_quantity(text)
-    except QuantityError:
+    if isinstance(value, bool):
         problems.append(Problem(_at(where, field_path), f'Invalid value: "{text}": must be an integer'))
         return None
-    if not quantity.is_integer() or quantity.sign() < 0:
-        problems.append(Problem(_at(where, field_path), f'Invalid value: "{text}": must be an integer'))
+    messages = formats.resource_quantity(name, text) or formats.device_count(name, text)
+    if messages:
+        problems.extend(Problem(_at(where, field_path), message) for message in messages)
         return None
-    try:
-        return quantity.as_int64()
-    except QuantityError:  # 1e40 GPUs: an integer, but past what any count (an int64) can hold
-        problems.append(Problem(_at(where, field_path),
-                                f'Invalid value: "{text}": must be an integer no greater than {2**63 - 1}'))
-        return None
+    return parse_quantity(str(parse_quantity(text))).k8s_as_int64()  # read as stored: "1.0" is stored as "1"
 
 
 def _at(where: Location, field_path: str) -> Location:
@@ -163,9 +157,13 @@ def container_asks(pod_spec: Any, prefix: str, where: Location, problems: list[P
             for name in [*limits, *(n for n in requests if n not in limits)]:
                 if not is_gpu_resource(str(name)):
                     continue
-                limit = _count(limits[name], f"{path}.limits[{name}]", problems, where) if name in limits else None
+                limit = (
+                    _count(str(name), limits[name], f"{path}.limits[{name}]", problems, where) if name in limits
+                    else None
+                )
                 request = (
-                    _count(requests[name], f"{path}.requests[{name}]", problems, where) if name in requests else None
+                    _count(str(name), requests[name], f"{path}.requests[{name}]", problems, where)
+                    if name in requests else None
                 )
                 if limit is not None and request is not None and limit != request:
                     problems.append(Problem(
