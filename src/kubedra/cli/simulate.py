@@ -113,6 +113,12 @@ def load_scenario(
             loaded = to_loaded(read_live(kubeconfig, context), files or [])
         else:
             loaded = load_paths(files or default_inputs(), api_validation=api_validation)
+        if api_validation:
+            from kubedra.sim.validation import selector_problems
+
+            bad_selectors = selector_problems(loaded, features)
+            if bad_selectors:  # the API server refuses these objects; the allocator could never match them
+                raise InvalidInputError(bad_selectors)
         scenario = build_scenario(loaded, seed=seed)
     except InvalidInputError as exc:
         fail_invalid(exc)
