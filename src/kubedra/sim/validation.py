@@ -40,11 +40,13 @@ NO_OBJECTS = "no objects: the input holds no Kubernetes documents"
 
 @dataclass
 class Validation:
-    """The findings (empty: valid), how many documents were checked, and those of kinds nothing checks."""
+    """The findings (empty: valid), the warnings (references the inputs do not resolve), how many documents were
+    checked, and those of kinds nothing checks."""
 
     findings: list[Problem] = field(default_factory=list)
     checked: int = 0
     unchecked: list[RawObject] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
 
 
 def selector_check(features: Features) -> SelectorCheck:
@@ -104,5 +106,6 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
     unchecked = [r for r in unchecked if not is_checked_only(r.data)]
     if not loaded.objects and not loaded.raw:
         problems.append(Problem(Location(", ".join(sources)), NO_OBJECTS))
-    return Validation(in_input_order(loaded, problems), len(loaded.objects) + len(loaded.raw) - len(unchecked),
-                      unchecked)
+    ordered = in_input_order(loaded, problems)
+    return Validation([p for p in ordered if not p.unresolved], len(loaded.objects) + len(loaded.raw) - len(unchecked),
+                      unchecked, [p for p in ordered if p.unresolved])
