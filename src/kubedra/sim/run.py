@@ -40,6 +40,7 @@ ARRIVE = 0
 FINISH = 1
 DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
+PROGRESS_EVERY = 64  # pods bound between progress reports inside one instant
 
 
 class Event(msgspec.Struct, frozen=True, gc=False):
@@ -99,6 +100,7 @@ class Simulation:
     _order: list[str] = field(default_factory=list)
     _jobs: dict[str, JobProgress] = field(default_factory=dict)
     _now: float = 0.0
+    _on_bound: Callable[[int], None] | None = None  # progress within an instant: pods bound in it so far
 
     @property
     def now(self) -> float:
@@ -132,11 +134,15 @@ class Simulation:
             self._jobs[record.key] = progress
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
-        """Process every event; ``progress(scheduled, total)`` after each instant, ``total`` fixed up front (every
-        pod added plus every Job pod not yet created), so ``scheduled`` never exceeds it."""
+        """Process every event; ``progress(scheduled, total)`` before the first, every ``PROGRESS_EVERY`` pods bound
+        (replicas that arrive together are one instant, perhaps minutes long) and after each instant; ``total``
+        fixed up front (every pod added plus every Job pod not yet created), so ``scheduled`` never exceeds it."""
         waiting = {id(job): len(job.waiting) for job in self._jobs.values()}
         total = len(self._order) + sum(waiting.values())
         done = 0
+        if progress is not None:
+            progress(0, total)
+            self._on_bound = lambda in_instant: progress(done + in_instant, total)
         pods = self.state.pods
         while self._instants:
             self._now = now = self._instants[0]
@@ -159,6 +165,7 @@ class Simulation:
             done += self._drain()
             if progress is not None:
                 progress(done, total)
+        self._on_bound = None
         return SimulationResult(self.state, self.events, self._order, self._now, self.allocator)
 
     # ------------------------------------------------------------------------------------------ lifecycle
@@ -245,6 +252,8 @@ class Simulation:
             if isinstance(outcome, Placement):
                 self._bind(record, outcome)
                 scheduled += 1
+                if self._on_bound is not None and scheduled % PROGRESS_EVERY == 0:
+                    self._on_bound(scheduled)
             else:
                 message = outcome.message
                 if isinstance(outcome, Failed):
