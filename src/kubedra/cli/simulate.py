@@ -14,6 +14,7 @@ from kubedra.cli.options import (
     ContextOption,
     GatesOption,
     KubeconfigOption,
+    MaxFileSizeOption,
     NoHeadersOption,
     OutputOption,
     PolicyOption,
@@ -21,6 +22,7 @@ from kubedra.cli.options import (
     ScenarioFiles,
     SeedOption,
     VersionOption,
+    parse_limits,
 )
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
@@ -89,6 +91,7 @@ def load_scenario(
     context: str | None = None,
     *,
     api_validation: bool = True,
+    limits: Any = None,
 ) -> tuple[Any, Any, Any]:
     """(loaded objects, scenario, features) for ``simulate``, ``explain`` and ``allocate``; exits 2 on bad input.
 
@@ -112,7 +115,7 @@ def load_scenario(
 
             loaded = to_loaded(read_live(kubeconfig, context), files or [])
         else:
-            loaded = load_paths(files or default_inputs(), api_validation=api_validation)
+            loaded = load_paths(files or default_inputs(), api_validation=api_validation, limits=limits)
         if api_validation:
             from kubedra.sim.validation import selector_problems
 
@@ -281,13 +284,15 @@ def register(app: typer.Typer) -> None:
             float | None, typer.Option("--speed", min=0.001, help="With --serve: simulated seconds per wall-clock "
                                        "second (e.g. 60: an hour in a minute).")
         ] = None,
+        max_file_size: MaxFileSizeOption = "8Mi",
     ) -> None:
         from functools import partial
 
         from kubedra.sim.report import build_report
         from kubedra.sim.simulate import Options, simulate
 
-        loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context)
+        loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context,
+                                                   limits=parse_limits(max_file_size))
         print_warnings(loaded.warnings, quiet=quiet)
         print_warnings(scenario.notes, quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)

@@ -7,7 +7,15 @@ from typing import Annotated, Any
 import typer
 
 from kubedra.cli.helptext import command_help
-from kubedra.cli.options import GatesOption, InputFiles, OutputOption, QuietOption, VersionOption
+from kubedra.cli.options import (
+    GatesOption,
+    InputFiles,
+    MaxFileSizeOption,
+    OutputOption,
+    QuietOption,
+    VersionOption,
+    parse_limits,
+)
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
     EXIT_OK,
@@ -208,6 +216,7 @@ def register(app: typer.Typer) -> None:
             help="A DeviceClass, claim or claim template that is not among the inputs (nor installed by NVIDIA's "
                  "chart or kubedra's) is a finding (exit 1), not a warning.",
         )] = False,
+        max_file_size: MaxFileSizeOption = "8Mi",
     ) -> None:
         from kubedra.allocator import FeatureGateError, Features, parse_gates
         from kubedra.migrate import Source
@@ -221,11 +230,13 @@ def register(app: typer.Typer) -> None:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise typer.Exit(EXIT_INVALID_INPUT) from exc
         fmt = output or default_format()
-        inputs = read_inputs(files)  # each input read once (stdin too): the loader, the schemas and the lines share it
+        limits = parse_limits(max_file_size)
+        # Each input read once (stdin too): the loader, the schemas and the lines share it.
+        inputs = read_inputs(files, limits=limits)
         sources = [Source(read.name, read.text) for read in inputs.texts]
         try:
             # Shapes only here (unknown fields, wrong types): the API's rules come next, with everything else.
-            loaded = load_inputs(inputs, api_validation=False)
+            loaded = load_inputs(inputs, api_validation=False, limits=limits)
         except InvalidInputError as error:
             if any(p.unreadable for p in error.problems):
                 fail_invalid(error)
