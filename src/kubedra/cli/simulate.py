@@ -293,7 +293,9 @@ def register(app: typer.Typer) -> None:
 
         loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context,
                                                    limits=parse_limits(max_file_size))
-        print_warnings(loaded.warnings, quiet=quiet)
+        # Before the default table, many warnings become one line; json and yaml readers get each on stderr.
+        summarize = (output or default_format()) in (OutputFormat.table, OutputFormat.wide)
+        print_warnings(loaded.warnings, quiet=quiet, summarize=summarize)
         print_warnings(scenario.notes, quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
         # The loaded objects live until the end: out of the collector's full passes, which otherwise walk all of them
