@@ -313,5 +313,25 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
 
 def _objects(state: ClusterState, order: list[str]) -> list[dict[str, Any]]:
     claims = [to_dict(c) for c in sorted(state.claims.values(), key=lambda c: (c.metadata.namespace, c.metadata.name))]
-    pods = [to_dict(state.pods[key].pod) for key in order if not state.pods[key].deleted]
+    pods = [_pod_document(state.pods[key]) for key in order if not state.pods[key].deleted]
     return [*claims, *pods]
+
+
+def _pod_document(record: Any) -> dict[str, Any]:
+    """The pod as the API would show it, with the ``PodScheduled`` condition: ``True`` once bound (the binding
+    subresource sets it), ``False`` with kube-scheduler's reason (``Unschedulable``, or ``SchedulerError``) and
+    message while it was tried and did not fit; none for a pod the scheduler has not tried (waiting for its claim)."""
+    document = to_dict(record.pod)
+    condition: dict[str, Any] | None = None
+    if record.pod.spec.node_name:
+        condition = {"type": "PodScheduled", "status": "True"}
+    elif record.pending_reason:
+        failed = record.pending_reason.startswith("error: ")
+        condition = {"type": "PodScheduled", "status": "False",
+                     "reason": "SchedulerError" if failed else "Unschedulable",
+                     "message": record.pending_reason.removeprefix("error: ")}
+    if condition is not None:
+        status = document.setdefault("status", {})
+        kept = [c for c in status.get("conditions", []) if c.get("type") != "PodScheduled"]
+        status["conditions"] = [*kept, condition]
+    return document
