@@ -128,6 +128,17 @@ def load_scenario(
     return loaded, scenario, features
 
 
+def _pending_line(waited: dict[str, Any], end: str) -> str:
+    """The pending-time line: percentiles of the pods that were scheduled; those never scheduled counted apart (a
+    "max 0s" beside thousands of pods that never ran would say the opposite of what happened)."""
+    never = waited.get("neverScheduled", 0)
+    tail = f"; {never} never scheduled (still pending when the run ended at {end})" if never else ""
+    if not waited["pods"]:
+        return f"Pending time: no pod was scheduled{tail}"
+    of = f" of the {waited['pods']} scheduled" if never else ""
+    return f"Pending time{of}: p50 {waited['p50']}, p99 {waited['p99']}, max {waited['max']}{tail}"
+
+
 def _progress_run(run: Any, show: bool) -> Any:
     """The run, with a progress bar on a terminal; its total comes from the simulation, fixed before the first pod."""
     if not show:
@@ -225,7 +236,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{summary['shares']} shares in use",
         f"GPUs: {g['inUse']} of {g['total']} in use at the end ({g['whole']} whole, {g['migPartitioned']} "
         f"MIG-partitioned, {g['shared']} shared); peak {g['peakInUse']} at {g['peakTime']}",
-        f"Pending time: p50 {w['p50']}, p99 {w['p99']}, max {w['max']}",
+        _pending_line(w, summary["simulatedTime"]),
     ]
     if w["longest"]:
         waiters = ", ".join(

@@ -168,12 +168,16 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def _pending_time(lines: list[PodLine]) -> dict[str, Any]:
-    """How long pods waited from arrival to binding; pods still pending count their wait up to the end."""
-    waits = sorted(line.waited for line in lines)
+    """How long pods waited from arrival to binding, over the pods that were bound; those never bound (still pending
+    at the end) are counted apart, ``neverScheduled``: their wait has no end, so it is in no percentile (the longest
+    waiters list them with their wait up to the end)."""
+    waits = sorted(line.waited for line in lines if line.phase != "Pending")
+    never = sum(1 for line in lines if line.phase == "Pending")
     p50, p99, longest = percentile(waits, 0.5), percentile(waits, 0.99), waits[-1] if waits else 0.0
     waiters = sorted((line for line in lines if line.waited > 0), key=lambda line: (-line.waited, line.pod))
     return {
         "pods": len(waits),
+        "neverScheduled": never,
         "p50": format_duration(p50),
         "p99": format_duration(p99),
         "max": format_duration(longest),
