@@ -161,7 +161,7 @@ def _progress_run(run: Any, show: bool) -> Any:
 
 
 def _time(seconds: float | None) -> str:
-    from kubedra.sim.report import format_duration
+    from kubedra.objects.durations import format_duration
 
     return "" if seconds is None else format_duration(seconds)
 

@@ -17,29 +17,12 @@ from typing import Any
 
 from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.objects.durations import format_duration
 from kubedra.objects.model import ResourceClaim, ResourceSlice, to_dict
 from kubedra.sim.gpus import Inventory, final_usage, peak_usage
 from kubedra.sim.run import SimulationResult
 
 REPORT_API_VERSION = "kubedra.io/v1alpha1"
-
-
-def format_duration(seconds: float) -> str:
-    """Go-style durations (``1h30m0s`` → shortened to ``1h30m``) for timeline readability."""
-    if seconds == 0:
-        return "0s"
-    whole = int(seconds)
-    millis = round((seconds - whole) * 1000)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = []
-    if hours:
-        parts.append(f"{hours}h")
-    if minutes:
-        parts.append(f"{minutes}m")
-    if secs or millis:
-        parts.append(f"{secs}.{millis:03d}s".replace(".000s", "s") if millis else f"{secs}s")
-    return "".join(parts)
 
 
 LONGEST_WAITERS = 5
