@@ -34,7 +34,7 @@ HELP = command_help(
     examples=[
         "kubedra cel 'device.attributes[\"gpu.nvidia.com\"].type == \"mig\"' -f examples/allocate/h100-mig.yaml",
         "kubedra cel 'device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0'"
-        " -f examples/allocate/ -o name",
+        " -f examples/allocate",
         "kubedra cel 'device.driver ==' -f examples/allocate/l4-shares.yaml   # exit 2: a syntax error",
     ],
     exit_status="0 evaluated (whether or not any device matches), 2 a compile error or bad input.",

@@ -40,8 +40,8 @@ HELP = command_help(
         "kubedra migrate -f examples/migrate/device-plugin/time-slicing-config-fine.yaml --report-format json",
         "kubedra migrate -f examples/migrate/training-job.yaml -o name -q",
         "cat examples/migrate/mig-statefulset.yaml | kubedra migrate -f -",
-        "kubedra migrate -f examples/migrate/nightly-cronjob.yaml --mode extended-resource --min-memory 40Gi"
-        "  # exit 2: conflicting options",
+        "kubedra migrate examples/migrate/nightly-cronjob.yaml --mode extended-resource --min-memory 40Gi  # exit 2: "
+        "conflict",
     ],
     exit_status="0 migrated, 2 invalid input or conflicting options (every problem on stderr; nothing written).",
 )
