@@ -249,16 +249,23 @@ def _print_manifests(result: Migration, fmt: ManifestFormat) -> None:
     if fmt is ManifestFormat.yaml:
         sys.stdout.write("---\n".join(dump(f.documents) for f in result.files if f.documents))
         return
-    objects = [plain(d) for f in result.files for d in f.documents]
+    objects: list[Any] = []
+    for document in (plain(d) for f in result.files for d in f.documents):
+        # A List in the input contributes its items: the output is one List, as kubectl prints several objects.
+        is_list = isinstance(document, dict) and str(document.get("kind", "")).endswith("List")
+        items = document.get("items") if is_list else None
+        objects.extend(items if isinstance(items, list) else [document])
     if fmt is ManifestFormat.name:
         for obj in objects:
             kind = str(obj.get("kind", "")).lower() if isinstance(obj, dict) else ""
             group = str(obj.get("apiVersion", "")).rpartition("/")[0] if isinstance(obj, dict) else ""
-            name = (obj.get("metadata") or {}).get("name", "") if isinstance(obj, dict) else ""
+            metadata = obj.get("metadata") if isinstance(obj, dict) else None
+            name = metadata.get("name", "") if isinstance(metadata, dict) else ""
             sys.stdout.write(f"{kind}{'.' + group if group else ''}/{name}\n")
         return
     import json
 
+    # ASCII escapes: JSON all the same, and a YAML reader (migrate itself) takes it back whatever the text holds.
     sys.stdout.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects, "metadata": {}},
-                                indent=4, ensure_ascii=False) + "\n")
+                                indent=4) + "\n")
 
