@@ -146,3 +146,39 @@ def test_pod_requests_count_sidecars_as_long_lived() -> None:
         Quantity.parse("2"))
     assert pod_requests(_gpu_pod([("side", 1, True), ("init", 3, False)], [("app", 1)]))["nvidia.com/gpu"] == (
         Quantity.parse("4"))
+
+
+def test_a_remembered_refusal_tells_a_sidecar_from_a_plain_init_container() -> None:
+    """Two pods alike but for one init container's restartPolicy need 2 devices and 1: the first's refusal on a
+    1-device node must not answer for the second."""
+    import yaml
+
+    from kubedra.objects.load import load_text
+    from kubedra.sim.scenario import build_scenario
+    from kubedra.sim.simulate import Options, prepare
+
+    def pod(name: str, sidecar: bool) -> dict[str, object]:
+        first: dict[str, object] = {"name": "a", "image": "x", "resources": {"limits": {"example.com/gpu": "1"}}}
+        if sidecar:
+            first["restartPolicy"] = "Always"
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                "spec": {"initContainers": [first, {"name": "b", "image": "x",
+                                                    "resources": {"limits": {"example.com/gpu": "1"}}}],
+                         "containers": [{"name": "c", "image": "x",
+                                         "resources": {"limits": {"example.com/gpu": "1"}}}]}}
+
+    docs = [
+        {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+         "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}],
+                  "extendedResourceName": "example.com/gpu"}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+         "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "10"}}},
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1"},
+         "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                  "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]}},
+        pod("with-sidecar", True),
+        pod("plain", False),
+    ]
+    result = prepare(build_scenario(load_text(yaml.safe_dump_all(docs))), Options()).run()
+    phases = {r.pod.metadata.name: bool(r.pod.spec.node_name) for r in result.state.pods.values()}
+    assert phases == {"with-sidecar": False, "plain": True}

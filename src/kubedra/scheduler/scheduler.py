@@ -202,7 +202,8 @@ class Scheduler:
         affinity = spec.affinity.node_affinity if spec.affinity is not None else None
         required = affinity.required_during_scheduling_ignored_during_execution if affinity is not None else None
         # KEP-5004's special claim is built container by container: with extended resources, their split counts.
-        containers = [(c.name, c.resources) for c in (*spec.init_containers, *spec.containers)] if (
+        # (An init container's restartPolicy too: a sidecar's devices are its own, a plain init container's reused.)
+        containers = [(c.name, c.resources, c.restart_policy) for c in (*spec.init_containers, *spec.containers)] if (
             attempt.extended) else []
         return (
             attempt.record.requests_key,
