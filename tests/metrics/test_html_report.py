@@ -63,15 +63,3 @@ def test_headless_chromium_renders_the_plots(tmp_path: Path) -> None:
                    timeout=120, check=True)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 10_000  # drawn, not blank
-
-
-def test_the_page_gets_the_permissions_the_umask_gives(tmp_path: Path) -> None:
-    """Not mkstemp's 0600: readable by others under the usual umask 022, as a shell redirection would write it."""
-    import os
-    out = tmp_path / "report.html"
-    old = os.umask(0o022)
-    try:
-        assert main(["simulate", "-q", "-f", str(EXHAUSTED), "--html", str(out)]) == 0
-    finally:
-        os.umask(old)
-    assert out.stat().st_mode & 0o777 == 0o644

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -48,17 +50,20 @@ def wait_forever() -> None:
 
 
 def write_html(path: Path, result: Any, report: Any, lines: list[str]) -> None:
-    """``--html FILE``: staged beside it and renamed, so never half-written, with the permissions ``open()`` would
-    give it under the umask (the one writer of output files, ``files.write_all``); exit 2 on error."""
-    from kubedra.cli.files import OutputFilesError, write_all
+    """``--html FILE``: written to a temporary name beside it and renamed, so never half-written; exit 2 on error."""
     from kubedra.sim.html import html_report
 
     text = html_report(result, report.summary, lines)
     directory = path.parent if str(path.parent) else Path()
     try:
-        if not directory.is_dir():  # a file is written into a directory that exists, as a shell redirection is
-            raise OutputFilesError(f"{path}: No such file or directory")
-        write_all(directory, [(path.name, text)])
-    except OutputFilesError as exc:
-        stderr_console().print(f"error: --html {exc}", highlight=False, markup=False)
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            Path(temporary).replace(path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        stderr_console().print(f"error: --html {path}: {exc.strerror or exc}", highlight=False, markup=False)
         raise typer.Exit(EXIT_INVALID_INPUT) from exc

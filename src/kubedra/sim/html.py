@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from kubedra.objects.durations import format_duration
+from kubedra.sim.report import format_duration
 from kubedra.sim.run import SimulationResult
 
 Series = list[tuple[float, float]]  # (seconds, value) steps: the value holds from that time until the next
