@@ -17,12 +17,13 @@ from typing import Any
 
 from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.objects.durations import format_duration as format_duration  # re-exported: the page reads it here
+from kubedra.objects import durations
 from kubedra.objects.model import ResourceClaim, ResourceSlice, to_dict
 from kubedra.sim.gpus import Inventory, final_usage, peak_usage
 from kubedra.sim.run import SimulationResult
 
 REPORT_API_VERSION = "kubedra.io/v1alpha1"
+format_duration = durations.format_duration  # written once, in objects; the report's readers find it here too
 
 
 LONGEST_WAITERS = 5
