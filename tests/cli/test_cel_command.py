@@ -60,3 +60,12 @@ def test_the_default_is_a_plain_table_even_when_piped(slices: Path, capsys: pyte
 def test_name_output_lists_the_matching_devices(slices: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cel", 'device.attributes["gpu.example.com"].model == "L4"', "-f", str(slices), "-o", "name"]) == 0
     assert capsys.readouterr().out == "gpu.example.com/node-a/gpu-1\n"
+
+
+def test_nodepools_are_evaluated_as_the_devices_they_expand_to(capsys: pytest.CaptureFixture[str]) -> None:
+    """A NodePool is the cluster most inputs describe: its devices are listed, not silently skipped."""
+    assert main(["cel", 'device.attributes["gpu.nvidia.com"].type == "gpu"', "-f", "examples/runbook/first-pool.yaml",
+                 "-o", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(row["device"].startswith("gpu.nvidia.com/") for row in rows)
+    assert any(row["match"] for row in rows)

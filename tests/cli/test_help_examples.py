@@ -164,3 +164,19 @@ def test_the_example_runs_as_documented(
     assert code == _expected_status(example), f"{command}: {example}\n{err}"
     if code == 0 and not _live(argv):
         assert out, example  # every successful example prints something (a live one: the test cluster may be empty)
+
+
+@pytest.mark.parametrize("path", _commands(typer.main.get_command(build_app())), ids=" ".join)
+def test_help_names_values_as_kubectl_does_and_keeps_examples_whole_at_120_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, path: tuple[str, ...]
+) -> None:
+    """No Python type as a placeholder (``<list[str]>``, ``<bool>``), and no example broken over two lines."""
+    wide = _help(capsys, monkeypatch, path)
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("TERMINAL_WIDTH", "120")
+    main([*path, "--help"])
+    text = capsys.readouterr().out
+    assert not re.search(r"<(list\[|str>|int>|float|bool>|path>)", text, re.IGNORECASE), text
+    lines = [line.strip(" │") for line in text.splitlines()]
+    for example in examples(wide):
+        assert example in lines, f"{example!r} wraps at 120 columns"

@@ -332,3 +332,22 @@ def test_help_teaches_inputs_timing_policies_and_exit_codes(capsys: pytest.Captu
         "Exit status",
     ):
         assert phrase in text, phrase
+
+
+def test_pods_never_scheduled_are_counted_apart_not_as_a_max_of_0s(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "in.yaml").write_text(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '1', memory: 1Gi, pods: '9'}}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: big}\n"
+        "spec: {containers: [{name: c, image: x, resources: {requests: {cpu: '4'}}}]}\n"
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: small}\n"
+        "spec: {containers: [{name: c, image: x, resources: {requests: {cpu: 100m}}}]}\n")
+    assert main(["simulate", "-f", str(tmp_path / "in.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "Pending time of the 1 scheduled: p50 0s, p99 0s, max 0s; 1 never scheduled (still pending when the run " \
+           "ended at 0s)" in out
+    (tmp_path / "in.yaml").write_text((tmp_path / "in.yaml").read_text().rsplit("---", 1)[0])
+    assert main(["simulate", "-f", str(tmp_path / "in.yaml"), "-o", "json"]) == 0
+    waited = json.loads(capsys.readouterr().out)["summary"]["pendingTime"]
+    assert (waited["pods"], waited["neverScheduled"]) == (0, 1)

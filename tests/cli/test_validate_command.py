@@ -247,6 +247,8 @@ def test_json_lists_the_findings(capsys: pytest.CaptureFixture[str], tmp_path: P
             "field": "spec.selectors[0].cel.expression", "line": 6,
             "message": f'Invalid value: "device.driver": {STRING_RESULT}',
         }],
+        "warnings": [],
+        "notes": [],
         "checked": 1,
         "unchecked": [],
     }

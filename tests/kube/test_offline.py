@@ -105,3 +105,30 @@ def test_kubeconfig_problems_are_kube_errors(tmp_path: Path) -> None:
 def test_backoff_grows_to_its_ceiling() -> None:
     backoff = Backoff(initial=0.2, factor=2.0, maximum=1.0)
     assert [backoff.delay(n) for n in (1, 2, 3, 4, 10)] == [0.2, 0.4, 0.8, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "the file is empty: no configuration has been provided"),
+        (b"\n# nothing\n", "the file is empty"),
+        (b"hello: world\n", "not a kubeconfig (no clusters, contexts or users)"),
+        (b"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n", "not a kubeconfig (kind Pod)"),
+        (b"- 1\n- 2\n", "not a kubeconfig: a list, not a mapping"),
+        (b"a: 1\n---\nb: 2\n", "not a kubeconfig: invalid YAML at line 2"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "not a kubeconfig: not UTF-8 text (byte 0x89 at offset 0)"),
+        (b"clusters: {a: 1}\n", "not a valid kubeconfig: clusters must be a list"),
+    ],
+    ids=["empty", "comment-only", "other-yaml", "a-pod", "a-list", "two-documents", "binary", "clusters-mapping"],
+)
+@pytest.mark.parametrize("command", ["simulate", "snapshot", "exporter"])
+def test_a_file_that_is_no_kubeconfig_is_exit_2_with_a_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, message: str, command: str
+) -> None:
+    from kubedra.cli import main
+    path = tmp_path / "kubeconfig"
+    path.write_bytes(content)
+    assert main([command, "--kubeconfig", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert f"error: kubeconfig {path}: {message}" in err, err
+    assert "Traceback" not in out + err

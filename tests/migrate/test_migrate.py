@@ -151,7 +151,7 @@ def test_output_dir_writes_one_file_per_input(capsys: pytest.CaptureFixture[str]
 
 def test_device_plugin_time_slicing_becomes_shares_and_a_gpu_config(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "migrate", "-f", str(EXAMPLES / "device-plugin" / "time-slicing-config-fine.yaml"),
-                         "--report", "-o", "json")
+                         "--report-format", "json")
     assert code == 0
     configmap, *classes = documents(out)
     assert configmap["kind"] == "ConfigMap"
@@ -245,7 +245,7 @@ def test_converted_workloads_schedule_in_simulate_with_the_same_gpu_count(
          'Pod/p: spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "1.5": must be an integer'),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources:\n"
          "      limits: {nvidia.com/gpu: \"9223372036854775808\"}\n", [],
-         'Invalid value: "9223372036854775808": must be an integer no greater than 9223372036854775807'),
+         'Invalid value: "9223372036854775808": must be a count kube-scheduler can read as an int64'),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    resources:\n"
          "      limits: {nvidia.com/gpu: 2}\n      requests: {nvidia.com/gpu: 1}\n", [],
          "must be equal to nvidia.com/gpu limit of 2"),
@@ -333,3 +333,18 @@ def test_floats_survive_migration_exactly(capsys: pytest.CaptureFixture[str], tm
     again.write_text(first)
     code, second, _ = run(capsys, "migrate", "-f", str(again))
     assert code == 0 and second == first
+
+
+def test_output_formats_and_quiet_are_those_of_the_other_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """-o yaml|json|name is what is printed of the migrated objects; -q keeps stderr empty; the report has
+    --report-format."""
+    job = str(EXAMPLES / "training-job.yaml")
+    code, out, err = run(capsys, "migrate", "-f", job, "-o", "name", "-q")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == ["resourceclaimtemplate.resource.k8s.io/llama-finetune-trainer-gpu",
+                                "job.batch/llama-finetune"]
+    code, out, _ = run(capsys, "migrate", "-f", job, "-o", "json", "-q")
+    listed = json.loads(out)
+    assert (listed["kind"], [i["kind"] for i in listed["items"]]) == ("List", ["ResourceClaimTemplate", "Job"])
+    code, out, err = run(capsys, "migrate", "-f", job, "-q", "--report-format", "json")
+    assert set(json.loads(err)) == {"changes", "decisions", "steps", "driverValues"}

@@ -146,3 +146,58 @@ def test_extended_resource_mode_serves_nvidia_gpu_through_dra_on_the_real_schedu
             "extendedResourceClaimStatus"), what="the extended-resource claim")
     assert status["requestMappings"][0]["resourceName"] == "nvidia.com/gpu"
     assert len(_claim_results(control_plane, namespace, status["resourceClaimName"])) == 1
+
+
+# Init containers (GPUs, sidecar?), app containers (GPUs), and the devices kube-scheduler gives the pod.
+LAYOUTS = {
+    "init-and-app": ([(1, False)], [1], 1),
+    "init-larger": ([(3, False)], [1], 3),
+    "sidecar-then-init": ([(1, True), (1, False)], [1], 2),
+    "init-then-sidecar": ([(2, False), (1, True)], [1], 2),
+    "two-inits": ([(2, False), (3, False)], [1, 1], 3),
+    "sidecar-only": ([(2, True)], [0], 2),
+}
+
+
+def _layout_pod(name: str, namespace: str, node: str, inits: list[tuple[int, bool]], apps: list[int]) -> dict[str, Any]:
+    def container(label: str, gpus: int, sidecar: bool = False) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": label, "image": "registry.k8s.io/pause:3.10", "resources": {}}
+        if gpus:
+            body["resources"]["limits"] = {"nvidia.com/gpu": str(gpus)}
+        if sidecar:
+            body["restartPolicy"] = "Always"
+        return body
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "terminationGracePeriodSeconds": 0,
+                     "initContainers": [container(f"init-{i}", g, s) for i, (g, s) in enumerate(inits)],
+                     "containers": [container(f"app-{i}", g) for i, g in enumerate(apps)]}}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_init_containers_and_sidecars_keep_their_gpu_count_on_the_real_scheduler(
+    capsys: pytest.CaptureFixture[str], control_plane: ControlPlane, namespace: str, tmp_path: Path, layout: str
+) -> None:
+    """The original pod through KEP-5004 and the migrated one through claims get the same number of devices from the
+    real kube-scheduler (kubedra's side of the same rule: ``test_migrate_gpu_count``)."""
+    inits, apps, expected = LAYOUTS[layout]
+    _ensure_gpu_class(control_plane, capsys)
+    node = f"{namespace}-gpus"
+    control_plane.create_node(node, cpu="64", memory="1024Gi")
+    control_plane.create(_gpu_slice(node, 8))
+    original = _layout_pod("original", namespace, node, inits, apps)
+    control_plane.create(original)
+    _bound(control_plane, namespace, "original")
+    status = control_plane.wait_for(
+        lambda: control_plane.get(f"/api/v1/namespaces/{namespace}/pods/original").get("status", {}).get(
+            "extendedResourceClaimStatus"), what="the extended-resource claim")
+    assert len(_claim_results(control_plane, namespace, status["resourceClaimName"])) == expected
+    (tmp_path / "pod.yaml").write_text(yaml.safe_dump(_layout_pod("migrated", namespace, node, inits, apps)))
+    docs = migrated(capsys, "-f", str(tmp_path / "pod.yaml"))
+    for document in docs:
+        control_plane.create(document)
+    _bound(control_plane, namespace, "migrated")
+    statuses = control_plane.wait_for(
+        lambda: control_plane.get(f"/api/v1/namespaces/{namespace}/pods/migrated").get("status", {}).get(
+            "resourceClaimStatuses"), what="the generated claims' names")
+    got = sum(len(_claim_results(control_plane, namespace, s["resourceClaimName"])) for s in statuses)
+    assert got == expected

@@ -123,7 +123,7 @@ def test_recursive_alias_and_deep_nesting_are_refused() -> None:
 
 def test_huge_input_is_refused() -> None:
     problems = _problems("a: " + "x" * 2000 + "\n", limits=ParseLimits(max_bytes=1000))
-    assert problems == ["in.yaml: input refused: 2004 bytes is more than the limit of 1000 bytes"]
+    assert problems == ["in.yaml: input refused: 2004 bytes is more than the limit of 1000 bytes (--max-file-size raises it)"]
 
 
 def test_duplicate_keys_are_refused() -> None:

@@ -621,7 +621,7 @@ def test_a_deployment_pod_that_ended_by_deletion_is_deleted_with_when_and_why() 
         assert data["node"] == "n1"
         assert (data["startedAt"], data["endedAt"]) == (0.0, 3600.0)
         assert data["endReason"] == "run-for elapsed: Deployment pods end by deletion"
-        assert data["message"] == ("deleted at 3600s after running on n1 from 0s to 3600s: "
+        assert data["message"] == ("deleted at 1h after running on n1 from 0s to 1h: "
                                    "run-for elapsed: Deployment pods end by deletion")
         assert data["groups"] == []
         assert [c["state"] for c in data["claims"]] == ["deleted"]

@@ -9,6 +9,7 @@ import typer.main
 from typer.core import TyperGroup
 
 from kubedra.cli.app import build_app
+from kubedra.cli.helptext import name_placeholders
 
 
 @functools.cache
@@ -17,6 +18,7 @@ def _command() -> TyperGroup:
     building it costs more than most runs (in-process callers such as the tests call ``main`` thousands of times)."""
     command = typer.main.get_command(build_app())
     assert isinstance(command, TyperGroup)
+    name_placeholders(command)
     return command
 
 

@@ -23,7 +23,8 @@ from kubedra.cli.output import (
 )
 
 HELP = command_help(
-    "Evaluate a CEL device selector against the devices of ResourceSlices.",
+    "Evaluate a CEL device selector against the devices of ResourceSlices (and those kubedra's NodePools expand "
+    "to, as simulate builds them).",
     "Each device is listed with whether it matches; a device that does not match shows why: the selector is false, "
     "or the evaluation error (e.g. \"no such key: memory\"). Unqualified attribute names land in the slice "
     "driver's domain. The table has DEVICE (driver/pool/device) MATCH REASON; -o name prints the devices that match, "
@@ -33,7 +34,7 @@ HELP = command_help(
     examples=[
         "kubedra cel 'device.attributes[\"gpu.nvidia.com\"].type == \"mig\"' -f examples/allocate/h100-mig.yaml",
         "kubedra cel 'device.capacity[\"gpu.nvidia.com\"].memory.compareTo(quantity(\"40Gi\")) >= 0'"
-        " -f examples/allocate/ -o name",
+        " -f examples/allocate",
         "kubedra cel 'device.driver ==' -f examples/allocate/l4-shares.yaml   # exit 2: a syntax error",
     ],
     exit_status="0 evaluated (whether or not any device matches), 2 a compile error or bad input.",
@@ -75,7 +76,7 @@ def register(app: typer.Typer) -> None:
     def cel_command(
         expression: str = typer.Argument(..., help="The CEL selector expression."),
         files: list[Path] = typer.Option(  # noqa: B008 - typer's declaration style
-            ..., "-f", "--filename", help="Files or directories with ResourceSlices ('-' for stdin)."
+            ..., "-f", "--filename", help="Files or directories with ResourceSlices or NodePools ('-' for stdin)."
         ),
         output: OutputOption = None,
         no_headers: NoHeadersOption = False,
@@ -83,17 +84,19 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from kubedra.cel import CelCompileError
         from kubedra.cli.output import fail_invalid, print_warnings
+        from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
         from kubedra.objects.errors import InvalidInputError
         from kubedra.objects.load import load_paths
         from kubedra.objects.model import ResourceSlice
 
         try:
             loaded = load_paths([str(f) for f in files])
+            _, pool_slices = expand_nodepools([r for r in loaded.raw if is_nodepool(r.data)])
         except InvalidInputError as exc:
             fail_invalid(exc)
         print_warnings(loaded.warnings, quiet=quiet)
         try:
-            rows = evaluate(expression, list(loaded.of_kind(ResourceSlice)))
+            rows = evaluate(expression, [*loaded.of_kind(ResourceSlice), *pool_slices])
         except CelCompileError as exc:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise SystemExit(EXIT_INVALID_INPUT) from None

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kubedra.cli.helptext import command_help
+from kubedra.cli.options import QuietOption
 from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, Column, Table, fail, stderr_console
 from kubedra.migrate.model import Migration, Mode
 
@@ -27,17 +28,20 @@ HELP = command_help(
     "per node label nvidia.com/device-plugin.config) becomes DeviceClasses with NVIDIA's GpuConfig and values for "
     "the DRA driver's chart (consumableShares: N); every behaviour that changes is listed as a decision. Beta and "
     "legacy DRA objects are converted as kubedra convert does; other documents pass through with their comments.",
-    "Output: the migrated manifests on stdout as multi-document YAML (--output-dir DIR: one file per input "
-    "instead, plus driver-values.yaml); the report on stderr (--report: the full table of changes, decisions and "
-    "steps; --report -o json: the same as JSON on stderr). Migrating migrated output changes nothing.",
+    "Output: the migrated manifests on stdout, -o yaml (the default: multi-document YAML, comments kept), -o json "
+    "(a v1 List, as kubectl get -o json prints several objects) or -o name (kind/name per object); --output-dir "
+    "DIR: one YAML file per input instead, plus driver-values.yaml. The report on stderr: one summary line and the "
+    "decisions (-q drops them); --report: the full table of changes, decisions and steps; --report-format json: "
+    "the same as JSON on stderr. Migrating migrated output changes nothing.",
     examples=[
         "kubedra migrate -f examples/migrate/training-job.yaml",
         "kubedra migrate -f examples/migrate --min-memory 40Gi --model 'A100*' --same-pcie-root --report",
         "kubedra migrate -f examples/migrate/inference-deployment.yaml --mode extended-resource",
-        "kubedra migrate -f examples/migrate/device-plugin/time-slicing-config-fine.yaml --report -o json",
+        "kubedra migrate -f examples/migrate/device-plugin/time-slicing-config-fine.yaml --report-format json",
+        "kubedra migrate -f examples/migrate/training-job.yaml -o name -q",
         "cat examples/migrate/mig-statefulset.yaml | kubedra migrate -f -",
-        "kubedra migrate -f examples/migrate/nightly-cronjob.yaml --mode extended-resource --min-memory 40Gi"
-        "  # exit 2: conflicting options",
+        "kubedra migrate examples/migrate/nightly-cronjob.yaml --mode extended-resource --min-memory 40Gi  # exit 2: "
+        "conflict",
     ],
     exit_status="0 migrated, 2 invalid input or conflicting options (every problem on stderr; nothing written).",
 )
@@ -46,6 +50,14 @@ HELP = command_help(
 class ReportFormat(enum.StrEnum):
     table = "table"
     json = "json"
+
+
+class ManifestFormat(enum.StrEnum):
+    """What ``-o`` prints of the migrated objects: the same choices as ``kubectl get`` has for objects."""
+
+    yaml = "yaml"
+    json = "json"
+    name = "name"
 
 
 def read_sources(paths: list[str], stdin_text: str | None = None, *, recursive: bool = True) -> list[Any]:
@@ -198,10 +210,15 @@ def register(app: typer.Typer) -> None:
                                                        "instead of stdout.")] = None,
         report: Annotated[bool, typer.Option("--report", help="The full report on stderr: changes per object, "
                                              "decisions, driver values, steps.")] = False,
-        output: Annotated[ReportFormat, typer.Option("-o", "--output", help="Report format: table or json.")]
+        output: Annotated[ManifestFormat, typer.Option(
+            "-o", "--output", help="The migrated objects on stdout: yaml (comments kept), json (a v1 List) or name.",
+        )] = ManifestFormat.yaml,
+        report_format: Annotated[ReportFormat, typer.Option(
+            "--report-format", help="The report on stderr: table or json (json implies --report).")]
         = ReportFormat.table,
+        quiet: QuietOption = False,
     ) -> None:
-        from kubedra.migrate import MigrationError, Options, dump, migrate
+        from kubedra.migrate import MigrationError, Options, migrate
 
         inputs = [*(paths or []), *(files or [])]
         if not inputs:
@@ -218,7 +235,37 @@ def register(app: typer.Typer) -> None:
         if output_dir is not None:
             _write_dir(output_dir, result)
         else:
-            sys.stdout.write("---\n".join(dump(f.documents) for f in result.files if f.documents))
-        _print_report(result, report or output is ReportFormat.json, output)
+            _print_manifests(result, output)
+        if not quiet or report or report_format is ReportFormat.json:
+            _print_report(result, report or report_format is ReportFormat.json, report_format)
         raise typer.Exit(EXIT_OK)
+
+
+def _print_manifests(result: Migration, fmt: ManifestFormat) -> None:
+    """The migrated objects on stdout in the ``-o`` format."""
+    from kubedra.migrate import dump
+    from kubedra.migrate.documents import plain
+
+    if fmt is ManifestFormat.yaml:
+        sys.stdout.write("---\n".join(dump(f.documents) for f in result.files if f.documents))
+        return
+    objects: list[Any] = []
+    for document in (plain(d) for f in result.files for d in f.documents):
+        # A List in the input contributes its items: the output is one List, as kubectl prints several objects.
+        is_list = isinstance(document, dict) and str(document.get("kind", "")).endswith("List")
+        items = document.get("items") if is_list else None
+        objects.extend(items if isinstance(items, list) else [document])
+    if fmt is ManifestFormat.name:
+        for obj in objects:
+            kind = str(obj.get("kind", "")).lower() if isinstance(obj, dict) else ""
+            group = str(obj.get("apiVersion", "")).rpartition("/")[0] if isinstance(obj, dict) else ""
+            metadata = obj.get("metadata") if isinstance(obj, dict) else None
+            name = metadata.get("name", "") if isinstance(metadata, dict) else ""
+            sys.stdout.write(f"{kind}{'.' + group if group else ''}/{name}\n")
+        return
+    import json
+
+    # ASCII escapes: JSON all the same, and a YAML reader (migrate itself) takes it back whatever the text holds.
+    sys.stdout.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects, "metadata": {}},
+                                indent=4) + "\n")
 

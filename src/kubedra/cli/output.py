@@ -155,11 +155,32 @@ def print_data(data: Any, fmt: OutputFormat) -> None:
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def print_warnings(warnings: Sequence[ConversionWarning | str], *, quiet: bool = False, label: str = "Warning") -> None:
-    """Conversion warnings (or notes) on stderr, one per line, so stdout stays machine-readable; ``-q`` drops them."""
+WARNINGS_LISTED_UP_TO = 3  # more conversion warnings than this are summarized before a report
+
+
+def print_warnings(
+    warnings: Sequence[ConversionWarning | str], *, quiet: bool = False, label: str = "Warning",
+    summarize: bool = False,
+) -> None:
+    """Conversion warnings (or notes) on stderr, one per line, so stdout stays machine-readable; ``-q`` drops them.
+    With ``summarize`` (before a report), more than a few conversion warnings become one line counting them per
+    file and naming the commands that list them, so the report is not pushed off the screen."""
     if quiet:
         return
     console = stderr_console()
+    conversions = [w for w in warnings if isinstance(w, ConversionWarning)]
+    if summarize and len(conversions) > WARNINGS_LISTED_UP_TO:
+        per_file: dict[str, int] = {}
+        for converted in conversions:
+            per_file[converted.location.file] = per_file.get(converted.location.file, 0) + 1
+        short = {name: name.rsplit("/", 1)[-1] for name in per_file}
+        if len(set(short.values())) < len(short):
+            short = {name: name for name in per_file}  # two files of one name: the paths tell them apart
+        files = ", ".join(f"{short[name]} {count}" for name, count in per_file.items())
+        console.print(f"[yellow]{label}:[/yellow] ", end="", highlight=False, markup=True)
+        console.print(f"{len(conversions)} legacy or beta constructs converted to resource.k8s.io/v1 ({files}); "
+                      "kubedra convert -f FILE shows each (-q drops this line)", highlight=False, markup=False)
+        warnings = [w for w in warnings if not isinstance(w, ConversionWarning)]
     for warning in warnings:
         console.print(f"[yellow]{label}:[/yellow] ", end="", highlight=False, markup=True)
         console.print(str(warning), highlight=False, markup=False)

@@ -14,6 +14,7 @@ from kubedra.cli.options import (
     ContextOption,
     GatesOption,
     KubeconfigOption,
+    MaxFileSizeOption,
     NoHeadersOption,
     OutputOption,
     PolicyOption,
@@ -21,6 +22,7 @@ from kubedra.cli.options import (
     ScenarioFiles,
     SeedOption,
     VersionOption,
+    parse_limits,
 )
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
@@ -93,6 +95,7 @@ def load_scenario(
     context: str | None = None,
     *,
     api_validation: bool = True,
+    limits: Any = None,
 ) -> tuple[Any, Any, Any]:
     """(loaded objects, scenario, features) for ``simulate``, ``explain`` and ``allocate``; exits 2 on bad input.
 
@@ -116,11 +119,28 @@ def load_scenario(
 
             loaded = to_loaded(read_live(kubeconfig, context), files or [])
         else:
-            loaded = load_paths(files or default_inputs(), api_validation=api_validation)
+            loaded = load_paths(files or default_inputs(), api_validation=api_validation, limits=limits)
+        if api_validation:
+            from kubedra.sim.validation import selector_problems
+
+            bad_selectors = selector_problems(loaded, features)
+            if bad_selectors:  # the API server refuses these objects; the allocator could never match them
+                raise InvalidInputError(bad_selectors)
         scenario = build_scenario(loaded, seed=seed, generic_workload=features.generic_workload)
     except InvalidInputError as exc:
         fail_invalid(exc)
     return loaded, scenario, features
+
+
+def _pending_line(waited: dict[str, Any], end: str) -> str:
+    """The pending-time line: percentiles of the pods that were scheduled; those never scheduled counted apart (a
+    "max 0s" beside thousands of pods that never ran would say the opposite of what happened)."""
+    never = waited.get("neverScheduled", 0)
+    tail = f"; {never} never scheduled (still pending when the run ended at {end})" if never else ""
+    if not waited["pods"]:
+        return f"Pending time: no pod was scheduled{tail}"
+    of = f" of the {waited['pods']} scheduled" if never else ""
+    return f"Pending time{of}: p50 {waited['p50']}, p99 {waited['p99']}, max {waited['max']}{tail}"
 
 
 def _progress_run(run: Any, show: bool) -> Any:
@@ -145,7 +165,7 @@ def _progress_run(run: Any, show: bool) -> Any:
 
 
 def _time(seconds: float | None) -> str:
-    from kubedra.sim.report import format_duration
+    from kubedra.objects.durations import format_duration
 
     return "" if seconds is None else format_duration(seconds)
 
@@ -220,7 +240,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{summary['shares']} shares in use",
         f"GPUs: {g['inUse']} of {g['total']} in use at the end ({g['whole']} whole, {g['migPartitioned']} "
         f"MIG-partitioned, {g['shared']} shared); peak {g['peakInUse']} at {g['peakTime']}",
-        f"Pending time: p50 {w['p50']}, p99 {w['p99']}, max {w['max']}",
+        _pending_line(w, summary["simulatedTime"]),
     ]
     if w["longest"]:
         waiters = ", ".join(
@@ -280,14 +300,18 @@ def register(app: typer.Typer) -> None:
             float | None, typer.Option("--speed", min=0.001, help="With --serve: simulated seconds per wall-clock "
                                        "second (e.g. 60: an hour in a minute).")
         ] = None,
+        max_file_size: MaxFileSizeOption = "8Mi",
     ) -> None:
         from functools import partial
 
         from kubedra.sim.report import build_report
         from kubedra.sim.simulate import Options, simulate
 
-        loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context)
-        print_warnings(loaded.warnings, quiet=quiet)
+        loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context,
+                                                   limits=parse_limits(max_file_size))
+        # Before the default table, many warnings become one line; json and yaml readers get each on stderr.
+        summarize = (output or default_format()) in (OutputFormat.table, OutputFormat.wide)
+        print_warnings(loaded.warnings, quiet=quiet, summarize=summarize)
         print_warnings(scenario.notes, quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
         pods = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from kubedra.cli.helptext import command_help
-from kubedra.cli.options import GatesOption, InputFiles, OutputOption, QuietOption, VersionOption
+from kubedra.cli.options import (
+    GatesOption,
+    InputFiles,
+    MaxFileSizeOption,
+    OutputOption,
+    QuietOption,
+    VersionOption,
+    parse_limits,
+)
 from kubedra.cli.output import (
     EXIT_INVALID_INPUT,
     EXIT_OK,
@@ -34,12 +42,16 @@ HELP = command_help(
     "restart policies, kubedra.io/ timing annotations) and their pod templates (a container's resources.claims[].name "
     "must name an entry of spec.resourceClaims). Every document is also checked as written against the chosen "
     "release's OpenAPI schemas, strictly: an unknown kind or field is a finding, with its line (kubedra's NodePool is "
-    "known; the seed's legacy dialect is checked as converted). References across the inputs: a request's device "
-    "class exists (in the inputs or NVIDIA's chart), a pod's claim or claim template exists in the pod's namespace; "
-    "fields whose feature gate is off in the release are findings (the API server drops them). An input with no "
-    "objects is a finding too.",
+    "known; the seed's legacy dialect is checked as converted); a v1 List (kubectl get -o yaml) item by item; a "
+    "custom resource against its CustomResourceDefinition when that is among the inputs, else passed through with a "
+    "note. References across the inputs (a request's device class, in the inputs or installed by NVIDIA's chart or "
+    "kubedra's; a pod's claim or claim template, in the pod's namespace) that do not resolve are warnings: the API "
+    "server accepts them and they may exist in the cluster (--strict-references makes them findings). Fields whose "
+    "feature gate is off in the release are findings (the API server drops them). An input with no objects is a "
+    "finding too.",
     "Beta and legacy documents are converted first; their conversion warnings go to stderr (-q drops them). "
-    "-o json prints {findings: [{file, document, object, field, line, message}], checked, unchecked}.",
+    "-o json prints {findings: [{file, document, object, field, line, message}], warnings: [...], notes, checked, "
+    "unchecked}.",
     examples=[
         "kubedra validate -f examples/allocate/h100-mig.yaml",
         "kubedra validate -f src/kubedra/data/seed -f src/kubedra/data/demo -q",
@@ -75,22 +87,33 @@ def finding_lines(problems: list[Any], sources: list[Any]) -> list[int | None]:
         if where.file not in positions:
             positions[where.file] = {d.index: d.positions for d in parse(source)[0]}
         document = positions[where.file].get(where.document)
-        lines.append(line_of(document, field_parts(where.field)) if document is not None else None)
+        path = f"{where.within}.{where.field}" if where.within and where.field else where.within or where.field
+        lines.append(line_of(document, field_parts(path)) if document is not None else None)
     return lines
 
 
-def _report(problems: list[Any], checked: int | None, unchecked: list[str], fmt: OutputFormat,
-            sources: list[Any] | None = None) -> None:
-    """The findings and a summary; ``checked`` None: documents did not decode, so the rest was not checked."""
-    lines = finding_lines(problems, sources or [])
+def _report(
+    problems: list[Any], checked: int | None, unchecked: list[str], fmt: OutputFormat,
+    sources: list[Any] | None = None, warnings: list[Any] | None = None, notes: list[str] | None = None,
+) -> None:
+    """The findings, the warnings (references the inputs do not resolve), notes and a summary; ``checked`` None:
+    documents did not decode, so the rest was not checked."""
+    warned = warnings or []
+    lines = finding_lines([*problems, *warned], sources or [])
     if fmt is not OutputFormat.table:
-        data = [_finding(p, line) for p, line in zip(problems, lines, strict=True)]
-        print_data({"findings": data, "checked": checked, "unchecked": unchecked}, fmt)
+        data = [_finding(p, line) for p, line in zip(problems, lines, strict=False)]
+        warning_data = [_finding(p, line) for p, line in zip(warned, lines[len(problems):], strict=True)]
+        print_data({"findings": data, "warnings": warning_data, "notes": notes or [], "checked": checked,
+                    "unchecked": unchecked}, fmt)
         return
     console = stdout_console()
-    for problem, line in zip(problems, lines, strict=True):
+    for index, problem in enumerate([*problems, *warned]):
+        line = lines[index]
         at = f" (line {line})" if line is not None and "(line " not in problem.message else ""
-        console.print(f"{problem}{at}", highlight=False, markup=False)
+        prefix = "warning: " if index >= len(problems) else ""
+        console.print(f"{prefix}{problem}{at}", highlight=False, markup=False)
+    for note in notes or []:
+        console.print(f"note: {note}", highlight=False, markup=False)
     count = len(problems)
     findings = f"{count} finding{'s' if count != 1 else ''}"
     if checked is None:
@@ -98,52 +121,82 @@ def _report(problems: list[Any], checked: int | None, unchecked: list[str], fmt:
                       highlight=False, markup=False)
         return
     text = f"{checked} object{'s' if checked != 1 else ''} checked: " + (findings if count else "valid")
+    if warned:
+        text += (f", {len(warned)} warning{'s' if len(warned) != 1 else ''} (references not among the inputs; "
+                 "--strict-references makes them findings)")
     if unchecked:
         text += f" ({len(unchecked)} other document{'s' if len(unchecked) != 1 else ''} passed through unchecked)"
     console.print(text, highlight=False, markup=False)
 
 
-def schema_findings(sources: list[Any], release: str) -> list[Any]:
+def schema_findings(sources: list[Any], release: str, notes: list[tuple[Any, str]] | None = None) -> list[Any]:
     """Every document as written (its own apiVersion) against ``release``'s OpenAPI schemas, strictly, with the line
-    of each field. The seed's legacy dialect is skipped (it has no schema; its v1 conversion is checked instead).
-    Documents are read with the loader's fast parser; only a file with findings is parsed again for the lines."""
+    of each field; a ``v1 List``'s items one by one. The seed's legacy dialect is skipped (it has no schema; its v1
+    conversion is checked instead). A custom resource is checked against its CRD when the CRD is among the inputs,
+    else passed through with a line in ``notes``. Documents are read with the loader's fast parser; only a file with
+    findings is parsed again for the lines."""
     import yaml
 
-    from kubedra.migrate.documents import line_of, parse
+    from kubedra.migrate.documents import field_parts, line_of, parse
     from kubedra.objects import legacy
     from kubedra.objects.errors import Location, Problem
     from kubedra.schema import SchemaChecker
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     checker = SchemaChecker(release)
-    findings: list[Problem] = []
+    parsed: list[tuple[Any, list[Any]]] = []
     for source in sources:
-        found: list[tuple[int, str, Any]] = []
         try:
             bodies = list(yaml.load_all(source.text, Loader=loader))
         except yaml.YAMLError:
             continue  # what does not parse is the loader's finding (it names the line); nothing for the schemas
+        parsed.append((source, bodies))
+        for body in bodies:
+            for _, item in _items(body):
+                if isinstance(item, dict) and item.get("kind") == "CustomResourceDefinition" and str(
+                        item.get("apiVersion", "")).startswith("apiextensions.k8s.io/"):
+                    checker.add_crd(item)
+    findings: list[Problem] = []
+    for source, bodies in parsed:
+        found: list[tuple[int, str, str, Any]] = []
         for index, body in enumerate(bodies):
-            if not isinstance(body, dict) or "kind" not in body or legacy.classify(body) is not None:
-                continue
-            metadata = body["metadata"] if isinstance(body.get("metadata"), dict) else {}
-            obj = f"{body.get('kind')}/{metadata.get('name') or metadata.get('generateName') or ''}"
-            found.extend((index, obj, problem) for problem in checker.check(body))
+            for within, item in _items(body):
+                if not isinstance(item, dict) or "kind" not in item or legacy.classify(item) is not None:
+                    continue
+                metadata = item["metadata"] if isinstance(item.get("metadata"), dict) else {}
+                obj = f"{item.get('kind')}/{metadata.get('name') or metadata.get('generateName') or ''}"
+                unchecked = len(checker.custom_unchecked)
+                found.extend((index, obj, within, problem) for problem in checker.check(item))
+                if notes is not None and len(checker.custom_unchecked) > unchecked:
+                    notes.append((Location(source.name, index, obj, within=within),
+                                  f"a custom resource ({item.get('apiVersion')}): passed through unchecked, its "
+                                  "CustomResourceDefinition is not among the inputs"))
         if not found:
             continue
         positions = {d.index: d.positions for d in parse(source)[0]}
-        for index, obj, problem in found:
-            line = line_of(positions.get(index), problem.parts)
+        for index, obj, within, problem in found:
+            line = line_of(positions.get(index), [*(field_parts(within) if within else []), *problem.parts])
             message = f"{problem.message} (line {line})" if line is not None else problem.message
-            findings.append(Problem(Location(source.name, index, obj, problem.path), message))
+            findings.append(Problem(Location(source.name, index, obj, problem.path, within=within), message))
     return findings
+
+
+def _items(body: Any, within: str = "") -> list[tuple[str, Any]]:
+    """A document, or each item of a ``v1 List`` (``kubectl get -o yaml``), nested Lists too, with its path."""
+    if isinstance(body, dict) and str(body.get("kind", "")).endswith("List") and isinstance(body.get("items"), list):
+        found: list[tuple[str, Any]] = []
+        for i, item in enumerate(body["items"]):
+            found.extend(_items(item, f"{within}items[{i}]."))
+        return found
+    return [(within.rstrip("."), body)]
 
 
 def _merge(schema: list[Any], others: list[Any]) -> list[Any]:
     """Both lists in input order (file, document); a schema finding on a field kubedra's own checks also name is
     dropped (theirs use the API server's wording)."""
-    named = {(p.location.file, p.location.document, p.location.field) for p in others}
-    kept = [p for p in schema if (p.location.file, p.location.document, p.location.field) not in named]
+    named = {(p.location.file, p.location.document, p.location.within, p.location.field) for p in others}
+    kept = [p for p in schema
+            if (p.location.file, p.location.document, p.location.within, p.location.field) not in named]
     files: dict[str, int] = {}
     for p in [*others, *kept]:
         files.setdefault(p.location.file, len(files))
@@ -158,6 +211,12 @@ def register(app: typer.Typer) -> None:
         feature_gates: GatesOption = "",
         output: OutputOption = None,
         quiet: QuietOption = False,
+        strict_references: Annotated[bool, typer.Option(
+            "--strict-references",
+            help="A DeviceClass, claim or claim template that is not among the inputs (nor installed by NVIDIA's "
+                 "chart or kubedra's) is a finding (exit 1), not a warning.",
+        )] = False,
+        max_file_size: MaxFileSizeOption = "8Mi",
     ) -> None:
         from kubedra.allocator import FeatureGateError, Features, parse_gates
         from kubedra.migrate import Source
@@ -171,11 +230,13 @@ def register(app: typer.Typer) -> None:
             stderr_console().print(f"error: {exc}", highlight=False, markup=False)
             raise typer.Exit(EXIT_INVALID_INPUT) from exc
         fmt = output or default_format()
-        inputs = read_inputs(files)  # each input read once (stdin too): the loader, the schemas and the lines share it
+        limits = parse_limits(max_file_size)
+        # Each input read once (stdin too): the loader, the schemas and the lines share it.
+        inputs = read_inputs(files, limits=limits)
         sources = [Source(read.name, read.text) for read in inputs.texts]
         try:
             # Shapes only here (unknown fields, wrong types): the API's rules come next, with everything else.
-            loaded = load_inputs(inputs, api_validation=False)
+            loaded = load_inputs(inputs, api_validation=False, limits=limits)
         except InvalidInputError as error:
             if any(p.unreadable for p in error.problems):
                 fail_invalid(error)
@@ -183,7 +244,12 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_FINDINGS) from error
         print_warnings(loaded.warnings, quiet=quiet)
         result = validate_inputs(loaded, features, files)
-        result.findings = _merge(schema_findings(sources, kubernetes_version), result.findings)
-        _report(result.findings, result.checked, [str(r.location) for r in result.unchecked], fmt,
-                sources if result.findings else [])
+        if strict_references:
+            result.findings, result.warnings = [*result.findings, *result.warnings], []
+        notes: list[tuple[Any, str]] = []
+        result.findings = _merge(schema_findings(sources, kubernetes_version, notes), result.findings)
+        custom = {str(where) for where, _ in notes}  # noted: not "unchecked" a second time
+        unchecked = [str(r.location) for r in result.unchecked if str(r.location) not in custom]
+        _report(result.findings, result.checked, unchecked, fmt, sources if result.findings or result.warnings else [],
+                result.warnings, [f"{where}: {text}" for where, text in notes])
         raise typer.Exit(EXIT_FINDINGS if result.findings else EXIT_OK)

@@ -34,6 +34,21 @@ def default_device_classes() -> list[DeviceClass]:
     ]
 
 
+# Classes a cluster has without them being among the inputs: what NVIDIA's DRA driver chart installs (its
+# templates/deviceclass-*.yaml: gpu, mig and vfio with resources.gpus.enabled, the compute-domain ones with
+# resources.computeDomains.enabled; imex.nvidia.com in the chart from September 2024 to February 2025, before the
+# compute-domain classes replaced it) and kubedra's own chart (deploy/helm/kubedra/templates/deviceclasses.yaml).
+INSTALLED_CLASSES: dict[str, str] = {
+    GPU_CLASS: "NVIDIA's chart",
+    MIG_CLASS: "NVIDIA's chart",
+    VFIO_CLASS: "NVIDIA's chart",
+    "compute-domain-daemon.nvidia.com": "NVIDIA's chart (compute domains)",
+    "compute-domain-default-channel.nvidia.com": "NVIDIA's chart (compute domains)",
+    "imex.nvidia.com": "NVIDIA's chart before v25.3 (IMEX channels)",
+    "gpu.shared.nvidia.com": "kubedra's chart",
+}
+
+
 def merge_device_classes(defaults: Iterable[DeviceClass], user: Iterable[DeviceClass]) -> list[DeviceClass]:
     """Defaults first, each replaced by a user class of the same name; then the user's other classes in their order.
 

@@ -32,13 +32,31 @@ def _effective_requests(container: Container) -> Mapping[str, str]:
 
 
 def pod_requests(pod: Pod) -> dict[str, Quantity]:
-    """What the pod asks of a node: the larger of the containers' sum and any single init container."""
+    """What the pod asks of a node, as ``resourcehelper.PodRequests`` sums it: app containers and sidecars (init
+    containers with ``restartPolicy: Always``) added up; a plain init container counts with the sidecars started
+    before it; the pod needs the larger of the two, plus its overhead."""
     total = _sum_containers(pod.spec.containers)
+    sidecars: dict[str, Quantity] = {}
+    peak: dict[str, Quantity] = {}
     for init in pod.spec.init_containers:
-        for name, text in _effective_requests(init).items():
-            want = Quantity.parse(text)
-            if want > total.get(name, ZERO):
-                total[name] = want
+        asked = {name: Quantity.parse(text) for name, text in _effective_requests(init).items()}
+        if init.restart_policy == "Always":
+            for name, want in asked.items():
+                total[name] = total.get(name, ZERO) + want
+                sidecars[name] = sidecars.get(name, ZERO) + want
+            running = dict(sidecars)
+        else:
+            running = dict(asked)
+            for name, want in sidecars.items():
+                running[name] = running.get(name, ZERO) + want
+        for name, want in running.items():
+            if want > peak.get(name, ZERO):
+                peak[name] = want
+    for name, want in peak.items():
+        if want > total.get(name, ZERO):
+            total[name] = want
+    for name, text in pod.spec.overhead.items():
+        total[name] = total.get(name, ZERO) + Quantity.parse(text)
     return total
 
 

@@ -56,16 +56,60 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
     account, then ``$KUBECONFIG``, then ``~/.kube/config``. Tokens, client certificates and exec plugins work as
     lightkube supports them."""
     try:
-        config = KubeConfig.from_env() if kubeconfig is None else KubeConfig.from_file(kubeconfig)
+        config = KubeConfig.from_env() if kubeconfig is None else KubeConfig.from_dict(
+            read_kubeconfig(kubeconfig), fname=kubeconfig)
         single = config.get(context_name=context)
         # trust_env: HTTPS_PROXY and NO_PROXY apply, as they do for kubectl.
         return Client(single, timeout=httpx2.Timeout(timeout), trust_env=True)
     except ConfigError as exc:
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
-    except (KeyError, TypeError, ValueError, yaml.YAMLError, msgspec.ValidationError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError, msgspec.ValidationError) as exc:
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: not a valid kubeconfig ({exc})") from exc
     except OSError as exc:
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
+
+
+KUBECONFIG_SHAPE = "a kubeconfig is a mapping with apiVersion: v1, kind: Config, clusters, contexts and users"
+
+
+def read_kubeconfig(path: str) -> dict[str, Any]:
+    """The kubeconfig at ``path`` as a mapping, or KubeError saying what the file is instead (empty, binary, YAML
+    that does not parse, some other document): lightkube itself fails on those with an AttributeError."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError as exc:
+        raise KubeError(f"kubeconfig {path}: not found") from exc
+    except OSError as exc:
+        raise KubeError(f"kubeconfig {path}: {exc.strerror or exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KubeError(f"kubeconfig {path}: not a kubeconfig: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                        f"offset {exc.start}); {KUBECONFIG_SHAPE}") from exc
+    try:
+        body = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None)
+        why = f" ({problem})" if problem else ""
+        raise KubeError(f"kubeconfig {path}: not a kubeconfig: invalid YAML{at}{why}; {KUBECONFIG_SHAPE}") from exc
+    if body is None:
+        raise KubeError(f"kubeconfig {path}: the file is empty: no configuration has been provided; "
+                        f"{KUBECONFIG_SHAPE}")
+    if not isinstance(body, dict):
+        raise KubeError(f"kubeconfig {path}: not a kubeconfig: a {type(body).__name__}, not a mapping; "
+                        f"{KUBECONFIG_SHAPE}")
+    if body.get("kind") not in (None, "Config") or not any(key in body for key in ("clusters", "contexts", "users")):
+        found = f"kind {body['kind']}" if "kind" in body else "no clusters, contexts or users"
+        raise KubeError(f"kubeconfig {path}: not a kubeconfig ({found}); {KUBECONFIG_SHAPE}")
+    for key in ("clusters", "contexts", "users"):
+        if body.get(key) is None:
+            body[key] = []  # kubectl reads a missing list as empty; lightkube needs the key
+        elif not isinstance(body[key], list):
+            raise KubeError(f"kubeconfig {path}: not a valid kubeconfig: {key} must be a list")
+    return body
 
 
 def limit_watch_reads(client: Client, seconds: float) -> None:

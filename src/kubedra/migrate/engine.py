@@ -264,45 +264,83 @@ class _Run:
         workload = _name(data) or kind.lower()
         existing = pod_spec.get("resourceClaims") if isinstance(pod_spec.get("resourceClaims"), list) else []
         taken = {str(c.get("name")) for c in existing if isinstance(c, dict)}
+        claim_of: dict[int, str] = {}  # id(long-lived ask) -> its pod claim
         for ask in asks:
-            converted = [g for g in ask.asks if not g.resource.endswith(wl.SHARED_SUFFIX)]
             for gpu in ask.asks:
                 if gpu.resource.endswith(wl.SHARED_SUFFIX):
                     self.decide(where, f"{prefix}.{ask.path}: {gpu.resource} is a shared replica (device-plugin "
                                        "time-slicing): kept; serve it with the .shared DeviceClass of the converted "
                                        "device-plugin config, or claim a share of a GPU")
-            if not converted:
+            converted = _converted(ask)
+            if not converted or not ask.long_lived:
                 continue
-            claim = wl.dns_label(f"{ask.name}-gpu")
-            if claim in taken:
-                self.problems.append(Problem(Location(where.file, where.document, where.object,
-                                                      f"{prefix}.resourceClaims"),
-                                             f'Duplicate value: "{claim}": the pod already has a claim of this name'))
+            claim = self._new_claim(where, prefix, pod_spec, taken=taken, claim=wl.dns_label(f"{ask.name}-gpu"),
+                                    template=f"{workload}-{ask.name}-gpu",
+                                    fallback=f"{workload}-{kind.lower()}-{ask.name}-gpu", namespace=namespace,
+                                    asks=converted, templates=templates)
+            if claim is None:
                 continue
-            taken.add(claim)
-            template = wl.dns_label(f"{workload}-{ask.name}-gpu", 253)
-            if (namespace, template) in self.template_names:
-                template = wl.dns_label(f"{workload}-{kind.lower()}-{ask.name}-gpu", 253)
-            self.template_names.add((namespace, template))
-            document, notes = wl.template_document(template, namespace, converted, self.extra)
-            self.used_classes.update(document_class(g) for g in converted)
-            templates.append(build(document))
-            self._rewrite_container(pod_spec, ask, converted, claim)
-            self._add_pod_claim(pod_spec, claim, template)
+            claim_of[id(ask)] = claim
+            self._rewrite_container(pod_spec, ask, converted, [(claim, None)])
             asked = ", ".join(f"{g.resource}: {g.count}" for g in converted)
-            got = ", ".join(f"{g.count} x {document_class(g)}" for g in converted)
             self.change(where, "rewritten", f"{prefix}.{ask.path} ({ask.name}): {asked} -> resources.claims "
                                             f"[{claim}], spec.resourceClaims {claim} from ResourceClaimTemplate "
-                                            f"{template}")
-            at = Location(where.file, where.document, f"ResourceClaimTemplate/{template}")
-            self.change(at, "added", f"{got}" + ("; " + "; ".join(self.extra.selectors) if self.extra.selectors
-                                                   else ""))
-            for note in notes:
-                self.decide(at, note)
+                                            f"{templates[-1]['metadata']['name']}")
+        uses, shortfall = wl.plan_init_reuse(asks, _converted)
+        init_claim = None
+        if shortfall:
+            init_claim = self._new_claim(where, prefix, pod_spec, taken=taken, claim="init-gpu",
+                                         template=f"{workload}-init-gpu",
+                                         fallback=f"{workload}-{kind.lower()}-init-gpu",
+                                         namespace=namespace, asks=shortfall, templates=templates)
+        for use in uses:
+            refs: list[tuple[str, str | None]] = [
+                (claim_of[id(owner)], wl.request_name(resource)) for owner, resource in use.reused
+                if id(owner) in claim_of
+            ]
+            if init_claim is not None:
+                refs.extend((init_claim, wl.request_name(resource)) for resource in use.shortfall)
+            converted = _converted(use.ask)
+            self._rewrite_container(pod_spec, use.ask, converted, refs)
+            asked = ", ".join(f"{g.resource}: {g.count}" for g in converted)
+            shown = ", ".join(f"{claim}/{request}" for claim, request in refs)
+            self.change(where, "rewritten", f"{prefix}.{use.ask.path} ({use.ask.name}): {asked} -> resources.claims "
+                                            f"[{shown}]: an init container uses the devices of the containers that "
+                                            "start after it, as kube-scheduler serves nvidia.com/gpu; the pod keeps "
+                                            "its GPU count")
         return templates
 
+    def _new_claim(
+        self, where: Location, prefix: str, pod_spec: Any, *, taken: set[str], claim: str, template: str,
+        fallback: str, namespace: str | None, asks: list[wl.GpuAsk], templates: list[Any],
+    ) -> str | None:
+        """A pod claim from a new ResourceClaimTemplate for ``asks``, or None (a problem) if the name is taken."""
+        if claim in taken:
+            self.problems.append(Problem(Location(where.file, where.document, where.object,
+                                                  f"{prefix}.resourceClaims"),
+                                         f'Duplicate value: "{claim}": the pod already has a claim of this name'))
+            return None
+        taken.add(claim)
+        template = wl.dns_label(template, 253)
+        if (namespace, template) in self.template_names:
+            template = wl.dns_label(fallback, 253)
+        self.template_names.add((namespace, template))
+        document, notes = wl.template_document(template, namespace, asks, self.extra)
+        self.used_classes.update(document_class(g) for g in asks)
+        templates.append(build(document))
+        self._add_pod_claim(pod_spec, claim, template)
+        at = Location(where.file, where.document, f"ResourceClaimTemplate/{template}")
+        got = ", ".join(f"{g.count} x {document_class(g)}" for g in asks)
+        self.change(at, "added", f"{got}" + ("; " + "; ".join(self.extra.selectors) if self.extra.selectors
+                                               else ""))
+        for note in notes:
+            self.decide(at, note)
+        return claim
+
     @staticmethod
-    def _rewrite_container(pod_spec: Any, ask: wl.ContainerAsk, converted: list[wl.GpuAsk], claim: str) -> None:
+    def _rewrite_container(
+        pod_spec: Any, ask: wl.ContainerAsk, converted: list[wl.GpuAsk], refs: list[tuple[str, str | None]]
+    ) -> None:
         container = pod_spec[ask.list_name][ask.index]
         resources = container["resources"]
         for part in ("limits", "requests"):
@@ -317,7 +355,8 @@ class _Run:
         if not isinstance(claims, list):
             claims = build([])
             insert_sorted(resources, "claims", claims)
-        claims.append(build({"name": claim}))
+        for claim, request in refs:
+            claims.append(build({"name": claim} if request is None else {"name": claim, "request": request}))
 
     @staticmethod
     def _add_pod_claim(pod_spec: Any, claim: str, template: str) -> None:
@@ -399,6 +438,11 @@ class _Run:
                                     "the device plugin off node pool by pool; DRAExtendedResource is on by default "
                                     "from 1.36 (alpha in 1.34 and 1.35: enable the gate on kube-apiserver, "
                                     "kube-scheduler and kubelet)")
+
+
+def _converted(ask: wl.ContainerAsk) -> list[wl.GpuAsk]:
+    """The asks of a container that become claims (a ``.shared`` replica stays as it is)."""
+    return [g for g in ask.asks if not g.resource.endswith(wl.SHARED_SUFFIX)]
 
 
 def document_class(gpu: wl.GpuAsk) -> str:

@@ -1,8 +1,11 @@
 """Workloads that ask for GPUs the device-plugin way (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``).
 
-``claims`` mode rewrites each pod template: a ResourceClaimTemplate per workload and container (one request per
-extended resource, ``count`` = the number asked for), ``spec.resourceClaims`` and ``resources.claims`` added, the
-extended resource removed. ``extended-resource`` mode leaves pods alone and says which DeviceClasses (with
+``claims`` mode rewrites each pod template: a ResourceClaimTemplate per workload and long-lived container (app
+containers and sidecars; one request per extended resource, ``count`` = the number asked for), ``spec.resourceClaims``
+and ``resources.claims`` added, the extended resource removed. Plain init containers first use the claims of the
+long-lived containers that start after them, and share one more template for what those do not cover (the largest
+shortfall of any init container): the pod keeps the device count kube-scheduler gives the original
+(``plan_init_reuse``). ``extended-resource`` mode leaves pods alone and says which DeviceClasses (with
 ``extendedResourceName``, KEP-5004) let the scheduler serve the same names through DRA.
 """
 
@@ -14,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubedra.cluster.deviceclasses import GPU_CLASS, MIG_CLASS
+from kubedra.objects import formats
 from kubedra.objects.errors import Location, Problem
 from kubedra.objects.gpuconfig import read_gpu_config
-from kubedra.objects.quantity import QuantityError, parse_quantity
+from kubedra.objects.quantity import parse_quantity
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_SUFFIX = ".shared"
@@ -98,30 +102,34 @@ class ContainerAsk:
     list_name: str
     name: str
     asks: list[GpuAsk] = field(default_factory=list)
+    sidecar: bool = False  # an init container with restartPolicy Always: long-lived, like an app container
 
     @property
     def path(self) -> str:
         return f"{self.list_name}[{self.index}]"
 
+    @property
+    def long_lived(self) -> bool:
+        """Runs beside the app: an app container or a sidecar. A plain init container has finished before the
+        long-lived containers after it start, so it can use their devices (as kube-scheduler's KEP-5004 claim does)."""
+        return self.list_name == "containers" or self.sidecar
 
-def _count(value: Any, field_path: str, problems: list[Problem], where: Location) -> int | None:
+    def order(self) -> tuple[int, int]:
+        """Position in the kubelet's start order: init containers, then app containers."""
+        return (0 if self.list_name == "initContainers" else 1, self.index)
+
+
+def _count(name: str, value: Any, field_path: str, problems: list[Problem], where: Location) -> int | None:
+    """The device count, or None with a problem in the words ``kubedra validate`` uses for the same field."""
     text = str(value)
-    try:
-        if isinstance(value, bool):
-            raise QuantityError("not a quantity", text)
-        quantity = parse_quantity(text)
-    except QuantityError:
+    if isinstance(value, bool):
         problems.append(Problem(_at(where, field_path), f'Invalid value: "{text}": must be an integer'))
         return None
-    if not quantity.is_integer() or quantity.sign() < 0:
-        problems.append(Problem(_at(where, field_path), f'Invalid value: "{text}": must be an integer'))
+    messages = formats.resource_quantity(name, text) or formats.device_count(name, text)
+    if messages:
+        problems.extend(Problem(_at(where, field_path), message) for message in messages)
         return None
-    try:
-        return quantity.as_int64()
-    except QuantityError:  # 1e40 GPUs: an integer, but past what any count (an int64) can hold
-        problems.append(Problem(_at(where, field_path),
-                                f'Invalid value: "{text}": must be an integer no greater than {2**63 - 1}'))
-        return None
+    return parse_quantity(str(parse_quantity(text))).k8s_as_int64()  # read as stored: "1.0" is stored as "1"
 
 
 def _at(where: Location, field_path: str) -> Location:
@@ -140,7 +148,8 @@ def container_asks(pod_spec: Any, prefix: str, where: Location, problems: list[P
         for i, container in enumerate(containers):
             if not isinstance(container, dict) or not isinstance(container.get("resources"), dict):
                 continue
-            ask = ContainerAsk(i, list_name, str(container.get("name", f"{list_name}-{i}")))
+            ask = ContainerAsk(i, list_name, str(container.get("name", f"{list_name}-{i}")),
+                               sidecar=list_name == "initContainers" and container.get("restartPolicy") == "Always")
             resources = container["resources"]
             limits = resources.get("limits") if isinstance(resources.get("limits"), dict) else {}
             requests = resources.get("requests") if isinstance(resources.get("requests"), dict) else {}
@@ -148,9 +157,13 @@ def container_asks(pod_spec: Any, prefix: str, where: Location, problems: list[P
             for name in [*limits, *(n for n in requests if n not in limits)]:
                 if not is_gpu_resource(str(name)):
                     continue
-                limit = _count(limits[name], f"{path}.limits[{name}]", problems, where) if name in limits else None
+                limit = (
+                    _count(str(name), limits[name], f"{path}.limits[{name}]", problems, where) if name in limits
+                    else None
+                )
                 request = (
-                    _count(requests[name], f"{path}.requests[{name}]", problems, where) if name in requests else None
+                    _count(str(name), requests[name], f"{path}.requests[{name}]", problems, where)
+                    if name in requests else None
                 )
                 if limit is not None and request is not None and limit != request:
                     problems.append(Problem(
@@ -245,3 +258,42 @@ def extended_class_document(name: str) -> dict[str, Any]:
             "extendedResourceName": name,
         },
     }
+
+
+@dataclass
+class InitUse:
+    """What one plain init container uses after migration: requests of long-lived containers' claims (claim owner,
+    resource) and, per resource, how many devices it still needs from the init containers' shared claim."""
+
+    ask: ContainerAsk
+    reused: list[tuple[ContainerAsk, str]] = field(default_factory=list)
+    shortfall: dict[str, int] = field(default_factory=dict)
+
+
+def plan_init_reuse(asks: list[ContainerAsk], converted: Any) -> tuple[list[InitUse], list[GpuAsk]]:
+    """kube-scheduler's reuse rule for plain init containers (``createRequestsAndMappings``): per resource, walk the
+    long-lived containers after the init container in start order, using their devices until the count is met; the
+    rest is a shortfall. Returns each init container's use and the shared claim's asks (per resource the largest
+    shortfall). ``converted(ask)`` gives the asks of a container that become claims."""
+    long_lived = sorted((a for a in asks if a.long_lived), key=ContainerAsk.order)
+    uses: list[InitUse] = []
+    largest: dict[str, int] = {}
+    for ask in sorted((a for a in asks if not a.long_lived), key=ContainerAsk.order):
+        use = InitUse(ask)
+        for gpu in converted(ask):
+            covered = 0
+            for later in long_lived:
+                if later.order() < ask.order():
+                    continue
+                theirs = sum(g.count for g in converted(later) if g.resource == gpu.resource)
+                if not theirs:
+                    continue
+                covered += theirs
+                use.reused.append((later, gpu.resource))
+                if covered >= gpu.count:
+                    break
+            if covered < gpu.count:
+                use.shortfall[gpu.resource] = gpu.count - covered
+                largest[gpu.resource] = max(largest.get(gpu.resource, 0), gpu.count - covered)
+        uses.append(use)
+    return uses, [GpuAsk(resource, count) for resource, count in sorted(largest.items())]

@@ -13,6 +13,7 @@ class Location:
     document: int | None = None
     object: str = ""
     field: str = ""
+    within: str = ""  # where the object sits in its document (``items[3]`` of a List); for lines, not printed
 
     def __str__(self) -> str:
         parts = []
@@ -33,6 +34,9 @@ class Problem:
     location: Location
     message: str
     unreadable: bool = False
+    # A reference the inputs do not resolve (a class, claim or template defined elsewhere): the API server accepts
+    # the object, so ``validate`` warns instead of failing, unless --strict-references.
+    unresolved: bool = False
 
     def __str__(self) -> str:
         where = str(self.location)

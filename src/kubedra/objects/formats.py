@@ -218,9 +218,38 @@ def resource_quantity(name: str, value: str) -> tuple[str, ...]:
     out = []
     if parsed.sign() < 0:
         out.append(invalid(str(parsed), "must be greater than or equal to 0"))
-    if (name in INTEGER_RESOURCES or is_extended_resource_name(name)) and not parsed.is_integer():
+    # Go's test, to the letter: ``MilliValue() % 1000 != 0``. MilliValue overflows past int64 (to 0 for
+    # ``1e30``, to other low bits for ``100000000000000000000``), so some huge whole numbers pass and others do not.
+    if (name in INTEGER_RESOURCES or is_extended_resource_name(name)) and abs(parsed.milli_value()) % 1000:
         out.append(invalid(value, "must be an integer"))
     return tuple(out)
+
+
+UNREADABLE_COUNT = (
+    "must be a count kube-scheduler can read as an int64 (Go's Quantity.AsInt64): the API server accepts it, but the "
+    "container would get no device"
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def device_count(name: str, value: str) -> tuple[str, ...]:
+    """kubedra's refusal, not the API server's: a whole extended-resource amount that ``AsInt64`` cannot read
+    (``1e30``, ``"1e19"``, ``"9223372036854775808"``). kube-scheduler's KEP-5004 claim skips such a container and
+    NodeResourcesFit reads ``Value()`` (0, or a wrapped int64), so the pod would run with no device at all."""
+    from kubedra.objects.quantity import Quantity, QuantityError
+
+    if not is_extended_resource_name(name):
+        return ()
+    try:
+        parsed = Quantity.parse(value)
+    except (QuantityError, ValueError, ArithmeticError):
+        return ()  # resource_quantity's finding
+    if parsed.sign() <= 0 or abs(parsed.milli_value()) % 1000:
+        return ()
+    # kube-scheduler reads the object as the API server stored it: the canonical form ("1.0" is stored as "1").
+    if Quantity.parse(str(parsed)).k8s_as_int64() is not None:
+        return ()
+    return (invalid(value, UNREADABLE_COUNT),)
 
 
 @functools.lru_cache(maxsize=16384)

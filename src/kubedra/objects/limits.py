@@ -51,6 +51,7 @@ DNS1123SubdomainMaxLength: Final = 253
 QualifiedNameMaxLength: Final = 63
 
 # kubedra's loader safety limits (not API limits)
-MaxFileBytes: Final = 8 * 1024 * 1024
+MaxFileBytes: Final = 8 * 1024 * 1024  # the default; --max-file-size changes it
+MaxReadableFileBytes: Final = 4 * 1024 * 1024 * 1024  # the most --max-file-size allows
 MaxNestingDepth: Final = 64
 MaxExpandedNodes: Final = 1_000_000

@@ -188,7 +188,7 @@ class _Builder:
             )
             return
         api_version, kind = data.get("apiVersion"), data.get("kind")
-        where = replace(location, object=_object_name(data))
+        where = replace(location, object=_object_name(data), within=prefix)
         if not isinstance(api_version, str) or not api_version:
             self.problem(
                 replace(where, field=_prefixed(prefix, "apiVersion")), "Required value: every object needs apiVersion"

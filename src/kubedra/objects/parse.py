@@ -373,7 +373,8 @@ def too_big(size: int, source: str, bounds: ParseLimits) -> Problem | None:
     """The problem for an input of ``size`` bytes, if it is over the limit."""
     if size <= bounds.max_bytes:
         return None
-    message = f"input refused: {size} bytes is more than the limit of {bounds.max_bytes} bytes"
+    message = (f"input refused: {size} bytes is more than the limit of {bounds.max_bytes} bytes "
+               "(--max-file-size raises it)")
     return _unreadable(Location(source), message)
 
 

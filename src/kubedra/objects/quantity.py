@@ -232,7 +232,8 @@ class Quantity:
 
         This is how kube-scheduler reads node allocatable and pod requests (``Value()`` for pods, memory and
         extended resources, ``MilliValue()`` for cpu), so ``pods: 1.5`` allows 2 pods. Past int64 Go overflows:
-        an ``int64Amount`` gives 0 (what ``positiveScaleInt64`` returns), an ``inf.Dec`` its low 64 bits.
+        an ``inf.Dec`` gives its low 64 bits; an ``int64Amount`` scaled by 10, 100, 1000, 10^6 or 10^9 its wrapped
+        product (``positiveScaleInt64``'s one-multiplication cases), by any other power 0.
         """
         shift = scale + 9
         factor: int = 10 ** abs(shift)
@@ -245,10 +246,19 @@ class Quantity:
         if _INT64_MIN <= value <= _INT64_MAX:
             return value
         if not self._dec:
-            return 0
+            return self._int64_amount_overflow(scale)
         low = magnitude & (2**64 - 1)
         wrapped = low - 2**64 if low > _INT64_MAX else low
         return -wrapped if self._n < 0 else wrapped
+
+    def _int64_amount_overflow(self, scale: int) -> int:
+        """``positiveScaleInt64(value, a.scale - scale)`` where the result does not fit an int64."""
+        base, steps = _value_at(self._n, self._exp), self._exp - scale
+        if steps not in (1, 2, 3, 6, 9) or base == _INT64_MIN:
+            return 0  # the loop of multiplications by 10 gives up with 0
+        factor: int = 10**steps
+        low = (base * factor) & (2**64 - 1)
+        return low - 2**64 if low > _INT64_MAX else low
 
     def value(self) -> int:
         """Go's ``Value()``: ``ScaledValue(0)``."""

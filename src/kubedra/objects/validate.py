@@ -456,12 +456,13 @@ def _device_taint_rule(e: _Errors, obj: m.DeviceTaintRule) -> None:
 
 
 def _resources(e: _Errors, path: str, resources: m.ResourceRequirements) -> None:
-    """validateResourceRequirements: quantities valid for their resource, requests within limits."""
+    """validateResourceRequirements: quantities valid for their resource, requests within limits; and kubedra's
+    ``device_count`` refusal of extended-resource amounts kube-scheduler cannot read."""
     for name, value in resources.limits.items():
-        e.add(f"{path}.limits[{name}]", f.resource_quantity(name, value))
+        e.add(f"{path}.limits[{name}]", f.resource_quantity(name, value) or f.device_count(name, value))
     for name, value in resources.requests.items():
         messages = f.resource_quantity(name, value)
-        e.add(f"{path}.requests[{name}]", messages)
+        e.add(f"{path}.requests[{name}]", messages or f.device_count(name, value))
         limit = resources.limits.get(name)
         if messages or (limit is not None and f.resource_quantity(name, limit)):
             continue

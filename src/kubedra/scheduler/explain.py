@@ -37,6 +37,7 @@ from kubedra.allocator.diagnosis import Issue, node_issues, owners_of, users_suf
 from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import ZERO, NodeUsage
+from kubedra.objects.durations import format_duration
 from kubedra.objects.model import (
     AllocationResult,
     Node,
@@ -325,7 +326,9 @@ class _Explainer:
     def __init__(self, state: ClusterState, allocator: Allocator) -> None:
         self.state = state
         self.allocator = allocator
-        self.mapping = ExtendedResourceMap(list(state.classes.values()))
+        # Without the DRAExtendedResource gate no class serves an extended resource (the API server drops the field).
+        classes = list(state.classes.values()) if allocator.features.extended_resource else []
+        self.mapping = ExtendedResourceMap(classes)
         self.owners = owners_of(list(state.allocated_claims()))
 
     def check_node(self, attempt: _Attempt, node: Node) -> tuple[str, list[Issue]]:
@@ -443,15 +446,16 @@ def _explain_pod(state: ClusterState, allocator: Allocator, key: str, policy: st
     labels = {r.request_name: r.resource for r in extended_requests(record.pod)}
     total = len(state.nodes)
     if phase in ENDED:
-        ran = f"from {record.started_at or 0:g}s to {record.finished_at or 0:g}s"
+        ran = f"from {format_duration(record.started_at or 0)} to {format_duration(record.finished_at or 0)}"
         if phase == "Deleted":
-            message = f"deleted at {record.finished_at or 0:g}s after running on {node} {ran}: {record.end_reason}"
+            message = (f"deleted at {format_duration(record.finished_at or 0)} after running on {node} {ran}: "
+                       f"{record.end_reason}")
             return PodExplanation(key, phase, node, message, "the pod was deleted", claims, [], labels,
                                   end_reason=record.end_reason)
         message = f"finished on {node} after running {ran}"
         return PodExplanation(key, phase, node, message, "the pod has finished", claims, [], labels)
     if phase == "Running" and not other_nodes:
-        message = f"scheduled at {record.started_at or 0:g}s on {node}"
+        message = f"scheduled at {format_duration(record.started_at or 0)} on {node}"
         return PodExplanation(key, phase, node, message, "", claims, [], labels)
     explainer = _Explainer(state, allocator)  # indexes every allocated claim: only when nodes are checked
     if phase == "Running":
@@ -466,7 +470,8 @@ def _explain_pod(state: ClusterState, allocator: Allocator, key: str, policy: st
         )
         groups = explainer.groups(explainer.attempt(unbound, hypothetical, node), skip=node)
         by = f" by the {policy} policy" if policy else ""
-        message = (f"scheduled at {record.started_at or 0:g}s on {node}{by}, among the nodes where its node rules "
+        message = (f"scheduled at {format_duration(record.started_at or 0)} on {node}{by}, among the nodes where its "
+                   "node rules "
                    "and claims fit at that time")
         summary = _fits_summary(groups, total - 1, "other than its own could run it now")
         return PodExplanation(key, phase, node, message, summary, claims, groups, labels)

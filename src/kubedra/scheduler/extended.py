@@ -5,6 +5,13 @@ way (NodeResourcesFit counts it); otherwise a DeviceClass whose ``extendedResour
 ``deviceclass.resource.kubernetes.io/<class>``) matches serves it through one special ResourceClaim per pod, allocated
 after the pod's own claims. Request names are ``container-<i>-request-<j>``: ``i`` indexes init containers then
 containers, ``j`` the resource among the container's sorted request names.
+
+Long-lived containers (app containers and sidecars, i.e. init containers with ``restartPolicy: Always``) each get a
+request of their own. A plain init container runs before the long-lived containers after it start, so it first reuses
+their requests (in container order) and asks only for what is still missing; of those extras only the largest becomes
+a request, shared by every plain init container. This is ``createRequestsAndMappings`` of kube-scheduler v1.37.2
+(``pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go``): the pod needs the devices of
+``max(its long-lived containers' sum, each init container's peak)``, as for cpu.
 """
 
 from __future__ import annotations
@@ -87,6 +94,8 @@ class ExtendedRequest:
     resource: str
     request_index: int  # among the container's sorted request names
     count: int
+    long_lived: bool = True  # an app container or a sidecar; False: a plain init container
+
 
     @property
     def request_name(self) -> str:
@@ -97,7 +106,9 @@ def extended_requests(pod: Pod) -> list[ExtendedRequest]:
     """Every non-zero integer extended-resource request, ordered by resource name then container."""
     found: list[ExtendedRequest] = []
     containers = [*pod.spec.init_containers, *pod.spec.containers]
+    inits = len(pod.spec.init_containers)
     for index, container in enumerate(containers):
+        long_lived = index >= inits or container.restart_policy == "Always"
         requests = dict(container.resources.limits)
         requests.update(container.resources.requests)
         names = sorted(requests)
@@ -107,7 +118,7 @@ def extended_requests(pod: Pod) -> list[ExtendedRequest]:
             amount = Quantity.parse(requests[name])
             if amount.sign() <= 0 or not amount.is_integer():
                 continue
-            found.append(ExtendedRequest(index, container.name, name, position, amount.value()))
+            found.append(ExtendedRequest(index, container.name, name, position, amount.value(), long_lived))
     found.sort(key=lambda r: (r.resource, r.container_index))
     return found
 
@@ -125,19 +136,81 @@ def dra_served_resources(
 SPECIAL_CLAIM_IN_MEMORY_NAME = "<extended-resources>"  # the special claim's name until it is created at binding
 
 
+@dataclass(frozen=True)
+class _Request:
+    name: str
+    resource: str
+    count: int
+
+
+def claim_requests(
+    requests: Sequence[ExtendedRequest], served: frozenset[str]
+) -> tuple[list[_Request], list[ContainerExtendedResourceRequest]]:
+    """The special claim's requests (sorted by name, as upstream sorts them) and the container → request mappings
+    (per resource: long-lived containers, then plain init containers), for the resources ``served`` by DRA."""
+    by_resource: dict[str, list[ExtendedRequest]] = {}
+    for request in requests:
+        if request.resource in served:
+            by_resource.setdefault(request.resource, []).append(request)
+    made: list[_Request] = []
+    mappings: list[ContainerExtendedResourceRequest] = []
+    for resource in sorted(by_resource):
+        asks = sorted(by_resource[resource], key=lambda r: r.container_index)
+        long_lived = [a for a in asks if a.long_lived]
+        long_mappings = [_mapping(a, a.request_name) for a in long_lived]
+        largest: _Request | None = None
+        own_names: set[str] = set()
+        short_mappings: list[ContainerExtendedResourceRequest] = []
+        for ask in (a for a in asks if not a.long_lived):
+            reused = 0
+            for later in (a for a in long_lived if a.container_index >= ask.container_index):
+                reused += later.count
+                short_mappings.append(_mapping(ask, later.request_name))
+                if reused >= ask.count:
+                    break
+            if reused >= ask.count:
+                continue
+            own = _Request(ask.request_name, resource, ask.count - reused)
+            own_names.add(own.name)
+            short_mappings.append(_mapping(ask, own.name))
+            if largest is None or largest.count < own.count:
+                largest = own
+        if largest is not None and len(own_names) > 1:
+            short_mappings = [
+                _mapping_to(m, largest.name) if m.request_name in own_names else m for m in short_mappings
+            ]
+        if largest is not None:
+            made.append(largest)
+        made.extend(_Request(a.request_name, resource, a.count) for a in long_lived)
+        mappings.extend(long_mappings)
+        mappings.extend(short_mappings)
+    made.sort(key=lambda r: r.name)
+    return made, mappings
+
+
+def _mapping(ask: ExtendedRequest, request_name: str) -> ContainerExtendedResourceRequest:
+    return ContainerExtendedResourceRequest(
+        container_name=ask.container_name, resource_name=ask.resource, request_name=request_name
+    )
+
+
+def _mapping_to(mapping: ContainerExtendedResourceRequest, request_name: str) -> ContainerExtendedResourceRequest:
+    return ContainerExtendedResourceRequest(
+        container_name=mapping.container_name, resource_name=mapping.resource_name, request_name=request_name
+    )
+
+
 def special_claim(
     pod: Pod, requests: Sequence[ExtendedRequest], served: frozenset[str], mapping: ExtendedResourceMap, name: str
 ) -> ResourceClaim | None:
     """The in-memory special claim for the resources ``served`` by DRA on one node, or None if there are none."""
     device_requests: list[DeviceRequest] = []
-    for request in requests:
-        if request.resource not in served:
-            continue
+    for request in claim_requests(requests, served)[0]:
         class_name = mapping.class_for(request.resource)
         assert class_name is not None
         device_requests.append(
             DeviceRequest(
-                name=request.request_name,
+                name=request.name,
                 exactly=ExactDeviceRequest(
                     device_class_name=class_name, allocation_mode="ExactCount", count=request.count
                 ),
@@ -171,11 +244,4 @@ def request_mappings(
     requests: Sequence[ExtendedRequest], served: frozenset[str]
 ) -> list[ContainerExtendedResourceRequest]:
     """``pod.status.extendedResourceClaimStatus.requestMappings`` for the served resources."""
-    return [
-        ContainerExtendedResourceRequest(
-            container_name=r.container_name, resource_name=r.resource, request_name=r.request_name
-        )
-        for r in requests
-        if r.resource in served
-    ]
-
+    return claim_requests(requests, served)[1]

@@ -109,14 +109,18 @@ class Scheduler:
         policy: Policy,
         rng: random.Random,
         index: DeviceIndex | None = None,
+        *,
+        extended_resources: bool = True,
     ) -> None:
+        """``extended_resources``: the DRAExtendedResource gate (off: no class serves ``nvidia.com/gpu``, the pod
+        needs a device plugin's allocatable, as kube-scheduler's NodeResourcesFit checks without the gate)."""
         self.state = state
         self.backend = backend
         self.policy = policy
         self.rng = rng
         self.index = index
         self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
-        self.extended_map = ExtendedResourceMap(list(state.classes.values()))
+        self.extended_map = ExtendedResourceMap(list(state.classes.values()) if extended_resources else [])
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName
         self._next_start = 0
         self.prefilter = PreFilter(state)
@@ -234,7 +238,8 @@ class Scheduler:
         affinity = spec.affinity.node_affinity if spec.affinity is not None else None
         required = affinity.required_during_scheduling_ignored_during_execution if affinity is not None else None
         # KEP-5004's special claim is built container by container: with extended resources, their split counts.
-        containers = [(c.name, c.resources) for c in (*spec.init_containers, *spec.containers)] if (
+        # (An init container's restartPolicy too: a sidecar's devices are its own, a plain init container's reused.)
+        containers = [(c.name, c.resources, c.restart_policy) for c in (*spec.init_containers, *spec.containers)] if (
             attempt.extended) else []
         return (
             attempt.record.requests_key,

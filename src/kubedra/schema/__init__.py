@@ -2,7 +2,9 @@
 
 An adapter: the schemas are the JSON files kubernetes-validate ships (1.25-1.37, ``-local-strict``), read from its
 package on first use and compiled once per (release, kind, apiVersion). A kind no schema of that release knows is
-an error, except kubedra's own ``kubedra.io`` kinds (NodePool), which kubedra checks itself.
+an error, except kubedra's own ``kubedra.io`` kinds (NodePool), which kubedra checks itself, and custom resources
+(a group only a CRD serves): those are checked against their CRD's schema when the CRD is added (``add_crd``), and
+otherwise passed through (``custom_unchecked`` lists them, for a note).
 """
 
 from __future__ import annotations
@@ -56,6 +58,17 @@ class SchemaChecker:
         self.release = release
         self._definitions: Any = None
         self._validators: dict[tuple[str, str], Any] = {}
+        self._custom: dict[tuple[str, str], Any] = {}
+        self.custom_unchecked: list[str] = []  # "Kind (group/version)" of custom resources without a CRD
+
+    def add_crd(self, crd: dict[str, Any]) -> None:
+        """Serve the custom resources a CustomResourceDefinition (``apiextensions.k8s.io/v1``) defines."""
+        import jsonschema
+
+        from kubedra.schema.crd import crd_schemas
+
+        for key, schema in crd_schemas(crd).items():
+            self._custom[key] = jsonschema.Draft202012Validator(schema)
 
     def _validator(self, kind: str, api_version: str) -> Any:
         key = (kind, api_version)
@@ -81,10 +94,24 @@ class SchemaChecker:
         kind, api_version = str(document.get("kind", "")), str(document.get("apiVersion", ""))
         if api_version.split("/", 1)[0] == KUBEDRA_GROUP:
             return []
+        from kubedra.schema.crd import is_custom_group
+
+        if is_custom_group(api_version):
+            validator = self._custom.get((api_version, kind))
+            if validator is None:
+                self.custom_unchecked.append(f"{kind} ({api_version})")
+                return []
+            return self._problems(validator, document, custom=True)
         validator = self._validator(kind, api_version)
         if validator is None:
             return [SchemaProblem("kind", f'Unsupported value: "{kind}": no kind "{kind}" in {api_version} in '
                                           f"Kubernetes {self.release}", ("kind",))]
+        return self._problems(validator, document)
+
+    @staticmethod
+    def _problems(validator: Any, document: dict[str, Any], *, custom: bool = False) -> list[SchemaProblem]:
+        from kubedra.schema.crd import api_server_message
+
         problems = []
         for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
             parts = tuple(error.absolute_path)
@@ -94,5 +121,6 @@ class SchemaChecker:
                 path = _path((*parts, name))
                 problems.append(SchemaProblem(path, f'unknown field "{path}"', (*parts, name)))
             if not unexpected:
-                problems.append(SchemaProblem(_path(parts), error.message, parts))
+                message = api_server_message(error, _path(parts)) if custom else error.message
+                problems.append(SchemaProblem(_path(parts), message, parts))
         return problems

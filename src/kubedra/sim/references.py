@@ -1,10 +1,13 @@
 """What a schema cannot see across objects: references between the inputs, and fields the release has gated off.
 
-* a request's ``deviceClassName`` names a DeviceClass of the inputs or one NVIDIA's chart installs;
+* a request's ``deviceClassName`` names a DeviceClass of the inputs or one NVIDIA's chart or kubedra's installs;
 * a pod's (or a workload's pod template's) ``spec.resourceClaims[]`` names a ResourceClaim or ResourceClaimTemplate
   of the inputs, in the pod's namespace (claims and templates are namespaced; a pod cannot use another namespace's);
 * a field whose feature gate is off in the chosen release (and ``--feature-gates``): the API server silently drops
   such fields on create, so the object would not do what it says.
+
+References the inputs do not resolve are ``unresolved`` findings (the API server accepts the object; the class or
+claim may exist in the cluster): ``validate`` reports them as warnings. Gated fields are errors.
 
 Pure: loaded objects in, findings out.
 """
@@ -16,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from kubedra.allocator import Features
-from kubedra.cluster.deviceclasses import default_device_classes
+from kubedra.cluster.deviceclasses import INSTALLED_CLASSES
 from kubedra.objects.errors import Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import DeviceClass, Pod, ResourceClaim, ResourceClaimTemplate, to_dict
@@ -55,13 +58,12 @@ def _requests(spec: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def _claim_checks(where: Location, spec: Any, path: str, classes: set[str], features: Features) -> list[Problem]:
     problems = []
-    defaults = ", ".join(c.metadata.name for c in default_device_classes())
     for request_path, request in _requests(spec, path):
         name = request.get("deviceClassName")
         if name and name not in classes:
             problems.append(Problem(replace(where, field=f"{request_path}.deviceClassName"),
-                                    f'Not found: "{name}": no DeviceClass of this name in the inputs (nor one of '
-                                    f"NVIDIA's chart: {defaults})"))
+                                    f'Not found: "{name}": no DeviceClass of this name in the inputs, nor one '
+                                    "NVIDIA's chart or kubedra's installs", unresolved=True))
         for feature, gate, key in _REQUEST_GATES:
             message = _gated(features, feature, gate) if request.get(key) else None
             if message:
@@ -93,14 +95,13 @@ def _pod_claims(where: Location, pod_spec: Any, path: str, namespace: str, *,
             detail = (f"exists in namespace {', '.join(elsewhere)}, not in the pod's namespace {namespace}" if elsewhere
                       else f"no {kind} of this name in the inputs")
             problems.append(Problem(replace(where, field=f"{path}.resourceClaims[{i}].{key}"),
-                                    f'Not found: "{name}": {detail}'))
+                                    f'Not found: "{name}": {detail}', unresolved=True))
     return problems
 
 
 def reference_problems(loaded: Loaded, features: Features) -> list[Problem]:
     """Every finding of the module docstring, in input order."""
-    classes = {c.metadata.name for c in default_device_classes()} | {c.metadata.name for c in
-                                                                       loaded.of_kind(DeviceClass)}
+    classes = set(INSTALLED_CLASSES) | {c.metadata.name for c in loaded.of_kind(DeviceClass)}
     claims: dict[str, set[str]] = {}
     templates: dict[str, set[str]] = {}
     for claim in loaded.of_kind(ResourceClaim):

@@ -17,29 +17,13 @@ from typing import Any
 
 from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.objects import durations
 from kubedra.objects.model import ResourceClaim, ResourceSlice, to_dict
 from kubedra.sim.gpus import Inventory, final_usage, peak_usage
 from kubedra.sim.run import SimulationResult
 
 REPORT_API_VERSION = "kubedra.io/v1alpha1"
-
-
-def format_duration(seconds: float) -> str:
-    """Go-style durations (``1h30m0s`` → shortened to ``1h30m``) for timeline readability."""
-    if seconds == 0:
-        return "0s"
-    whole = int(seconds)
-    millis = round((seconds - whole) * 1000)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = []
-    if hours:
-        parts.append(f"{hours}h")
-    if minutes:
-        parts.append(f"{minutes}m")
-    if secs or millis:
-        parts.append(f"{secs}.{millis:03d}s".replace(".000s", "s") if millis else f"{secs}s")
-    return "".join(parts)
+format_duration = durations.format_duration  # written once, in objects; the report's readers find it here too
 
 
 LONGEST_WAITERS = 5
@@ -168,12 +152,16 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def _pending_time(lines: list[PodLine]) -> dict[str, Any]:
-    """How long pods waited from arrival to binding; pods still pending count their wait up to the end."""
-    waits = sorted(line.waited for line in lines)
+    """How long pods waited from arrival to binding, over the pods that were bound; those never bound (still pending
+    at the end) are counted apart, ``neverScheduled``: their wait has no end, so it is in no percentile (the longest
+    waiters list them with their wait up to the end)."""
+    waits = sorted(line.waited for line in lines if line.phase != "Pending")
+    never = sum(1 for line in lines if line.phase == "Pending")
     p50, p99, longest = percentile(waits, 0.5), percentile(waits, 0.99), waits[-1] if waits else 0.0
     waiters = sorted((line for line in lines if line.waited > 0), key=lambda line: (-line.waited, line.pod))
     return {
         "pods": len(waits),
+        "neverScheduled": never,
         "p50": format_duration(p50),
         "p99": format_duration(p99),
         "max": format_duration(longest),
@@ -313,5 +301,25 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
 
 def _objects(state: ClusterState, order: list[str]) -> list[dict[str, Any]]:
     claims = [to_dict(c) for c in sorted(state.claims.values(), key=lambda c: (c.metadata.namespace, c.metadata.name))]
-    pods = [to_dict(state.pods[key].pod) for key in order if not state.pods[key].deleted]
+    pods = [_pod_document(state.pods[key]) for key in order if not state.pods[key].deleted]
     return [*claims, *pods]
+
+
+def _pod_document(record: Any) -> dict[str, Any]:
+    """The pod as the API would show it, with the ``PodScheduled`` condition: ``True`` once bound (the binding
+    subresource sets it), ``False`` with kube-scheduler's reason (``Unschedulable``, or ``SchedulerError``) and
+    message while it was tried and did not fit; none for a pod the scheduler has not tried (waiting for its claim)."""
+    document = to_dict(record.pod)
+    condition: dict[str, Any] | None = None
+    if record.pod.spec.node_name:
+        condition = {"type": "PodScheduled", "status": "True"}
+    elif record.pending_reason:
+        failed = record.pending_reason.startswith("error: ")
+        condition = {"type": "PodScheduled", "status": "False",
+                     "reason": "SchedulerError" if failed else "Unschedulable",
+                     "message": record.pending_reason.removeprefix("error: ")}
+    if condition is not None:
+        status = document.setdefault("status", {})
+        kept = [c for c in status.get("conditions", []) if c.get("type") != "PodScheduled"]
+        status["conditions"] = [*kept, condition]
+    return document

@@ -46,6 +46,7 @@ FINISH = 1
 EVICT = 2  # a preemption victim's grace period is over
 DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
+PROGRESS_EVERY = 64  # pods bound between progress reports inside one instant
 
 
 class Event(msgspec.Struct, frozen=True, gc=False):
@@ -113,6 +114,7 @@ class Simulation:
     _gangs: GangQueue | None = None  # made when the first pod of a group is added (GenericWorkload on)
     evictions: Evictions | None = None  # DefaultPreemption; made where pods have more than one priority
     workload_claims: bool = False  # DRAWorkloadResourceClaims: PodGroups' claims shared by their pods
+    _on_bound: Callable[[int], None] | None = None  # progress within an instant: pods bound in it so far
 
     @property
     def now(self) -> float:
@@ -150,11 +152,15 @@ class Simulation:
             self._jobs[record.key] = progress
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
-        """Process every event; ``progress(scheduled, total)`` after each instant, ``total`` fixed up front (every
-        pod added plus every Job pod not yet created), so ``scheduled`` never exceeds it."""
+        """Process every event; ``progress(scheduled, total)`` before the first, every ``PROGRESS_EVERY`` pods bound
+        (replicas that arrive together are one instant, perhaps minutes long) and after each instant; ``total``
+        fixed up front (every pod added plus every Job pod not yet created), so ``scheduled`` never exceeds it."""
         waiting = {id(job): len(job.waiting) for job in self._jobs.values()}
         total = len(self._order) + sum(waiting.values())
         done = 0
+        if progress is not None:
+            progress(0, total)
+            self._on_bound = lambda in_instant: progress(done + in_instant, total)
         pods = self.state.pods
         while self._instants:
             self._now = now = self._instants[0]
@@ -179,6 +185,7 @@ class Simulation:
             done += self._drain()
             if progress is not None:
                 progress(done, total)
+        self._on_bound = None
         return SimulationResult(
             self.state, self.events, self._order, self._now, self.allocator, self.pod_groups,
             self._gangs.last if self._gangs is not None else {},
@@ -275,6 +282,8 @@ class Simulation:
             if isinstance(outcome, Placement):
                 self._bind(record, outcome)
                 scheduled += 1
+                if self._on_bound is not None and scheduled % PROGRESS_EVERY == 0:
+                    self._on_bound(scheduled)
             else:
                 if isinstance(outcome, Unschedulable) and outcome.reasons:
                     outcome = self._post_filter(record, outcome)

@@ -69,7 +69,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         reuse_answers=options.fast_path,
     )
     rng = random.Random(options.seed)
-    scheduler = Scheduler(state, backend, options.policy, rng, index)
+    scheduler = Scheduler(state, backend, options.policy, rng, index, extended_resources=features.extended_resource)
     simulation = Simulation(
         state,
         scheduler,

@@ -27,23 +27,26 @@ from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
 from kubedra.objects import formats
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded, RawObject
-from kubedra.objects.model import Node, Pod
+from kubedra.objects.model import DeviceClass, DeviceTaintRule, Node, Pod, ResourceClaim, ResourceClaimTemplate
 from kubedra.objects.validate import SelectorCheck, validate
 from kubedra.sim.references import reference_problems
 from kubedra.sim.scenario import duplicate_nodes, in_input_order
 from kubedra.sim.workloads import expand_workloads, is_checked_only, is_workload
 
+_WITH_SELECTORS = (DeviceClass, ResourceClaim, ResourceClaimTemplate, DeviceTaintRule)
 TOO_COMPLEX = "Forbidden: too complex, exceeds cost limit"
 NO_OBJECTS = "no objects: the input holds no Kubernetes documents"
 
 
 @dataclass
 class Validation:
-    """The findings (empty: valid), how many documents were checked, and those of kinds nothing checks."""
+    """The findings (empty: valid), the warnings (references the inputs do not resolve), how many documents were
+    checked, and those of kinds nothing checks."""
 
     findings: list[Problem] = field(default_factory=list)
     checked: int = 0
     unchecked: list[RawObject] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
 
 
 def selector_check(features: Features) -> SelectorCheck:
@@ -61,6 +64,21 @@ def selector_check(features: Features) -> SelectorCheck:
         return [TOO_COMPLEX] if program.cost_guarded else []
 
     return check
+
+
+def selector_problems(loaded: Loaded, features: Features) -> list[Problem]:
+    """The CEL findings alone: every selector of the DeviceClasses, claims, claim templates and DeviceTaintRules
+    compiled as the API server compiles a new one (``simulate`` refuses these; the rest of the API's rules the
+    loader has checked already)."""
+    check = selector_check(features)
+    problems: list[Problem] = []
+    for obj in loaded.objects:
+        if not isinstance(obj, _WITH_SELECTORS):
+            continue
+        where = loaded.location_of(obj)
+        problems.extend(Problem(replace(where, field=path), message) for path, message in validate(obj, cel=check)
+                        if path.endswith(".cel.expression"))
+    return problems
 
 
 def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] = ()) -> Validation:
@@ -88,5 +106,6 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
     unchecked = [r for r in unchecked if not is_checked_only(r.data)]
     if not loaded.objects and not loaded.raw:
         problems.append(Problem(Location(", ".join(sources)), NO_OBJECTS))
-    return Validation(in_input_order(loaded, problems), len(loaded.objects) + len(loaded.raw) - len(unchecked),
-                      unchecked)
+    ordered = in_input_order(loaded, problems)
+    return Validation([p for p in ordered if not p.unresolved], len(loaded.objects) + len(loaded.raw) - len(unchecked),
+                      unchecked, [p for p in ordered if p.unresolved])
