@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, driver, explain, exporter, migrate, simulate, snapshot, validate
+from kubedra.cli import allocate, cel, convert, driver, explain, exporter, migrate, simulate, snapshot, trace, validate
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
@@ -16,6 +16,7 @@ REGISTRARS: list[Callable[[typer.Typer], None]] = [
     allocate.register,
     cel.register,
     convert.register,
+    trace.register,
     migrate.register,
     validate.register,
     driver.register,
