@@ -190,6 +190,7 @@ def gpu_table(gpus: dict[str, Any]) -> Table:
             Column("MIG"),
             Column("SHARED"),
             Column("PEAK"),
+            Column("CAPACITY"),
             Column("MIG-CAPABLE", wide=True),
             Column("DEVICE-PLUGIN", wide=True),
             Column("MODEL"),
@@ -199,9 +200,11 @@ def gpu_table(gpus: dict[str, Any]) -> Table:
         table.add(
             *(
                 str(m[key])
-                for key in ("total", "inUse", "whole", "migPartitioned", "shared", "peakInUse", "migCapable",
-                            "devicePlugin")
+                for key in ("total", "inUse", "whole", "migPartitioned", "shared", "peakInUse")
             ),
+            f"{m['capacityInUse']:g}",
+            str(m["migCapable"]),
+            str(m["devicePlugin"]),
             m["model"],
         )
     return table
@@ -212,10 +215,11 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     p, c, g, w = summary["pods"], summary["claims"], summary["gpus"], summary["pendingTime"]
     lines = [
         f"Pods: {p['running']} running, {p['succeeded']} succeeded, {p['deleted']} deleted, {p['pending']} pending "
-        f"of {p['total']}; claims: {c['allocated']} allocated, {c['pending']} pending; "
-        f"{summary['shares']} shares in use",
+        f"of {p['total']}; claims: {c['allocated']} allocated, {c['pending']} pending"
+        + (f"; shares: {s['inUse']} of {s['total']} in use" if (s := summary["shares"])["total"] else ""),
         f"GPUs: {g['inUse']} of {g['total']} in use at the end ({g['whole']} whole, {g['migPartitioned']} "
-        f"MIG-partitioned, {g['shared']} shared); peak {g['peakInUse']} at {g['peakTime']}",
+        f"MIG-partitioned, {g['shared']} shared); capacity in use {g['capacityInUse']:g} GPUs "
+        f"({g['capacityInUsePercent']:g}%); peak {g['peakInUse']} at {g['peakTime']}",
         f"Pending time: p50 {w['p50']}, p99 {w['p99']}, max {w['max']}",
     ]
     if w["longest"]:

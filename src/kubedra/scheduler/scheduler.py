@@ -496,7 +496,7 @@ class Scheduler:
         for entry in feasible:
             added = sum(_devices_asked(claim) for claim in entry.batch)
             total = self.state.devices.total.get(entry.node, 0)
-            devices = DeviceUse(total, self.state.devices.in_use.get(entry.node, 0) + added) if total else None
+            devices = DeviceUse(total, self.state.devices.device_use(entry.node) + added) if total else None
             score = node_score(self.policy, self.state.nodes[entry.node], self.state.usage[entry.node],
                                record.requests, devices)
             scored.append((score, entry.node))
@@ -504,9 +504,12 @@ class Scheduler:
 
 
 def _devices_asked(claim: ResourceClaim) -> int:
-    """Devices a claim takes for scoring purposes (``All`` and subrequests counted as one)."""
+    """Devices a claim takes for scoring purposes (``All`` and subrequests counted as one). A request for consumable
+    capacity adds nothing up front: how much of a device its share is depends on the device, and once allocated it
+    counts as the share's use of it (``DeviceTable.device_use``)."""
     return sum(
-        (request.exactly.count or 1) if request.exactly is not None else 1 for request in claim.spec.devices.requests
+        ((request.exactly.count or 1) if request.exactly.capacity is None else 0) if request.exactly is not None else 1
+        for request in claim.spec.devices.requests
     )
 
 

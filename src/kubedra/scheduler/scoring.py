@@ -72,7 +72,7 @@ class DeviceUse:
     """DRA devices on a node: how many exist and how many are in use, after placing the pod."""
 
     total: int
-    used: int
+    used: float  # whole devices plus the shares' use of shared ones
 
 
 def _fraction_free(allocatable: Quantity, requested: Quantity) -> float | None:
