@@ -137,6 +137,8 @@ def test_the_default_output_is_a_plain_table_even_when_piped(capsys: pytest.Capt
         "GPUs: 3 of 40 in use at the end (1 whole, 0 MIG-partitioned, 2 shared); capacity in use 2.25 GPUs (5.62%); "
         "peak 9 at 2m",
         "Pending time: p50 0s, p99 0s, max 0s",
+        "Fragmentation: 33 GPUs free, 0 usable by the 0 pending pods' claims, 0 stranded; 0 MIG GPUs partly used, 3 "
+        "shares left on shared GPUs; FGD measure 30.0833 GPUs (83.56%)",
         "Simulated time: 2h2m",
     ]
 

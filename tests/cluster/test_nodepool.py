@@ -145,6 +145,7 @@ def test_nodes_are_named_and_labelled() -> None:
         "kubernetes.io/arch": "amd64",
         "kubernetes.io/hostname": "a100-1",
         "kubernetes.io/os": "linux",
+        "kubedra.io/nodepool": "a100",
         "node.kubernetes.io/instance-type": "p4d.24xlarge",
     }
     assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]

@@ -222,6 +222,13 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"({g['capacityInUsePercent']:g}%); peak {g['peakInUse']} at {g['peakTime']}",
         f"Pending time: p50 {w['p50']}, p99 {w['p99']}, max {w['max']}",
     ]
+    f = summary.get("fragmentation")
+    if f is not None and f["gpus"]:
+        lines.append(
+            f"Fragmentation: {f['free']} GPUs free, {f['usable']} usable by the {f['pendingPods']} pending pods' "
+            f"claims, {f['stranded']} stranded; {f['migPartlyUsed']} MIG GPUs partly used, {f['sharesLeft']} shares "
+            f"left on shared GPUs; FGD measure {f['fgd']:g} GPUs ({f['fgdPercent']:g}%)"
+        )
     if w["longest"]:
         waiters = ", ".join(
             f"{x['pod']} {x['waited']}{' (still pending)' if x['stillPending'] else ''}" for x in w["longest"]

@@ -297,8 +297,12 @@ def _check(pool: NodePool, where: Location) -> tuple[list[Problem], catalogue.Gp
     return problems, model
 
 
-def _node(name: str, spec: NodePoolSpec) -> Node:
+POOL_LABEL = "kubedra.io/nodepool"  # which NodePool a node came from: reports group GPUs by it
+
+
+def _node(name: str, spec: NodePoolSpec, pool: str) -> Node:
     labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+    labels[POOL_LABEL] = pool
     labels.update(spec.labels)
     labels["kubernetes.io/hostname"] = name
     allocatable = dict(spec.allocatable)
@@ -339,7 +343,7 @@ def expand_nodepools(raw_objects: list[RawLike]) -> tuple[list[Node], list[Resou
         if model is not None and spec.gpu is not None and not spec.device_plugin:
             factory = SliceFactory(_layout(spec, spec.gpu, model))
         for index in range(spec.count):
-            node = _node(f"{pool.metadata.name}-{index}", spec)
+            node = _node(f"{pool.metadata.name}-{index}", spec, pool.metadata.name)
             nodes.append(node)
             if factory is not None:
                 slices.extend(factory.node_slices(node.metadata.name, node.metadata.uid))

@@ -211,10 +211,10 @@ def _memory_slices(record_counters: Iterable[str]) -> int:
     return sum(1 for name in record_counters if name.startswith("memory-slice-"))
 
 
-def capacity_in_use(state: ClusterState, inventory: Inventory) -> dict[str, float]:
-    """GPUs' capacity in use per model, in GPUs: a GPU held whole is 1, a shared one the largest fraction of a
+def gpu_use(state: ClusterState, inventory: Inventory) -> dict[str, float]:
+    """How much of each GPU in use is used, 0 to 1: a GPU held whole is 1, a shared one the largest fraction of a
     capacity its shares consume, a MIG-partitioned one the share of its memory slices its MIG devices hold (the FGD
-    artifact's measure, milli-GPUs in use / 1000, generalised)."""
+    artifact's measure, milli-GPUs in use / 1000, generalised). GPUs not listed are unused."""
     table = state.devices
     per_gpu: dict[str, float] = {}
     mig_slices: Counter[str] = Counter()
@@ -232,13 +232,22 @@ def capacity_in_use(state: ClusterState, inventory: Inventory) -> dict[str, floa
         gpu = inventory.gpu_of.get(str(device))
         if gpu is not None and per_gpu.get(gpu, 0.0) < 1.0:
             per_gpu[gpu] = max(per_gpu.get(gpu, 0.0), table.share_use_of(device) / USE_SCALE)
+    for device in table.allocated.shares:  # shares that consume no capacity still make the GPU busy
+        gpu = inventory.gpu_of.get(str(device))
+        if gpu is not None:
+            per_gpu.setdefault(gpu, 0.0)
     total_slices = _slices_per_gpu(state, inventory)
     for gpu, held in mig_slices.items():
         slices = total_slices.get(gpu, 0)
         if slices and per_gpu.get(gpu, 0.0) < 1.0:
             per_gpu[gpu] = min(1.0, held / slices)
+    return per_gpu
+
+
+def capacity_in_use(state: ClusterState, inventory: Inventory) -> dict[str, float]:
+    """The GPUs' capacity in use per model, in GPUs (``gpu_use`` summed)."""
     result: dict[str, float] = {}
-    for gpu, used in per_gpu.items():
+    for gpu, used in gpu_use(state, inventory).items():
         model = inventory.model[gpu]
         result[model] = result.get(model, 0.0) + used
     return result

@@ -261,12 +261,23 @@ def _gpus(result: SimulationResult) -> dict[str, Any]:
     }
 
 
+def _fragmentation(result: SimulationResult) -> dict[str, Any]:
+    from kubedra.scheduler.explain import ClaimsFit
+    from kubedra.sim.fragmentation import fragmentation
+
+    state = result.state
+    inventory = Inventory.build(state.slices, state.nodes.values())
+    fit = ClaimsFit(state, result.allocator) if result.allocator is not None else None
+    return fragmentation(state, inventory, fit, (state.pods[key] for key in result.order))
+
+
 def build_report(result: SimulationResult, warnings: list[str] | None = None) -> Report:
     state = result.state
     lines = [_pod_line(state.pods[key], state, result.end_time) for key in result.order]
     summary = _summary(state, lines, result.end_time)
     summary["gpus"] = _gpus(result)
     summary["pendingTime"] = _pending_time(lines)
+    summary["fragmentation"] = _fragmentation(result)
     return Report(pods=lines, summary=summary, result=result, warnings=list(warnings or []))
 
 
