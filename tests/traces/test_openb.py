@@ -146,3 +146,20 @@ def test_cli_missing_file_and_bad_cell_exit_2(tmp_path: Path, capsys: pytest.Cap
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "row 2: gpu_milli: must be between 0 and 1000, got 2000" in captured.err
+
+
+def test_the_optional_columns_may_be_missing() -> None:
+    (task,) = openb.read_tasks("name,cpu_milli,memory_mib,num_gpu,gpu_milli\na,1000,1024,2,1000\n", "multigpu50.csv")
+    assert (task.num_gpu, task.gpu_spec, task.created, task.deleted) == (2, "", None, None)
+
+
+def test_the_replay_stops_where_the_artifact_samples() -> None:
+    tasks = openb.read_tasks(TASKS, "pods.csv")
+    order = openb.artifact_order(tasks, 10, seed=42, tune=1.3)
+    prefix = openb.arrived_prefix(order, 10, 1.0)
+    assert order[: len(prefix)] == prefix
+    summed = [t.milli_gpus for t in prefix]
+    assert sum(summed) >= 10_000 > sum(summed[:-1])
+    docs = openb.documents(openb.read_nodes(NODES)[:1], tasks, arrived=1.0)  # one P100 node: 2 GPUs
+    pods = [d for d in docs if d["kind"] == "Pod"]
+    assert len(pods) == len(openb.arrived_prefix(openb.artifact_order(tasks, 2), 2, 1.0))

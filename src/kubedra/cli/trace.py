@@ -42,7 +42,7 @@ HELP = command_help(
     "deletion_time.",
     examples=[
         "kubedra trace openb examples/traces/openb > openb.yaml   # then: kubedra simulate -f openb.yaml",
-        "kubedra trace openb examples/traces/openb --seed 43 --tune 1.0",
+        "kubedra trace openb examples/traces/openb --seed 43 --arrived 1.0",
         "kubedra trace openb examples/traces/openb --replay trace -o json",
     ],
     exit_status="0 written, 2 a missing file or a bad cell (file, row and column named; nothing written).",
@@ -64,6 +64,9 @@ def register(app: typer.Typer) -> None:
             openb.ARTIFACT_SEED),
         tune: Annotated[float, typer.Option("--tune", min=0.0, help="Arrived GPU requests as a multiple of the "
                                             "cluster's GPU capacity (artifact replay).")] = openb.ARTIFACT_TUNE,
+        arrived: Annotated[float | None, typer.Option("--arrived", min=0.0, help="Artifact replay: stop once the "
+                                                      "arrived GPU requests reach this multiple of the cluster's GPU "
+                                                      "capacity (1.0: where the paper reads its table).")] = None,
         output: Annotated[TraceOutput, typer.Option("-o", "--output", help="yaml: a multi-document stream; json: "
                                                     "one v1 List.")] = TraceOutput.yaml,
     ) -> None:
@@ -86,7 +89,7 @@ def register(app: typer.Typer) -> None:
             tasks = openb.read_tasks(texts[1], str(directory / openb.pod_file(workload)))
         except InvalidInputError as exc:
             fail_invalid(exc)
-        documents = openb.documents(nodes, tasks, replay=replay.value, seed=seed, tune=tune)
+        documents = openb.documents(nodes, tasks, replay=replay.value, seed=seed, tune=tune, arrived=arrived)
         if output is TraceOutput.json:
             body = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": documents}
             sys.stdout.write(json.dumps(body, indent=2) + "\n")

@@ -50,8 +50,8 @@ _MODELS: dict[str, tuple[str | None, str, str, bool]] = {
     "P100": (None, "16Gi", "P100", False),
 }
 _NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
-_POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "creation_time",
-                "deletion_time", "scheduled_time")
+_POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")  # the rest are optional (multigpu50
+# has no gpu_spec and no times)
 
 
 def pod_file(workload: str) -> str:
@@ -182,6 +182,18 @@ def artifact_order(tasks: list[Task], gpus: int, seed: int = ARTIFACT_SEED, tune
         total += extra.milli_gpus
 
 
+def arrived_prefix(order: list[Task], gpus: int, fraction: float) -> list[Task]:
+    """The tasks up to the one whose arrival brings the summed milli-GPU requests to ``fraction`` x the cluster's
+    capacity (the artifact's "N % arrived" sample point); all of them if they never do."""
+    target = fraction * gpus * SHARES
+    total = 0
+    for i, task in enumerate(order):
+        total += task.milli_gpus
+        if total >= target:
+            return order[: i + 1]
+    return order
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-") or "x"
 
@@ -237,12 +249,15 @@ def _timing(task: Task, start: int) -> dict[str, str]:
 
 
 def documents(nodes: list[TraceNode], tasks: list[Task], *, replay: str = "artifact", seed: int = ARTIFACT_SEED,
-              tune: float = ARTIFACT_TUNE) -> list[Doc]:
-    """NodePools, then claim templates, then pods in arrival order."""
+              tune: float = ARTIFACT_TUNE, arrived: float | None = None) -> list[Doc]:
+    """NodePools, then claim templates, then pods in arrival order; ``arrived``: the artifact replay only up to that
+    multiple of capacity arrived (with no departures, the cluster at the artifact's sample point)."""
     if replay not in REPLAYS:
         raise ValueError(f"unknown replay {replay!r}; use one of {', '.join(REPLAYS)}")
     gpus = sum(n.gpus for n in nodes)
     order = artifact_order(tasks, gpus, seed, tune) if replay == "artifact" else tasks
+    if arrived is not None and replay == "artifact":
+        order = arrived_prefix(order, gpus, arrived)
     start = min((t.created for t in tasks if t.created is not None), default=0)
     templates: dict[tuple[int, int, str], Doc] = {}
     pods: list[Doc] = []
