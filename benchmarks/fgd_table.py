@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
-POLICIES = ("kube-scheduler", "least-allocated", "most-allocated", "first-fit")
+POLICIES = ("kube-scheduler", "least-allocated", "most-allocated", "first-fit", "fgd", "best-fit", "random")
 WORKLOADS = ("default", "gpushare100", "multigpu50", "gpuspec33")
 ARTIFACT = ("01-Random", "02-DotProd", "03-GpuClustering", "04-GpuPacking", "05-BestFit", "06-FGD")
 

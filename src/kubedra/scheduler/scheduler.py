@@ -37,9 +37,10 @@ from kubedra.scheduler.extended import (
     node_batch,
     request_mappings,
 )
+from kubedra.scheduler.fgd import TraceScorer
 from kubedra.scheduler.nodefit import claim_rejecting, is_extended_resource, node_fit_reason
 from kubedra.scheduler.prefilter import PreFilter
-from kubedra.scheduler.scoring import Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
+from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
 UNSCHEDULABLE_CLAIMS = "cannot allocate all claims"
 CLAIM_NOT_ON_NODE = "resourceclaim not available on the node"
@@ -116,6 +117,7 @@ class Scheduler:
         self.rng = rng
         self.index = index
         self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
+        self.trace = TraceScorer(state, policy.value) if policy in TRACE_POLICIES else None
         self.extended_map = ExtendedResourceMap(list(state.classes.values()))
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName
         self._next_start = 0
@@ -408,6 +410,9 @@ class Scheduler:
             elif self.kube is not None:
                 order = list(sets.rotated(window, start))
                 i = order[self.kube.choose(record, [Candidate(sets.names[j]) for j in order], attempt.claims)]
+            elif self.trace is not None:
+                order = list(sets.rotated(window, start))
+                i = order[self.trace.choose(record, [sets.names[j] for j in order], self.rng)]
             else:
                 if added < 0:
                     added = sum(_devices_asked(claim) for claim in batch)
@@ -491,6 +496,8 @@ class Scheduler:
             return feasible[0]
         if self.kube is not None:
             return feasible[self.kube.choose(record, [Candidate(e.node, e.results) for e in feasible], claims)]
+        if self.trace is not None:
+            return feasible[self.trace.choose(record, [e.node for e in feasible], self.rng)]
         scored: list[tuple[float, str]] = []
         by_name = {entry.node: entry for entry in feasible}
         for entry in feasible:

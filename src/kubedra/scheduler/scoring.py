@@ -62,6 +62,12 @@ class Policy(enum.StrEnum):
     FIRST_FIT = "first-fit"
     LEAST_ALLOCATED = "least-allocated"
     MOST_ALLOCATED = "most-allocated"
+    FGD = "fgd"  # the FGD artifact's policies (scheduler/fgd.py)
+    BEST_FIT = "best-fit"
+    RANDOM = "random"
+
+
+TRACE_POLICIES = frozenset({Policy.FGD, Policy.BEST_FIT, Policy.RANDOM})
 
 
 # ---------------------------------------------------------------------------------------------- least/most-allocated

@@ -11,12 +11,8 @@ Worked out at report time from the final state (nothing on the per-pod path). Pe
   idle, not stranded);
 * ``migPartlyUsed``: MIG-capable GPUs whose memory slices are partly held; ``sharesLeft``: consumable shares not
   consumed on GPUs that are partly shared;
-* ``fgd``: the fragmentation measure of Weng et al. (ATC'23), in GPUs: for every node and every task shape m of the
-  run's pods, weighted by its share p_m of them, the node's idle GPU capacity that m could not use — all of it when m
-  asks no GPU, cannot have the node's model or does not fit (GPUs or cpu), else the idle part of each GPU with less
-  left than m asks of one GPU. A task's shape is its cpu request and its first device request: the count, the
-  fraction of one device each asks (consumable capacity asked / the device's, 1 for a whole device) and the models
-  its class and selectors accept (evaluated on one device of each model).
+* ``fgd``: the fragmentation measure of Weng et al. (ATC'23), in GPUs, summed over nodes: F_n(M) for the
+  distribution M of the run's pods' task shapes (``scheduler.fgd``, which the ``fgd`` policy descends).
 """
 
 from __future__ import annotations
@@ -27,11 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubedra.cel import CelError, CompileCache, DeviceView
 from kubedra.cluster.devices import DeviceRecord
 from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.objects.model import ExactDeviceRequest, ResourceClaim, to_dict
+from kubedra.objects.model import to_dict
 from kubedra.objects.quantity import Quantity
+from kubedra.scheduler.fgd import Shapes, TaskShape, claim_specs, cpu_milli, node_fragment
 from kubedra.sim.gpus import SHARES_CAPACITY, Inventory, gpu_use
 
 POOL_LABEL = "kubedra.io/nodepool"
@@ -59,16 +55,6 @@ class Tally:
     def as_dict(self) -> dict[str, Any]:
         return {"gpus": self.gpus, "free": self.free, "usable": self.usable, "migPartlyUsed": self.mig_partly_used,
                 "sharesLeft": self.shares_left, "fgd": round(self.fgd, 4)}
-
-
-@dataclass(frozen=True)
-class TaskShape:
-    """A task as the FGD measure sees it."""
-
-    cpu_milli: int
-    count: int  # devices asked (0: no GPU)
-    fraction: float  # of one device, each
-    models: frozenset[str] | None  # models it can have; None: any
 
 
 @dataclass
@@ -114,76 +100,6 @@ def _usable_nodes(state: ClusterState, fit: NodeFit, pending: list[PodRecord], c
     return usable
 
 
-class _Shapes:
-    """Task shapes of the run's pods, with the models each accepts (CEL on one device per model)."""
-
-    def __init__(self, state: ClusterState, gpus: dict[str, _Gpu]) -> None:
-        self.state = state
-        self.sample: dict[str, DeviceRecord] = {}
-        for gpu in gpus.values():
-            if gpu.model not in self.sample and gpu.devices:
-                self.sample[gpu.model] = gpu.devices[0]
-        self.cel = CompileCache()
-
-    def _accepts(self, request: ExactDeviceRequest, claim: ResourceClaim) -> frozenset[str] | None:
-        device_class = self.state.classes.get(request.device_class_name)
-        expressions = [s.cel.expression for s in (device_class.spec.selectors if device_class else []) if s.cel]
-        expressions += [s.cel.expression for s in request.selectors if s.cel]
-        if not expressions:
-            return None
-        models = set()
-        for model, record in self.sample.items():
-            view = DeviceView(record.id.driver, record.device)
-            try:
-                if all(self.cel.compile(e).evaluate(view) for e in expressions):
-                    models.add(model)
-            except CelError:
-                continue
-        del claim
-        return frozenset(models)
-
-    def _fraction(self, request: ExactDeviceRequest, models: frozenset[str] | None) -> float:
-        if request.capacity is None or not request.capacity.requests:
-            return 1.0
-        sample = next((r for m, r in self.sample.items() if models is None or m in models), None)
-        if sample is None:
-            return 1.0
-        most = 0.0
-        for name, text in request.capacity.requests.items():
-            capacity = sample.device.capacity.get(name)
-            if capacity is not None:
-                total = Quantity.parse(capacity.value).nanos
-                if total > 0:
-                    most = max(most, Quantity.parse(text).nanos / total)
-        return min(most, 1.0) if most else 1.0
-
-    def of(self, record: PodRecord) -> TaskShape:
-        cpu = record.requests.get("cpu")
-        cpu_milli = cpu.milli_value() if cpu is not None else 0
-        for key in record.claim_keys:
-            claim = self.state.claims.get(key)
-            if claim is None:
-                continue
-            for request in claim.spec.devices.requests:
-                exact = request.exactly or (request.first_available[0] if request.first_available else None)
-                if exact is None:
-                    continue
-                models = self._accepts(exact, claim)  # type: ignore[arg-type]
-                count = exact.count or 1
-                return TaskShape(cpu_milli, count, self._fraction(exact, models), models)  # type: ignore[arg-type]
-        return TaskShape(cpu_milli, 0, 0.0, None)
-
-
-def _node_fragment(lefts: list[float], model: str, cpu_left: int, task: TaskShape) -> float:
-    idle = sum(lefts)
-    if task.count == 0 or (task.models is not None and model not in task.models):
-        return idle
-    enough = sum(1 for left in lefts if left >= task.fraction - 1e-9)
-    if enough < task.count or cpu_left < task.cpu_milli:
-        return idle
-    return sum(left for left in lefts if left < task.fraction - 1e-9)
-
-
 def _cpu_left(state: ClusterState, node: str) -> int:
     allocatable = state.nodes[node].status.allocatable.get("cpu")
     if allocatable is None:
@@ -215,8 +131,12 @@ def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None
     by_node: dict[str, list[_Gpu]] = {}
     for gpu in gpus.values():
         by_node.setdefault(gpu.node, []).append(gpu)
-    shapes = _Shapes(state, gpus)
-    weights: Counter[TaskShape] = Counter(shapes.of(r) for r in records)
+    samples: dict[str, DeviceRecord] = {}
+    for gpu in gpus.values():
+        if gpu.devices:
+            samples.setdefault(gpu.model, gpu.devices[0])
+    shapes = Shapes(state, samples)
+    weights: Counter[TaskShape] = Counter(shapes.of(cpu_milli(r), claim_specs(state, r)) for r in records)
     total_weight = sum(weights.values())
     rows: dict[tuple[str, str], Tally] = {}
     for node, on_node in by_node.items():
@@ -238,7 +158,7 @@ def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None
                     tally.shares_left += _shares_left(gpu, state)
             if total_weight:
                 lefts = [g.left for g in of_model]
-                tally.fgd += sum(w * _node_fragment(lefts, model, cpu_left, t) for t, w in weights.items()
+                tally.fgd += sum(w * node_fragment(lefts, model, cpu_left, t) for t, w in weights.items()
                                  ) / total_weight
     waiting = bool(pending)
     items = []
