@@ -34,6 +34,7 @@ from kubedra.objects.model import ExactDeviceRequest, ResourceClaimSpec
 from kubedra.objects.quantity import Quantity
 
 EPSILON = 1e-9
+MEMO_SIZE = 200_000
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ class TraceScorer:
         self._pod_shapes: dict[str, TaskShape] = {}
         self._max_cpu = 0
         self._max_gpus = 0
+        self._memo: dict[tuple[tuple[float, ...], str, int], float] = {}  # F_n(M) of a node state: nodes repeat
 
     def _build(self) -> None:
         gpus: dict[str, list[DeviceRecord]] = {}
@@ -216,7 +218,7 @@ class TraceScorer:
         """Lower is better."""
         lefts = self._lefts(node)
         cpu_left = self._cpu_left(node)
-        after = placed(lefts, task) if task.count else lefts
+        after: tuple[float, ...] | None = placed(lefts, task) if task.count else lefts
         if after is None:  # the allocator found room our model does not see (other devices): no preference
             after = lefts
         if self.policy == "best-fit":
@@ -224,10 +226,19 @@ class TraceScorer:
             cpu_part = (cpu_left - task.cpu_milli) / self._max_cpu if self._max_cpu else 0.0
             gpu_part = gpu_left / self._max_gpus if self._max_gpus else 0.0
             return 0.5 * cpu_part + 0.5 * gpu_part
-        assert self._tasks is not None
         model = self._model.get(node, "")
-        before = fragmentation(lefts, model, cpu_left, self._tasks)
-        return fragmentation(after, model, cpu_left - task.cpu_milli, self._tasks) - before
+        before = self._fragmentation(lefts, model, cpu_left)
+        return self._fragmentation(after, model, cpu_left - task.cpu_milli) - before
+
+    def _fragmentation(self, lefts: tuple[float, ...], model: str, cpu_left: int) -> float:
+        key = (lefts, model, cpu_left)
+        found = self._memo.get(key)
+        if found is None:
+            assert self._tasks is not None
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.clear()
+            found = self._memo[key] = fragmentation(lefts, model, cpu_left, self._tasks)
+        return found
 
     def choose(self, record: PodRecord, nodes: Sequence[str], rng: random.Random) -> int:
         """The index in ``nodes`` of the chosen node."""
