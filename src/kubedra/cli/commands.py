@@ -6,10 +6,24 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, driver, explain, exporter, migrate, simulate, snapshot, trace, validate
+from kubedra.cli import (
+    allocate,
+    cel,
+    convert,
+    driver,
+    explain,
+    exporter,
+    migrate,
+    plan,
+    simulate,
+    snapshot,
+    trace,
+    validate,
+)
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
+    plan.register,
     explain.register,
     snapshot.register,
     exporter.register,
