@@ -31,6 +31,7 @@ from kubedra.cli.output import (
     OutputFormat,
     Table,
     default_format,
+    fail,
     fail_invalid,
     print_data,
     print_lines,
@@ -66,6 +67,7 @@ HELP = command_help(
         "kubedra simulate -q -o name",
         "kubedra simulate -q --fail-on-pending",
         "kubedra simulate --kubeconfig ~/.kube/config -f src/kubedra/data/seed -q   # a what-if on a live cluster",
+        "kubedra simulate -f examples/plan --compare policy:kube-scheduler policy:fgd",
     ],
     exit_status="0 when the simulation ran (1 with --fail-on-pending if a pod stayed pending), 2 for bad input.",
 )
@@ -252,6 +254,49 @@ def print_report(report: Any, fmt: OutputFormat, headers: bool) -> None:
         print_data(report.as_document(), fmt)
 
 
+def _compare(sides: tuple[str, str], files: list[str] | None, seed: int, version: str, gates: str, policy: Policy,
+             exact: bool, fmt: OutputFormat) -> None:
+    """``--compare A B``: both runs, then their figures side by side and the pods placed differently."""
+    from kubedra.sim.compare import compare
+    from kubedra.sim.report import build_report
+    from kubedra.sim.simulate import Options, simulate
+
+    reports = []
+    for side in sides:
+        side_policy, side_files = policy, files
+        if side.startswith("policy:"):
+            try:
+                side_policy = Policy(side.removeprefix("policy:"))
+            except ValueError:
+                fail(f"--compare {side!r}: unknown policy; use one of {', '.join(p.value for p in Policy)}")
+        else:
+            side_files = [side]
+        _, scenario, features = load_scenario(side_files, seed, version, gates)
+        result = simulate(scenario, Options(policy=side_policy, seed=seed, features=features, fast_path=not exact))
+        reports.append(build_report(result))
+    document = compare(reports[0], reports[1], sides)
+    if fmt in TABLE_FORMATS:
+        figures = Table([Column("FIGURE"), Column("A"), Column("B"), Column("B-A")])
+        for row in document["figures"]:
+            figures.add(row["figure"], *row["text"])
+        print_table(figures, fmt)
+        print_lines(["", f"A: {sides[0]}; B: {sides[1]}; {document['podsDiffering']} pods placed differently"])
+        if document["pods"]:
+            pods = Table([Column("POD"), Column("A-STATUS"), Column("A-NODE"), Column("B-STATUS"), Column("B-NODE"),
+                          Column("A-WAITED", wide=True), Column("B-WAITED", wide=True)])
+            for row in document["pods"]:
+                a, b = row["a"] or {}, row["b"] or {}
+                pods.add(row["pod"], a.get("phase", ""), a.get("node", ""), b.get("phase", ""), b.get("node", ""),
+                         _time(a.get("waited")), _time(b.get("waited")))
+            print_lines([""])
+            print_table(pods, fmt)
+    elif fmt is OutputFormat.name:
+        print_names(resource_name("Pod", row["pod"].split("/", 1)[1]) for row in document["pods"])
+    else:
+        print_data(document, fmt)
+    raise typer.Exit(EXIT_OK)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("simulate", help=HELP)
     def simulate_command(
@@ -286,11 +331,20 @@ def register(app: typer.Typer) -> None:
             float | None, typer.Option("--speed", min=0.001, help="With --serve: simulated seconds per wall-clock "
                                        "second (e.g. 60: an hour in a minute).")
         ] = None,
+        compare_with: Annotated[
+            tuple[str, str] | None, typer.Option("--compare", metavar="A B", help="Run two scenarios and print their "
+                                                 "differences: each a manifest path, or policy:NAME for the -f "
+                                                 "scenario under that policy.")
+        ] = None,
     ) -> None:
         from functools import partial
 
         from kubedra.sim.report import build_report
         from kubedra.sim.simulate import Options, simulate
+
+        if compare_with is not None:
+            _compare(compare_with, files, seed, kubernetes_version, feature_gates, policy, exact,
+                     output or default_format())
 
         loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context)
         print_warnings(loaded.warnings, quiet=quiet)
