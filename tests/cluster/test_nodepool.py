@@ -145,6 +145,7 @@ def test_nodes_are_named_and_labelled() -> None:
         "kubernetes.io/arch": "amd64",
         "kubernetes.io/hostname": "a100-1",
         "kubernetes.io/os": "linux",
+        "kubedra.io/nodepool": "a100",
         "node.kubernetes.io/instance-type": "p4d.24xlarge",
     }
     assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [("nvidia.com/gpu", "present", "NoSchedule")]
@@ -480,7 +481,45 @@ def with_spec(**changes: Any) -> dict[str, Any]:
         ),
         (
             with_spec(gpu={"model": "A200", "count": 1}),
-            [P + "spec.gpu.model: unknown GPU model 'A200'; known models: " + ", ".join(catalogue.known_names())],
+            [
+                P + "spec.gpu.model: unknown GPU model 'A200'; known models: " + ", ".join(catalogue.known_names())
+                + "; or declare the model with spec.gpu.memory (and productName, attributes)"
+            ],
+        ),
+        (
+            with_spec(gpu={"model": "T4", "count": 1, "memory": "15Gi"}),
+            [
+                P + "spec.gpu.memory: 'T4' is the catalogue's T4 (Tesla T4); drop spec.gpu.memory and "
+                "spec.gpu.productName, or give the declared model a name of its own"
+            ],
+        ),
+        (
+            with_spec(gpu={"model": "T4", "count": 1, "productName": "Tesla T4"}),
+            [P + "spec.gpu.productName: needs spec.gpu.memory: only a model the pool declares names its product"],
+        ),
+        (
+            with_spec(gpu={"model": "G2", "count": 1, "memory": "lots"}),
+            [P + 'spec.gpu.memory: Invalid value: "lots": must be a quantity (e.g. 40Gi, 500m, 1e3)'],
+        ),
+        (
+            with_spec(gpu={"model": "G2", "count": 1, "memory": "1Ki"}),
+            [P + "spec.gpu.memory: must be at least 1Mi, got '1Ki'"],
+        ),
+        (
+            with_spec(gpu={"model": "G2", "count": 1, "memory": "16Gi"}, mig={"enabled": True}),
+            [P + "spec.mig.enabled: G2 (G2) does not support MIG"],
+        ),
+        (
+            with_spec(gpu={"model": "G2", "count": 1, "memory": "16Gi", "attributes": {"x": {"int": 1, "string": "a"}}}),
+            [P + 'spec.gpu.attributes[x]: Invalid value: "<value omitted>": exactly one value must be specified'],
+        ),
+        (
+            with_spec(gpu={"model": "G2", "count": 1, "memory": "16Gi", "attributes": {"bad name": {"int": 1}}}),
+            [
+                P + 'spec.gpu.attributes[bad name]: Invalid value: "bad name": a valid C identifier must start with '
+                "alphabetic character or '_', followed by a string of alphanumeric characters or '_' (e.g. 'my_name',"
+                "  or 'MY_NAME',  or 'MyName', regex used for validation is '[A-Za-z_][A-Za-z0-9_]*')"
+            ],
         ),
         (with_spec(gpu={"model": "T4", "count": 65}), [P + "spec.gpu.count: must be between 1 and 64, got 65"]),
         (
@@ -536,3 +575,40 @@ def test_duplicate_pools_and_all_problems_reported() -> None:
     assert [str(p) for p in err.value.problems] == [
         "pools.yaml[1]: NodePool/a100: spec.count: Invalid value: -2: must be greater than or equal to 0"
     ]
+
+
+# --------------------------------------------------------------------------------------------------
+# Models the catalogue does not know (the openb trace's G2, G3, P100)
+
+
+def test_a_declared_model_publishes_its_name_memory_and_attributes() -> None:
+    doc = pool(
+        name="g2",
+        count=1,
+        gpu={
+            "model": "G2",
+            "count": 2,
+            "memory": "16Gi",
+            "attributes": {"architecture": {"string": "Volta"}, "example.com/rack": {"int": 7}},
+        },
+        sharing={"shares": 1000},
+    )
+    _, slices = expand(doc)
+    (slice_,) = slices
+    assert validate(slice_) == []
+    assert schema_errors(to_dict(slice_)) == []
+    device = slice_.spec.devices[0]
+    assert device.attributes["productName"].string == "G2"
+    assert device.attributes["architecture"].string == "Volta"
+    assert device.attributes["example.com/rack"].int == 7
+    assert "cudaComputeCapability" not in device.attributes  # not known, so not invented
+    assert device.capacity["memory"].value == "16Gi"
+    assert device.capacity["shares"].value == "1000"
+
+
+def test_a_declared_product_name_and_catalogued_models_with_attributes() -> None:
+    _, slices = expand(pool(count=1, gpu={"model": "P100", "count": 1, "memory": "16280Mi", "productName": "Tesla P100"}))
+    assert slices[0].spec.devices[0].attributes["productName"].string == "Tesla P100"
+    _, slices = expand(pool(count=1, gpu={"model": "T4", "count": 1, "attributes": {"zone": {"string": "a"}}}))
+    attrs = slices[0].spec.devices[0].attributes
+    assert attrs["productName"].string == "Tesla T4" and attrs["zone"].string == "a"

@@ -97,7 +97,7 @@ def test_five_inference_replicas_share_gpus_at_most_four_per_gpu(seed_run: tuple
         assert result["shareID"]
         per_gpu[f"{result['pool']}/{result['device']}"] += 1
     assert sorted(per_gpu.values()) == [1, 4]
-    assert document["summary"]["shares"] == 5
+    assert document["summary"]["shares"]["allocations"] == 5
 
 
 def test_the_device_plugin_job_is_served_by_both_kinds_of_node(seed_run: tuple[Doc, Any, list[str]]) -> None:

@@ -278,7 +278,7 @@ def test_consumable_shares_put_at_most_four_claims_on_a_gpu_and_the_fifth_on_ano
     assert len(pending) == 1
     assert set(sim.claims) - set(allocated) == {claim_of(sim, pending[0])}
     assert sim.pending_reason(pending[0]) == "0/1 nodes are available: 1 cannot allocate all claims." + NOT_HELPFUL
-    assert sim.summary["shares"] == 8
+    assert sim.summary["shares"] == {"allocations": 8, "inUse": 8, "total": 8}
     assert sim.summary["devices"] == [{"model": "NVIDIA A100-SXM4-40GB", "total": 2, "allocated": 0, "sharedDevices": 2}]
 
 

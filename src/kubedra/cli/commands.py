@@ -6,16 +6,31 @@ from collections.abc import Callable
 
 import typer
 
-from kubedra.cli import allocate, cel, convert, driver, explain, exporter, migrate, simulate, snapshot, validate
+from kubedra.cli import (
+    allocate,
+    cel,
+    convert,
+    driver,
+    explain,
+    exporter,
+    migrate,
+    plan,
+    simulate,
+    snapshot,
+    trace,
+    validate,
+)
 
 REGISTRARS: list[Callable[[typer.Typer], None]] = [
     simulate.register,
+    plan.register,
     explain.register,
     snapshot.register,
     exporter.register,
     allocate.register,
     cel.register,
     convert.register,
+    trace.register,
     migrate.register,
     validate.register,
     driver.register,

@@ -26,7 +26,8 @@ PolicyOption = Annotated[
         "--policy",
         metavar="POLICY",
         help="How to choose among feasible nodes: kube-scheduler (its default profile's scores and tie-breaking), "
-        "least-allocated, most-allocated (ties drawn with --seed) or first-fit.",
+        "least-allocated, most-allocated (ties drawn with --seed), first-fit, or the FGD paper's fgd "
+        "(fragmentation gradient descent), best-fit and random (docs/planning.md).",
     ),
 ]
 SeedOption = Annotated[int, typer.Option("--seed", help="Seed for names and tie-breaking; same seed, same run.")]

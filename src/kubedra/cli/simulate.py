@@ -33,6 +33,7 @@ from kubedra.cli.output import (
     OutputFormat,
     Table,
     default_format,
+    fail,
     fail_invalid,
     print_data,
     print_lines,
@@ -72,6 +73,7 @@ HELP = command_help(
         "kubedra simulate --kubeconfig ~/.kube/config -f src/kubedra/data/seed -q   # a what-if on a live cluster",
         "kubedra simulate -f examples/workloads/gang.yaml --feature-gates GenericWorkload=true -q",
         "kubedra simulate -f examples/workloads/preemption.yaml -q",
+        "kubedra simulate -f examples/plan --compare policy:kube-scheduler policy:fgd",
     ],
     exit_status="0 when the simulation ran (1 with --fail-on-pending if a pod stayed pending), 2 for bad input.",
 )
@@ -214,6 +216,7 @@ def gpu_table(gpus: dict[str, Any]) -> Table:
             Column("MIG"),
             Column("SHARED"),
             Column("PEAK"),
+            Column("CAPACITY"),
             Column("MIG-CAPABLE", wide=True),
             Column("DEVICE-PLUGIN", wide=True),
             Column("MODEL"),
@@ -223,9 +226,11 @@ def gpu_table(gpus: dict[str, Any]) -> Table:
         table.add(
             *(
                 str(m[key])
-                for key in ("total", "inUse", "whole", "migPartitioned", "shared", "peakInUse", "migCapable",
-                            "devicePlugin")
+                for key in ("total", "inUse", "whole", "migPartitioned", "shared", "peakInUse")
             ),
+            f"{m['capacityInUse']:g}",
+            str(m["migCapable"]),
+            str(m["devicePlugin"]),
             m["model"],
         )
     return table
@@ -236,12 +241,20 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     p, c, g, w = summary["pods"], summary["claims"], summary["gpus"], summary["pendingTime"]
     lines = [
         f"Pods: {p['running']} running, {p['succeeded']} succeeded, {p['deleted']} deleted, {p['pending']} pending "
-        f"of {p['total']}; claims: {c['allocated']} allocated, {c['pending']} pending; "
-        f"{summary['shares']} shares in use",
+        f"of {p['total']}; claims: {c['allocated']} allocated, {c['pending']} pending"
+        + (f"; shares: {s['inUse']} of {s['total']} in use" if (s := summary["shares"])["total"] else ""),
         f"GPUs: {g['inUse']} of {g['total']} in use at the end ({g['whole']} whole, {g['migPartitioned']} "
-        f"MIG-partitioned, {g['shared']} shared); peak {g['peakInUse']} at {g['peakTime']}",
+        f"MIG-partitioned, {g['shared']} shared); capacity in use {g['capacityInUse']:g} GPUs "
+        f"({g['capacityInUsePercent']:g}%); peak {g['peakInUse']} at {g['peakTime']}",
         _pending_line(w, summary["simulatedTime"]),
     ]
+    f = summary.get("fragmentation")
+    if f is not None and f["gpus"]:
+        lines.append(
+            f"Fragmentation: {f['free']} GPUs free, {f['usable']} usable by the {f['pendingPods']} pending pods' "
+            f"claims, {f['stranded']} stranded; {f['migPartlyUsed']} MIG GPUs partly used, {f['sharesLeft']} shares "
+            f"left on shared GPUs; FGD measure {f['fgd']:g} GPUs ({f['fgdPercent']:g}%)"
+        )
     if w["longest"]:
         waiters = ", ".join(
             f"{x['pod']} {x['waited']}{' (still pending)' if x['stillPending'] else ''}" for x in w["longest"]
@@ -263,6 +276,49 @@ def print_report(report: Any, fmt: OutputFormat, headers: bool) -> None:
             print_lines(summary_lines(report.summary))
     else:
         print_data(report.as_document(), fmt)
+
+
+def _compare(sides: tuple[str, str], files: list[str] | None, seed: int, version: str, gates: str, policy: Policy,
+             exact: bool, fmt: OutputFormat) -> None:
+    """``--compare A B``: both runs, then their figures side by side and the pods placed differently."""
+    from kubedra.sim.compare import compare
+    from kubedra.sim.report import build_report
+    from kubedra.sim.simulate import Options, simulate
+
+    reports = []
+    for side in sides:
+        side_policy, side_files = policy, files
+        if side.startswith("policy:"):
+            try:
+                side_policy = Policy(side.removeprefix("policy:"))
+            except ValueError:
+                fail(f"--compare {side!r}: unknown policy; use one of {', '.join(p.value for p in Policy)}")
+        else:
+            side_files = [side]
+        _, scenario, features = load_scenario(side_files, seed, version, gates)
+        result = simulate(scenario, Options(policy=side_policy, seed=seed, features=features, fast_path=not exact))
+        reports.append(build_report(result))
+    document = compare(reports[0], reports[1], sides)
+    if fmt in TABLE_FORMATS:
+        figures = Table([Column("FIGURE"), Column("A"), Column("B"), Column("B-A")])
+        for row in document["figures"]:
+            figures.add(row["figure"], *row["text"])
+        print_table(figures, fmt)
+        print_lines(["", f"A: {sides[0]}; B: {sides[1]}; {document['podsDiffering']} pods placed differently"])
+        if document["pods"]:
+            pods = Table([Column("POD"), Column("A-STATUS"), Column("A-NODE"), Column("B-STATUS"), Column("B-NODE"),
+                          Column("A-WAITED", wide=True), Column("B-WAITED", wide=True)])
+            for row in document["pods"]:
+                a, b = row["a"] or {}, row["b"] or {}
+                pods.add(row["pod"], a.get("phase", ""), a.get("node", ""), b.get("phase", ""), b.get("node", ""),
+                         _time(a.get("waited")), _time(b.get("waited")))
+            print_lines([""])
+            print_table(pods, fmt)
+    elif fmt is OutputFormat.name:
+        print_names(resource_name("Pod", row["pod"].split("/", 1)[1]) for row in document["pods"])
+    else:
+        print_data(document, fmt)
+    raise typer.Exit(EXIT_OK)
 
 
 def register(app: typer.Typer) -> None:
@@ -301,11 +357,20 @@ def register(app: typer.Typer) -> None:
                                        "second (e.g. 60: an hour in a minute).")
         ] = None,
         max_file_size: MaxFileSizeOption = "8Mi",
+        compare_with: Annotated[
+            tuple[str, str] | None, typer.Option("--compare", metavar="A B", help="Run two scenarios and print their "
+                                                 "differences: each a manifest path, or policy:NAME for the -f "
+                                                 "scenario under that policy.")
+        ] = None,
     ) -> None:
         from functools import partial
 
         from kubedra.sim.report import build_report
         from kubedra.sim.simulate import Options, simulate
+
+        if compare_with is not None:
+            _compare(compare_with, files, seed, kubernetes_version, feature_gates, policy, exact,
+                     output or default_format())
 
         loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context,
                                                    limits=parse_limits(max_file_size))

@@ -17,6 +17,7 @@ import msgspec
 
 from kubedra.allocator.state import AllocatedState, Delta, DeviceID
 from kubedra.objects.model import AllocationResult, ResourceSlice
+from kubedra.objects.quantity import Quantity
 
 Signature = tuple[str, tuple[str, ...]]
 """A plain device demand's selection: (class name, the request's selector expressions)."""
@@ -60,6 +61,10 @@ class DeviceTable:
         self._by_slice: dict[int, list[DeviceRecord]] = {}
         self.total: dict[str, int] = {}  # node -> node-local devices published
         self.in_use: dict[str, int] = {}  # node -> node-local devices dedicated to an allocation now
+        # node -> what shares use of its devices, in millionths of a device: per shared device, the largest
+        # fraction of one capacity its shares consume (integers, so sums stay exact and equal nodes compare equal)
+        self.share_use: dict[str, int] = {}
+        self._capacity_nanos: dict[tuple[str, str], int] = {}  # (device, capacity) -> its value, parsed once
         self._in_use_on: dict[str, set[str]] = {}  # node -> local names of those devices
         self.allocated = AllocatedState(consumable_capacity=consumable_capacity)
         self.free: dict[Signature, dict[str, int]] = {}  # signature -> node -> matching devices not held
@@ -160,7 +165,11 @@ class DeviceTable:
         found = self._remembered.get(id(allocation))
         if found is None or found.allocation is not allocation:
             found = self._entry(allocation)
+        shared = found.delta.shared
+        before = [self.share_use_of(device) for _, device in shared] if shared else None
         changed = self.allocated.apply(found.delta, sign)
+        if before is not None:
+            self._shares_changed(shared, before)
         if changed:
             # Devices that became held or free: node-local ones change their node's counts (usually all of the
             # allocation's at once; else those ``apply`` reports).
@@ -184,6 +193,45 @@ class DeviceTable:
             for node in found.nodes:
                 watcher(node)
         return found.held
+
+
+    def share_use_of(self, device: DeviceID) -> int:
+        """How much of one shared device its shares use: the largest consumed fraction of any of its capacities."""
+        consumed = self.allocated.aggregated_capacity.get(device)
+        record = self.by_key.get(str(device))
+        if not consumed or record is None:
+            return 0
+        most = 0
+        for name, amount in consumed.items():
+            total = self._capacity_nanos.get((record.key, name))
+            if total is None:
+                capacity = record.device.capacity.get(name)
+                total = self._capacity_nanos[record.key, name] = (
+                    Quantity.parse(capacity.value).nanos if capacity is not None else 0
+                )
+            if total > 0:
+                most = max(most, min(amount.nanos * USE_SCALE // total, USE_SCALE))
+        return most
+
+    def _shares_changed(self, shared: Sequence[tuple[Any, DeviceID]], before: list[int]) -> None:
+        seen: set[DeviceID] = set()
+        for (_, device), was in zip(shared, before, strict=True):
+            if device in seen:
+                continue
+            seen.add(device)
+            record = self.by_key.get(str(device))
+            if record is None or record.node is None:
+                continue
+            now = self.share_use_of(device)
+            if now != was:
+                self.share_use[record.node] = self.share_use.get(record.node, 0) + now - was
+
+    def device_use(self, node: str) -> float:
+        """Devices of the node in use: whole ones, plus the shares' use of shared ones (a GPU half consumed: 0.5)."""
+        return self.in_use.get(node, 0) + self.share_use.get(node, 0) / USE_SCALE
+
+
+USE_SCALE = 1_000_000
 
 
 PerNode = tuple[tuple[str, tuple[str, ...], tuple[tuple[Signature, int], ...]], ...]

@@ -63,6 +63,7 @@ class GpuNodeLayout:
     mig: bool = False
     shares: int | None = None
     memory_shares: bool = False  # --consumable-shares=memory
+    attributes: tuple[tuple[str, DeviceAttribute], ...] = ()  # the pool's own, on every GPU device (after NVML's)
 
 
 def binary_si(value: int) -> str:
@@ -119,15 +120,21 @@ def pci_location(minor: int, count: int) -> tuple[str, str, int]:
 
 
 def _common_attributes(layout: GpuNodeLayout) -> dict[str, DeviceAttribute]:
+    """What NVML tells the driver; a model declared in a pool may not know its architecture or compute capability,
+    and then publishes neither (no made-up value a selector could match)."""
     m = layout.model
-    return {
-        "architecture": DeviceAttribute(string=m.architecture),
+    attributes = {
         "brand": DeviceAttribute(string=m.brand),
-        "cudaComputeCapability": DeviceAttribute(version=f"{m.compute_capability}.0"),
         "cudaDriverVersion": DeviceAttribute(version=layout.cuda_driver_version),
         "driverVersion": DeviceAttribute(version=layout.driver_version),
         "productName": DeviceAttribute(string=m.product_name),
     }
+    if m.architecture:
+        attributes["architecture"] = DeviceAttribute(string=m.architecture)
+    if m.compute_capability:
+        attributes["cudaComputeCapability"] = DeviceAttribute(version=f"{m.compute_capability}.0")
+    attributes.update(layout.attributes)
+    return dict(sorted(attributes.items()))
 
 
 def _mig_capacities(p: MigProfile) -> dict[str, int]:

@@ -22,7 +22,19 @@ from kubedra.cluster.gpuslices import GpuNodeLayout, SliceFactory, stable_uid
 from kubedra.objects import formats
 from kubedra.objects.decode import decode
 from kubedra.objects.errors import InvalidInputError, Location, Problem
-from kubedra.objects.model import Int64, Node, NodeSpec, NodeStatus, ObjectMeta, QuantityText, ResourceSlice, Taint
+from kubedra.objects.model import (
+    DeviceAttribute,
+    Int64,
+    Node,
+    NodeSpec,
+    NodeStatus,
+    ObjectMeta,
+    QuantityText,
+    ResourceSlice,
+    Taint,
+)
+from kubedra.objects.quantity import Quantity
+from kubedra.objects.validate import validate
 
 API_VERSION = "kubedra.io/v1alpha1"
 KIND = "NodePool"
@@ -89,10 +101,16 @@ class PoolTaint(Strict, kw_only=True):
 
 
 class PoolGpu(Strict, kw_only=True):
+    """``memory`` declares a model the catalogue does not know (``model`` is then its name, ``productName`` what NVML
+    would call it); ``attributes`` are published on every GPU device besides the driver's own."""
+
     model: str
     count: Int64
     driver_version: str = DEFAULT_DRIVER_VERSION
     cuda_driver_version: str = DEFAULT_CUDA_DRIVER_VERSION
+    memory: QuantityText | None = None
+    product_name: str | None = None
+    attributes: dict[str, DeviceAttribute] = {}
 
 
 class PoolMig(Strict, kw_only=True):
@@ -182,11 +200,8 @@ def _check_gpu(spec: NodePoolSpec, bad: Callable[[str, str], None]) -> catalogue
         if spec.device_plugin:
             bad("spec.devicePlugin", "needs spec.gpu")
         return None
-    gpu, model = spec.gpu, None
-    try:
-        model = catalogue.lookup(gpu.model)
-    except catalogue.UnknownGpuModelError as err:
-        bad("spec.gpu.model", str(err))
+    gpu = spec.gpu
+    model = _gpu_model(gpu, bad)
     if not 1 <= gpu.count <= MAX_GPUS_PER_NODE:
         bad("spec.gpu.count", f"must be between 1 and {MAX_GPUS_PER_NODE}, got {gpu.count}")
     for field, version in (("driverVersion", gpu.driver_version), ("cudaDriverVersion", gpu.cuda_driver_version)):
@@ -202,6 +217,71 @@ def _check_gpu(spec: NodePoolSpec, bad: Callable[[str, str], None]) -> catalogue
     return model
 
 
+def _declared_memory_mib(text: str, bad: Callable[[str, str], None]) -> int | None:
+    messages = list(formats.resource_quantity("memory", text))
+    for message in messages:
+        bad("spec.gpu.memory", message)
+    if messages:
+        return None
+    mib = Quantity.parse(text).value() // (1024 * 1024)
+    if mib < 1:
+        bad("spec.gpu.memory", f"must be at least 1Mi, got {text!r}")
+        return None
+    return mib
+
+
+def _gpu_model(gpu: PoolGpu, bad: Callable[[str, str], None]) -> catalogue.GpuModel | None:
+    """The catalogue's model, or the one the pool declares with ``memory`` (a name the catalogue must not know, so
+    one name never means two GPUs)."""
+    try:
+        known: catalogue.GpuModel | None = catalogue.lookup(gpu.model)
+    except catalogue.UnknownGpuModelError as err:
+        known = None
+        if gpu.memory is None:
+            bad("spec.gpu.model", f"{err}; or declare the model with spec.gpu.memory (and productName, attributes)")
+    if gpu.memory is None:
+        if gpu.product_name is not None:
+            bad("spec.gpu.productName", "needs spec.gpu.memory: only a model the pool declares names its product")
+        return known
+    if known is not None:
+        bad("spec.gpu.memory", f"{gpu.model!r} is the catalogue's {known.name} ({known.product_name}); drop "
+            "spec.gpu.memory and spec.gpu.productName, or give the declared model a name of its own")
+        return None
+    mib = _declared_memory_mib(gpu.memory, bad)
+    if mib is None:
+        return None
+    product = gpu.model if gpu.product_name is None else gpu.product_name
+    if not product:
+        bad("spec.gpu.productName", "Required value")
+        return None
+    return catalogue.GpuModel(gpu.model, product, "Nvidia", "", "", mib, 0)
+
+
+def _check_attributes(pool: NodePool, model: catalogue.GpuModel, bad: Callable[[str, str], None]) -> None:
+    """The API server's checks on one GPU device of the pool, reported at the pool's fields."""
+    gpu = pool.spec.gpu
+    assert gpu is not None
+    factory = SliceFactory(_layout(pool.spec, gpu, model))
+    sample = factory.node_slices(f"{pool.metadata.name}-0", "00000000-0000-0000-0000-000000000000")
+    for slice_ in sample:
+        for path, message in validate(slice_):
+            if ".attributes[" in path:
+                bad("spec.gpu.attributes" + path[path.index(".attributes[") + len(".attributes") :], message)
+                return
+
+
+def _layout(spec: NodePoolSpec, gpu: PoolGpu, model: catalogue.GpuModel) -> GpuNodeLayout:
+    return GpuNodeLayout(
+        model=model,
+        count=gpu.count,
+        driver_version=gpu.driver_version,
+        cuda_driver_version=gpu.cuda_driver_version,
+        mig=spec.mig is not None and spec.mig.enabled,
+        shares=spec.sharing.shares if spec.sharing is not None else None,
+        attributes=tuple(sorted(gpu.attributes.items())),
+    )
+
+
 def _check(pool: NodePool, where: Location) -> tuple[list[Problem], catalogue.GpuModel | None]:
     """Every problem of one pool (field order), and its GPU model when it names a known one."""
     problems: list[Problem] = []
@@ -212,11 +292,17 @@ def _check(pool: NodePool, where: Location) -> tuple[list[Problem], catalogue.Gp
     _check_node(pool, bad)
     problems.extend(_label_problems(pool.spec.labels, where))
     model = _check_gpu(pool.spec, bad)
+    if model is not None and not problems and pool.spec.gpu is not None and pool.spec.gpu.attributes:
+        _check_attributes(pool, model, bad)
     return problems, model
 
 
-def _node(name: str, spec: NodePoolSpec) -> Node:
+POOL_LABEL = "kubedra.io/nodepool"  # which NodePool a node came from: reports group GPUs by it
+
+
+def _node(name: str, spec: NodePoolSpec, pool: str) -> Node:
     labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+    labels[POOL_LABEL] = pool
     labels.update(spec.labels)
     labels["kubernetes.io/hostname"] = name
     allocatable = dict(spec.allocatable)
@@ -255,17 +341,9 @@ def expand_nodepools(raw_objects: list[RawLike]) -> tuple[list[Node], list[Resou
         spec = pool.spec
         factory = None
         if model is not None and spec.gpu is not None and not spec.device_plugin:
-            layout = GpuNodeLayout(
-                model=model,
-                count=spec.gpu.count,
-                driver_version=spec.gpu.driver_version,
-                cuda_driver_version=spec.gpu.cuda_driver_version,
-                mig=spec.mig is not None and spec.mig.enabled,
-                shares=spec.sharing.shares if spec.sharing is not None else None,
-            )
-            factory = SliceFactory(layout)
+            factory = SliceFactory(_layout(spec, spec.gpu, model))
         for index in range(spec.count):
-            node = _node(f"{pool.metadata.name}-{index}", spec)
+            node = _node(f"{pool.metadata.name}-{index}", spec, pool.metadata.name)
             nodes.append(node)
             if factory is not None:
                 slices.extend(factory.node_slices(node.metadata.name, node.metadata.uid))

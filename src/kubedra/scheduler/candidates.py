@@ -37,7 +37,7 @@ from kubedra.scheduler.scoring import DeviceUse, Policy, node_score
 MAX_CACHED = 256  # shapes per cache; beyond that a cache starts over (bounded memory, still correct)
 
 RequestsKey = tuple[tuple[str, Quantity], ...]
-ScoreKey = tuple[str | None, str | None, Quantity | None, Quantity | None, int, int]
+ScoreKey = tuple[str | None, str | None, Quantity | None, Quantity | None, int, float]
 
 
 def bits(x: int) -> Iterator[int]:
@@ -140,7 +140,7 @@ class NodeSets:
             requested.get("cpu"),
             requested.get("memory"),
             self.state.devices.total.get(name, 0),
-            self.state.devices.in_use.get(name, 0),
+            self.state.devices.device_use(name),
         )
 
     # ------------------------------------------------------------------------------------------ sets

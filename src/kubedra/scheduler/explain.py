@@ -630,3 +630,33 @@ def explain_workload(
     counts = ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items(), key=lambda p: order.get(p[0], 9)))
     summary = f"{len(keys)} pod{'s' if len(keys) != 1 else ''}: {counts}"
     return WorkloadExplanation(owner, summary, ordered)
+
+
+class ClaimsFit:
+    """Whether a pending pod's claims could be allocated on a node now: the claims' existing allocations, then the
+    allocator, as ``explain`` runs them — node rules and cpu/memory left out, and no diagnosis of a node that does not
+    fit. For the report's stranded capacity (free devices no waiting request can use), which asks it of many pods
+    and nodes."""
+
+    def __init__(self, state: ClusterState, allocator: Allocator) -> None:
+        self._explainer = _Explainer(state, allocator)
+        self._state = state
+
+    def attempt(self, record: PodRecord) -> _Attempt | None:
+        """What checking the pod needs on every node; None when its claims cannot exist (no node fits)."""
+        resolved = prefilter_claims(self._state, record)
+        return None if isinstance(resolved, str) else self._explainer.attempt(record, resolved)
+
+    def fits(self, attempt: _Attempt, node: Node) -> bool:
+        explainer = self._explainer
+        if claim_rejecting(attempt.claims, node) is not None:
+            return False
+        served = dra_served_resources(attempt.extended, node, explainer.mapping) if attempt.extended else frozenset()
+        batch, _ = node_batch(attempt.record.pod, attempt.to_allocate, attempt.extended, served, explainer.mapping)
+        if not batch:
+            return False  # nothing to allocate: the pod asks no device of this node
+        try:
+            results = explainer.allocator.allocate(node, batch)
+        except AllocationError:  # NodeAllocationFailed and SearchBudgetExceeded included: no fit found here
+            return False
+        return results is not None and len(results) == len(batch)

@@ -37,9 +37,10 @@ from kubedra.scheduler.extended import (
     node_batch,
     request_mappings,
 )
+from kubedra.scheduler.fgd import TraceScorer
 from kubedra.scheduler.nodefit import claim_rejecting, is_extended_resource, node_fit_reason
 from kubedra.scheduler.prefilter import PreFilter
-from kubedra.scheduler.scoring import Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
+from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
 UNSCHEDULABLE_CLAIMS = "cannot allocate all claims"
 CLAIM_NOT_ON_NODE = "resourceclaim not available on the node"
@@ -120,6 +121,7 @@ class Scheduler:
         self.rng = rng
         self.index = index
         self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
+        self.trace = TraceScorer(state, policy.value) if policy in TRACE_POLICIES else None
         self.extended_map = ExtendedResourceMap(list(state.classes.values()) if extended_resources else [])
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName
         self._next_start = 0
@@ -449,6 +451,9 @@ class Scheduler:
             elif self.kube is not None:
                 order = list(sets.rotated(window, start))
                 i = order[self.kube.choose(record, [Candidate(sets.names[j]) for j in order], attempt.claims)]
+            elif self.trace is not None:
+                order = list(sets.rotated(window, start))
+                i = order[self.trace.choose(record, [sets.names[j] for j in order], self.rng)]
             else:
                 if added < 0:
                     added = sum(_devices_asked(claim) for claim in batch)
@@ -532,12 +537,14 @@ class Scheduler:
             return feasible[0]
         if self.kube is not None:
             return feasible[self.kube.choose(record, [Candidate(e.node, e.results) for e in feasible], claims)]
+        if self.trace is not None:
+            return feasible[self.trace.choose(record, [e.node for e in feasible], self.rng)]
         scored: list[tuple[float, str]] = []
         by_name = {entry.node: entry for entry in feasible}
         for entry in feasible:
             added = sum(_devices_asked(claim) for claim in entry.batch)
             total = self.state.devices.total.get(entry.node, 0)
-            devices = DeviceUse(total, self.state.devices.in_use.get(entry.node, 0) + added) if total else None
+            devices = DeviceUse(total, self.state.devices.device_use(entry.node) + added) if total else None
             score = node_score(self.policy, self.state.nodes[entry.node], self.state.usage[entry.node],
                                record.requests, devices)
             scored.append((score, entry.node))
@@ -545,9 +552,12 @@ class Scheduler:
 
 
 def _devices_asked(claim: ResourceClaim) -> int:
-    """Devices a claim takes for scoring purposes (``All`` and subrequests counted as one)."""
+    """Devices a claim takes for scoring purposes (``All`` and subrequests counted as one). A request for consumable
+    capacity adds nothing up front: how much of a device its share is depends on the device, and once allocated it
+    counts as the share's use of it (``DeviceTable.device_use``)."""
     return sum(
-        (request.exactly.count or 1) if request.exactly is not None else 1 for request in claim.spec.devices.requests
+        ((request.exactly.count or 1) if request.exactly.capacity is None else 0) if request.exactly is not None else 1
+        for request in claim.spec.devices.requests
     )
 
 

@@ -61,6 +61,12 @@ class Policy(enum.StrEnum):
     FIRST_FIT = "first-fit"
     LEAST_ALLOCATED = "least-allocated"
     MOST_ALLOCATED = "most-allocated"
+    FGD = "fgd"  # the FGD artifact's policies (scheduler/fgd.py)
+    BEST_FIT = "best-fit"
+    RANDOM = "random"
+
+
+TRACE_POLICIES = frozenset({Policy.FGD, Policy.BEST_FIT, Policy.RANDOM})
 
 
 # ---------------------------------------------------------------------------------------------- least/most-allocated
@@ -71,7 +77,7 @@ class DeviceUse:
     """DRA devices on a node: how many exist and how many are in use, after placing the pod."""
 
     total: int
-    used: int
+    used: float  # whole devices plus the shares' use of shared ones
 
 
 def _fraction_free(allocatable: Quantity, requested: Quantity) -> float | None:

@@ -14,10 +14,14 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kubedra.allocator.state import DeviceID
+from kubedra.cluster.devices import USE_SCALE
 from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.objects.model import Device, DeviceAttribute, Node, ResourceSlice
+from kubedra.objects.model import Device, DeviceAttribute, DeviceRequestAllocationResult, Node, ResourceSlice
+from kubedra.objects.quantity import Quantity
 from kubedra.sim.run import Event
 
+SHARES_CAPACITY = "shares"  # NVIDIA's --consumable-shares=N capacity
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU feature discovery's label, where a device-plugin node has one
 
 
@@ -193,3 +197,92 @@ def peak_usage(state: ClusterState, events: list[Event], inventory: Inventory, f
         if total > best:
             best, best_at = total, time
     return Peak(best, best_at, dict(by_model))
+
+
+def held_whole(state: ClusterState, result: DeviceRequestAllocationResult) -> bool:
+    """Whether a share is the device's only one and consumes all of one of its capacities (1000 of 1000 shares):
+    no other claim can have the device, so it is held whole, not shared."""
+    device = DeviceID(result.driver, result.pool, result.device)
+    allocated = state.devices.allocated
+    return allocated.shares.get(device, 0) == 1 and state.devices.share_use_of(device) == USE_SCALE
+
+
+def _memory_slices(record_counters: Iterable[str]) -> int:
+    return sum(1 for name in record_counters if name.startswith("memory-slice-"))
+
+
+def gpu_use(state: ClusterState, inventory: Inventory) -> dict[str, float]:
+    """How much of each GPU in use is used, 0 to 1: a GPU held whole is 1, a shared one the largest fraction of a
+    capacity its shares consume, a MIG-partitioned one the share of its memory slices its MIG devices hold (the FGD
+    artifact's measure, milli-GPUs in use / 1000, generalised). GPUs not listed are unused."""
+    table = state.devices
+    per_gpu: dict[str, float] = {}
+    mig_slices: Counter[str] = Counter()
+    for device in table.allocated.allocated_devices:
+        key = str(device)
+        gpu = inventory.gpu_of.get(key)
+        if gpu is None:
+            continue
+        record = table.by_key.get(key)
+        if key in inventory.mig and record is not None and record.device.consumes_counters:
+            mig_slices[gpu] += _memory_slices(record.device.consumes_counters[0].counters)
+        else:
+            per_gpu[gpu] = 1.0
+    for device in table.allocated.aggregated_capacity:
+        gpu = inventory.gpu_of.get(str(device))
+        if gpu is not None and per_gpu.get(gpu, 0.0) < 1.0:
+            per_gpu[gpu] = max(per_gpu.get(gpu, 0.0), table.share_use_of(device) / USE_SCALE)
+    for device in table.allocated.shares:  # shares that consume no capacity still make the GPU busy
+        gpu = inventory.gpu_of.get(str(device))
+        if gpu is not None:
+            per_gpu.setdefault(gpu, 0.0)
+    total_slices = _slices_per_gpu(state, inventory)
+    for gpu, held in mig_slices.items():
+        slices = total_slices.get(gpu, 0)
+        if slices and per_gpu.get(gpu, 0.0) < 1.0:
+            per_gpu[gpu] = min(1.0, held / slices)
+    return per_gpu
+
+
+def capacity_in_use(state: ClusterState, inventory: Inventory) -> dict[str, float]:
+    """The GPUs' capacity in use per model, in GPUs (``gpu_use`` summed)."""
+    result: dict[str, float] = {}
+    for gpu, used in gpu_use(state, inventory).items():
+        model = inventory.model[gpu]
+        result[model] = result.get(model, 0.0) + used
+    return result
+
+
+def _slices_per_gpu(state: ClusterState, inventory: Inventory) -> dict[str, int]:
+    """Memory slices of each MIG-capable GPU: those of the counter set its devices consume."""
+    found: dict[str, int] = {}
+    for slice_ in state.slices:
+        prefix = f"{slice_.spec.driver}/{slice_.spec.pool.name}/"
+        for counter_set in slice_.spec.shared_counters:
+            gpu = f"{prefix}{counter_set.name}"
+            found[gpu] = _memory_slices(counter_set.counters)
+    by_gpu: dict[str, int] = {}
+    for device_id in inventory.mig:
+        record = state.devices.by_key.get(device_id)
+        if record is None or not record.device.consumes_counters:
+            continue
+        prefix = device_id.rsplit("/", 1)[0] + "/"
+        slices = found.get(prefix + record.device.consumes_counters[0].counter_set)
+        if slices:
+            by_gpu[inventory.gpu_of[device_id]] = slices
+    return by_gpu
+
+
+def share_totals(state: ClusterState) -> dict[str, int]:
+    """NVIDIA's consumable ``shares``: how many the devices publish and how many claims consume now."""
+    total = 0
+    for record in state.devices.by_key.values():
+        capacity = record.device.capacity.get(SHARES_CAPACITY)
+        if capacity is not None and record.device.allow_multiple_allocations:
+            total += Quantity.parse(capacity.value).as_int64()
+    used = 0
+    for consumed in state.devices.allocated.aggregated_capacity.values():
+        amount = consumed.get(SHARES_CAPACITY)
+        if amount is not None:
+            used += amount.as_int64()
+    return {"inUse": used, "total": total}

@@ -18,8 +18,8 @@ from typing import Any
 from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects import durations
-from kubedra.objects.model import ResourceClaim, ResourceSlice, to_dict
-from kubedra.sim.gpus import Inventory, final_usage, peak_usage
+from kubedra.objects.model import ResourceSlice, to_dict
+from kubedra.sim.gpus import Inventory, capacity_in_use, final_usage, held_whole, peak_usage, share_totals
 from kubedra.sim.run import SimulationResult
 
 REPORT_API_VERSION = "kubedra.io/v1alpha1"
@@ -111,23 +111,25 @@ class _DeviceCatalog:
                 self.model[prefix + device.name] = label
 
 
-def _pod_devices(record: PodRecord, claims: dict[str, ResourceClaim]) -> tuple[list[str], list[str]]:
-    """(result labels, short names): ``gpu-0``, ``gpu-0(share)``, ``gpu-0(admin)`` — no spaces, for columns."""
+def _pod_devices(record: PodRecord, state: ClusterState) -> tuple[list[str], list[str]]:
+    """(result labels, short names): ``gpu-0``, ``gpu-0(share)``, ``gpu-0(admin)`` — no spaces, for columns. A share
+    that takes all of a device (1000 of 1000 shares) holds it whole and is not marked."""
     labels: list[str] = []
     names: list[str] = []
     for key in record.claim_keys:
-        claim = claims.get(key)
+        claim = state.claims.get(key)
         if claim is None or claim.status.allocation is None:
             continue
         for r in claim.status.allocation.devices.results:
             labels.append(result_label(r))
-            names.append(r.device + ("(share)" if r.share_id else "") + ("(admin)" if r.admin_access else ""))
+            share = bool(r.share_id) and not held_whole(state, r)
+            names.append(r.device + ("(share)" if share else "") + ("(admin)" if r.admin_access else ""))
     return labels, names
 
 
-def _pod_line(record: PodRecord, claims: dict[str, ResourceClaim], end_time: float) -> PodLine:
+def _pod_line(record: PodRecord, state: ClusterState, end_time: float) -> PodLine:
     phase = record.phase
-    labels, names = _pod_devices(record, claims) if phase == "Running" else ([], [])
+    labels, names = _pod_devices(record, state) if phase == "Running" else ([], [])
     waited = (record.started_at if record.started_at is not None else end_time) - record.arrive_at
     return PodLine(
         pod=record.key,
@@ -198,11 +200,13 @@ def _gpus(result: SimulationResult) -> dict[str, Any]:
                 continue
             if device_id in inventory.mig:
                 mig.add(gpu)
-            elif r.share_id:
+            elif r.share_id and not held_whole(state, r):
                 shared.add(gpu)
             else:
                 whole[gpu] += 1
     shared -= mig
+    shared -= set(whole)
+    capacity = capacity_in_use(state, inventory)
     totals = inventory.totals()
     plugin_total: Counter[str] = Counter()
     plugin_whole: Counter[str] = Counter()
@@ -224,12 +228,17 @@ def _gpus(result: SimulationResult) -> dict[str, Any]:
             "migCapable": of_model(inventory.mig_capable, model),
             "devicePlugin": plugin_total[model],
             "peakInUse": peak.by_model.get(model, 0),
+            "capacityInUse": round(capacity.get(model, 0.0) + plugin_whole[model], 6),
         }
         for model in sorted(totals)
     ]
+    total = sum(totals.values())
+    in_use = round(sum(capacity.values()) + sum(plugin_whole.values()), 6)
     return {
-        "total": sum(totals.values()),
+        "total": total,
         "inUse": sum(final.in_use.values()),
+        "capacityInUse": in_use,
+        "capacityInUsePercent": round(100 * in_use / total, 2) if total else 0.0,
         "whole": sum(m["whole"] for m in models),
         "migPartitioned": len(mig),
         "shared": len(shared),
@@ -240,12 +249,23 @@ def _gpus(result: SimulationResult) -> dict[str, Any]:
     }
 
 
+def _fragmentation(result: SimulationResult) -> dict[str, Any]:
+    from kubedra.scheduler.explain import ClaimsFit
+    from kubedra.sim.fragmentation import fragmentation
+
+    state = result.state
+    inventory = Inventory.build(state.slices, state.nodes.values())
+    fit = ClaimsFit(state, result.allocator) if result.allocator is not None else None
+    return fragmentation(state, inventory, fit, (state.pods[key] for key in result.order))
+
+
 def build_report(result: SimulationResult, warnings: list[str] | None = None) -> Report:
     state = result.state
-    lines = [_pod_line(state.pods[key], state.claims, result.end_time) for key in result.order]
+    lines = [_pod_line(state.pods[key], state, result.end_time) for key in result.order]
     summary = _summary(state, lines, result.end_time)
     summary["gpus"] = _gpus(result)
     summary["pendingTime"] = _pending_time(lines)
+    summary["fragmentation"] = _fragmentation(result)
     return Report(pods=lines, summary=summary, result=result, warnings=list(warnings or []))
 
 
@@ -270,9 +290,10 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
                 continue
             if r.share_id:
                 shares += 1
+            if r.share_id and not held_whole(state, r):
                 shared.setdefault(model, set()).add(device_id)
             else:
-                dedicated[model] += 1
+                dedicated[model] += 1  # a device, or a share holding all of one
     phases = Counter(line.phase for line in lines)
     allocated_claims = sum(1 for c in state.claims.values() if c.status.allocation is not None)
     return {
@@ -295,7 +316,7 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
             for model in sorted(totals)
         ],
         "allocatedRequestsByClass": dict(sorted(claims_by_class.items())),
-        "shares": shares,
+        "shares": {"allocations": shares, **share_totals(state)},
     }
 
 

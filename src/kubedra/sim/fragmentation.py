@@ -1,0 +1,181 @@
+"""Fragmentation and stranded capacity: how much free GPU capacity the waiting pods cannot use, and the FGD measure.
+
+Worked out at report time from the final state (nothing on the per-pod path). Per GPU model and node pool (the
+``kubedra.io/nodepool`` label NodePools put on their nodes):
+
+* ``free``: GPUs nothing is allocated on;
+* ``usable``: free GPUs on a node where the claims of at least one pending pod could be allocated now — the
+  allocator's own answer (``scheduler.explain.ClaimsFit``: the claims' existing allocations, then the allocator; the
+  pod's node rules and cpu/memory are not asked), for one pod of each distinct shape;
+* ``stranded``: free but not usable, counted only while pods are pending (free capacity with no demand waiting is
+  idle, not stranded);
+* ``migPartlyUsed``: MIG-capable GPUs whose memory slices are partly held; ``sharesLeft``: consumable shares not
+  consumed on GPUs that are partly shared;
+* ``fgd``: the fragmentation measure of Weng et al. (ATC'23), in GPUs, summed over nodes: F_n(M) for the
+  distribution M of the run's pods' task shapes (``scheduler.fgd``, which the ``fgd`` policy descends).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kubedra.cluster.devices import DeviceRecord
+from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.objects.model import to_dict
+from kubedra.objects.quantity import Quantity
+from kubedra.scheduler.fgd import Shapes, TaskShape, claim_specs, cpu_milli, node_fragment
+from kubedra.sim.gpus import SHARES_CAPACITY, Inventory, gpu_use
+
+POOL_LABEL = "kubedra.io/nodepool"
+
+
+class NodeFit(Protocol):
+    """What the stranded count asks: could this pending pod's claims be allocated on this node now."""
+
+    def attempt(self, record: PodRecord) -> Any: ...
+
+    def fits(self, attempt: Any, node: Any) -> bool: ...
+
+
+@dataclass
+class Tally:
+    """One (pool, model)'s figures."""
+
+    gpus: int = 0
+    free: int = 0
+    usable: int = 0
+    mig_partly_used: int = 0
+    shares_left: int = 0
+    fgd: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"gpus": self.gpus, "free": self.free, "usable": self.usable, "migPartlyUsed": self.mig_partly_used,
+                "sharesLeft": self.shares_left, "fgd": round(self.fgd, 4)}
+
+
+@dataclass
+class _Gpu:
+    model: str
+    node: str
+    left: float  # 1 - use
+    devices: list[DeviceRecord] = field(default_factory=list)
+
+
+def _gpus(state: ClusterState, inventory: Inventory) -> dict[str, _Gpu]:
+    use = gpu_use(state, inventory)
+    gpus: dict[str, _Gpu] = {}
+    for device_id, gpu in inventory.gpu_of.items():
+        record = state.devices.by_key.get(device_id)
+        if record is None or record.node is None:
+            continue
+        entry = gpus.get(gpu)
+        if entry is None:
+            entry = gpus[gpu] = _Gpu(inventory.model[gpu], record.node, 1.0 - use.get(gpu, 0.0))
+        entry.devices.append(record)
+    return gpus
+
+
+def _shape_key(state: ClusterState, record: PodRecord) -> str:
+    """Pods alike for fitting: the same requests, node rules and claim specs."""
+    claims = [to_dict(c.spec) if (c := state.claims.get(k)) is not None else k for k in record.claim_keys]
+    spec = record.pod.spec
+    return json.dumps([str(record.requests_key), spec.node_selector, to_dict(spec.affinity) if spec.affinity else None,
+                       [to_dict(t) for t in spec.tolerations], claims], sort_keys=True, default=str)
+
+
+def _usable_nodes(state: ClusterState, fit: NodeFit, pending: list[PodRecord], candidates: Iterable[str]) -> set[str]:
+    shapes: dict[str, PodRecord] = {}
+    for record in pending:
+        shapes.setdefault(_shape_key(state, record), record)
+    attempts = [a for r in shapes.values() if (a := fit.attempt(r)) is not None]
+    usable: set[str] = set()
+    for name in candidates:
+        node = state.nodes.get(name)
+        if node is not None and any(fit.fits(a, node) for a in attempts):
+            usable.add(name)
+    return usable
+
+
+def _cpu_left(state: ClusterState, node: str) -> int:
+    allocatable = state.nodes[node].status.allocatable.get("cpu")
+    if allocatable is None:
+        return 0
+    used = state.usage[node].requested.get("cpu") if node in state.usage else None
+    return Quantity.parse(allocatable).milli_value() - (used.milli_value() if used is not None else 0)
+
+
+def _shares_left(gpu: _Gpu, state: ClusterState) -> int:
+    left = 0
+    for record in gpu.devices:
+        consumed = state.devices.allocated.aggregated_capacity.get(record.id)
+        capacity = record.device.capacity.get(SHARES_CAPACITY)
+        if consumed and capacity is not None:
+            used = consumed.get(SHARES_CAPACITY)
+            left += Quantity.parse(capacity.value).as_int64() - (used.as_int64() if used is not None else 0)
+    return left
+
+
+def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None, pods: Iterable[PodRecord]
+                  ) -> dict[str, Any]:
+    """The summary's ``fragmentation``: totals and one row per (pool, model); ``fit`` None skips the stranded
+    count (no allocator to ask)."""
+    gpus = _gpus(state, inventory)
+    records = list(pods)
+    pending = [r for r in records if r.phase == "Pending"]
+    free_nodes = {g.node for g in gpus.values() if g.left >= 1.0}
+    usable = _usable_nodes(state, fit, pending, sorted(free_nodes)) if fit is not None and pending else set()
+    by_node: dict[str, list[_Gpu]] = {}
+    for gpu in gpus.values():
+        by_node.setdefault(gpu.node, []).append(gpu)
+    samples: dict[str, DeviceRecord] = {}
+    for gpu in gpus.values():
+        if gpu.devices:
+            samples.setdefault(gpu.model, gpu.devices[0])
+    shapes = Shapes(state, samples)
+    weights: Counter[TaskShape] = Counter(shapes.of(cpu_milli(r), claim_specs(state, r)) for r in records)
+    total_weight = sum(weights.values())
+    rows: dict[tuple[str, str], Tally] = {}
+    for node, on_node in by_node.items():
+        pool = state.nodes[node].metadata.labels.get(POOL_LABEL, "") if node in state.nodes else ""
+        cpu_left = _cpu_left(state, node) if node in state.nodes else 0
+        for model in sorted({g.model for g in on_node}):
+            of_model = [g for g in on_node if g.model == model]
+            tally = rows.setdefault((pool, model), Tally())
+            tally.gpus += len(of_model)
+            for gpu in of_model:
+                if gpu.left >= 1.0:
+                    tally.free += 1
+                    tally.usable += node in usable
+                elif gpu.left > 0.0:
+                    if any(d.device.consumes_counters for d in gpu.devices) and any(
+                        str(d.id) in inventory.mig for d in gpu.devices
+                    ):
+                        tally.mig_partly_used += 1
+                    tally.shares_left += _shares_left(gpu, state)
+            if total_weight:
+                lefts = [g.left for g in of_model]
+                tally.fgd += sum(w * node_fragment(lefts, model, cpu_left, t) for t, w in weights.items()
+                                 ) / total_weight
+    waiting = bool(pending)
+    items = []
+    for (pool, model), tally in sorted(rows.items()):
+        row = {"pool": pool, "model": model, **tally.as_dict()}
+        row["stranded"] = tally.free - tally.usable if waiting else 0
+        items.append(row)
+    totals = Tally()
+    for tally in rows.values():
+        totals.gpus += tally.gpus
+        totals.free += tally.free
+        totals.usable += tally.usable
+        totals.mig_partly_used += tally.mig_partly_used
+        totals.shares_left += tally.shares_left
+        totals.fgd += tally.fgd
+    summary = {"pendingPods": len(pending), **totals.as_dict(),
+               "stranded": totals.free - totals.usable if waiting else 0}
+    summary["fgdPercent"] = round(100 * totals.fgd / totals.gpus, 2) if totals.gpus else 0.0
+    summary["pools"] = items
+    return summary

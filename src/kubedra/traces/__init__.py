@@ -1,0 +1,1 @@
+"""Real cluster traces read as kubedra inputs (NodePools, claim templates, pods)."""
