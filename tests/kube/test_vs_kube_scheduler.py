@@ -9,6 +9,7 @@ other tests sharing the session's). ``python -m tests.kube.vs_kube_scheduler [RO
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
 from collections.abc import Iterator
 
@@ -20,10 +21,12 @@ from tests.kube.vs_kube_scheduler import (
     DEFAULT_PARALLELISM,
     DRIVER,
     PARALLELISM,
+    RANDOM_SEEDS,
     Comparison,
     Scenario,
     compare,
     load_scenarios,
+    page_scenarios,
     prepare,
     run_kubedra,
     run_scenario,
@@ -36,7 +39,6 @@ from kubedra.scheduler.scoring import Policy
 pytestmark = pytest.mark.controlplane
 
 SCENARIOS = {s.name: s for s in load_scenarios()}
-RANDOM_SEEDS = 6
 TIE_ROUNDS = 2  # runs of the ties scenario at the default parallelism (12 tied picks each)
 RESULTS: dict[str, list[Comparison]] = {}  # scenario -> one comparison per policy (the kube-scheduler one first)
 POLICIES = list(Policy)
@@ -68,6 +70,15 @@ def test_random_gpu_clusters_place_exactly_alike(plane: ControlPlane, seed: int)
     """Held-out random clusters: every pod's node and devices, and the pending set."""
     result = _result(plane, random_scenario(seed))
     assert result.problems == []
+    assert result.exact_checked == len(result.real)
+
+
+@pytest.mark.slow
+def test_a_fresh_random_gpu_cluster_places_exactly_alike(plane: ControlPlane) -> None:
+    """One random cluster drawn anew each run (the seed is in the failure message), beyond the page's fixed seeds."""
+    seed = secrets.randbelow(2**32)
+    result = run_scenario(plane, random_scenario(seed))[0]
+    assert result.problems == [], f"random_scenario({seed})"
     assert result.exact_checked == len(result.real)
 
 
@@ -107,7 +118,7 @@ def test_the_comparison_tells_policies_apart(plane: ControlPlane) -> None:
 def test_the_fidelity_page_states_this_run(plane: ControlPlane) -> None:
     """docs/fidelity.md's kube-scheduler table and policy counts are this run's (``scripts/fidelity kube-scheduler``
     rewrites them)."""
-    scenarios = [SCENARIOS[n] for n in sorted(SCENARIOS)] + [random_scenario(s) for s in range(RANDOM_SEEDS)]
+    scenarios = page_scenarios()
     for scenario in scenarios:
         _result(plane, scenario)
     fidelity.assert_section("kube-scheduler", summary([RESULTS[s.name] for s in scenarios], POLICIES))

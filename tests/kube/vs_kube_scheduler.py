@@ -52,6 +52,7 @@ TIMEOUT_SECONDS = 90.0
 PARALLELISM = 1  # KubeSchedulerConfiguration.parallelism for the comparison: Filter's list in node order
 DEFAULT_PARALLELISM = 16  # v1.37.2's default (apis/config/v1/defaults.go): Filter's list in completion order
 SCORE_VERBOSITY = 10  # prioritizeNodes logs each plugin's weighted score and each node's total at -v=10
+RANDOM_SEEDS = 6  # the random scenarios CI compares (seeds 0..5) and docs/fidelity.md's table shows
 # Creation order: what others refer to first.
 KIND_ORDER = ["PriorityClass", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "ReplicaSet",
               "StatefulSet", "ResourceClaim", "ResourceClaimTemplate", "Pod"]
@@ -413,6 +414,23 @@ def tie_picks(plane: ControlPlane, scenario: Scenario, parallelism: int = DEFAUL
 
 
 # ---------------------------------------------------------------------------------------------- reporting
+
+
+def page_scenarios() -> list[Scenario]:
+    """What CI compares and the page reports: every fixed scenario, then the random ones of ``RANDOM_SEEDS``."""
+    from tests.kube.random_scenarios import random_scenario
+
+    return load_scenarios() + [random_scenario(seed) for seed in range(RANDOM_SEEDS)]
+
+
+def page_section() -> str:
+    """docs/fidelity.md's generated ``kube-scheduler`` section, from a fresh control plane (``scripts/fidelity``)."""
+    policies = list(Policy)
+    with running_control_plane(scheduler_config={"parallelism": PARALLELISM}) as plane:
+        results = [run_scenario(plane, s, policies) for s in page_scenarios()]
+    if not all(r[0].agrees for r in results):
+        raise SystemExit("the kube-scheduler comparison does not pass:\n" + table([r[0] for r in results]))
+    return summary(results, policies)
 
 
 def table(comparisons: Sequence[Comparison]) -> str:
