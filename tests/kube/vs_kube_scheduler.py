@@ -38,8 +38,9 @@ from typing import Any
 import yaml
 from tests.controlplane.fixture import ControlPlane, running_control_plane
 
+from kubedra.cluster.state import PodRecord
 from kubedra.objects.load import load_text
-from kubedra.scheduler.scoring import Policy
+from kubedra.scheduler.scoring import WEIGHTS, Candidate, NodeScores, Policy
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options
 from kubedra.sim.simulate import prepare as prepare_simulation
@@ -79,6 +80,7 @@ class Placed:
 
 
 Outcome = dict[str, Placed]  # pod name -> where it went
+Scores = dict[str, dict[str, int]]  # node -> score plugin (weighted) and "total"
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class Comparison:
     problems: list[str]
     exact_checked: int = 0
     exact_agreed: int = 0
+    scored: int = 0  # bound pods the real scheduler scored (two feasible nodes or more), their scores compared
     real_seconds: float = 0.0
 
     @property
@@ -156,6 +159,35 @@ def run_kubedra(
                 devices[pod_claim] = [(r.request, r.pool, r.device) for r in claim.status.allocation.devices.results]
         out[pod.metadata.name] = Placed(node, devices)
     return out, tied
+
+
+def kubedra_scores(docs: Sequence[Mapping[str, Any]]) -> dict[str, Scores]:
+    """The scores kubedra's kube-scheduler scorer gave each pod's feasible nodes, in the last cycle that scored it,
+    weighted as kube-scheduler logs them (plugins that scored 0 left out, as the log leaves out skipped ones). The
+    simulation runs node by node (``fast_path`` off) so that every choice among several nodes goes through
+    ``KubeScorer.score``."""
+    scenario = build_scenario(load_text(yaml.safe_dump_all([dict(d) for d in docs])))
+    simulation = prepare_simulation(scenario, Options(policy=Policy.KUBE_SCHEDULER, fast_path=False))
+    kube = simulation.scheduler.kube
+    assert kube is not None
+    scored: dict[str, Scores] = {}
+    score = kube.score
+
+    def recording(record: PodRecord, candidates: Sequence[Candidate], claims: Sequence[Any] = ()) -> list[NodeScores]:
+        out = score(record, candidates, claims)
+        scored[record.pod.metadata.name] = {
+            s.node: {**{p: WEIGHTS[p] * v for p, v in s.plugins.items() if v}, "total": s.total} for s in out
+        }
+        return out
+
+    kube.score = recording  # type: ignore[method-assign]
+    simulation.run()
+    return scored
+
+
+def without_zeros(scores: Mapping[str, Mapping[str, int]]) -> Scores:
+    """Logged scores as ``kubedra_scores`` gives them: the plugins that scored 0 left out, the total kept."""
+    return {n: {p: v for p, v in s.items() if v or p == "total"} for n, s in scores.items()}
 
 
 # ---------------------------------------------------------------------------------------------- the real scheduler
@@ -332,19 +364,35 @@ def compare(scenario: Scenario, real: Outcome, sim: Outcome) -> Comparison:
 def run_scenario(
     plane: ControlPlane, scenario: Scenario, policies: Sequence[Policy] = (Policy.KUBE_SCHEDULER,)
 ) -> list[Comparison]:
-    """One real run of the scenario, compared with kubedra under each policy (the first is the one that counts)."""
+    """One real run of the scenario, compared with kubedra under each policy (the first is the one that counts);
+    the kube-scheduler policy's comparison also holds the scores kubedra gave each bound pod's nodes to those the
+    real scheduler logged for it."""
     tag = secrets.token_hex(3)
     namespace = f"{scenario.name}-{tag}"
     docs = prepare(scenario.docs, namespace, f"s{tag}.{DRIVER}")
     began = time.monotonic()
-    real = run_real(plane, docs, namespace, backlog=bool(scenario.expect.get("backlog")))
+    offset = log_offset(plane)
+    real = run_real(plane, docs, namespace, backlog=bool(scenario.expect.get("backlog")), verbosity=SCORE_VERBOSITY)
     seconds = time.monotonic() - began
+    logged = logged_scores(plane, offset, namespace)
     out = []
     for policy in policies:
         comparison = compare(scenario, real, run_kubedra(docs, policy)[0])
         comparison.real_seconds = seconds
         out.append(comparison)
+    if policies and policies[0] is Policy.KUBE_SCHEDULER:
+        compare_scores(out[0], logged, kubedra_scores(docs))
     return out
+
+
+def compare_scores(result: Comparison, logged: Mapping[str, Scores], scored: Mapping[str, Scores]) -> None:
+    """Every bound pod the real scheduler scored: kubedra's scores of the same nodes, plugin by plugin."""
+    for pod in sorted(logged):
+        if result.real.get(pod, Placed(None)).node is None:
+            continue  # scored in a cycle that did not bind it (it stayed pending): not one kubedra need repeat
+        result.scored += 1
+        if without_zeros(logged[pod]) != scored.get(pod):
+            result.problems.append(f"{pod}'s scores: real {without_zeros(logged[pod])}, kubedra {scored.get(pod)}")
 
 
 # ---------------------------------------------------------------------------------------------- ties at random
@@ -435,12 +483,13 @@ def page_section() -> str:
 
 def table(comparisons: Sequence[Comparison]) -> str:
     """One line per scenario: agreement, exact placements agreeing, the pending set and the problems."""
-    rows = ["| scenario | agrees | exact placements | pending (real) | differences |", "|---|---|---:|---|---|"]
+    rows = ["| scenario | agrees | exact placements | pods scored alike | pending (real) | differences |",
+            "|---|---|---:|---:|---|---|"]
     for c in comparisons:
         pending = ", ".join(sorted(p for p, placed in c.real.items() if placed.node is None)) or "-"
         exact = f"{c.exact_agreed}/{c.exact_checked}" if c.exact_checked else "-"
-        rows.append(f"| {c.scenario} | {'yes' if c.agrees else 'NO'} | {exact} | {pending} | "
-                    f"{'; '.join(c.problems) or '-'} |")
+        rows.append(f"| {c.scenario} | {'yes' if c.agrees else 'NO'} | {exact} | {c.scored if c.agrees else '-'} | "
+                    f"{pending} | {'; '.join(c.problems) or '-'} |")
     return "\n".join(rows)
 
 
@@ -448,6 +497,9 @@ def summary(results: Sequence[Sequence[Comparison]], policies: Sequence[Policy])
     """The page's generated section: the table for the kube-scheduler policy (the first), then how each policy fared
     on the same real outcomes."""
     lines = [table([r[0] for r in results]), ""]
+    scored = sum(r[0].scored for r in results)
+    lines.append(f"- scores: {scored} bound pods that had two feasible nodes or more, every score plugin's weighted "
+                 "score on every node as the real scheduler logged it at `-v=10`")
     for i, policy in enumerate(policies):
         agreed = sum(r[i].agrees for r in results)
         pods = sum(r[i].exact_agreed for r in results)
