@@ -15,6 +15,8 @@ import msgspec
 import pytest
 import yaml
 from tests.conformance.oracle import go_available, oracle_path
+from tests.kube.real_scores import CASES, TARGET, Case, Scores, load_expected
+from tests.kube.vs_kube_scheduler import without_zeros
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import ScoringRequests, pod_requests, scoring_requests
@@ -335,11 +337,9 @@ def test_resource_total_is_the_plugin_formulas_weighted() -> None:
 # ---------------------------------------------------------------------------------------------- the real scheduler's
 
 
-def _scores_against_the_real_scheduler(case: Any) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+def _scores_against_the_real_scheduler(case: Case) -> tuple[Scores, Scores]:
     """kubedra's weighted scores per node for the case's target, and the real scheduler's recorded ones, both without
     the plugins that scored 0 (the real scheduler's log leaves out plugins whose PreScore skipped)."""
-    from tests.kube.real_scores import TARGET, load_expected
-
     real = load_expected()[case.name]
     docs = [d for d in case.docs if d["kind"] in ("Node", "Pod")]
     nodes = [msgspec.convert(d, Node) for d in docs if d["kind"] == "Node"]
@@ -358,18 +358,11 @@ def _scores_against_the_real_scheduler(case: Any) -> tuple[dict[str, dict[str, i
     candidates = [Candidate(n.metadata.name) for n in nodes if n.metadata.name in real]
     ours = {s.node: {**{p: WEIGHTS[p] * v for p, v in s.plugins.items() if v}, "total": s.total}
             for s in KubeScorer(state).score(_record(target), candidates)}
-    theirs = {n: {p: v for p, v in s.items() if v or p == "total"} for n, s in real.items()}
-    return ours, theirs
+    return ours, without_zeros(real)
 
 
-def _real_cases() -> list[Any]:
-    from tests.kube.real_scores import CASES
-
-    return list(CASES)
-
-
-@pytest.mark.parametrize("case", _real_cases(), ids=lambda c: c.name)
-def test_scores_are_the_real_schedulers(case: Any) -> None:
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_scores_are_the_real_schedulers(case: Case) -> None:
     """Each plugin's weighted score and each total per feasible node, as kube-scheduler v1.37.2 logged them at -v=10
     for the same objects (tests/scheduler/kube_scores.yaml, recorded by tests/kube/real_scores.py)."""
     ours, theirs = _scores_against_the_real_scheduler(case)
