@@ -86,7 +86,13 @@ def _census() -> str:
     return census.readme_table(rows)
 
 
-SECTIONS: dict[str, Callable[[], str]] = {"cel": _cel, "census": _census}
+def _kube_scheduler() -> str:
+    from tests.kube import vs_kube_scheduler
+
+    return vs_kube_scheduler.page_section()
+
+
+SECTIONS: dict[str, Callable[[], str]] = {"cel": _cel, "census": _census, "kube-scheduler": _kube_scheduler}
 
 
 def main(argv: list[str]) -> int:

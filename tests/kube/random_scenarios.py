@@ -3,8 +3,8 @@
 Nodes differ in size (so scores rarely tie), carry GPUs of two models on two PCIe roots, and some are tainted or
 labelled; pods ask for cpu and memory, and most for GPUs through templates (count, a model selector, matchAttribute),
 a shared claim or KEP-5004's extended resource; some select a pool or tolerate the taint. Every pod's node and devices
-and the pending set are compared (``exact: all``): a disagreement is either a tie the real scheduler broke
-differently (its Filter runs in parallel) or a real difference, which the report tells apart by hand.
+and the pending set are compared (``exact: all``), ties included (the real scheduler runs with ``parallelism: 1``,
+see ``vs_kube_scheduler``), and every bound pod's scores.
 """
 
 from __future__ import annotations

@@ -4,10 +4,8 @@ A scenario is a directory under ``scenarios/``: ``objects.yaml`` (plain manifest
 DeviceClasses, claims, templates, PriorityClasses, bare Pods, owner objects) and ``expect.yaml``, which says what must
 agree beyond the pending set (always compared):
 
-* ``forced: true`` — every pod's node and every claim's devices, with no tie allowed (each has one possibility);
-* ``exact: all`` or a list of pods — those pods' node and devices, in creation order, up to the first pod the real
-  scheduler placed on another node that kubedra found tied for the best score (its Filter runs in parallel, so
-  which tied node comes first in its list is not fixed): the run then counts as a tie, and is not compared further;
+* ``forced: true`` — every pod's node and every claim's devices, each having one possibility;
+* ``exact: all`` or a list of pods — those pods' node and devices;
 * ``distribution: true`` — how many pods each node got, as a sorted list;
 * ``pending: [...]`` — the pods that must stay pending, in both;
 * ``preempted: [...]`` — the pods the real scheduler must preempt (which pods were preempted is always compared);
@@ -22,6 +20,14 @@ agree beyond the pending set (always compared):
 A pod preempted by the real scheduler is deleted (the harness stands in for the kubelet and removes it at once); it
 and a pod kubedra preempted are both ``PREEMPTED``, so which pods were preempted is compared like placements.
 
+Ties between nodes are compared too, by the real scheduler's own rule. In v1.37.2 ``schedulePod`` takes the root of
+a ``container/heap`` built over Filter's list of feasible nodes (``framework.NewSortedScoredNodes``; the
+``Randomizer`` that would break ties at random is only drawn when extenders score), so the choice is fixed by that
+list's order. Filter appends a node when its check finishes, on ``parallelism`` goroutines: with the default 16 the
+order is a race, with ``parallelism: 1`` it is the node list's (from ``nextStartNodeIndex``), the one kubedra's
+scorer builds its heap over. So the comparison runs the real scheduler with ``PARALLELISM`` 1 and compares every pod
+exactly; ``tie_picks`` runs it with the default and checks each pick against the nodes both sides score highest.
+
 Each run gets its own namespace and its own driver name (so device IDs of earlier runs' claims never collide), and a
 freshly started kube-scheduler; its pods and cluster-scoped objects are deleted afterwards.
 """
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import re
 import secrets
 import sys
 import time
@@ -43,8 +50,9 @@ import yaml
 from tests.controlplane.fixture import ControlPlane, running_control_plane
 
 from kubedra.allocator import Features
+from kubedra.cluster.state import PodRecord
 from kubedra.objects.load import load_text
-from kubedra.scheduler.scoring import Policy
+from kubedra.scheduler.scoring import WEIGHTS, Candidate, NodeScores, Policy
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options
 from kubedra.sim.simulate import prepare as prepare_simulation
@@ -57,6 +65,10 @@ DRIVER = "gpu.example.com"
 EXTENDED = "<extended-resources>"
 SETTLE_SECONDS = 2.0  # unchanged for this long after every pod is bound or Unschedulable: done
 TIMEOUT_SECONDS = 90.0
+PARALLELISM = 1  # KubeSchedulerConfiguration.parallelism for the comparison: Filter's list in node order
+DEFAULT_PARALLELISM = 16  # v1.37.2's default (apis/config/v1/defaults.go): Filter's list in completion order
+SCORE_VERBOSITY = 10  # prioritizeNodes logs each plugin's weighted score and each node's total at -v=10
+RANDOM_SEEDS = 6  # the random scenarios CI compares (seeds 0..5) and docs/fidelity.md's table shows
 # Creation order: what others refer to first.
 KIND_ORDER = ["PriorityClass", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "ReplicaSet",
               "StatefulSet", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup", "PodDisruptionBudget", "Pod"]
@@ -87,6 +99,7 @@ class Placed:
 
 
 Outcome = dict[str, Placed]  # pod name -> where it went
+Scores = dict[str, dict[str, int]]  # node -> score plugin (weighted) and "total"
 
 
 @dataclass(frozen=True)
@@ -105,7 +118,7 @@ class Comparison:
     problems: list[str]
     exact_checked: int = 0
     exact_agreed: int = 0
-    tie: str = ""  # the first pod placed differently, when kubedra found it a tie (then nothing after it is compared)
+    scored: int = 0  # bound pods the real scheduler scored (two feasible nodes or more), their scores compared
     real_seconds: float = 0.0
 
     @property
@@ -173,6 +186,35 @@ def run_kubedra(
     return out, tied
 
 
+def kubedra_scores(docs: Sequence[Mapping[str, Any]]) -> dict[str, Scores]:
+    """The scores kubedra's kube-scheduler scorer gave each pod's feasible nodes, in the last cycle that scored it,
+    weighted as kube-scheduler logs them (plugins that scored 0 left out, as the log leaves out skipped ones). The
+    simulation runs node by node (``fast_path`` off) so that every choice among several nodes goes through
+    ``KubeScorer.score``."""
+    scenario = build_scenario(load_text(yaml.safe_dump_all([dict(d) for d in docs])))
+    simulation = prepare_simulation(scenario, Options(policy=Policy.KUBE_SCHEDULER, fast_path=False))
+    kube = simulation.scheduler.kube
+    assert kube is not None
+    scored: dict[str, Scores] = {}
+    score = kube.score
+
+    def recording(record: PodRecord, candidates: Sequence[Candidate], claims: Sequence[Any] = ()) -> list[NodeScores]:
+        out = score(record, candidates, claims)
+        scored[record.pod.metadata.name] = {
+            s.node: {**{p: WEIGHTS[p] * v for p, v in s.plugins.items() if v}, "total": s.total} for s in out
+        }
+        return out
+
+    kube.score = recording  # type: ignore[method-assign]
+    simulation.run()
+    return scored
+
+
+def without_zeros(scores: Mapping[str, Mapping[str, int]]) -> Scores:
+    """Logged scores as ``kubedra_scores`` gives them: the plugins that scored 0 left out, the total kept."""
+    return {n: {p: v for p, v in s.items() if v or p == "total"} for n, s in scores.items()}
+
+
 # ---------------------------------------------------------------------------------------------- the real scheduler
 
 
@@ -186,7 +228,14 @@ def _stop_scheduler(plane: ControlPlane) -> None:
     plane.components["kube-scheduler"].stop()
 
 
-def _start_scheduler(plane: ControlPlane) -> None:
+def _start_scheduler(plane: ControlPlane, parallelism: int = PARALLELISM, verbosity: int = 0) -> None:
+    """Start kube-scheduler with ``parallelism`` (its configuration file rewritten) and klog's ``-v``."""
+    config_path = plane.workdir / "scheduler.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["parallelism"] = parallelism
+    config_path.write_text(yaml.safe_dump(config))
+    component = plane.components["kube-scheduler"]
+    component.args = [a for a in component.args if not a.startswith("-v=")] + [f"-v={verbosity}"]
     plane._start_and_wait("kube-scheduler")  # the fixture's own start-and-wait-for-/readyz
 
 
@@ -215,7 +264,10 @@ def _snapshot(pods: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((p["metadata"]["name"], p["spec"].get("nodeName", "")) for p in pods))
 
 
-def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str, *, backlog: bool = False) -> Outcome:
+def run_real(
+    plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str, *, backlog: bool = False,
+    parallelism: int = PARALLELISM, verbosity: int = 0,
+) -> Outcome:
     """Place the scenario's pods with the real scheduler and read back where they went and with which devices.
 
     By default a fresh scheduler watches everything being created, and pods are created one at a time, each once the
@@ -226,7 +278,7 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
     """
     _stop_scheduler(plane)
     if not backlog:
-        _start_scheduler(plane)
+        _start_scheduler(plane, parallelism, verbosity)
     created: list[dict[str, Any]] = []
     pods_path = f"/api/v1/namespaces/{namespace}/pods"
     try:
@@ -244,7 +296,7 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
                                what=f"pod {doc['metadata']['name']}")
     finally:
         if backlog:
-            _start_scheduler(plane)
+            _start_scheduler(plane, parallelism, verbosity)
     pods = _settled(plane, pods_path)
     present = {p["metadata"]["name"] for p in pods}
     claims = {c["metadata"]["name"]: c for c in plane.get(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/"
@@ -313,13 +365,9 @@ def _clean_up(plane: ControlPlane, namespace: str, created: Sequence[Mapping[str
 # ---------------------------------------------------------------------------------------------- comparing
 
 
-def compare(
-    scenario: Scenario, real: Outcome, sim: Outcome, tied: Mapping[str, frozenset[str]] | None = None
-) -> Comparison:
-    """See the module docstring. Pods are compared in creation (name) order; when the first that differs went, on the
-    real side, to one of the nodes kubedra found tied for the best score (``tied``), the real scheduler broke the tie
-    otherwise (its Filter order is not fixed) and what follows is not compared pod by pod: the run counts as a tie,
-    not a disagreement."""
+def compare(scenario: Scenario, real: Outcome, sim: Outcome) -> Comparison:
+    """See the module docstring: the pods named by ``expect.yaml`` one by one in creation (name) order, then the
+    pending set and, where asked, the pods per node. Nothing is excused."""
     result = Comparison(scenario.name, real, sim, [])
     problems = result.problems
     if set(real) != set(sim):
@@ -337,18 +385,13 @@ def compare(
     if real_preempted != sim_preempted:
         problems.append(f"preempted: real {real_preempted}, kubedra {sim_preempted}")
     exact = scenario.expect.get("exact", [])
-    forced = bool(scenario.expect.get("forced"))
-    if forced or exact == "all":
+    if scenario.expect.get("forced") or exact == "all":
         exact = sorted(real)
     for pod in sorted(exact):
+        result.exact_checked += 1
         if real[pod] == sim[pod]:
-            result.exact_checked += 1
             result.exact_agreed += 1
-        elif not forced and not problems and real[pod].node in (tied or {}).get(pod, ()):
-            result.tie = f"{pod}: real {real[pod].node}, kubedra {sim[pod].node} (equal scores)"
-            return result  # the two runs part here: the pending set and the counts per node follow other paths
         else:
-            result.exact_checked += 1
             problems.append(f"{pod}: real {real[pod]}, kubedra {sim[pod]}")
     sim_pending = sorted(p for p, placed in sim.items() if placed.node is None)
     if real_pending != sim_pending:
@@ -378,33 +421,149 @@ def sim_pending_names(sim: Outcome) -> list[str]:
 def run_scenario(
     plane: ControlPlane, scenario: Scenario, policies: Sequence[Policy] = (Policy.KUBE_SCHEDULER,)
 ) -> list[Comparison]:
-    """One real run of the scenario, compared with kubedra under each policy (the first is the one that counts)."""
+    """One real run of the scenario, compared with kubedra under each policy (the first is the one that counts);
+    the kube-scheduler policy's comparison also holds the scores kubedra gave each bound pod's nodes to those the
+    real scheduler logged for it."""
     tag = secrets.token_hex(3)
     namespace = f"{scenario.name}-{tag}"
     docs = prepare(scenario.docs, namespace, f"s{tag}.{DRIVER}")
     began = time.monotonic()
-    real = run_real(plane, docs, namespace, backlog=bool(scenario.expect.get("backlog")))
+    offset = log_offset(plane)
+    real = run_real(plane, docs, namespace, backlog=bool(scenario.expect.get("backlog")), verbosity=SCORE_VERBOSITY)
     seconds = time.monotonic() - began
+    logged = logged_scores(plane, offset, namespace)
     out = []
     for policy in policies:
-        comparison = compare(scenario, real, *run_kubedra(docs, policy, scenario.expect.get("gates")))
+        comparison = compare(scenario, real, run_kubedra(docs, policy, scenario.expect.get("gates"))[0])
         comparison.real_seconds = seconds
         out.append(comparison)
+    if policies and policies[0] is Policy.KUBE_SCHEDULER:
+        compare_scores(out[0], logged, kubedra_scores(docs))
     return out
+
+
+def compare_scores(result: Comparison, logged: Mapping[str, Scores], scored: Mapping[str, Scores]) -> None:
+    """Every bound pod the real scheduler scored: kubedra's scores of the same nodes, plugin by plugin."""
+    for pod in sorted(logged):
+        if result.real.get(pod, Placed(None)).node is None:
+            continue  # scored in a cycle that did not bind it (it stayed pending): not one kubedra need repeat
+        result.scored += 1
+        if without_zeros(logged[pod]) != scored.get(pod):
+            result.problems.append(f"{pod}'s scores: real {without_zeros(logged[pod])}, kubedra {scored.get(pod)}")
+
+
+# ---------------------------------------------------------------------------------------------- ties at random
+
+_FINAL_SCORE = re.compile(r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)')
+_PLUGIN_SCORE = re.compile(r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
+
+
+@dataclass(frozen=True)
+class TiePick:
+    """One pod the real scheduler placed among nodes that scored alike: the nodes its log scored highest, those
+    kubedra's scorer found tied, and where the pod went."""
+
+    pod: str
+    real_top: frozenset[str]
+    kubedra_top: frozenset[str]
+    node: str | None
+
+
+def log_offset(plane: ControlPlane) -> int:
+    path = plane.components["kube-scheduler"].log
+    return path.stat().st_size if path.exists() else 0
+
+
+def logged_scores(plane: ControlPlane, offset: int, namespace: str) -> dict[str, dict[str, dict[str, int]]]:
+    """The scores kube-scheduler logged at ``-v=10`` since ``offset``: pod -> node -> plugin (weighted) and
+    ``"total"``; a pod scheduled more than once keeps its last cycle's."""
+    text = plane.components["kube-scheduler"].log.read_bytes()[offset:].decode(errors="replace")
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    totalled: set[str] = set()  # pods whose cycle logged its totals: a plugin line after them starts a new cycle
+    prefix = f"{namespace}/"
+    for line in text.splitlines():
+        if (found := _PLUGIN_SCORE.search(line)) is not None:
+            pod, plugin, node, score = found.groups()
+            if pod.startswith(prefix):
+                name = pod[len(prefix):]
+                if name in totalled:
+                    totalled.discard(name)
+                    out[name] = {}
+                out.setdefault(name, {}).setdefault(node, {})[plugin] = int(score)
+        elif (found := _FINAL_SCORE.search(line)) is not None:
+            pod, node, score = found.groups()
+            if pod.startswith(prefix):
+                totalled.add(pod[len(prefix):])
+                out.setdefault(pod[len(prefix):], {}).setdefault(node, {})["total"] = int(score)
+    return out
+
+
+def tie_picks(plane: ControlPlane, scenario: Scenario, parallelism: int = DEFAULT_PARALLELISM) -> list[TiePick]:
+    """The scenario on the real scheduler with ``parallelism`` and score logging, and kubedra on the same objects:
+    per pod, the nodes with the highest total on each side and the real pick. Only meaningful where a pod's scores do
+    not depend on where the pods before it went (the real run may break ties otherwise than kubedra's)."""
+    tag = secrets.token_hex(3)
+    namespace = f"{scenario.name}-{tag}"
+    docs = prepare(scenario.docs, namespace, f"s{tag}.{DRIVER}")
+    offset = log_offset(plane)
+    real = run_real(plane, docs, namespace, parallelism=parallelism, verbosity=SCORE_VERBOSITY)
+    scores = logged_scores(plane, offset, namespace)
+    _, tied = run_kubedra(docs)
+    out = []
+    for pod in sorted(real):
+        nodes = scores.get(pod, {})
+        best = max((n["total"] for n in nodes.values()), default=None)
+        real_top = frozenset(name for name, n in nodes.items() if n["total"] == best)
+        out.append(TiePick(pod, real_top, tied.get(pod, frozenset()), real[pod].node))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- reporting
+
+
+def page_scenarios() -> list[Scenario]:
+    """What CI compares and the page reports: every fixed scenario, then the random ones of ``RANDOM_SEEDS``."""
+    from tests.kube.random_scenarios import random_scenario
+
+    return load_scenarios() + [random_scenario(seed) for seed in range(RANDOM_SEEDS)]
+
+
+def page_section() -> str:
+    """docs/fidelity.md's generated ``kube-scheduler`` section, from a fresh control plane (``scripts/fidelity``)."""
+    policies = list(Policy)
+    with running_control_plane(scheduler_config={"parallelism": PARALLELISM}) as plane:
+        results = [run_scenario(plane, s, policies) for s in page_scenarios()]
+    if not all(r[0].agrees for r in results):
+        raise SystemExit("the kube-scheduler comparison does not pass:\n" + table([r[0] for r in results]))
+    return summary(results, policies)
 
 
 def table(comparisons: Sequence[Comparison]) -> str:
     """One line per scenario: agreement, exact placements agreeing, the pending set and the problems."""
-    rows = ["| scenario | agrees | exact placements | pending (real) | differences |", "|---|---|---:|---|---|"]
+    rows = ["| scenario | agrees | exact placements | pods scored alike | pending (real) | differences |",
+            "|---|---|---:|---:|---|---|"]
     for c in comparisons:
         pending = ", ".join(sorted(p for p, placed in c.real.items() if placed.node is None)) or "-"
         exact = f"{c.exact_agreed}/{c.exact_checked}" if c.exact_checked else "-"
-        verdict = "NO" if not c.agrees else "tie" if c.tie else "yes"
-        rows.append(f"| {c.scenario} | {verdict} | {exact} | {pending} | {'; '.join(c.problems) or c.tie or '-'} |")
-    agreed = sum(c.agrees and not c.tie for c in comparisons)
-    ties = sum(bool(c.agrees and c.tie) for c in comparisons)
-    rows.append(f"\n{agreed}/{len(comparisons)} scenarios agree entirely; {ties} more up to a tie broken otherwise")
+        rows.append(f"| {c.scenario} | {'yes' if c.agrees else 'NO'} | {exact} | {c.scored if c.agrees else '-'} | "
+                    f"{pending} | {'; '.join(c.problems) or '-'} |")
     return "\n".join(rows)
+
+
+def summary(results: Sequence[Sequence[Comparison]], policies: Sequence[Policy]) -> str:
+    """The page's generated section: the table for the kube-scheduler policy (the first), then how each policy fared
+    on the same real outcomes."""
+    lines = [table([r[0] for r in results]), ""]
+    scored = sum(r[0].scored for r in results)
+    lines.append(f"- scores: {scored} bound pods that had two feasible nodes or more, every score plugin's weighted "
+                 "score on every node as the real scheduler logged it at `-v=10`")
+    for i, policy in enumerate(policies):
+        agreed = sum(r[i].agrees for r in results)
+        pods = sum(r[i].exact_agreed for r in results)
+        checked = sum(r[i].exact_checked for r in results)
+        lines.append(f"- `--policy {policy.value}`: {agreed}/{len(results)} scenarios agree entirely; "
+                     f"{pods}/{checked} placements")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str]) -> int:
@@ -421,12 +580,7 @@ def main(argv: Sequence[str]) -> int:
         for _ in range(rounds):
             results.extend(run_scenario(plane, s, policies) for s in load_scenarios())
         results.extend(run_scenario(plane, random_scenario(seed), policies) for seed in range(randoms))
-    print(table([r[0] for r in results]))
-    for i, policy in enumerate(policies):
-        agreed = sum(r[i].agrees and not r[i].tie for r in results)
-        pods = sum(r[i].exact_agreed for r in results)
-        checked = sum(r[i].exact_checked for r in results)
-        print(f"--policy {policy.value}: {agreed}/{len(results)} scenarios agree; exact placements {pods}/{checked}")
+    print(summary(results, policies))
     return 0 if all(r[0].agrees for r in results) else 1
 
 

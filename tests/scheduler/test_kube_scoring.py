@@ -1,15 +1,22 @@
-"""The ``kube-scheduler`` policy: each plugin's integer formula against scores worked out by hand from v1.37.2's source,
-the heap's tie-breaking against Go's ``container/heap``, and whole simulations where the choice is only the scores'."""
+"""The ``kube-scheduler`` policy: every score plugin's weighted score per node against what kube-scheduler v1.37.2
+logged for the same objects (``kube_scores.yaml``, recorded by tests/kube/real_scores.py and checked against a fresh
+run by tests/kube/test_real_scores.py); the helpers' integer arithmetic (Go's truncation and rounding) on the edges the
+API cannot express (a node without memory, weight-0 terms); the heap's tie-breaking against v1.37.2's own heap (the oracle's ``heap-root``);
+and whole simulations where the choice is only the scores'."""
 
 from __future__ import annotations
 
-import math
+import json
 import random
+import subprocess
 from typing import Any
 
 import msgspec
 import pytest
 import yaml
+from tests.conformance.oracle import go_available, oracle_path
+from tests.kube.real_scores import CASES, TARGET, Case, Scores, load_expected
+from tests.kube.vs_kube_scheduler import without_zeros
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import ScoringRequests, pod_requests, scoring_requests
@@ -25,6 +32,7 @@ from kubedra.objects.model import (
 from kubedra.scheduler.bitsets import mask_of
 from kubedra.scheduler.scoring import (
     FEW_TIED,
+    WEIGHTS,
     Candidate,
     KubeScorer,
     Policy,
@@ -39,7 +47,6 @@ from kubedra.scheduler.scoring import (
     heap_root_in,
     heap_root_of,
     heap_root_rank,
-    intolerable_prefer_no_schedule,
     least_allocated,
     least_requested,
     preferred_affinity,
@@ -115,31 +122,22 @@ def test_go_round_is_half_away_from_zero() -> None:
     assert go_round(5.2189) == 5
 
 
-@pytest.mark.parametrize(
-    ("totals", "root"),
-    [
-        # Worked out with Go 1.26's container/heap (Init, then Pop) on these lists.
-        ([1, 5, 5], 1),
-        ([1, 2, 5, 5], 3),  # not the first of the tied nodes
-        ([5, 5, 5], 0),
-        ([1, 2, 3, 4, 5, 5], 4),
-        ([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 9, 9], 5),
-    ],
-)
-def test_heap_root_matches_go_container_heap(totals: list[int], root: int) -> None:
-    assert heap_root(totals) == root
-
-
-def test_taint_toleration_counts_untolerated_prefer_no_schedule() -> None:
-    node = _node("n", taints=[
-        {"key": "a", "value": "1", "effect": "PreferNoSchedule"},
-        {"key": "b", "value": "1", "effect": "PreferNoSchedule"},
-        {"key": "c", "value": "1", "effect": "NoSchedule"},
-    ])
-    assert intolerable_prefer_no_schedule(node, _pod({})) == 2
-    tolerating = _pod({"tolerations": [{"key": "a", "operator": "Exists"},
-                                       {"key": "b", "operator": "Exists", "effect": "NoSchedule"}]})
-    assert intolerable_prefer_no_schedule(node, tolerating) == 1  # a NoSchedule toleration does not count
+@pytest.mark.oracle
+@pytest.mark.skipif(not go_available(), reason="go is not on PATH: the upstream oracle cannot be built")
+def test_heap_root_is_the_node_kube_scheduler_pops() -> None:
+    """``heap_root`` against v1.37.2's own ``framework.NewSortedScoredNodes(...).Pop()`` (``oracle heap-root``), on
+    lists with many ties (totals 0..3) and with few (0..1000), 1 to 60 nodes."""
+    rng = random.Random(13)
+    lists = [[1, 5, 5], [1, 2, 5, 5], [5, 5, 5], [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 9, 9]]
+    lists += [[rng.randint(0, rng.choice([3, 1000])) for _ in range(rng.randint(1, 60))] for _ in range(3000)]
+    binary = oracle_path()
+    if not binary.exists():
+        raise FileNotFoundError(f"{binary} is missing: run tests/oracle/build.sh")
+    answer = subprocess.run([str(binary), "heap-root"], input=json.dumps(lists), capture_output=True, text=True,
+                            timeout=60, check=True)
+    roots = json.loads(answer.stdout)
+    assert [heap_root(totals) for totals in lists] == roots
+    assert roots[1] == 3  # not the first of the tied nodes: the check has teeth
 
 
 def test_node_affinity_sums_weights_of_matching_preferred_terms() -> None:
@@ -209,49 +207,6 @@ def _record(pod: Pod) -> PodRecord:
 
 def _bind(state: ClusterState, pod: Pod, node: str) -> None:
     state.bind(_record(pod), node)
-
-
-def test_spreading_of_a_replicaset_by_hand() -> None:
-    """Hostname constraint only (no zone labels): raw 2·ln5+2 → 5, 2, ln5+2 → 4; normalised 40, 100, 60."""
-    owner = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}]}
-    state = _state([_node("a"), _node("b"), _node("c")])
-    for i, node in enumerate(["a", "a", "c"]):
-        _bind(state, _pod({}, name=f"w{i}", **owner), node)
-    _bind(state, _pod({}, name="other"), "b")  # not the ReplicaSet's: not counted
-    scorer = KubeScorer(state)
-    scores = scorer.score(_record(_pod({}, **owner)), [Candidate("a"), Candidate("b"), Candidate("c")])
-    assert [s.plugins["PodTopologySpread"] for s in scores] == [40, 100, 60]
-    assert math.log(5) * 2 + 2 == pytest.approx(5.2189, abs=1e-4)
-
-
-def test_zone_spreading_counts_pods_in_the_zone() -> None:
-    """Zones z1 (a, b) and z2 (c); pods: a 1, b 1, c 1. Feasible a, c: hostname weight ln4, zone weight ln4.
-    a: (1·ln4 + 2) + (2·ln4 + 4) = 10.16 → 10; c: (ln4 + 2) + (ln4 + 4) = 8.77 → 9; normalised 90, 100."""
-    owner = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "controller": True}]}
-    zone = "topology.kubernetes.io/zone"
-    state = _state([_node("a", {zone: "z1"}), _node("b", {zone: "z1"}), _node("c", {zone: "z2"})])
-    for i, node in enumerate(["a", "b", "c"]):
-        _bind(state, _pod({}, name=f"db-{i}", **owner), node)
-    scores = KubeScorer(state).score(_record(_pod({}, **owner)), [Candidate("a"), Candidate("c")])
-    assert [s.plugins["PodTopologySpread"] for s in scores] == [100 * (10 + 9 - 10) // 10, 100 * (10 + 9 - 9) // 10]
-
-
-def test_weighted_total() -> None:
-    """One node half full of cpu: Fit (25+100)/2 ... totals are the weighted sum of the normalised scores."""
-    state = _state([_node("a"), _node("b")])
-    _bind(state, _pod({"containers": [{"name": "x", "resources": {"requests": {"cpu": "2", "memory": "0"}}}]}), "a")
-    pod = _pod({"containers": [{"name": "x", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]})
-    a, b = KubeScorer(state).score(_record(pod), [Candidate("a"), Candidate("b")])
-    # Fit on a: cpu (4000-3000)*100/4000 = 25, memory (8-1)/8 → 87; (25+87)/2 = 56. On b: 75, 87 → 81.
-    assert a.plugins["NodeResourcesFit"] == 56
-    assert b.plugins["NodeResourcesFit"] == 81
-    # Balanced on a: with (.75, .125) std .3125 → 68; without (.5, 0) std .25 → 75; 50 + (50-7)/2 = 71.
-    # On b: with (.25, .125) → 93; without (0, 0) → 100; 50 + (50-7)/2 = 71.
-    assert a.plugins["NodeResourcesBalancedAllocation"] == 71
-    assert b.plugins["NodeResourcesBalancedAllocation"] == 71
-    assert a.plugins["TaintToleration"] == b.plugins["TaintToleration"] == 100
-    assert a.total == 3 * 100 + 56 + 71
-    assert b.total == 3 * 100 + 81 + 71
 
 
 # ---------------------------------------------------------------------------------------------- whole runs
@@ -377,3 +332,38 @@ def test_resource_total_is_the_plugin_formulas_weighted() -> None:
                                 rng.choice([100, 2500]), rng.choice([200 * 1024**2, 64 * GI]))
         fit, balanced = scorer.resources((have, used), wants)
         assert resource_total((have, used), wants) == fit + balanced
+
+
+# ---------------------------------------------------------------------------------------------- the real scheduler's
+
+
+def _scores_against_the_real_scheduler(case: Case) -> tuple[Scores, Scores]:
+    """kubedra's weighted scores per node for the case's target, and the real scheduler's recorded ones, both without
+    the plugins that scored 0 (the real scheduler's log leaves out plugins whose PreScore skipped)."""
+    real = load_expected()[case.name]
+    docs = [d for d in case.docs if d["kind"] in ("Node", "Pod")]
+    nodes = [msgspec.convert(d, Node) for d in docs if d["kind"] == "Node"]
+    state = _state(nodes)
+    target = None
+    for doc in docs:
+        if doc["kind"] != "Pod":
+            continue
+        body = {**doc, "metadata": {**doc["metadata"], "namespace": "default"}}
+        pod = msgspec.convert(body, Pod)
+        if doc["metadata"]["name"] == TARGET:
+            target = pod
+        else:
+            _bind(state, pod, doc["spec"]["nodeName"])
+    assert target is not None
+    candidates = [Candidate(n.metadata.name) for n in nodes if n.metadata.name in real]
+    ours = {s.node: {**{p: WEIGHTS[p] * v for p, v in s.plugins.items() if v}, "total": s.total}
+            for s in KubeScorer(state).score(_record(target), candidates)}
+    return ours, without_zeros(real)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_scores_are_the_real_schedulers(case: Case) -> None:
+    """Each plugin's weighted score and each total per feasible node, as kube-scheduler v1.37.2 logged them at -v=10
+    for the same objects (tests/scheduler/kube_scores.yaml, recorded by tests/kube/real_scores.py)."""
+    ours, theirs = _scores_against_the_real_scheduler(case)
+    assert ours == theirs, case.why
