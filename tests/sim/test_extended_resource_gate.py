@@ -14,8 +14,8 @@ from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, prepare
 
 OBJECTS = Path(__file__).resolve().parents[1] / "kube" / "scenarios" / "kep5004-gate" / "objects.yaml"
-PENDING = ("0/1 nodes are available: 1 Insufficient example.com/gpu. preemption: 0/1 nodes are available: 1 No "
-           "preemption victims found for incoming pod.")  # FitError, then PostFilter's part, as kube-scheduler writes it
+PENDING = ("0/1 nodes are available: 1 Insufficient example.com/gpu. preemption: 0/1 nodes are available: 1 Preemption "
+           "is not helpful for scheduling.")  # FitError, then PostFilter's part, as kube-scheduler writes it
 
 
 def _outcome(features: Features) -> dict[str, tuple[str, str]]:

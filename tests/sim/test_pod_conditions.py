@@ -17,7 +17,7 @@ OBJECTS = Path(__file__).resolve().parents[1] / "kube" / "scenarios" / "kep5004-
     ("1.37", {"type": "PodScheduled", "status": "True"}),
     ("1.35", {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
               "message": "0/1 nodes are available: 1 Insufficient example.com/gpu. preemption: 0/1 nodes are "
-                         "available: 1 No preemption victims found for incoming pod."}),
+                         "available: 1 Preemption is not helpful for scheduling."}),
 ])
 def test_pods_carry_the_pod_scheduled_condition(
     capsys: pytest.CaptureFixture[str], release: str, condition: dict[str, str]

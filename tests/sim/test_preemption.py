@@ -150,3 +150,18 @@ def test_a_budget_with_both_or_neither_bound_is_refused_naming_the_field() -> No
     with pytest.raises(InvalidInputError) as caught:
         build_scenario(load_text(text_of(budget(minAvailable="half"))))
     assert [p.location.field for p in caught.value.problems] == ["spec.minAvailable"]
+
+
+def test_a_request_beyond_the_node_s_size_is_not_helped_by_evicting() -> None:
+    """v1.37.2's NodeResourcesFit marks a request above the node's allocatable UnschedulableAndUnresolvable: no
+    victim is taken even though a lower-priority pod runs there (checked on the real scheduler by
+    tests/kube/test_extended_gate_vs_kube_scheduler.py for an extended resource the node lacks)."""
+    sim = run(
+        nodepool("n", gpus=None, allocatable={"cpu": "4", "memory": "64Gi"}),
+        priority_class("low", 10), priority_class("high", 1000),
+        cpu_pod("small", "2", priorityClassName="low"),
+        cpu_pod("huge", "8", priorityClassName="high", start_after="1m"),
+    )
+    assert not any(e["type"] == "Preempted" for e in sim.events)
+    assert sim.pending_reason("huge") == ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
+                                          "available: 1 Preemption is not helpful for scheduling.")

@@ -18,7 +18,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.cluster.usage import NodeUsage
+from kubedra.cluster.usage import ZERO, NodeUsage
+from kubedra.objects.model import Node
+from kubedra.objects.quantity import Quantity
 from kubedra.scheduler.nodefit import is_extended_resource, resources_reason
 
 RESOLVABLE = ("Insufficient ", "Too many pods")
@@ -40,6 +42,38 @@ def priority_of(record: PodRecord) -> int:
 def resolvable(reason: str) -> bool:
     """A Filter reason preemption may resolve (``Unschedulable``, not ``UnschedulableAndUnresolvable``)."""
     return reason.startswith(RESOLVABLE)
+
+
+NEVER_SERVED_BY_DRA = ("cpu", "memory", "ephemeral-storage")
+
+
+def beyond_allocatable(record: PodRecord, node: Node, reason: str) -> bool:
+    """NodeResourcesFit's ``Unresolvable``: the pod asks more of a resource than the node has at all, so no eviction
+    can make room (v1.37.2 ``fitsRequest``; the node's whole status is then UnschedulableAndUnresolvable). Read for
+    the resource the reason names and the ones DRA never serves; a node publishing no allocatable has room for any
+    cpu and memory, as Filter reads it."""
+    allocatable = node.status.allocatable
+    named = reason.removeprefix("Insufficient ") if reason.startswith("Insufficient ") else None
+    for name in {*NEVER_SERVED_BY_DRA, *([named] if named else [])}:
+        want = record.requests.get(name)
+        if want is None or want <= ZERO:
+            continue
+        have = allocatable.get(name)
+        if have is None:
+            if is_extended_resource(name) or (allocatable and name in NEVER_SERVED_BY_DRA):
+                return True
+            continue
+        if want > Quantity.parse(have):
+            return True
+    return False
+
+
+def may_help(state: ClusterState, record: PodRecord) -> Callable[[str, str], bool]:
+    """Whether evicting pods could resolve Filter's ``reason`` on ``node`` for this pod."""
+    def helps(reason: str, node: str) -> bool:
+        known = state.nodes.get(node)
+        return resolvable(reason) and not (known is not None and beyond_allocatable(record, known, reason))
+    return helps
 
 
 @dataclass(frozen=True)
@@ -110,12 +144,13 @@ def preempt(
     going = set(terminating)
     priority = priority_of(record)
     unresolvable = sorted({reason for reason in reasons if not resolvable(reason)})
+    helps = may_help(state, record)
     statuses: dict[str, int] = {}
-    not_helpful = sum(len(nodes) for reason, nodes in reasons.items() if not resolvable(reason))
+    not_helpful = sum(1 for reason, nodes in reasons.items() for node in nodes if not helps(reason, node))
     if not_helpful:
         statuses[NOT_HELPFUL] = not_helpful
     found: list[tuple[str, list[PodRecord], int]] = []
-    for node in sorted(node for reason, nodes in reasons.items() if resolvable(reason) for node in nodes):
+    for node in sorted(node for reason, nodes in reasons.items() for node in nodes if helps(reason, node)):
         lower = [r for r in state.bound.get(node, {}).values() if priority_of(r) < priority and r.key not in going]
         if not lower:
             statuses[NO_VICTIMS] = statuses.get(NO_VICTIMS, 0) + 1
@@ -139,12 +174,14 @@ def summary(statuses: dict[str, int], total: int) -> str:
     return f"0/{total} nodes are available: {', '.join(parts)}."
 
 
-def without_victims(reasons: dict[str, list[str]]) -> str:
-    """PostFilter's summary where no pod has a lower priority than this one (no node offers a victim)."""
+def without_victims(reasons: dict[str, list[str]], helps: Callable[[str, str], bool] | None = None) -> str:
+    """PostFilter's summary where no pod has a lower priority than this one (no node offers a victim); ``helps``
+    (``may_help``) also reads each node's size, else only the reason."""
     statuses: dict[str, int] = {}
     for reason, nodes in reasons.items():
-        status = NO_VICTIMS if resolvable(reason) else NOT_HELPFUL
-        statuses[status] = statuses.get(status, 0) + len(nodes)
+        for node in nodes:
+            status = NO_VICTIMS if (helps(reason, node) if helps else resolvable(reason)) else NOT_HELPFUL
+            statuses[status] = statuses.get(status, 0) + 1
     return summary(statuses, sum(statuses.values()))
 
 

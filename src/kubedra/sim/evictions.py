@@ -19,6 +19,7 @@ from kubedra.scheduler.preemption import (
     NEVER,
     TERMINATING,
     Preemption,
+    may_help,
     preempt,
     priority_of,
     resolvable,
@@ -58,7 +59,7 @@ class Evictions:
         if record.pod.spec.preemption_policy == "Never":
             answer = Preemption(message=NEVER)
         elif not self.bound_priorities or min(self.bound_priorities) >= priority:
-            answer = Preemption(message=without_victims(outcome.reasons),
+            answer = Preemption(message=without_victims(outcome.reasons, may_help(self.sim.state, record)),
                                 unresolvable=sorted({r for r in outcome.reasons if not resolvable(r)}))
         else:
             nominated = record.pod.status.nominated_node_name
