@@ -124,7 +124,8 @@ def test_cpu_and_memory_requests_block_until_a_pod_finishes() -> None:
     events = {e["object"]: e for e in sim.events if e["type"] == "Pending"}
     assert events["Pod default/cpu"]["message"] == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     assert events["Pod default/mem"]["message"] == "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
-    assert sim.pending_reason("too-big") == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    # more cpu than the node has at all: NodeResourcesFit's Unresolvable, so preemption cannot help
+    assert sim.pending_reason("too-big") == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
 
 
 def test_node_selector_blocks_unmatched_nodes_and_unblocks_matching_ones() -> None:
