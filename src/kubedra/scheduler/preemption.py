@@ -68,12 +68,39 @@ def beyond_allocatable(record: PodRecord, node: Node, reason: str) -> bool:
     return False
 
 
-def may_help(state: ClusterState, record: PodRecord) -> Callable[[str, str], bool]:
-    """Whether evicting pods could resolve Filter's ``reason`` on ``node`` for this pod."""
-    def helps(reason: str, node: str) -> bool:
-        known = state.nodes.get(node)
-        return resolvable(reason) and not (known is not None and beyond_allocatable(record, known, reason))
-    return helps
+MAX_SIZE_SHAPES = 4096
+
+
+class NodeSizes:
+    """The nodes too small for a pod at all, per request shape and Filter reason (``beyond_allocatable``): nodes'
+    allocatable never changes in a run, so each shape is worked out over the nodes once, and PostFilter's summary for
+    a pod that fits nowhere stays O(reasons) where no node is too small (the usual case)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self._too_small: dict[tuple[object, str], frozenset[str]] = {}
+
+    def too_small(self, record: PodRecord, reason: str) -> frozenset[str]:
+        key = (record.requests_key, reason)
+        found = self._too_small.get(key)
+        if found is None:
+            found = frozenset(
+                name for name, node in self.state.nodes.items() if beyond_allocatable(record, node, reason)
+            ) if resolvable(reason) else frozenset()
+            if len(self._too_small) >= MAX_SIZE_SHAPES:
+                self._too_small.clear()
+            self._too_small[key] = found
+        return found
+
+    def split(self, record: PodRecord, reason: str, nodes: Sequence[str]) -> tuple[int, list[str]]:
+        """(how many of ``nodes`` evicting cannot help on, the nodes where it may), for one Filter reason."""
+        if not resolvable(reason):
+            return len(nodes), []
+        small = self.too_small(record, reason)
+        if not small:
+            return 0, list(nodes)
+        helped = [node for node in nodes if node not in small]
+        return len(nodes) - len(helped), helped
 
 
 @dataclass(frozen=True)
@@ -132,6 +159,7 @@ def preempt(
     terminating: Iterable[str] = (),
     *,
     budgets: Sequence[Budget] = (),
+    sizes: NodeSizes | None = None,
 ) -> Preemption:
     """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes) and the PodDisruptionBudgets.
 
@@ -144,13 +172,18 @@ def preempt(
     going = set(terminating)
     priority = priority_of(record)
     unresolvable = sorted({reason for reason in reasons if not resolvable(reason)})
-    helps = may_help(state, record)
+    sizes = sizes or NodeSizes(state)
     statuses: dict[str, int] = {}
-    not_helpful = sum(1 for reason, nodes in reasons.items() for node in nodes if not helps(reason, node))
+    not_helpful = 0
+    candidates: list[str] = []
+    for reason, nodes in reasons.items():
+        hopeless, helped = sizes.split(record, reason, nodes)
+        not_helpful += hopeless
+        candidates.extend(helped)
     if not_helpful:
         statuses[NOT_HELPFUL] = not_helpful
     found: list[tuple[str, list[PodRecord], int]] = []
-    for node in sorted(node for reason, nodes in reasons.items() for node in nodes if helps(reason, node)):
+    for node in sorted(candidates):
         lower = [r for r in state.bound.get(node, {}).values() if priority_of(r) < priority and r.key not in going]
         if not lower:
             statuses[NO_VICTIMS] = statuses.get(NO_VICTIMS, 0) + 1
@@ -174,14 +207,14 @@ def summary(statuses: dict[str, int], total: int) -> str:
     return f"0/{total} nodes are available: {', '.join(parts)}."
 
 
-def without_victims(reasons: dict[str, list[str]], helps: Callable[[str, str], bool] | None = None) -> str:
-    """PostFilter's summary where no pod has a lower priority than this one (no node offers a victim); ``helps``
-    (``may_help``) also reads each node's size, else only the reason."""
+def without_victims(record: PodRecord, reasons: dict[str, list[str]], sizes: NodeSizes) -> str:
+    """PostFilter's summary where no pod has a lower priority than this one (no node offers a victim)."""
     statuses: dict[str, int] = {}
     for reason, nodes in reasons.items():
-        for node in nodes:
-            status = NO_VICTIMS if (helps(reason, node) if helps else resolvable(reason)) else NOT_HELPFUL
-            statuses[status] = statuses.get(status, 0) + 1
+        hopeless, helped = sizes.split(record, reason, nodes)
+        for status, count in ((NOT_HELPFUL, hopeless), (NO_VICTIMS, len(helped))):
+            if count:
+                statuses[status] = statuses.get(status, 0) + count
     return summary(statuses, sum(statuses.values()))
 
 

@@ -36,7 +36,7 @@ from kubedra.scheduler.claims import (
 )
 from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.gangs import GroupOutcome
-from kubedra.scheduler.preemption import NEVER, Preemption, may_help, without_victims
+from kubedra.scheduler.preemption import NEVER, Preemption, without_victims
 from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
@@ -298,7 +298,7 @@ class Simulation:
         elif record.pod.spec.preemption_policy == "Never":
             message = NEVER
         else:
-            message = without_victims(outcome.reasons, may_help(self.state, record))
+            message = without_victims(record, outcome.reasons, self.scheduler.node_sizes)
         return Unschedulable(f"{outcome.message} preemption: {message}", outcome.reasons) if message else outcome
 
     def evict_at(self, time: float, record: PodRecord) -> None:
