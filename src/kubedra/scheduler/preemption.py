@@ -159,7 +159,7 @@ def preempt(
     terminating: Iterable[str] = (),
     *,
     budgets: Sequence[Budget] = (),
-    sizes: NodeSizes | None = None,
+    sizes: NodeSizes,
 ) -> Preemption:
     """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes) and the PodDisruptionBudgets.
 
@@ -172,7 +172,6 @@ def preempt(
     going = set(terminating)
     priority = priority_of(record)
     unresolvable = sorted({reason for reason in reasons if not resolvable(reason)})
-    sizes = sizes or NodeSizes(state)
     statuses: dict[str, int] = {}
     not_helpful = 0
     candidates: list[str] = []

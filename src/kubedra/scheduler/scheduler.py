@@ -39,7 +39,6 @@ from kubedra.scheduler.extended import (
 )
 from kubedra.scheduler.fgd import TraceScorer
 from kubedra.scheduler.nodefit import claim_rejecting, is_extended_resource, node_fit_reason
-from kubedra.scheduler.preemption import NodeSizes
 from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
@@ -122,7 +121,6 @@ class Scheduler:
         self.rng = rng
         self.index = index
         self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
-        self.node_sizes = NodeSizes(state)  # PostFilter's nodes too small for a pod at all
         self.trace = TraceScorer(state, policy.value) if policy in TRACE_POLICIES else None
         self.extended_map = ExtendedResourceMap(list(state.classes.values()) if extended_resources else [])
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName

@@ -58,7 +58,7 @@ class Evictions:
         if record.pod.spec.preemption_policy == "Never":
             answer = Preemption(message=NEVER)
         elif not self.bound_priorities or min(self.bound_priorities) >= priority:
-            answer = Preemption(message=without_victims(record, outcome.reasons, self.sim.scheduler.node_sizes),
+            answer = Preemption(message=without_victims(record, outcome.reasons, self.sim.node_sizes),
                                 unresolvable=sorted({r for r in outcome.reasons if not resolvable(r)}))
         else:
             nominated = record.pod.status.nominated_node_name
@@ -70,7 +70,7 @@ class Evictions:
             state = self.sim.state
             budgets = current_budgets(self.budgets, state, self.terminating) if self.budgets else []
             answer = preempt(state, record, outcome.reasons, self.sim.scheduler.fits_on, self.terminating,
-                             budgets=budgets, sizes=self.sim.scheduler.node_sizes)
+                             budgets=budgets, sizes=self.sim.node_sizes)
         self.last[record.key] = answer
         if not answer.found:
             return answer.message

@@ -36,7 +36,7 @@ from kubedra.scheduler.claims import (
 )
 from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.gangs import GroupOutcome
-from kubedra.scheduler.preemption import NEVER, Preemption, without_victims
+from kubedra.scheduler.preemption import NEVER, NodeSizes, Preemption, without_victims
 from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
@@ -115,6 +115,14 @@ class Simulation:
     evictions: Evictions | None = None  # DefaultPreemption; made where pods have more than one priority
     workload_claims: bool = False  # DRAWorkloadResourceClaims: PodGroups' claims shared by their pods
     _on_bound: Callable[[int], None] | None = None  # progress within an instant: pods bound in it so far
+    _node_sizes: NodeSizes | None = None
+
+    @property
+    def node_sizes(self) -> NodeSizes:
+        """PostFilter's nodes too small for a pod at all, worked out per request shape as pending pods ask."""
+        if self._node_sizes is None:
+            self._node_sizes = NodeSizes(self.state)
+        return self._node_sizes
 
     @property
     def now(self) -> float:
@@ -298,7 +306,7 @@ class Simulation:
         elif record.pod.spec.preemption_policy == "Never":
             message = NEVER
         else:
-            message = without_victims(record, outcome.reasons, self.scheduler.node_sizes)
+            message = without_victims(record, outcome.reasons, self.node_sizes)
         return Unschedulable(f"{outcome.message} preemption: {message}", outcome.reasons) if message else outcome
 
     def evict_at(self, time: float, record: PodRecord) -> None:
