@@ -114,14 +114,17 @@ def test_marks_keep_every_view_equal_to_a_fresh_table(scenario: tuple[list[Alloc
     allocations, steps, consumable = scenario
     table = DeviceTable(_slices(), consumable_capacity=consumable)
     _track(table, SIGNATURES[:-1])
-    touched: list[str] = []
-    table.watchers.append(touched.append)
+    touched: list[tuple[str, int]] = []
+    table.watchers.append(lambda node, sign, _devices: touched.append((node, sign)))
     held: list[AllocationResult] = []
+    signs: list[int] = []
     for step, (number, sign) in enumerate(steps):
         if step == len(steps) // 2:  # a signature first asked for while allocations are remembered
             _track(table, SIGNATURES[-1:])
         allocation = allocations[number]
+        before = len(touched)
         table.mark(allocation, sign)
+        signs += [sign] * (len(touched) - before)
         if sign > 0:
             held.append(allocation)
         else:
@@ -145,7 +148,9 @@ def test_marks_keep_every_view_equal_to_a_fresh_table(scenario: tuple[list[Alloc
         assert table.in_use_on(node) == fresh.in_use_on(node), node
         for signature in SIGNATURES:
             assert table.free[signature].get(node, 0) == fresh.free[signature].get(node, 0), (node, signature)
-    assert set(touched) <= set(NODES)  # only nodes with node-local devices are reported changed
+    assert {node for node, _ in touched} <= set(NODES)  # only nodes with node-local devices are reported changed
+    assert all(sign == marked for (_, sign), marked in zip(touched, signs, strict=True))  # the scheduler's
+    # node sets keep monotone verdicts by this sign
 
 
 def test_held_names_the_devices_an_allocation_occupies() -> None:

@@ -14,6 +14,9 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests import depth
 from tests.conformance.oracle import go_available, oracle_path
 from tests.kube.real_scores import CASES, TARGET, Case, Scores, load_expected
 from tests.kube.vs_kube_scheduler import without_zeros
@@ -30,6 +33,7 @@ from kubedra.objects.model import (
     ResourceClaim,
 )
 from kubedra.scheduler.bitsets import mask_of
+from kubedra.scheduler.resource_scores import ResourceScores
 from kubedra.scheduler.scoring import (
     FEW_TIED,
     WEIGHTS,
@@ -288,6 +292,62 @@ def test_choose_window_is_choose_over_the_window_in_walk_order() -> None:
         tied = scorer.tied.get(record.key)
         assert scorer.choose_window(record, window, start) == expected
         assert scorer.tied.get(record.key) == tied
+
+
+@settings(max_examples=depth.examples(60, 600), deadline=None)
+@given(st.data())
+def test_choose_window_after_binds_and_departures_is_choose_from_scratch(data: st.DataObject) -> None:
+    """The incremental state behind ``choose_window`` (score classes, per-node totals per request shape) against the
+    node-by-node scorer's formulas, read after every step of a random sequence of binds and pods leaving (completed
+    or deleted: both unbind), with request shapes asked again after their nodes changed."""
+    count = data.draw(st.integers(2, 14), label="nodes")
+    nodes = [_node(f"n{i}", cpu=data.draw(st.sampled_from(["4", "8", "96"])),
+                   memory=data.draw(st.sampled_from(["16Gi", "64Gi", "1024Gi"]))) for i in range(count)]
+    state = _state(nodes)
+    scorer = KubeScorer(state)
+    shapes = [{}, {"cpu": "100m"}, {"cpu": "1", "memory": "1Gi"}, {"memory": "2Gi"}, {"cpu": "3", "memory": "5Gi"}]
+    bound: list[tuple[PodRecord, str]] = []
+    for step in range(data.draw(st.integers(1, 40), label="steps")):
+        action = data.draw(st.sampled_from(["bind", "bind", "leave", "read"]))
+        if action == "bind":
+            requests = data.draw(st.sampled_from(shapes))
+            record = _record(_pod({"containers": [{"name": "x", "resources": {"requests": requests}}]},
+                                  name=f"b{step}"))
+            node = nodes[data.draw(st.integers(0, count - 1))].metadata.name
+            state.bind(record, node)
+            bound.append((record, node))
+        elif action == "leave" and bound:
+            record, node = bound.pop(data.draw(st.integers(0, len(bound) - 1)))
+            state.unbind(record, node)
+        else:
+            window = data.draw(st.integers(1, (1 << count) - 1), label="window")
+            start = data.draw(st.integers(0, count - 1), label="start")
+            order = [i for i in range(start, count) if window >> i & 1] + [i for i in range(start) if window >> i & 1]
+            requests = data.draw(st.sampled_from(shapes))
+            record = _record(_pod({"containers": [{"name": "x", "resources": {"requests": requests}}]}))
+            expected = order[scorer.choose(record, [Candidate(nodes[i].metadata.name) for i in order])]
+            tied = scorer.tied.get(record.key)
+            assert scorer.choose_window(record, window, start) == expected
+            assert scorer.tied.get(record.key) == tied
+
+
+def test_resource_scores_follow_every_touch() -> None:
+    """Per-node totals per shape against a from-scratch maximum, through more touches than the log keeps (it starts
+    over, and each shape is then rebuilt) and shapes read seldom."""
+    rng = random.Random(13)
+    keys = [rng.randrange(50) for _ in range(30)]
+    scores: ResourceScores[int] = ResourceScores(keys, lambda key, wants: (key * wants.milli_cpu) % 17)
+    wants = [ScoringRequests(milli_cpu=m) for m in (1, 2, 3, 5, 7)]
+    for _ in range(5000):
+        i = rng.randrange(len(keys))
+        keys[i] = rng.randrange(50)
+        scores.touched(i)
+        if rng.random() < 0.3:
+            shape = rng.choice(wants)
+            window = rng.randrange(1, 1 << len(keys))
+            totals = {j: (keys[j] * shape.milli_cpu) % 17 for j in range(len(keys)) if window >> j & 1}
+            best = max(totals.values())
+            assert scores.best(window, shape) == mask_of([j for j, t in totals.items() if t == best])
 
 
 def test_compress_packs_the_selected_bits() -> None:

@@ -8,6 +8,7 @@ every placement must be valid (devices on the pod's node, no device held by two 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,3 +170,22 @@ def test_random_clusters_exercise_both_outcomes() -> None:
     for seed in range(40):
         kinds |= {e.type for e in _run(random_cluster(seed), Policy.LEAST_ALLOCATED, True, seed).events}
     assert {"Scheduled", "Pending", "Allocated", "Deallocated"} <= kinds
+
+
+@pytest.mark.parametrize("policy", [Policy.KUBE_SCHEDULER, Policy.LEAST_ALLOCATED])
+def test_fast_path_on_a_replayed_trace_of_shares_and_whole_gpus(policy: Policy) -> None:
+    """The cut of the Alibaba trace replayed with its departures: consumable shares of many sizes and whole GPUs on
+    the same devices, nodes gaining and losing devices one pod at a time — where the node sets keep an allocator
+    answer across a change that can only confirm it (``Verdicts.monotone``)."""
+    from kubedra.traces import openb
+
+    cut = Path(__file__).resolve().parents[2] / "examples" / "traces" / "openb"
+    nodes = openb.read_nodes((cut / openb.NODE_FILE).read_text())
+    tasks = openb.read_tasks((cut / openb.pod_file("default")).read_text(), "pods.csv")
+    text = yaml.safe_dump_all(openb.documents(nodes, tasks, replay="trace"))
+    fast = _run(text, policy, True, 0)
+    slow = _run(text, policy, False, 0)
+    assert _timeline(fast) == _timeline(slow)
+    kinds = {e.type for e in fast.events}
+    assert {"Scheduled", "Deallocated"} <= kinds
+    _assert_valid(fast)

@@ -136,6 +136,43 @@ def consumed_capacity(
     return out
 
 
+Share = tuple[dict[str, Quantity], bool]
+"""What one share of a request consumes of each capacity of a device, and whether the device's policies allow it."""
+
+
+def share(
+    requests: Amounts | None, capacity: Mapping[str, CapacityInfo], *, lenient: bool = False, fractional: bool = False
+) -> Share | None:
+    """One share of ``requests`` on a device with ``capacity``; None when a request names a capacity the device does
+    not have (the device is skipped). Depends on neither device's use: the search keeps it per device and request
+    (``DeviceEntry.shares``)."""
+    if requests and any(name not in capacity for name in requests):
+        return None
+    consumed = consumed_capacity(requests, capacity, lenient=lenient, fractional=fractional)
+    allowed = not any(violates_policy(consumed[name], cap, fractional=fractional) for name, cap in capacity.items())
+    return consumed, allowed
+
+
+def share_fits(
+    found: Share | None, capacity: Mapping[str, CapacityInfo], allocated: Amounts | None, allocating: Amounts | None
+) -> bool:
+    """Whether the share still fits beside what is allocated and being allocated (values compared, as Cmp does)."""
+    if found is None:
+        return False
+    consumed, allowed = found
+    if not allowed:
+        return False
+    for name, cap in capacity.items():
+        total = consumed[name].nanos
+        if allocated and name in allocated:
+            total += allocated[name].nanos
+        if allocating and name in allocating:
+            total += allocating[name].nanos
+        if total > cap.value.nanos:
+            return False
+    return True
+
+
 def fits(
     requests: Amounts | None,
     capacity: Mapping[str, CapacityInfo],
@@ -150,18 +187,5 @@ def fits(
         plain = all(not c.has_policy and c.value.sign() >= 0 for c in capacity.values())
         if plain and not allocated and not allocating:
             return True  # each capacity consumes exactly its whole (valid) value, and nothing else is using it
-    elif any(name not in capacity for name in requests):
-        return False
-    consumed = consumed_capacity(requests, capacity, lenient=lenient, fractional=fractional)
-    for name, cap in capacity.items():
-        amount = consumed[name]
-        if violates_policy(amount, cap, fractional=fractional):
-            return False
-        total = amount
-        if allocated and name in allocated:
-            total = allocated[name] + total
-        if allocating and name in allocating:
-            total = total + allocating[name]
-        if total > cap.value:
-            return False
-    return True
+    return share_fits(share(requests, capacity, lenient=lenient, fractional=fractional), capacity, allocated,
+                      allocating)

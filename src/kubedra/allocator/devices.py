@@ -67,6 +67,7 @@ class DeviceEntry:
         "id",
         "multi",
         "per_device_nodes",
+        "shares",
         "slice",
         "taints",
         "uid",
@@ -107,6 +108,8 @@ class DeviceEntry:
         self.multi = bool(device.allow_multiple_allocations)
         self.has_binding_conditions = bool(device.binding_conditions)
         self.hide_multi = hide_multi
+        # one share per request shape (``Search._share``): static, so kept with the device
+        self.shares: dict[tuple[object, ...], tuple[dict[str, Quantity], bool] | None] = {}
         self._attrs: dict[str, DeviceAttribute | None] = {}
         self._view: Any = view if not (hide_multi and device.allow_multiple_allocations) else None
 

@@ -16,7 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubedra.allocator.capacity import CapacityError, consumed_capacity, fits
+from kubedra.allocator.capacity import CapacityError, Share, fits, share, share_fits
 from kubedra.allocator.counters import PoolCounters
 from kubedra.allocator.devices import DeviceEntry
 from kubedra.allocator.errors import AllocationError, SearchBudgetExceeded
@@ -36,6 +36,8 @@ from kubedra.allocator.state import AllocatedState, DeviceID
 from kubedra.allocator.taints import untolerated
 from kubedra.objects.model import DeviceClass, ExactDeviceRequest, Node, ResourceClaim
 from kubedra.objects.quantity import Quantity
+
+MAX_SHARES_PER_DEVICE = 256  # request shapes whose share a device keeps; beyond that it starts over
 
 
 class _MaxSize(Exception):  # noqa: N818 - a control-flow signal, like upstream's errAllocationResultMaxSizeExceeded
@@ -191,14 +193,7 @@ class Search:
                         # v0.36.6 already subtracts the capacity of allocated shares here.
                         in_use = self.state.aggregated_capacity.get(entry.id) if self.lenient else None
                         try:
-                            ok = fits(
-                                rd.capacity,
-                                entry.capacity,
-                                in_use,
-                                None,
-                                lenient=self.lenient,
-                                fractional=self.fractional,
-                            )
+                            ok = self._fits(rd, entry, in_use, None)
                         except CapacityError as exc:
                             raise AllocationError(
                                 f"claim {ref}, request {rd.name}: "
@@ -342,15 +337,39 @@ class Search:
         nth = sum(1 for r, e, share, _ in self.results[ci] if share is not None and e.id == entry.id and r is rd)
         return f"{self.refs[ci]}/{rd.name}/{entry.id}/{nth}"
 
+    def _share(self, rd: RequestData, entry: DeviceEntry) -> Share:
+        """One share of the request on the device, worked out once per device and request (``capacity.share``);
+        only for a request the device has every named capacity for (the callers checked ``_fits`` first)."""
+        found = self._shares_of(rd, entry)
+        assert found is not None
+        return found
+
+    def _shares_of(self, rd: RequestData, entry: DeviceEntry) -> Share | None:
+        requests = rd.capacity
+        key = (tuple(requests.items()) if requests else (), self.lenient, self.fractional)
+        shares = entry.shares
+        if key in shares:
+            return shares[key]
+        found = share(requests, entry.capacity, lenient=self.lenient, fractional=self.fractional)
+        if len(shares) >= MAX_SHARES_PER_DEVICE:
+            shares.clear()
+        shares[key] = found
+        return found
+
+    def _fits(
+        self, rd: RequestData, entry: DeviceEntry, allocated: Mapping[str, Quantity] | None,
+        allocating: Mapping[str, Quantity] | None,
+    ) -> bool:
+        """``capacity.fits`` with the share kept per device and request: the search asks it of every device it tries,
+        and only the use beside it changes."""
+        if not rd.capacity:
+            return fits(None, entry.capacity, allocated, allocating, lenient=self.lenient, fractional=self.fractional)
+        return share_fits(self._shares_of(rd, entry), entry.capacity, allocated, allocating)
+
     def _capacity_fits(self, rd: RequestData, entry: DeviceEntry, verb: str) -> bool:
         try:
-            return fits(
-                rd.capacity,
-                entry.capacity,
-                self.state.aggregated_capacity.get(entry.id),
-                self.allocating_capacity.get(entry.id),
-                lenient=self.lenient,
-                fractional=self.fractional,
+            return self._fits(
+                rd, entry, self.state.aggregated_capacity.get(entry.id), self.allocating_capacity.get(entry.id)
             )
         except CapacityError as exc:
             raise AllocationError(
@@ -409,13 +428,8 @@ class Search:
         cap_undo: tuple[dict[str, Quantity], bool] | None = None
         if f.consumable_capacity:
             try:
-                ok = fits(
-                    rd.capacity,
-                    entry.capacity,
-                    self.state.aggregated_capacity.get(device),
-                    self.allocating_capacity.get(device),
-                    lenient=self.lenient,
-                    fractional=self.fractional,
+                ok = self._fits(
+                    rd, entry, self.state.aggregated_capacity.get(device), self.allocating_capacity.get(device)
                 )
             except CapacityError as exc:
                 self._undo(rd, entry, counters, added, marked, None)
@@ -426,9 +440,7 @@ class Search:
                 self._undo(rd, entry, counters, added, marked, None)
                 return None
             if multi:
-                consumed = consumed_capacity(
-                    rd.capacity, entry.capacity, lenient=self.lenient, fractional=self.fractional
-                )
+                consumed = dict(self._share(rd, entry)[0])
                 share_id = self.new_share_id(self._share_key(rd, entry))
                 existed = device in self.allocating_capacity
                 totals = self.allocating_capacity.setdefault(device, {})

@@ -68,7 +68,9 @@ class DeviceTable:
         self._in_use_on: dict[str, set[str]] = {}  # node -> local names of those devices
         self.allocated = AllocatedState(consumable_capacity=consumable_capacity)
         self.free: dict[Signature, dict[str, int]] = {}  # signature -> node -> matching devices not held
-        self.watchers: list[Callable[[str], None]] = []  # called with a node's name after its devices changed
+        # called with a node's name, the sign of the change (+1 taken, -1 freed) and the allocation's devices
+        # (``held``) after its devices changed
+        self.watchers: list[Callable[[str, int, tuple[str, ...]], None]] = []
         self._remembered: dict[int, _Entry] = {}
         ordinal: dict[str, int] = {}
         for slice_ in self.slices:
@@ -191,7 +193,7 @@ class DeviceTable:
                     counts[node] = counts.get(node, 0) - sign * count
         for watcher in self.watchers:
             for node in found.nodes:
-                watcher(node)
+                watcher(node, sign, found.held)
         return found.held
 
 

@@ -31,9 +31,10 @@ from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import node_selector_matches
 from kubedra.scheduler.bitsets import nth_bit, reclassify
 from kubedra.scheduler.device_index import DeviceIndex, Signature
-from kubedra.scheduler.nodefit import affinity_reason, resources_reason, taint_reason
+from kubedra.scheduler.nodefit import NODE_NAME_MISMATCH, affinity_reason, resources_reason, taint_reason
 from kubedra.scheduler.scoring import DeviceUse, Policy, node_score
 
+MONOTONE_DEVICES = 16  # 2**16 subsets: far within the default step budget of 1,000,000
 MAX_CACHED = 256  # shapes per cache; beyond that a cache starts over (bounded memory, still correct)
 
 RequestsKey = tuple[tuple[str, Quantity], ...]
@@ -54,9 +55,25 @@ class Verdicts:
 
     ok: int = 0
     bad: int = 0
+    # One claim with one plain request: its answer is monotone in the node's free devices (more free devices or
+    # capacity never turn "fits" into "does not", less never the other way), so a node that only gained keeps
+    # "fits" and one that only lost keeps "does not" (see ``NodeSets.touch_devices``).
+    monotone: bool = False
+    # node -> the devices (``driver/pool/device``) of the allocation that proved "fits" there, when none of them
+    # draws on a counter set: while none of them is taken, that allocation still proves it
+    witness: dict[int, frozenset[str]] = field(default_factory=dict)
     reasons: dict[int, str] = field(default_factory=dict)
     # (node device shape, devices in use) -> None (fits) or the reason: nodes alike get the same answer
     by_state: dict[tuple[int, frozenset[str]], str | None] = field(default_factory=dict)
+
+
+@dataclass
+class _Fit:
+    """NodeResourcesFit for one request shape: the nodes that fit, and each other node's reason."""
+
+    requests: Mapping[str, Quantity]
+    mask: int = 0
+    reasons: dict[int, str] = field(default_factory=dict)
 
 
 def requests_key(requests: Mapping[str, Quantity]) -> RequestsKey:
@@ -78,8 +95,8 @@ class NodeSets:
         self.verdicts_valid = _pools_are_node_local(state)
         self.advertised = {r for node in state.nodes.values() for r in node.status.allocatable}
         self.shape_of = _device_shapes(state, self.names) if self.verdicts_valid else [None] * self.count
-        self._static: dict[bytes, int] = {}
-        self._fit: dict[tuple[RequestsKey, frozenset[str]], tuple[Mapping[str, Quantity], int]] = {}
+        self._static: dict[bytes, tuple[int, dict[int, str]]] = {}
+        self._fit: dict[tuple[RequestsKey, frozenset[str]], _Fit] = {}
         self._selectors: dict[str, tuple[AllocationResult, int]] = {}
         self._free: dict[tuple[Signature, int], int] = {}
         self._verdicts: dict[tuple[bytes, ...], Verdicts] = {}
@@ -89,9 +106,16 @@ class NodeSets:
         self._classes: dict[ScoreKey, int] = {}
         self._dirty: set[str] = set()
         self.touch: Callable[[str], None] = self._dirty.add
-        """A node's usage or devices changed: its bits are refreshed before the sets are next read (``refresh``), so
-        a bind and its allocations, or a batch of pods ending together, refresh the node once. (The set's own
-        ``add``: called several times per pod, it costs no Python call.)"""
+        """A node's usage changed: its bits are refreshed before the sets are next read (``refresh``), so a bind and
+        its allocations, or a batch of pods ending together, refresh the node once. (The set's own ``add``: called
+        several times per pod, it costs no Python call.)"""
+        self._gained: set[str] = set()  # nodes whose devices were freed since the last refresh
+        self._lost: dict[str, set[str]] = {}  # nodes whose devices were taken since the last refresh, and those
+        # Nodes whose searches stay far within any step budget (a request's choices are at most the subsets of the
+        # node's devices): their monotone answers can be kept across changes (a budget would not be).
+        self._small = sum(
+            1 << i for i, n in enumerate(self.names) if state.devices.total.get(n, 0) <= MONOTONE_DEVICES
+        )
         self._unclassified: set[int] = set()  # nodes whose score class is re-worked out when scores are next read
         for i, name in enumerate(self.names):
             key = self._score_key(name)
@@ -100,12 +124,22 @@ class NodeSets:
 
     # ------------------------------------------------------------------------------------------ upkeep
 
+    def touch_devices(self, name: str, sign: int, devices: Sequence[str]) -> None:
+        """``devices`` on ``name`` were allocated (``sign`` > 0) or released: ``touch``, remembering which way."""
+        self._dirty.add(name)
+        if sign > 0:
+            self._lost.setdefault(name, set()).update(devices)
+        else:
+            self._gained.add(name)
+
     def refresh(self) -> None:
         """Bring every cached set up to date with the nodes touched since the last refresh."""
         if self._dirty:
             for name in self._dirty:
                 self._refresh(name)
             self._dirty.clear()
+            self._gained.clear()
+            self._lost.clear()
 
     def _refresh(self, name: str) -> None:
         i = self.pos.get(name)
@@ -115,21 +149,47 @@ class NodeSets:
         keep = self.all ^ bit
         node = self.state.nodes[name]
         usage = self.state.usage[name]
-        fit = self._fit
-        for fit_key, (requests, mask) in fit.items():
-            fits = resources_reason(requests, node, usage, fit_key[1]) is None
-            if fits != bool(mask & bit):
-                fit[fit_key] = (requests, mask | bit if fits else mask & keep)
+        for fit_key, fit in self._fit.items():
+            reason = resources_reason(fit.requests, node, usage, fit_key[1])
+            if reason is None:
+                if fit.mask & bit:
+                    continue
+                fit.mask |= bit
+                del fit.reasons[i]
+            else:
+                fit.mask &= keep
+                fit.reasons[i] = reason
         free, counts = self._free, self.state.devices.free
         for free_key, mask in free.items():
             fits = counts[free_key[0]].get(name, 0) >= free_key[1]
             if fits != bool(mask & bit):
                 free[free_key] = mask | bit if fits else mask & keep
-        for verdicts in self._verdicts.values():
-            verdicts.ok &= keep
-            verdicts.bad &= keep
-            verdicts.reasons.pop(i, None)
+        self._refresh_verdicts(name, i)
         self._unclassified.add(i)
+
+    def _refresh_verdicts(self, name: str, i: int) -> None:
+        """The allocator's answers on a node whose devices changed: only its devices decide them (``verdicts_valid``);
+        monotone ones that the change can only confirm are kept."""
+        bit = 1 << i
+        keep = self.all ^ bit
+        gained, taken = name in self._gained, self._lost.get(name)
+        if gained or taken is not None:
+            lasting = self._small & bit and not (gained and taken is not None)
+            for verdicts in self._verdicts.values():
+                if lasting and verdicts.monotone:
+                    if taken is not None:
+                        if verdicts.ok & bit:
+                            witness = verdicts.witness.get(i)
+                            if witness is None or not witness.isdisjoint(taken):
+                                verdicts.ok &= keep
+                                verdicts.witness.pop(i, None)
+                        continue
+                    if not verdicts.bad & bit:
+                        continue
+                verdicts.ok &= keep
+                verdicts.bad &= keep
+                verdicts.reasons.pop(i, None)
+                verdicts.witness.pop(i, None)
 
     def _score_key(self, name: str) -> ScoreKey:
         allocatable = self.state.nodes[name].status.allocatable
@@ -147,28 +207,49 @@ class NodeSets:
 
     def static_mask(self, pod: Pod) -> int:
         """Nodes passing NodeName, NodeAffinity and TaintToleration (never change during a run)."""
+        return self._static_of(pod)[0]
+
+    def static_reasons(self, pod: Pod) -> dict[int, str]:
+        """The first of those checks each node that ``static_mask`` leaves out fails, in kube-scheduler's words."""
+        return self._static_of(pod)[1]
+
+    def _static_of(self, pod: Pod) -> tuple[int, dict[int, str]]:
         spec = pod.spec
         plain = not (spec.node_name or spec.node_selector or spec.affinity or spec.tolerations)
         key = b"" if plain else msgspec.json.encode((spec.node_name, spec.node_selector, spec.affinity,
                                                      spec.tolerations))
-        mask = self._static.get(key)
-        if mask is None:
+        found = self._static.get(key)
+        if found is None:
             mask = 0
+            reasons: dict[int, str] = {}
             for i, name in enumerate(self.names):
                 node = self.state.nodes[name]
                 if spec.node_name and spec.node_name != name:
+                    reasons[i] = NODE_NAME_MISMATCH
                     continue
-                if affinity_reason(pod, node) is None and taint_reason(pod, node) is None:
+                reason = affinity_reason(pod, node) or taint_reason(pod, node)
+                if reason is None:
                     mask |= 1 << i
+                else:
+                    reasons[i] = reason
             self._static = _bounded(self._static)
-            self._static[key] = mask
-        return mask
+            found = self._static[key] = (mask, reasons)
+        return found
 
     def fit_mask(
         self, requests: Mapping[str, Quantity], served: frozenset[str], rkey: RequestsKey | None = None
     ) -> int:
         """NodeResourcesFit; resources served through DRA are not counted, so they are left out of the key.
         ``rkey``: ``requests_key(requests)`` when the caller has it."""
+        return self._fit_of(requests, served, rkey).mask
+
+    def fit_reasons(
+        self, requests: Mapping[str, Quantity], served: frozenset[str], rkey: RequestsKey | None = None
+    ) -> dict[int, str]:
+        """NodeResourcesFit's reason on each node that ``fit_mask`` leaves out (read only)."""
+        return self._fit_of(requests, served, rkey).reasons
+
+    def _fit_of(self, requests: Mapping[str, Quantity], served: frozenset[str], rkey: RequestsKey | None) -> _Fit:
         if served:
             requests = {name: amount for name, amount in requests.items() if name not in served}
             served = frozenset()
@@ -176,13 +257,16 @@ class NodeSets:
         key = (rkey if rkey is not None else requests_key(requests), served)
         found = self._fit.get(key)
         if found is None:
-            mask = 0
+            found = _Fit(dict(requests))
             for i, name in enumerate(self.names):
-                if resources_reason(requests, self.state.nodes[name], self.state.usage[name], served) is None:
-                    mask |= 1 << i
+                reason = resources_reason(requests, self.state.nodes[name], self.state.usage[name], served)
+                if reason is None:
+                    found.mask |= 1 << i
+                else:
+                    found.reasons[i] = reason
             self._fit = _bounded(self._fit)
-            found = self._fit[key] = (dict(requests), mask)
-        return found[1]
+            self._fit[key] = found
+        return found
 
     def selector_mask(self, claim_key: str, allocation: AllocationResult) -> int:
         """Nodes an allocated claim's ``nodeSelector`` admits."""
@@ -228,8 +312,23 @@ class NodeSets:
         found = self._verdicts.get(key)
         if found is None:
             self._verdicts = _bounded(self._verdicts, MAX_CACHED // 4)
-            found = self._verdicts[key] = Verdicts()
+            found = self._verdicts[key] = Verdicts(monotone=_monotone(batch))
         return found
+
+    def remember_witness(self, verdicts: Verdicts, i: int, results: Sequence[AllocationResult]) -> None:
+        """The allocation that proved a monotone answer "fits" on node ``i``, kept while its devices stay untaken
+        (devices drawing on a counter set are left out: others taking from the same set may leave them short)."""
+        if not verdicts.monotone:
+            return
+        by_key = self.state.devices.by_key
+        keys = []
+        for allocation in results:
+            for result in allocation.devices.results:
+                record = by_key.get(f"{result.driver}/{result.pool}/{result.device}")
+                if record is None or record.device.consumes_counters:
+                    return
+                keys.append(record.key)
+        verdicts.witness[i] = frozenset(keys)
 
     def state_key(self, i: int) -> tuple[int, frozenset[str]] | None:
         """What the allocator's answer on node ``i`` depends on, when that is only its plain devices' use.
@@ -336,6 +435,15 @@ def _device_shapes(state: ClusterState, names: list[str]) -> list[int | None]:
         key = msgspec.json.encode([(s.spec.driver, s.spec.pool.resource_slice_count, s.spec.devices) for s in slices])
         shapes.append(ids.setdefault(key, len(ids)))
     return shapes
+
+
+def _monotone(batch: Sequence[ResourceClaim]) -> bool:
+    """One claim with one ``exactly`` request: whether it fits a node can only get easier as devices are freed.
+    (Several requests fit too, but their searches multiply: kept to what stays within the step budget.)"""
+    if len(batch) != 1:
+        return False
+    requests = batch[0].spec.devices.requests
+    return len(requests) == 1 and requests[0].exactly is not None
 
 
 def _pools_are_node_local(state: ClusterState) -> bool:

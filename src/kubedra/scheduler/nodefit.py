@@ -20,6 +20,7 @@ UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSc
 NATIVE_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 
 
+NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
 IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
@@ -100,7 +101,8 @@ def resources_reason(
             if is_extended_resource(name) or (allocatable and name in ("cpu", "memory", "ephemeral-storage")):
                 return f"Insufficient {name}"
             continue
-        if usage.requested.get(name, ZERO) + want > Quantity.parse(have_text):
+        # The sum's value, not a summed Quantity: this runs per cached request shape on every node that changed.
+        if usage.requested.get(name, ZERO).nanos + want.nanos > Quantity.parse(have_text).nanos:
             return f"Insufficient {name}"
     return None
 
@@ -114,7 +116,7 @@ def node_fit_reason(
 ) -> str | None:
     """All node-level checks in kube-scheduler's filter order; the first failure is the reason."""
     if pod.spec.node_name and pod.spec.node_name != node.metadata.name:
-        return "node(s) didn't match the requested node name"
+        return NODE_NAME_MISMATCH
     return (
         affinity_reason(pod, node)
         or taint_reason(pod, node)

@@ -132,7 +132,7 @@ class Scheduler:
         self._refusals: dict[tuple[object, ...], tuple[int, Unschedulable]] = {}
         self._spec_keys: dict[int, tuple[ResourceClaimSpec, bytes]] = {}
         state.watchers.append(self._changed)
-        state.devices.watchers.append(self._changed)
+        state.devices.watchers.append(self._devices_changed)
         self.sets: NodeSets | None = None
         if index is not None:
             specs = [t.spec.spec for t in state.templates.values()]
@@ -140,7 +140,7 @@ class Scheduler:
             index.warm(specs, state.classes.values())
             self.sets = NodeSets(state, index)
             state.watchers.append(self.sets.touch)
-            state.devices.watchers.append(self.sets.touch)
+            state.devices.watchers.append(self.sets.touch_devices)
 
     # ------------------------------------------------------------------------------------------ the attempt
 
@@ -228,6 +228,9 @@ class Scheduler:
 
     def _changed(self, _node: str) -> None:
         """A pod bound or left, or devices were allocated or freed: remembered refusals no longer hold."""
+        self._version += 1
+
+    def _devices_changed(self, _node: str, _sign: int, _devices: tuple[str, ...]) -> None:
         self._version += 1
 
     def _refusal_key(self, attempt: _Attempt) -> tuple[object, ...] | None:
@@ -361,6 +364,8 @@ class Scheduler:
         ask the allocator again on every node). None where some node's reason is not known here."""
         record = attempt.record
         pod, requests = record.pod, record.requests
+        static_reasons = sets.static_reasons(pod)
+        fit_reasons = sets.fit_reasons(requests, served, record.requests_key)
         passing = sets.static_mask(pod) & sets.fit_mask(requests, served, record.requests_key)
         batch, _ = attempt.batch_for(served, self.extended_map)
         demand = self.index.demand(batch) if self.index is not None and batch and attempt.allocator else None
@@ -371,8 +376,8 @@ class Scheduler:
             i = (start + offset) % sets.count
             name = sets.names[i]
             node = state.nodes[name]
-            if not passing >> i & 1:
-                reason = node_fit_reason(pod, requests, node, state.usage[name], served)
+            if not passing >> i & 1:  # Filter's order: the node-level checks, then NodeResourcesFit
+                reason = static_reasons.get(i) or fit_reasons.get(i)
             elif claim_rejecting(attempt.claims, node) is not None:
                 reason = CLAIM_NOT_ON_NODE
             elif not free >> i & 1:
@@ -396,7 +401,11 @@ class Scheduler:
         answer = self._allocate(allocator, self.state.nodes[sets.names[i]], batch)
         if isinstance(answer, Failed):
             return answer
-        verdict = answer if isinstance(answer, str) else None
+        if isinstance(answer, str):
+            verdict: str | None = answer
+        else:
+            verdict = None
+            sets.remember_witness(verdicts, i, answer)
         if state_key is not None:
             if len(verdicts.by_state) >= MAX_STATES:
                 verdicts.by_state.clear()

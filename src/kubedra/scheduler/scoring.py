@@ -36,6 +36,7 @@ from kubedra.objects.model import AllocationResult, Node, Pod, PreferredScheduli
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
+from kubedra.scheduler.resource_scores import ResourceScores
 from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, OwnerKey, SpreadCounts, owner_key, zone_of
 
 MAX_NODE_SCORE = 100
@@ -406,6 +407,7 @@ class KubeScorer:
             key = self._resource_key(name)
             self._class_of.append(key)
             self._classes[key] = self._classes.get(key, 0) | (1 << i)
+        self._per_node: ResourceScores[ResourceKey] = ResourceScores(self._class_of, resource_total)
         topologies: dict[Topology, int] = {}
         for i, node in enumerate(state.nodes.values()):
             labels = node.metadata.labels
@@ -452,6 +454,7 @@ class KubeScorer:
         if i is None:
             return
         reclassify(self._classes, self._class_of, i, self._resource_key(name))
+        self._per_node.touched(i)
 
     def resources(self, key: ResourceKey, wants: ScoringRequests) -> tuple[int, int]:
         """NodeResourcesFit and NodeResourcesBalancedAllocation for a pod asking ``wants`` on a node like ``key``."""
@@ -568,15 +571,7 @@ class KubeScorer:
                     elif total == best_total:
                         best |= inside
             return best
-        tops: list[int] = []
-        class_of = self._class_of
-        for i in positions(window):  # nodes whose usage is their own: computed, not cached (seldom asked again)
-            total = resource_total(class_of[i], wants)
-            if total > best_total:
-                best_total, tops = total, [i]
-            elif total == best_total:
-                tops.append(i)
-        return mask_of(tops)
+        return self._per_node.best(window, wants)  # nodes whose usage is their own: kept per node and shape
 
     def _resource_total(self, key: ResourceKey, wants: ScoringRequests) -> int:
         cache_key = (key, wants)
