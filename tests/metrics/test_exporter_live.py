@@ -120,8 +120,11 @@ def test_live_numbers_match_the_embedded_source_and_survive_a_restart(
         control_plane.create(b.pod(f"p{i}", namespace, template_name="one-gpu", node_selector={"kubernetes.io/hostname": node}))
 
     def settled(s: Samples) -> bool:
+        # Every pod's status names its claim too: until the controller's status update lands, the exporter shows
+        # the pod's claim as not made while the embedded simulation adopts the claim (both right, not equal).
+        named = [dict(labels).get("resourceclaim") for (n, labels) in s if n == "kube_pod_resourceclaim_info"]
         return (_total(s, "kube_resourceclaim_allocated") == 2 and _total(s, "kube_resourceclaim_pending") == 1
-                and _total(s, "kube_pod_resourceclaim_info") == 3)
+                and _total(s, "kube_pod_resourceclaim_info") == 3 and all(named))
 
     # The real scheduler allocates two GPUs; the third pod's claim (made by the real claim controller) waits.
     samples = _ours(_wait(live, namespace, settled), namespace)

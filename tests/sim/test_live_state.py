@@ -166,3 +166,57 @@ spec:
     lines = pod_lines(run(text))
     assert lines["ml/done"].phase == "Succeeded"
     assert (lines["ml/next"].phase, lines["ml/next"].node) == ("Running", "node-a")
+
+
+# The race a live snapshot can catch (issue 37, item 8): the controller has made pod "waiter"'s claim from the
+# template, but its status update naming it has not landed yet. The real controller then finds the claim by owner
+# and annotation (``findPodResourceClaim``) instead of making a second.
+ORPHANED_CLAIM = """
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: waiter-gpu-zzghf
+  namespace: ml
+  generateName: waiter-gpu-
+  annotations: {resource.kubernetes.io/pod-claim-name: gpu}
+  ownerReferences: [{apiVersion: v1, kind: Pod, name: waiter, uid: uid-waiter, controller: true}]
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: waiter, namespace: ml, uid: uid-waiter}
+spec:
+  containers: [{name: c, image: i, resources: {claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+status: {phase: Pending}
+"""
+
+
+def test_a_claim_made_but_not_yet_in_the_pods_status_is_adopted_not_made_again() -> None:
+    """Failed before the fix: a second claim (``waiter-gpu-<random>``) was made from the template, two for one pod."""
+    report = run(CLUSTER + TEMPLATE + ORPHANED_CLAIM)
+    claims = objects(report, "ResourceClaim")
+    assert list(claims) == ["waiter-gpu-zzghf"]
+    assert claims["waiter-gpu-zzghf"]["status"]["reservedFor"][0]["name"] == "waiter"
+    pod = objects(report, "Pod")["waiter"]
+    assert pod["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": "waiter-gpu-zzghf"}]
+    assert pod_lines(report)["ml/waiter"].devices == ["gpu.example.com/node-a/gpu-0"]
+
+
+def test_only_a_claim_the_pod_controls_and_annotated_for_its_pod_claim_is_adopted() -> None:
+    """``findPodResourceClaim`` skips a claim without the annotation (not a generated one), one made for another pod
+    claim, and one controlled by another pod (here: another UID under the same name, a pod recreated)."""
+    for change in (
+        ("annotations: {resource.kubernetes.io/pod-claim-name: gpu}", "annotations: {}"),
+        ("pod-claim-name: gpu}", "pod-claim-name: other}"),
+        ("name: waiter, uid: uid-waiter, controller: true", "name: waiter, uid: uid-old-waiter, controller: true"),
+        ("uid: uid-waiter, controller: true", "uid: uid-waiter, controller: false"),
+    ):
+        report = run(CLUSTER + TEMPLATE + ORPHANED_CLAIM.replace(*change))
+        made = [name for name in objects(report, "ResourceClaim") if name != "waiter-gpu-zzghf"]
+        assert len(made) == 1 and made[0].startswith("waiter-gpu-"), change
+        pod = objects(report, "Pod")["waiter"]
+        assert pod["status"]["resourceClaimStatuses"] == [{"name": "gpu", "resourceClaimName": made[0]}], change

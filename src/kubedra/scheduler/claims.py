@@ -115,6 +115,24 @@ def generated_name(statuses: Sequence[PodResourceClaimStatus], pod_claim: str) -
     return None
 
 
+def pod_owner_keys(claim: ResourceClaim) -> list[str]:
+    """``claimPodOwnerIndex``'s values: ``namespace/uid`` of each pod that controls the claim (one, in practice)."""
+    return [f"{claim.metadata.namespace}/{owner.uid}" for owner in claim.metadata.owner_references
+            if owner.controller and owner.api_version == "v1" and owner.kind == "Pod"]
+
+
+def orphaned_claim(pod_claim: str, owned: Sequence[ResourceClaim]) -> ResourceClaim | None:
+    """``findPodResourceClaim``: among the claims a pod controls, the one made for ``pod_claim`` (its
+    ``pod-claim-name`` annotation), which the controller made but had not yet recorded in the pod's status when it
+    stopped (or when a snapshot was taken). The controller adopts it instead of making a second; a claim without the
+    annotation is not a generated one and is ignored. Upstream takes the first its index returns; here the first by
+    name, so runs repeat."""
+    for claim in sorted(owned, key=lambda c: c.metadata.name):
+        if claim.metadata.annotations.get(POD_CLAIM_NAME_ANNOTATION) == pod_claim:
+            return claim
+    return None
+
+
 def owning_pod(claim: ResourceClaim) -> tuple[str, str] | None:
     """(name, uid) of the pod that controls a generated claim, if any."""
     for owner in claim.metadata.owner_references:

@@ -20,6 +20,7 @@ from kubedra.allocator import Allocator
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import (
     AllocationResult,
+    Pod,
     PodExtendedResourceClaimStatus,
     PodResourceClaimStatus,
     ResourceClaim,
@@ -30,6 +31,8 @@ from kubedra.scheduler.claims import (
     claim_from_template,
     generated_name,
     key_of,
+    orphaned_claim,
+    pod_owner_keys,
     random_suffix,
     release,
     template_not_found,
@@ -116,6 +119,9 @@ class Simulation:
     workload_claims: bool = False  # DRAWorkloadResourceClaims: PodGroups' claims shared by their pods
     _on_bound: Callable[[int], None] | None = None  # progress within an instant: pods bound in it so far
     _node_sizes: NodeSizes | None = None
+    # The claims present before the run began, by controlling pod (``namespace/uid``): a live cluster's snapshot can
+    # hold a claim the controller made whose pod's status does not name it yet. Made at the first arrival.
+    _owned_before: dict[str, list[ResourceClaim]] | None = None
 
     @property
     def node_sizes(self) -> NodeSizes:
@@ -216,6 +222,10 @@ class Simulation:
         for pod_claim in pod.spec.resource_claims:
             if not pod_claim.resource_claim_template_name or pod_claim.name in generated:
                 continue  # the claim controller made this pod's claim already
+            adopted = self._adopt(pod, pod_claim.name)
+            if adopted is not None:
+                statuses.append(PodResourceClaimStatus(name=pod_claim.name, resource_claim_name=adopted))
+                continue
             template = self.state.templates.get(key_of(pod.metadata.namespace, pod_claim.resource_claim_template_name))
             if template is None:  # the scheduler reports the pod as waiting for its claim; the controller says why
                 self.events.append(Event(self._now, "FailedResourceClaimCreation", f"Pod {record.key}",
@@ -247,6 +257,22 @@ class Simulation:
             record.pod, status=msgspec.structs.replace(record.pod.status, phase="Pending")
         )
         self._enqueue(record.key)
+
+    def _adopt(self, pod: Pod, pod_claim: str) -> str | None:
+        """The name of a claim the controller made for ``pod_claim`` before the run began and had not yet recorded in
+        the pod's status (``findPodResourceClaim``, looked up before a claim is made from the template)."""
+        if self._owned_before is None:
+            self._owned_before = {}
+            for claim in self.state.claims.values():
+                for owner in pod_owner_keys(claim):
+                    self._owned_before.setdefault(owner, []).append(claim)
+        if not pod.metadata.uid or not self._owned_before:
+            return None
+        owned = self._owned_before.get(f"{pod.metadata.namespace}/{pod.metadata.uid}", [])
+        claim = orphaned_claim(pod_claim, owned)
+        if claim is None or key_of(claim.metadata.namespace, claim.metadata.name) not in self.state.claims:
+            return None
+        return claim.metadata.name
 
     def _bound_already(self, record: PodRecord) -> bool:
         """``spec.nodeName`` names a node and every claim of the pod is allocated (what a live cluster's bound pods
