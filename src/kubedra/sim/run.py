@@ -263,9 +263,9 @@ class Simulation:
         the pod's status (``findPodResourceClaim``, looked up before a claim is made from the template)."""
         if self._owned_before is None:
             self._owned_before = {}
-            for claim in self.state.claims.values():
-                for owner in pod_owner_keys(claim):
-                    self._owned_before.setdefault(owner, []).append(claim)
+            for existing in self.state.claims.values():
+                for owner in pod_owner_keys(existing):
+                    self._owned_before.setdefault(owner, []).append(existing)
         if not pod.metadata.uid or not self._owned_before:
             return None
         owned = self._owned_before.get(f"{pod.metadata.namespace}/{pod.metadata.uid}", [])
