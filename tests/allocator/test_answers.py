@@ -17,6 +17,7 @@ import yaml
 from kubedra.allocator import AllocatedState, Allocator, Features
 from kubedra.allocator.errors import AllocationError, NodeAllocationFailed, SearchBudgetExceeded
 from kubedra.allocator.results import allocation_to_dict
+from kubedra.allocator.state import DeviceID
 from kubedra.cel import CompileCache
 from kubedra.objects.load import load_text
 from kubedra.objects.model import AllocationResult, DeviceClass, Node, ResourceClaim, ResourceSlice
@@ -223,3 +224,46 @@ def test_a_selector_that_reads_the_uuid_keeps_nodes_apart(selector: str) -> None
     assert results[0] is None and results[2] is None
     assert results[1] is not None and results[1][0].devices.results[0].device == "gpu-2"
     assert allocator.answers_reused == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_device_preference_never_changes_whether_claims_fit(seed: int) -> None:
+    """``prefer`` only reorders the search (which is complete): fit or no fit is the same as without it, on every
+    node shape and claim shape, and the allocation is valid for the same claims."""
+    rng = random.Random(seed)
+    nodes, slices, classes, claims = _objects(rng)
+    features = Features()
+    allocator = Allocator(features, AllocatedState(consumable_capacity=features.consumable_capacity), classes, slices,
+                          CompileCache(features.cel_options()), step_budget=5000, share_ids=_ids(seed))
+    for _ in range(120):
+        node = rng.choice(nodes)
+        batch = rng.sample(claims, rng.choice([1, 1, 2]))
+        devices = [e.id for e, _ in allocator.node_view(node).flat]
+        prefer = rng.sample(devices, min(len(devices), rng.choice([1, 2]))) if devices else []
+        try:
+            plain = allocator.allocate(node, batch)
+            preferring = allocator.allocate(node, batch, prefer=prefer)
+        except (AllocationError, NodeAllocationFailed, SearchBudgetExceeded):
+            continue
+        assert (plain is None) == (preferring is None)
+        if preferring is not None:
+            assert len(preferring) == len(batch)
+
+
+def test_a_preferred_device_is_taken_first_and_a_busy_one_skipped() -> None:
+    allocator, nodes, claim = _uuid_cluster(f'device.driver == "{DRIVER}"')
+    node = nodes[1]
+    pool = node.metadata.name
+
+    def device(prefer: list[str]) -> str:
+        results = allocator.allocate(node, [claim], prefer=[DeviceID(DRIVER, pool, d) for d in prefer])
+        assert results is not None
+        return results[0].devices.results[0].device
+
+    assert allocator.allocate(node, [claim]) is not None
+    assert device([]) == "gpu-0"  # the usual order
+    assert device(["gpu-2"]) == "gpu-2"
+    held = allocator.allocate(node, [claim], prefer=[allocator.node_view(node).flat[2][0].id])
+    assert held is not None
+    allocator.state.add_allocation(held[0].devices.results[0])
+    assert device(["gpu-2", "gpu-3"]) == "gpu-3"  # gpu-2 is held: the next preferred one

@@ -210,4 +210,66 @@ LIST_ATTRIBUTES = [
         claim("claim-0", req(count=2), constraints=[{"matchAttribute": "driver-a/numa"}]))),
 ]
 
-CASES = [*COUNTERS, *CONSUMABLE, *TAINTS, *BINDING_CASES, *STATE, *LIST_ATTRIBUTES]
+
+def grouped(name: str, *groups: str, memory: str = "2Gi") -> dict:
+    """A partition of `counter-set-1` declaring compatibility groups (DRADeviceCompatibilityGroups)."""
+    use = consumes("counter-set-1", memory=memory)
+    if groups:
+        use["compatibilityGroups"] = list(groups)
+    return D(name, consumesCounters=[use])
+
+
+COMPAT = {"DRADeviceCompatibilityGroups": True}
+
+COMPATIBILITY_GROUPS = [
+    Case("compatibility-groups-intersect", base(
+        *partitioned(grouped("device-1", "a", "b"), grouped("device-2", "b", "c")), claim("claim-0", req(count=2))),
+        gates=COMPAT),
+    Case("compatibility-groups-disjoint-skipped", base(
+        *partitioned(grouped("device-1", "a"), grouped("device-2", "b"), grouped("device-3", "a")),
+        claim("claim-0", req(count=2))), gates=COMPAT, note="device-2 shares no group with device-1"),
+    Case("compatibility-groups-intersection-narrows", base(
+        *partitioned(grouped("device-1", "a", "b"), grouped("device-2", "b", "c"), grouped("device-3", "a", "c"),
+                     grouped("device-4", "b")), claim("claim-0", req(count=3))), gates=COMPAT,
+        note="after devices 1 and 2 only group b is left, which device-3 does not name"),
+    Case("compatibility-groups-none-and-grouped", base(
+        *partitioned(grouped("device-1"), grouped("device-2", "a"), grouped("device-3")),
+        claim("claim-0", req(count=2))), gates=COMPAT,
+        note="a device without groups only shares its counter set with devices without groups"),
+    Case("compatibility-groups-allocated-peer", base(
+        *partitioned(grouped("device-1", "a"), grouped("device-2", "b"), grouped("device-3", "a", "b")),
+        allocated("claim-x", result("req-0", "device-1")), claim("claim-0", req(count=1))), gates=COMPAT,
+        note="the already-allocated device-1 seeds the counter set's groups"),
+    Case("compatibility-groups-other-claims-in-one-call", base(
+        *partitioned(grouped("device-1", "a"), grouped("device-2", "b"), grouped("device-3", "a")),
+        claim("claim-0", req(count=1)), claim("claim-1", req(count=1))), gates=COMPAT),
+    Case("compatibility-groups-gate-off", base(
+        *partitioned(grouped("device-1", "a"), grouped("device-2", "a")),
+        slice_("slice-3", "pool-2", [D("device-3")]), claim("claim-0", req(count=1))),
+        note="with the gate off the slice naming groups is ignored, its pool incomplete"),
+]
+
+FRACTIONAL_POLICY = {"value": "4", "requestPolicy": {"default": "500m",
+                                                      "validRange": {"min": "500m", "max": "4", "step": "250m"}}}
+
+
+def cores(policy: dict) -> dict:
+    return D("device-1", capacity={"cores": policy}, allowMultipleAllocations=True)
+
+
+FRACTIONAL = [
+    Case("fractional-range-rounds-to-step", base(
+        slice_("slice-1", "pool-1", [cores(FRACTIONAL_POLICY)]),
+        claim("claim-0", req(capacity={"cores": "1100m"})), claim("claim-1", req(capacity={"cores": "2"}))),
+        gates={"DRAFractionalCapacityRange": True}),
+    Case("fractional-range-gate-off", base(
+        slice_("slice-1", "pool-1", [cores(FRACTIONAL_POLICY)]),
+        claim("claim-0", req(capacity={"cores": "1100m"})))),
+    Case("fractional-range-full", base(
+        slice_("slice-1", "pool-1", [cores(FRACTIONAL_POLICY)]),
+        claim("claim-0", req(capacity={"cores": "3600m"})), claim("claim-1", req(capacity={"cores": "300m"}))),
+        gates={"DRAFractionalCapacityRange": True}, note="3600m rounds up to 3750m and 300m to min 500m: 4250m together, over the 4 cores"),
+]
+
+CASES = [*COUNTERS, *CONSUMABLE, *TAINTS, *BINDING_CASES, *STATE, *LIST_ATTRIBUTES, *COMPATIBILITY_GROUPS,
+         *FRACTIONAL]

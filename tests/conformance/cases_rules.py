@@ -98,6 +98,15 @@ POOLS = [
     Case("slice-order-by-name", base(
         slice_("slice-b", "pool-1", [D("device-1")], count=2), slice_("slice-a", "pool-1", [D("device-2")], count=2),
         claim()), note="slices of a pool are tried by name: slice-a's device-2 first"),
+    *(Case(f"device-order-pools-and-slices{suffix}", base(
+        slice_("slice-c", "pool-2", [D("device-6"), D("device-5")], count=2),
+        slice_("slice-b", "pool-1", [D("device-4"), D("device-3")], count=2),
+        slice_("slice-a", "pool-2", [D("device-1")], count=2, node_name=None, allNodes=True),
+        slice_("slice-d", "pool-1", [D("device-2")], count=2, node_name=None, allNodes=True),
+        slice_("slice-e", "pool-0", [D("device-7")], driver="driver-b"),
+        claim("claim-0", req("req-0", "any", count=7)), classes=(device_class("any", None),)),
+        version=version, note="the 1.36 order: pools by (driver, name), a pool's slices by name, devices as listed")
+      for suffix, version in (("", None), ("-1.36", "1.36"))),
 ]
 
 REQUESTS = [

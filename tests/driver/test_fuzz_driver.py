@@ -415,13 +415,15 @@ def test_flags_and_inventories(plane: ControlPlane, flags: dict[str, str], inven
             text = log.read_text()
             assert "Traceback" not in text, text[-4000:]
             event(f"{'served' if served else 'did not serve'}, exit {code}")
-            if code == -signal.SIGTERM and "ERROR kubedra.driver" in text and "stopped; sockets removed" in text:
+            raced = code == -signal.SIGTERM and "ERROR kubedra.driver" in text and "stopped; sockets removed" in text
+            if raced:
                 # A known race, not a hang: the driver was already stopping on an error of its own (the API server
-                # refused what it publishes) when the SIGTERM came, after it had put the default handler back.
+                # refused what it publishes) when the SIGTERM came, after it had put the default handler back; the
+                # signal ends it before its final "error:" line, so the logged ERROR line is the message it gave.
                 code = 2
             if code != 0:
                 assert code == 2, f"exit {code}:\n{text[-3000:]}"
-                assert _log_has_error_line(text), text[-3000:]
+                assert raced or _log_has_error_line(text), text[-3000:]
                 if served:
                     assert not list((root / "registry").glob("*.sock")), "exit 2 with its sockets left"
                 else:

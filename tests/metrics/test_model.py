@@ -273,3 +273,36 @@ def test_simulate_serve_on_a_busy_port_exits_2_before_running(capsys: pytest.Cap
     assert code == 2
     assert f"error: --listen 127.0.0.1:{port}:" in err
     assert out == ""
+
+
+def test_fragmentation_is_served_per_pool_and_model_and_moves_with_the_run() -> None:
+    """Seven 2-GPU nodes each with one GPU held, then three 2-GPU pods: seven GPUs free and all stranded once they
+    wait (the report's known answer), served as gauges; before the waiting pods arrive nothing is stranded."""
+    import threading
+
+    from tests.sim.fixtures.scenarios import claim_template, pod
+
+    from kubedra.metrics.embedded import run_paced
+
+    docs = [nodepool("t4", count=7, gpus=2, model="T4"), claim_template("one", count=1),
+            claim_template("two", count=2)]
+    docs += [pod(f"one-{i}", template="one", nodeName=f"t4-{i}") for i in range(7)]
+    docs += [pod(f"two-{i}", template="two", start_after="1h") for i in range(3)]
+    sim = prepare(build_scenario(load_text(text_of(*docs), source="frag.yaml")), Options())
+    lock = threading.Lock()
+    source = StateSource(sim.state, Features.for_release(), lock, clock=lambda: sim.now,
+                         fragmentation=sim.fragmentation_now)
+    seen: list[tuple[float, ...]] = []
+    labels = {"pool": "t4", "model": "Tesla T4"}
+
+    def sleep(_seconds: float) -> None:
+        samples = _samples(source.text())
+        seen.append(tuple(_of(samples, name, **labels)[0] for name in (
+            "kubedra_simulation_gpus_free", "kubedra_simulation_gpus_usable", "kubedra_simulation_gpus_stranded")))
+
+    run_paced(sim, lock, speed=3600.0, sleep=sleep, monotonic=lambda: 0.0)
+    samples = _samples(source.text())
+    assert seen == [(7.0, 0.0, 0.0)]  # at 0 s: the seven single GPUs free, nothing waiting
+    assert _of(samples, "kubedra_simulation_gpus_stranded", **labels) == [7.0]
+    assert _of(samples, "kubedra_simulation_pods_pending") == [3.0]
+    assert _of(samples, "kubedra_simulation_fragmentation_gpus", **labels)[0] > 0

@@ -43,7 +43,7 @@ def _texts(dom: str, css_class: str) -> list[str]:
 def test_the_page_is_self_contained_and_a_normal_file(tmp_path: Path) -> None:
     out = _write(tmp_path, "-f", str(EXHAUSTED))
     page = out.read_text()
-    assert page.count("<script") == 5  # plotly.js once, then one per chart
+    assert page.count("<script") == 6  # plotly.js once, then one per chart
     assert not re.findall(r"<script[^>]+src=|<link[^>]+href=|<img[^>]+src=", page)  # nothing fetched
     assert "11 pending of 13" in page
     umask = os.umask(0o022)
@@ -66,15 +66,17 @@ def test_an_unwritable_html_path_exits_2(tmp_path: Path, capsys: pytest.CaptureF
 
 
 @needs_chromium
-def test_headless_chromium_shows_the_four_charts(tmp_path: Path) -> None:
+def test_headless_chromium_shows_the_five_charts(tmp_path: Path) -> None:
     page = _write(tmp_path, "-f", str(EXHAUSTED))
     run = _chromium(tmp_path, page, "--dump-dom")
     assert "Uncaught" not in run.stderr, run.stderr
     dom = run.stdout
-    assert re.findall(r'data-chart="([^"]+)"', dom) == ["summary", "gpu-use", "pending", "pending-time", "timeline"]
-    assert dom.count('class="main-svg"') >= 8  # plotly drew every chart (two SVG layers each)
+    assert re.findall(r'data-chart="([^"]+)"', dom) == ["summary", "gpu-use", "pending", "pending-time",
+                                                        "fragmentation", "timeline"]
+    assert dom.count('class="main-svg"') >= 10  # plotly drew every chart (two SVG layers each)
     assert _texts(dom, "gtitle") == ["GPUs in use", "Pending pods by reason", "Pending time: p50 0s, p99 0s, max 0s",
-                                     "Device timeline: small-0"]
+                                     "Fragmentation and stranded GPUs", "Device timeline: small-0"]
+    assert {"free GPUs", "usable by pending pods", "stranded", "FGD measure (GPUs)"} <= set(_texts(dom, "legendtext"))
     legends = _texts(dom, "legendtext")
     assert "NVIDIA A100-SXM4-80GB (of 2)" in legends
     assert "cannot allocate all claims" in legends
@@ -86,7 +88,7 @@ def test_headless_chromium_shows_the_four_charts(tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
     _chromium(tmp_path, page, f"--screenshot={shot}", "--window-size=1200,2200")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert shot.stat().st_size > 40_000  # four charts drawn, not a blank page
+    assert shot.stat().st_size > 40_000  # five charts drawn, not a blank page
 
 
 def _mixed(tmp_path: Path, scale: int) -> Path:

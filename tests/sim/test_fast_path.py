@@ -117,6 +117,55 @@ def random_cluster(seed: int, nodes_count: int = 0, pods: int = 0) -> str:
     return yaml.safe_dump_all(docs)
 
 
+def _shared_device(d: int, rng: random.Random) -> dict[str, Any]:
+    """A GPU shared by consumable capacity (sometimes with a request policy), or now and then a plain one."""
+    milli: dict[str, Any] = {"value": "1000"}
+    multi = rng.random() < 0.8
+    roll = rng.random() if multi else 1.0  # a request policy is for shared devices only (API validation)
+    if roll < 0.25:
+        milli["requestPolicy"] = {"default": "100", "validRange": {"min": "100", "step": "100"}}
+    elif roll < 0.4:
+        milli["requestPolicy"] = {"default": "250", "validValues": ["250", "500", "1000"]}
+    device: dict[str, Any] = {
+        "name": f"gpu-{d}",
+        "attributes": {"model": {"string": rng.choice(["A", "B"])}},
+        "capacity": {"milli": milli, "memory": {"value": rng.choice(["8Gi", "16Gi"])}},
+    }
+    if multi:
+        device["allowMultipleAllocations"] = True
+    return device
+
+
+def random_shared_cluster(seed: int) -> str:
+    """Nodes of GPUs shared by consumable capacity; pods asking for shares (1-3 of them, some sizes off the
+    policies' steps, some with memory too) or whole GPUs, arriving and leaving."""
+    rng = random.Random(seed)
+    nodes = [f"n{i}" for i in range(rng.randint(1, 6))]
+    docs: list[dict[str, Any]] = [_node(n, rng) for n in nodes]
+    for n in nodes:
+        devices = [_shared_device(d, rng) for d in range(rng.randint(1, 4))]
+        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{n}-slice"},
+                     "spec": {"driver": DRIVER, "nodeName": n,
+                              "pool": {"name": n, "generation": 1, "resourceSliceCount": 1}, "devices": devices}})
+    docs += [_class("gpu", f'device.driver == "{DRIVER}"'),
+             _class("model-a", f'device.attributes["{DRIVER}"].model == "A"')]
+    templates = rng.randint(1, 4)
+    for t in range(templates):
+        exactly: dict[str, Any] = {"deviceClassName": rng.choice(["gpu", "gpu", "model-a"])}
+        if rng.random() < 0.85:
+            requests = {"milli": str(rng.choice([100, 150, 250, 300, 500, 700, 1000]))}
+            if rng.random() < 0.3:
+                requests["memory"] = rng.choice(["4Gi", "8Gi"])
+            exactly["capacity"] = {"requests": requests}
+        if rng.random() < 0.4:
+            exactly["count"] = rng.choice([2, 3])
+        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                     "metadata": {"name": f"t{t}", "namespace": "default"},
+                     "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}})
+    docs += [_pod(i, rng, templates, 0) for i in range(rng.randint(5, 30))]
+    return yaml.safe_dump_all(docs)
+
+
 def _run(text: str, policy: Policy, fast_path: bool, seed: int) -> SimulationResult:
     scenario = build_scenario(load_text(text, source="random.yaml"))
     return simulate(scenario, Options(policy=policy, seed=seed, fast_path=fast_path))
@@ -135,6 +184,8 @@ def _assert_valid(result: SimulationResult) -> None:
             continue
         for r in allocation.devices.results:
             device = (r.driver, r.pool, r.device)
+            if r.share_id is not None:
+                continue  # a share: the device's capacity, not the device, is what it holds
             assert device not in holders, f"{device} held by {holders[device]} and {key}"
             holders[device] = key
             node = result.state.devices.node_of(f"{r.driver}/{r.pool}/{r.device}")
@@ -162,6 +213,43 @@ def test_fast_path_walks_partial_windows_as_kube_scheduler_does(seed: int, polic
     slow = _run(text, policy, False, seed)
     assert _timeline(fast) == _timeline(slow)
     _assert_valid(fast)
+
+
+@pytest.mark.parametrize("policy", list(Policy))
+@pytest.mark.parametrize("seed", range(30))
+def test_fast_path_decides_shares_as_the_allocator(seed: int, policy: Policy) -> None:
+    """Consumable shares of many sizes, counts and request policies: where the device index says a node's devices
+    have room for a claim's shares (``DeviceIndex.shares_fit``) and where a kept allocation still fits
+    (``Witness.still_fits``), the allocator on every node says the same."""
+    text = random_shared_cluster(seed)
+    fast = _run(text, policy, True, seed)
+    slow = _run(text, policy, False, seed)
+    assert _timeline(fast) == _timeline(slow)
+    _assert_valid(fast)
+
+
+def test_shared_clusters_are_decided_by_the_share_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generator is not vacuous: the share counts decide nodes, pods share GPUs and pods stay pending."""
+    from kubedra.scheduler.device_index import DeviceIndex
+
+    answers: list[bool | None] = []
+    shares_fit = DeviceIndex.shares_fit
+
+    def counted(self: DeviceIndex, demand: Any, node: str) -> bool | None:
+        answers.append(shares_fit(self, demand, node))
+        return answers[-1]
+
+    monkeypatch.setattr(DeviceIndex, "shares_fit", counted)
+    kinds: set[str] = set()
+    shared = 0
+    for seed in range(30):
+        result = _run(random_shared_cluster(seed), Policy.KUBE_SCHEDULER, True, seed)
+        kinds |= {e.type for e in result.events}
+        shared += sum(1 for c in result.state.claims.values() if c.status.allocation is not None
+                      and any(r.share_id for r in c.status.allocation.devices.results))
+    assert {"Scheduled", "Pending", "Deallocated"} <= kinds
+    assert shared > 0
+    assert answers.count(True) > 20 and answers.count(False) > 5
 
 
 def test_random_clusters_exercise_both_outcomes() -> None:

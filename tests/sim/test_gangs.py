@@ -241,3 +241,62 @@ def test_a_gang_finds_no_victims_among_pods_of_its_own_priority() -> None:
     condition = sim.result.pod_groups["default/train"].status.conditions[0]
     assert condition.message == ("minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, pod group preemption: "
                                  "No preemption victims found for incoming preemptor")
+
+
+HIGH = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+ALL = {"disruptionMode": {"all": {}}}
+
+
+def cpu_pod(name: str, cpu: str, node: str | None = None, group: str | None = None, **spec: Any) -> Doc:
+    if node:
+        spec["nodeName"] = node
+    if group:
+        spec["schedulingGroup"] = {"podGroupName": group}
+    return pod(name, requests={"cpu": cpu}, **spec)
+
+
+def preempted(sim: Run) -> list[str]:
+    return sorted(e["object"].removeprefix("Pod default/") for e in sim.events if e["type"] == "Preempted")
+
+
+def test_a_pod_preempting_a_member_of_a_disruption_mode_all_group_takes_the_whole_group_so_it_goes_elsewhere() -> None:
+    """As kube-scheduler v1.37.2 did (``tests/kube/scenarios-workloads/preemption-disruption-all``): on n-0 the one
+    member there costs all three of batch's pods, so n-1's two plain pods are the cheaper victims."""
+    nodes = nodepool("n", count=3, gpus=None, allocatable={"cpu": "4", "memory": "64Gi"})
+    victims = [cpu_pod("batch-0", "2", "n-0", "batch"), cpu_pod("solo-a", "2", "n-1"), cpu_pod("solo-b", "2", "n-1"),
+               cpu_pod("batch-1", "2", "n-2", "batch"), cpu_pod("batch-2", "2", "n-2", "batch")]
+    hi = cpu_pod("hi", "3", priorityClassName="high", start_after="1s")
+    sim = run(nodes, HIGH, pod_group("batch", 3, **ALL), *victims, hi)
+    assert preempted(sim) == ["solo-a", "solo-b"]
+    assert sim.node_of("hi") == "n-1"
+    single = run(nodes, HIGH, pod_group("batch", 3), *victims, hi)  # disruptionMode single: pod by pod
+    assert preempted(single) == ["batch-0"]
+    assert single.node_of("hi") == "n-0"
+
+
+def test_a_gang_preempting_a_disruption_mode_all_group_evicts_all_of_it_or_none() -> None:
+    """As kube-scheduler v1.37.2 did (``tests/kube/scenarios-workloads/gang-preemption-disruption-all``)."""
+    nodes = nodepool("n", count=2, gpus=None, allocatable={"cpu": "4", "memory": "64Gi"})
+    victims = [cpu_pod("batch-0", "2", "n-0", "batch"), cpu_pod("batch-1", "1", "n-1", "batch"),
+               cpu_pod("solo", "2", "n-1")]
+    members = [cpu_pod(f"m{i}", "3", group="train", priorityClassName="high", start_after="1s") for i in range(2)]
+    train = pod_group("train", 2, priorityClassName="high")
+    sim = run(nodes, HIGH, pod_group("batch", 2, **ALL), train, *victims, *members)
+    assert preempted(sim) == ["batch-0", "batch-1", "solo"]
+    single = run(nodes, HIGH, pod_group("batch", 2), train, *victims, *members)
+    assert preempted(single) == ["batch-0", "solo"]  # batch-1 reprieved on its own
+    assert {sim.node_of("m0"), sim.node_of("m1")} == {"n-0", "n-1"}
+
+
+def test_of_equal_priority_a_group_member_is_more_important_than_a_plain_pod() -> None:
+    """``MoreImportantVictim``: group (either mode) over pod before the start time, so the plain pod started earlier
+    is the one preempted."""
+    nodes = nodepool("n", gpus=None, allocatable={"cpu": "4", "memory": "64Gi"})
+    sim = run(nodes, HIGH, pod_group("batch", 1), cpu_pod("plain", "2", "n-0"),
+              cpu_pod("member", "2", "n-0", "batch", start_after="1s"),
+              cpu_pod("hi", "2", priorityClassName="high", start_after="2s"))
+    assert preempted(sim) == ["plain"]
+    without = run(nodes, HIGH, pod_group("batch", 1), cpu_pod("plain", "2", "n-0"),
+                  cpu_pod("member", "2", "n-0", "batch", start_after="1s"),
+                  cpu_pod("hi", "2", priorityClassName="high", start_after="2s"), features=Features.for_release())
+    assert preempted(without) == ["member"]  # the gate off: the one started last goes

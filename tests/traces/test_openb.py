@@ -163,3 +163,112 @@ def test_the_replay_stops_where_the_artifact_samples() -> None:
     docs = openb.documents(openb.read_nodes(NODES)[:1], tasks, arrived=1.0)  # one P100 node: 2 GPUs
     pods = [d for d in docs if d["kind"] == "Pod"]
     assert len(pods) == len(openb.arrived_prefix(openb.artifact_order(tasks, 2), 2, 1.0))
+
+
+def _rows(workload: str) -> list[dict[str, str]]:
+    import csv
+
+    with (CUT / openb.pod_file(workload)).open() as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("workload", ["gpushare100", "multigpu50", "gpuspec33"])
+def test_each_workload_variant_maps_as_stated_and_simulates(workload: str, capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    """The variants' cuts through the CLI, in the trace's order (--replay trace): pod i is row i; its claim asks
+    num_gpu devices of gpu_milli shares (1000 each when num_gpu > 1) with a productName selector iff gpu_spec is set,
+    read from the CSV here with the csv module."""
+    assert main(["trace", "openb", str(CUT), "--workload", workload, "--replay", "trace"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    templates = {d["metadata"]["name"]: _claim(d) for d in docs if d["kind"] == "ResourceClaimTemplate"}
+    pods = [d for d in docs if d["kind"] == "Pod"]
+    rows = _rows(workload)
+    assert len(pods) == len(rows)
+    for pod, row in zip(pods, rows, strict=True):
+        assert pod["metadata"]["annotations"]["kubedra.io/trace-task"] == row["name"]
+        claims = pod["spec"].get("resourceClaims", [])
+        if int(row["num_gpu"]) == 0:
+            assert not claims
+            continue
+        exactly = templates[claims[0]["resourceClaimTemplateName"]]
+        shares = row["gpu_milli"] if row["num_gpu"] == "1" else "1000"
+        assert (exactly["count"], exactly["capacity"]["requests"]["shares"]) == (int(row["num_gpu"]), shares)
+        assert bool(exactly.get("selectors")) == bool(row.get("gpu_spec"))
+    report = build_report(simulate(build_scenario(load_text(yaml.safe_dump_all(docs))), Options()))
+    assert report.summary["pods"]["running"] + report.summary["pods"]["succeeded"] > 0
+
+
+@pytest.mark.parametrize("name", ["A100-40GB", "H100-80GB"])
+def test_a_share_maps_to_the_smallest_mig_profile_with_enough_compute(name: str) -> None:
+    """Brute force over every share 1-1000: the profiles with at least that share of the compute slices (g of the
+    largest g), media-extension variants left out; the answer has the fewest slices, then the least memory."""
+    from kubedra.cluster.catalogue import lookup
+
+    model = lookup(name)
+    plain = [p for p in model.mig_profiles if "+" not in p.name]
+    full = max(int(p.name.split("g.")[0]) for p in plain)
+    for milli in range(1, 1001):
+        enough = [p for p in plain if int(p.name.split("g.")[0]) / full >= milli / 1000]
+        best = min(enough, key=lambda p: (int(p.name.split("g.")[0]), p.memory_mib))
+        assert openb.mig_profile(model, milli) == best.name, milli
+    assert openb.mig_profile(model, 1000).startswith(f"{full}g.")
+
+
+def test_the_mig_option_maps_shares_to_profiles_and_simulates(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpuspec33's cut as MIG on A100-40GB (compute-slice sizes 1, 2, 3, 4, 7): pools MIG-enabled with the trace's
+    model as a label, gpu_spec a node affinity on it, and every device allocated (artifact replay: nothing leaves) of
+    the smallest size whose share of 7 slices covers the task's gpu_milli."""
+    assert main(["trace", "openb", str(CUT), "--workload", "gpuspec33", "--mig", "A100-40GB"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    pools = [d for d in docs if d["kind"] == "NodePool" and "gpu" in d["spec"]]
+    assert {p["spec"]["gpu"]["model"] for p in pools} == {"A100-40GB"}
+    assert all(p["spec"]["mig"] == {"enabled": True} and "kubedra.io/trace-model" in p["spec"]["labels"]
+               for p in pools)
+    rows = {r["name"]: r for r in _rows("gpuspec33")}
+    pods = [d for d in docs if d["kind"] == "Pod"]
+    row_of = {d["metadata"]["name"]: rows[d["metadata"]["annotations"]["kubedra.io/trace-task"]] for d in pods}
+    for pod in pods:
+        row = row_of[pod["metadata"]["name"]]
+        affinity = pod["spec"].get("affinity")
+        assert bool(affinity) == bool(row["gpu_spec"] and int(row["num_gpu"]))
+        if affinity:
+            term = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+            assert term["matchExpressions"][0]["values"] == row["gpu_spec"].split("|")
+    result = simulate(build_scenario(load_text(yaml.safe_dump_all(docs))), Options())
+    state = result.state
+    placed = 0
+    for claim in state.claims.values():
+        allocation = claim.status.allocation
+        if allocation is None:
+            continue
+        row = row_of[claim.metadata.name.rsplit("-gpu-", 1)[0]]
+        milli = int(row["gpu_milli"]) if row["num_gpu"] == "1" else 1000
+        for allocated in allocation.devices.results:
+            record = state.devices.by_key[f"{allocated.driver}/{allocated.pool}/{allocated.device}"]
+            profile = record.device.attributes["profile"].string
+            assert profile is not None
+            assert int(profile.split("g.")[0]) == min(g for g in (1, 2, 3, 4, 7) if g * 1000 >= milli * 7), milli
+            placed += 1
+    assert placed > 0
+
+
+def test_mig_of_a_model_without_mig_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "openb", str(CUT), "--mig", "T4"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "--mig: 'T4' is not a MIG-capable GPU model; use one of A100-40GB" in captured.err
+
+
+def test_pool_per_node_names_nodes_after_the_trace_so_they_sort_as_its_do(capsys: pytest.CaptureFixture[str]) -> None:
+    """One NodePool of one node per trace row, named after its sn: the simulated nodes' names sort in the trace's
+    own order (the order the artifact's scheduler breaks ties in), where pools by shape group the models."""
+    assert main(["trace", "openb", str(CUT), "--pool-per-node"]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    pools = [d for d in docs if d["kind"] == "NodePool"]
+    trace = openb.read_nodes(NODES)
+    assert [p["metadata"]["name"] for p in pools] == [n.name for n in trace]
+    assert all(p["spec"]["count"] == 1 for p in pools)
+    result = simulate(build_scenario(load_text(yaml.safe_dump_all(docs))), Options())
+    assert sorted(result.state.nodes) == [f"{n.name}-0" for n in sorted(trace, key=lambda n: n.name)]
+    by_shape = {p["metadata"]["name"]: p["spec"]["count"] for p in openb.nodepools(trace)}
+    assert sum(by_shape.values()) == len(pools)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubedra.allocator.answers import MAX_ANSWERS, ClaimKeys, NodeShape, Reads, ShapeBuilder, Stored
+from kubedra.allocator.compatibility import CompatibilityState, CounterSetGroups, allocated_groups
 from kubedra.allocator.counters import PoolCounters, available_counters
 from kubedra.allocator.devices import DeviceEntry
 from kubedra.allocator.errors import INVALID_POOLS, NodeAllocationFailed
@@ -23,7 +24,7 @@ from kubedra.allocator.requests import RequestData
 from kubedra.allocator.results import build_result
 from kubedra.allocator.search import NodeView, Result, Search
 from kubedra.allocator.selectors import Compiler, SelectorMemo
-from kubedra.allocator.state import AllocatedState
+from kubedra.allocator.state import AllocatedState, DeviceID
 from kubedra.objects.model import AllocationResult, DeviceClass, DeviceTaintRule, Node, ResourceClaim, ResourceSlice
 
 REUSE_TRIAL = 256
@@ -92,7 +93,9 @@ class Allocator:
         self._entries: dict[int, list[DeviceEntry]] = {}
         self._views: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
         self._last_views: dict[str, tuple[Node, NodeView]] = {}
-        self._available: dict[tuple[str, str], tuple[int, dict[tuple[str, str], int]]] = {}
+        self._available: dict[
+            tuple[str, str], tuple[int, dict[tuple[str, str], int], dict[str, CompatibilityState] | None]
+        ] = {}
         self.last_steps = 0
         """``allocateOne`` calls of the last :meth:`allocate` (upstream's ``NumAllocateOneInvocations``)."""
         self._shapes = ShapeBuilder(self.entries, with_taints=bool(self._rules))
@@ -164,14 +167,17 @@ class Allocator:
         version = self.state.pool_version(*key)
         if cached is None or cached[0] != version:
             entries = [e for s in (*pool.slices, *pool.other_slices) for e in self.entries(s)]
-            cached = (version, available_counters(pool, entries, self.state.is_allocated))
+            baseline = (
+                allocated_groups(entries, self.state.is_allocated) if self.features.compatibility_groups else None
+            )
+            cached = (version, available_counters(pool, entries, self.state.is_allocated), baseline)
             self._available[key] = cached
-        return PoolCounters(cached[1])
+        return PoolCounters(cached[1], CounterSetGroups(cached[2]) if cached[2] is not None else None)
 
-    def new_search(self, node: Node, claims: Sequence[ResourceClaim]) -> Search:
-        """A prepared search (for :meth:`allocate` and for diagnosis)."""
+    def new_search(self, node: Node, claims: Sequence[ResourceClaim], view: NodeView | None = None) -> Search:
+        """A prepared search (for :meth:`allocate` and for diagnosis); ``view``: the node's devices in another order."""
         search = Search(
-            self.node_view(node),
+            view if view is not None else self.node_view(node),
             claims,
             self.features,
             self.classes,
@@ -186,8 +192,14 @@ class Allocator:
         search.prepare()
         return search
 
-    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
+    def allocate(  # noqa: PLR0912 - the preferring search, then answer reuse
+        self, node: Node, claims: Sequence[ResourceClaim], *, prefer: Sequence[DeviceID] = ()
+    ) -> list[AllocationResult] | None:
         """One result per claim if all claims fit on the node, ``None`` if they do not.
+
+        ``prefer``: devices the search tries first, in that order, before the node's others in their usual order —
+        a scheduling policy's choice of device within the node (kube-scheduler's DRA plugin has none: it never
+        passes one). Such a call searches afresh (answers of nodes alike hold for the usual order only).
 
         Raises:
             AllocationError: fatal input (CEL errors, unknown class, unsupported mode, too many devices...).
@@ -195,6 +207,8 @@ class Allocator:
             SearchBudgetExceeded: the step (or time) budget ran out before an answer.
         """
         self.last_steps = 0
+        if prefer:
+            return self._allocate_preferring(node, claims, prefer)
         same = self._last_views.get(node.metadata.name)
         view = same[1] if same is not None and same[0] is node else self.node_view(node)
         key: tuple[object, ...] | None = None
@@ -240,6 +254,24 @@ class Allocator:
                     for rd in alternatives:  # results are built from a request's name, class and flags only
                         rd.candidates, rd.positions, rd.all_devices, rd.constraints = None, [], [], []
             self._answers[key] = ((kept, search.slots) if found else None, search.steps)
+        if not found:
+            self._refused(view)
+            return None
+        return self._results(node, claims, search.slots, search.results)
+
+    def _allocate_preferring(
+        self, node: Node, claims: Sequence[ResourceClaim], prefer: Sequence[DeviceID]
+    ) -> list[AllocationResult] | None:
+        """``allocate`` over the node's devices with ``prefer`` moved to the front (a view of its own)."""
+        usual = self.node_view(node)
+        rank = {device: i for i, device in enumerate(prefer)}
+        first = sorted((item for item in usual.flat if item[0].id in rank), key=lambda item: rank[item[0].id])
+        view = NodeView(node, usual.pools, first + [item for item in usual.flat if item[0].id not in rank])
+        search = self.new_search(node, claims, view)
+        try:
+            found = search.run()
+        finally:
+            self.last_steps = search.steps
         if not found:
             self._refused(view)
             return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from kubedra.allocator.compatibility import CounterSetGroups
 from kubedra.allocator.devices import DeviceEntry
 from kubedra.allocator.pools import Pool
 from kubedra.allocator.state import DeviceID
@@ -38,12 +39,14 @@ def available_counters(
 
 
 class PoolCounters:
-    """The counters of one pool during one search."""
+    """The counters of one pool during one search, and who shares its counter sets (``groups``, with
+    DRADeviceCompatibilityGroups on: checked before the counters, as upstream does)."""
 
-    __slots__ = ("available", "consumed", "violations")
+    __slots__ = ("available", "consumed", "groups", "violations")
 
-    def __init__(self, available: dict[Cell, int]) -> None:
+    def __init__(self, available: dict[Cell, int], groups: CounterSetGroups | None = None) -> None:
         self.available = available
+        self.groups = groups
         self.consumed: dict[Cell, int] = dict.fromkeys(available, 0)
         self.violations = sum(1 for value in available.values() if value < 0)
 
@@ -62,13 +65,21 @@ class PoolCounters:
                     self.violations += 1 if after else -1
 
     def reserve(self, entry: DeviceEntry) -> bool:
-        """Take the device's counters if every counter of the pool stays within what is available."""
+        """Take the device's counters if every counter of the pool stays within what is available (and, with
+        compatibility groups, if it may share each counter set with the devices already on it)."""
+        groups = self.groups
+        if groups is not None and not groups.join(entry):
+            return False
         self._shift(entry, 1)
         if self.violations:
             self._shift(entry, -1)
+            if groups is not None:
+                groups.leave()
             return False
         return True
 
     def release(self, entry: DeviceEntry) -> None:
         """Give back what :meth:`reserve` took."""
         self._shift(entry, -1)
+        if self.groups is not None:
+            self.groups.leave()

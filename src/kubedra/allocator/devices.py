@@ -36,7 +36,8 @@ class CapacityInfo:
     has_policy: bool
 
 
-def _capacity(name: str, cap: DeviceCapacity, where: str) -> CapacityInfo:
+def capacity_info(name: str, cap: DeviceCapacity, where: str) -> CapacityInfo:
+    """A device capacity with its request policy parsed (``AllocationError`` naming ``where`` for bad values)."""
     where = f"{where}, capacity {name}"
     policy = cap.request_policy
     if policy is None:
@@ -62,6 +63,7 @@ class DeviceEntry:
         "capacity",
         "consumes",
         "device",
+        "groups",
         "has_binding_conditions",
         "hide_multi",
         "id",
@@ -102,8 +104,12 @@ class DeviceEntry:
             )
             for c in device.consumes_counters
         )
+        self.groups: tuple[tuple[str, frozenset[str]], ...] = tuple(
+            (c.counter_set, frozenset(c.compatibility_groups)) for c in device.consumes_counters
+        )
+        """Per counter consumption, the compatibility groups named (read only with DRADeviceCompatibilityGroups)."""
         self.capacity: dict[str, CapacityInfo] = {
-            name: _capacity(name, cap, where) for name, cap in device.capacity.items()
+            name: capacity_info(name, cap, where) for name, cap in device.capacity.items()
         }
         self.multi = bool(device.allow_multiple_allocations)
         self.has_binding_conditions = bool(device.binding_conditions)

@@ -117,6 +117,11 @@ class Environment:
             runnable = self.env.deserialize(protos().serialized(by_value, runnable.serialize()))
         return SelectorProgram(expression, self, runnable, checked.expr if guarded else None, reads)
 
+    def checked(self, expression: str) -> Any:
+        """The checked syntax tree (a ``CheckedExpr`` message, with source positions) of an expression that
+        compiles; raises ``CelCompileError``. For tools that read an expression's structure (``sim.whatif``)."""
+        return protos().checked_expr(self._compile(expression, "compilation failed: ").serialize())
+
     def _compile(self, source: str, prefix: str) -> Any:
         try:
             return self.env.compile(source)

@@ -44,11 +44,18 @@ HELP = command_help(
     "diagnosis names the claim and request that failed and why (the selector and the values it reads, the claims "
     "holding the devices, matchAttribute, counter sets, taints, consumable capacity). Nodes with the same explanation "
     "are grouped.",
+    "For a pending pod, What would make it fit: the few smallest changes that let it fit, each proven by running the "
+    "scheduler's Filter for the pod on a copy of the end state with the change made, cheapest first: a numeric "
+    "threshold of a CEL selector relaxed to the nearest value a device offers (cost: how far it moved), a node or "
+    "device taint tolerated (cost: 1 NoSchedule, 2 NoExecute, +1 on a device), the pods holding devices on a node "
+    "ended (cost: pods ended), one more node of a node pool (cost: nodes added). Each is proven for the pod alone "
+    "(other pending pods may take what it frees); a gang's members are placed as a group and get none.",
     "-o json prints {pod, phase, node, message, summary, startedAt, endedAt, endReason, claims, groups: [{check, "
     "reason, reasons, count, nodes}]}; for a claim {claim, state, devices, allocatedOn, reservedFor, message, pods, "
     "groups}; for a workload {workload, summary, groups: [{phase, count, pods, nodes, explanation}]}. A PodGroup's "
     "member adds gang {podGroup, policy, minCount, memberCount, bound, condition, waiting, members}; a pod preemption "
-    "concerns adds preemption {possible, node, victims, message}.",
+    "concerns adds preemption {possible, node, victims, message}; a pending pod adds whatWouldFit [{kind: selector|"
+    "toleration|release|nodes, text, change, fitsOn, cost {amount, unit, text}}].",
     examples=[
         "kubedra explain pod trainer-n92p7 -n ml-training",
         "kubedra explain pod/ml-training/trainer-n92p7 -o json",
@@ -167,6 +174,12 @@ def _print_pod(data: dict[str, Any], limit: int, indent: str = "", title: bool =
         _say(f"{indent}Nodes: {data['summary']}")
         fits = "could run it now" if data["phase"] == "Running" else "fits now"
         _print_groups(data["groups"], limit, fits, indent)
+    if "whatWouldFit" in data:
+        suggestions = data["whatWouldFit"]
+        nothing = "" if suggestions else " nothing that kubedra tries (see explain -h)"
+        _say(f"{indent}What would make it fit:{nothing}")
+        for suggestion in suggestions:
+            _say(f"{indent}  {suggestion['text']} [cost: {suggestion['cost']['text']}]")
 
 
 def _print_claim(data: dict[str, Any], limit: int) -> None:
@@ -216,7 +229,30 @@ def _pod_with_cluster(result: Any, key: str, policy: Policy, observed: Any) -> d
         explanation.gang = gang_section(record.group, result.pod_groups.get(record.group), members,
                                         result.group_cycles.get(record.group))
     explanation.preemption = preemption_section(result.preemptions.get(key), record, record.pending_reason)
-    return explanation.as_dict()
+    return _with_what_would_fit(result, explanation.as_dict(), policy)
+
+
+def _with_what_would_fit(result: Any, data: dict[str, Any], policy: Policy) -> dict[str, Any]:
+    """A pending pod's explanation plus ``whatWouldFit``: the proven changes that would let it fit (``sim.whatif``),
+    cheapest first; a gang's member is placed with its group, which these single-pod proofs do not cover."""
+    from kubedra.sim.whatif import Inputs, what_would_fit
+
+    record = result.state.pods[data["pod"]]
+    if record.phase != "Pending" or record.group:
+        return data
+    blocked = [n for g in data["groups"] if g["check"] == "devices" and g.get("heldBy") for n in g["nodes"]]
+    inputs = Inputs(result.state, result.allocator.features, policy, blocked)
+    data["whatWouldFit"] = [s.as_dict() for s in what_would_fit(inputs, data["pod"])]
+    return data
+
+
+def _workload_with_what_would_fit(result: Any, kind: str, key: str, policy: Policy) -> dict[str, Any]:
+    from kubedra.scheduler.explain import explain_workload
+
+    data = explain_workload(result.state, result.allocator, kind, key, policy=policy.value).as_dict()
+    for group in data["groups"]:
+        _with_what_would_fit(result, group["explanation"], policy)
+    return data
 
 
 def _explain(
@@ -234,7 +270,7 @@ def _explain(
     live: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """Run the scenario once, find the object, explain it, print it; exits 0 (or 2 when it does not exist)."""
-    from kubedra.scheduler.explain import explain_claim, explain_workload, lookup, workload_keys
+    from kubedra.scheduler.explain import explain_claim, lookup, workload_keys
 
     require_format(output or default_format(), (*TABLE_FORMATS, OutputFormat.json, OutputFormat.yaml), "explain")
     written, _, inline = target.partition("/")
@@ -268,7 +304,7 @@ def _explain(
     elif kind == "resourceclaim":
         data, printer = explain_claim(state, allocator, found.key, policy=policy.value).as_dict(), _print_claim
     else:
-        data = explain_workload(state, allocator, kind, found.key, policy=policy.value).as_dict()
+        data = _workload_with_what_would_fit(result, kind, found.key, policy)
         printer = _print_workload
     fmt = output or default_format()
     if fmt in TABLE_FORMATS:

@@ -36,7 +36,8 @@ def serve_simulation(scenario: Any, options: Any, listen: str, speed: float | No
 
     simulation = prepare(scenario, options)
     lock = threading.Lock()
-    source = StateSource(simulation.state, options.features, lock, clock=lambda: simulation.now)
+    source = StateSource(simulation.state, options.features, lock, clock=lambda: simulation.now,
+                         fragmentation=simulation.fragmentation_now)
     start_server(source, listen)
     return run_paced(simulation, lock, speed)
 

@@ -44,6 +44,7 @@ HELP = command_help(
         "kubedra trace openb examples/traces/openb > openb.yaml   # then: kubedra simulate -f openb.yaml",
         "kubedra trace openb examples/traces/openb --seed 43 --arrived 1.0",
         "kubedra trace openb examples/traces/openb --replay trace -o json",
+        "kubedra trace openb examples/traces/openb --mig A100-40GB   # shares as MIG profiles",
     ],
     exit_status="0 written, 2 a missing file or a bad cell (file, row and column named; nothing written).",
 )
@@ -67,6 +68,15 @@ def register(app: typer.Typer) -> None:
         arrived: Annotated[float | None, typer.Option("--arrived", min=0.0, help="Artifact replay: stop once the "
                                                       "arrived GPU requests reach this multiple of the cluster's GPU "
                                                       "capacity (1.0: where the paper reads its table).")] = None,
+        mig: Annotated[str | None, typer.Option("--mig", metavar="MODEL", help="Map GPU requests to MIG profiles "
+                                                "of this MIG-capable model (e.g. A100-40GB) instead of shares: "
+                                                "every GPU becomes one with MIG enabled, a share the smallest "
+                                                "profile with at least that share of the compute slices, whole "
+                                                "GPUs the full-GPU profile, gpu_spec a node affinity on "
+                                                "kubedra.io/trace-model.")] = None,
+        pool_per_node: Annotated[bool, typer.Option("--pool-per-node", help="One NodePool per trace node, named "
+                                                    "after its sn, so nodes sort by name as the trace's do (the "
+                                                    "order the FGD artifact's scheduler breaks ties in).")] = False,
         output: Annotated[TraceOutput, typer.Option("-o", "--output", help="yaml: a multi-document stream; json: "
                                                     "one v1 List.")] = TraceOutput.yaml,
     ) -> None:
@@ -89,7 +99,13 @@ def register(app: typer.Typer) -> None:
             tasks = openb.read_tasks(texts[1], str(directory / openb.pod_file(workload)))
         except InvalidInputError as exc:
             fail_invalid(exc)
-        documents = openb.documents(nodes, tasks, replay=replay.value, seed=seed, tune=tune, arrived=arrived)
+        if mig is not None:
+            try:
+                openb.mig_model(mig)
+            except ValueError as exc:
+                fail(f"--mig: {exc}")
+        documents = openb.documents(nodes, tasks, replay=replay.value, seed=seed, tune=tune, arrived=arrived,
+                                    mig=mig, pool_per_node=pool_per_node)
         if output is TraceOutput.json:
             body = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": documents}
             sys.stdout.write(json.dumps(body, indent=2) + "\n")

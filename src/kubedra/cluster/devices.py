@@ -10,7 +10,7 @@ results (``mark``) updates every view of it: the allocator reads ``allocated``, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -197,6 +197,26 @@ class DeviceTable:
         return found.held
 
 
+    def capacity_nanos(self, record: DeviceRecord, name: str) -> int:
+        """One capacity of a device, in nanos (0 where the device does not have it), parsed once."""
+        total = self._capacity_nanos.get((record.key, name))
+        if total is None:
+            capacity = record.device.capacity.get(name)
+            total = self._capacity_nanos[record.key, name] = (
+                Quantity.parse(capacity.value).nanos if capacity is not None else 0
+            )
+        return total
+
+    def has_room(self, record: DeviceRecord, more: Mapping[str, int]) -> bool:
+        """Whether the device's capacities hold what its shares consume now plus ``more`` (nanos per capacity), as
+        the allocator compares them."""
+        consumed = self.allocated.aggregated_capacity.get(record.id)
+        for name, amount in more.items():
+            used = consumed.get(name) if consumed else None
+            if amount + (used.nanos if used is not None else 0) > self.capacity_nanos(record, name):
+                return False
+        return True
+
     def share_use_of(self, device: DeviceID) -> int:
         """How much of one shared device its shares use: the largest consumed fraction of any of its capacities."""
         consumed = self.allocated.aggregated_capacity.get(device)
@@ -205,12 +225,7 @@ class DeviceTable:
             return 0
         most = 0
         for name, amount in consumed.items():
-            total = self._capacity_nanos.get((record.key, name))
-            if total is None:
-                capacity = record.device.capacity.get(name)
-                total = self._capacity_nanos[record.key, name] = (
-                    Quantity.parse(capacity.value).nanos if capacity is not None else 0
-                )
+            total = self.capacity_nanos(record, name)
             if total > 0:
                 most = max(most, min(amount.nanos * USE_SCALE // total, USE_SCALE))
         return most

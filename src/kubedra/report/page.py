@@ -1,8 +1,9 @@
-"""The report page: four Plotly charts over simulated time and the longest waiters, in one HTML file that carries
+"""The report page: five Plotly charts over simulated time and the longest waiters, in one HTML file that carries
 plotly.js itself (no network, no CDN). Each chart aggregates first and drills down on demand, so a 5,000-node run
 reads as well as a 3-node one: GPUs in use per model (or pool, a button away), pending pods per reason (counts
-stripped from the scheduler's messages), the distribution of pending times, and the device timeline of one node
-at a time, picked from the busiest nodes in a dropdown.
+stripped from the scheduler's messages), the distribution of pending times, free/usable/stranded GPUs and the FGD
+measure at the fragmentation series' points, and the device timeline of one node at a time, picked from the
+busiest nodes in a dropdown.
 """
 
 from __future__ import annotations
@@ -104,6 +105,21 @@ def pending_time_figure(result: SimulationResult, summary: dict[str, Any]) -> go
     return figure
 
 
+def fragmentation_figure(summary: dict[str, Any]) -> go.Figure:
+    """Free, usable and stranded GPUs at each point of the fragmentation series, and the FGD measure (GPUs)."""
+    series = summary.get("fragmentation", {}).get("series", [])
+    xs = [p["seconds"] for p in series]
+    figure = go.Figure()
+    for key, name in (("free", "free GPUs"), ("usable", "usable by pending pods"), ("stranded", "stranded"),
+                      ("fgd", "FGD measure (GPUs)")):
+        figure.add_trace(go.Scatter(x=xs, y=[p[key] for p in series], mode="lines+markers", name=name,
+                                    line={"shape": "hv", "dash": "dot" if key == "fgd" else "solid"}))
+    figure.update_layout(**_layout("Fragmentation and stranded GPUs", "simulated time (s)", "GPUs"))
+    if not series:
+        figure.add_annotation(text="not sampled", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    return figure
+
+
 def _color(claim: str) -> str:
     return PALETTE[zlib.crc32(claim.encode()) % len(PALETTE)]
 
@@ -170,7 +186,7 @@ def _div(figure: go.Figure, chart: str) -> str:
 
 
 def html_report(result: SimulationResult, summary: dict[str, Any], lines: Sequence[str] = ()) -> str:
-    """The page: the summary lines, the four charts, the longest waiters."""
+    """The page: the summary lines, the five charts, the longest waiters."""
     timeline, busy_nodes = timeline_figure(result)
     shown = min(busy_nodes, TIMELINE_NODES)
     waiters = summary.get("pendingTime", {}).get("longest", [])
@@ -187,6 +203,7 @@ def html_report(result: SimulationResult, summary: dict[str, Any], lines: Sequen
         + _div(gpu_use_figure(result), "gpu-use")
         + _div(pending_figure(result), "pending")
         + _div(pending_time_figure(result, summary), "pending-time")
+        + _div(fragmentation_figure(summary), "fragmentation")
         + _div(timeline, "timeline")
         + f'<p class="note">The dropdown holds the {shown} busiest of the {busy_nodes} nodes that held devices, by '
           "device-seconds; a bar is one claim holding one device (shares overlap).</p>"

@@ -25,6 +25,7 @@ from typing import TypeVar
 import msgspec
 
 from kubedra.allocator.answers import ClaimKeys
+from kubedra.cluster.devices import DeviceRecord, DeviceTable
 from kubedra.cluster.state import ClusterState
 from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim, ResourceSlice
 from kubedra.objects.quantity import Quantity
@@ -59,19 +60,37 @@ class Verdicts:
     # capacity never turn "fits" into "does not", less never the other way), so a node that only gained keeps
     # "fits" and one that only lost keeps "does not" (see ``NodeSets.touch_devices``).
     monotone: bool = False
-    # node -> the devices (``driver/pool/device``) of the allocation that proved "fits" there, when none of them
-    # draws on a counter set: while none of them is taken, that allocation still proves it
-    witness: dict[int, frozenset[str]] = field(default_factory=dict)
+    # node -> the allocation that proved "fits" there, when none of its devices draws on a counter set: while it
+    # could still be made (its devices untaken, its shares' devices with room for them), it still proves it
+    witness: dict[int, Witness] = field(default_factory=dict)
     reasons: dict[int, str] = field(default_factory=dict)
     # (node device shape, devices in use) -> None (fits) or the reason: nodes alike get the same answer
     by_state: dict[tuple[int, frozenset[str]], str | None] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Witness:
+    """An allocation that fits, as the devices it needs: dedicated ones (``driver/pool/device``) and, per shared
+    device, what its shares consume (nanos per capacity)."""
+
+    dedicated: frozenset[str]
+    shared: dict[str, tuple[DeviceRecord, dict[str, int]]]
+
+    def still_fits(self, taken: set[str], devices: DeviceTable) -> bool:
+        """Whether the allocation could still be made after ``taken`` were allocated (nothing was freed)."""
+        if not self.dedicated.isdisjoint(taken):
+            return False
+        return all(devices.has_room(*self.shared[key]) for key in taken if key in self.shared)
+
+
 @dataclass
 class _Fit:
-    """NodeResourcesFit for one request shape: the nodes that fit, and each other node's reason."""
+    """NodeResourcesFit for one request shape: the nodes that fit, and each other node's reason; current up to
+    position ``seen`` of the node sets' usage log (nodes touched later are worked out again when next read)."""
 
     requests: Mapping[str, Quantity]
+    served: frozenset[str]
+    seen: int
     mask: int = 0
     reasons: dict[int, str] = field(default_factory=dict)
 
@@ -92,11 +111,16 @@ class NodeSets:
         self.count = len(self.names)
         self.all = (1 << self.count) - 1
         self.exact = sum(1 << i for i, n in enumerate(self.names) if index.exact(n))
-        self.verdicts_valid = _pools_are_node_local(state)
+        self.verdicts_valid = pools_are_node_local(state)
         self.advertised = {r for node in state.nodes.values() for r in node.status.allocatable}
-        self.shape_of = _device_shapes(state, self.names) if self.verdicts_valid else [None] * self.count
+        self.shape_of = device_shapes(state, self.names) if self.verdicts_valid else [None] * self.count
         self._static: dict[bytes, tuple[int, dict[int, str]]] = {}
         self._fit: dict[tuple[RequestsKey, frozenset[str]], _Fit] = {}
+        # Nodes whose usage changed, in order: a request shape's fit is brought up to date when it is read, for the
+        # nodes touched since (a trace asks ~100 shapes, a bind changes one node; most shapes are not read again
+        # before the node changes once more). Dropped when it outgrows the nodes; shapes behind it start over.
+        self._usage_log: list[int] = []
+        self._usage_base = 0
         self._selectors: dict[str, tuple[AllocationResult, int]] = {}
         self._free: dict[tuple[Signature, int], int] = {}
         self._verdicts: dict[tuple[bytes, ...], Verdicts] = {}
@@ -147,18 +171,11 @@ class NodeSets:
             return
         bit = 1 << i
         keep = self.all ^ bit
-        node = self.state.nodes[name]
-        usage = self.state.usage[name]
-        for fit_key, fit in self._fit.items():
-            reason = resources_reason(fit.requests, node, usage, fit_key[1])
-            if reason is None:
-                if fit.mask & bit:
-                    continue
-                fit.mask |= bit
-                del fit.reasons[i]
-            else:
-                fit.mask &= keep
-                fit.reasons[i] = reason
+        log = self._usage_log
+        if len(log) >= 4 * self.count + 64:
+            self._usage_base += len(log)
+            log.clear()
+        log.append(i)
         free, counts = self._free, self.state.devices.free
         for free_key, mask in free.items():
             fits = counts[free_key[0]].get(name, 0) >= free_key[1]
@@ -180,7 +197,7 @@ class NodeSets:
                     if taken is not None:
                         if verdicts.ok & bit:
                             witness = verdicts.witness.get(i)
-                            if witness is None or not witness.isdisjoint(taken):
+                            if witness is None or not witness.still_fits(taken, self.state.devices):
                                 verdicts.ok &= keep
                                 verdicts.witness.pop(i, None)
                         continue
@@ -256,8 +273,9 @@ class NodeSets:
             rkey = None
         key = (rkey if rkey is not None else requests_key(requests), served)
         found = self._fit.get(key)
-        if found is None:
-            found = _Fit(dict(requests))
+        now = self._usage_base + len(self._usage_log)
+        if found is None or found.seen < self._usage_base:
+            found = _Fit(dict(requests), served, now)
             for i, name in enumerate(self.names):
                 reason = resources_reason(requests, self.state.nodes[name], self.state.usage[name], served)
                 if reason is None:
@@ -266,7 +284,26 @@ class NodeSets:
                     found.reasons[i] = reason
             self._fit = _bounded(self._fit)
             self._fit[key] = found
+        elif found.seen < now:
+            self._update_fit(found, now)
         return found
+
+    def _update_fit(self, fit: _Fit, now: int) -> None:
+        """Bring one shape's fit up to date with the nodes touched since it was last read."""
+        nodes, usage, names = self.state.nodes, self.state.usage, self.names
+        for i in set(self._usage_log[fit.seen - self._usage_base:]):
+            name = names[i]
+            reason = resources_reason(fit.requests, nodes[name], usage[name], fit.served)
+            bit = 1 << i
+            if reason is None:
+                if fit.mask & bit:
+                    continue
+                fit.mask |= bit
+                del fit.reasons[i]
+            else:
+                fit.mask &= ~bit
+                fit.reasons[i] = reason
+        fit.seen = now
 
     def selector_mask(self, claim_key: str, allocation: AllocationResult) -> int:
         """Nodes an allocated claim's ``nodeSelector`` admits."""
@@ -316,19 +353,25 @@ class NodeSets:
         return found
 
     def remember_witness(self, verdicts: Verdicts, i: int, results: Sequence[AllocationResult]) -> None:
-        """The allocation that proved a monotone answer "fits" on node ``i``, kept while its devices stay untaken
+        """The allocation that proved a monotone answer "fits" on node ``i``, kept while it could still be made
         (devices drawing on a counter set are left out: others taking from the same set may leave them short)."""
         if not verdicts.monotone:
             return
         by_key = self.state.devices.by_key
-        keys = []
+        dedicated: list[str] = []
+        shared: dict[str, tuple[DeviceRecord, dict[str, int]]] = {}
         for allocation in results:
             for result in allocation.devices.results:
                 record = by_key.get(f"{result.driver}/{result.pool}/{result.device}")
                 if record is None or record.device.consumes_counters:
                     return
-                keys.append(record.key)
-        verdicts.witness[i] = frozenset(keys)
+                if result.share_id is None:
+                    dedicated.append(record.key)
+                    continue
+                consumed = shared.setdefault(record.key, (record, {}))[1]
+                for name, amount in result.consumed_capacity.items():
+                    consumed[name] = consumed.get(name, 0) + Quantity.parse(amount).nanos
+        verdicts.witness[i] = Witness(frozenset(dedicated), shared)
 
     def state_key(self, i: int) -> tuple[int, frozenset[str]] | None:
         """What the allocator's answer on node ``i`` depends on, when that is only its plain devices' use.
@@ -423,7 +466,7 @@ def _node_names_only(terms: Sequence[NodeSelectorTerm]) -> set[str] | None:
     return names
 
 
-def _device_shapes(state: ClusterState, names: list[str]) -> list[int | None]:
+def device_shapes(state: ClusterState, names: list[str]) -> list[int | None]:
     """Per node, an id shared by nodes whose slices carry the same devices in the same order."""
     on_node: dict[str, list[ResourceSlice]] = {}
     for slice_ in state.slices:
@@ -446,7 +489,7 @@ def _monotone(batch: Sequence[ResourceClaim]) -> bool:
     return len(requests) == 1 and requests[0].exactly is not None
 
 
-def _pools_are_node_local(state: ClusterState) -> bool:
+def pools_are_node_local(state: ClusterState) -> bool:
     """Whether each pool's slices all sit on one node, so only that node's devices change its allocator answers."""
     nodes: dict[tuple[str, str], str] = {}
     for slice_ in state.slices:

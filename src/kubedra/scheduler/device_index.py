@@ -9,24 +9,60 @@ O(1) per node; the allocator then runs only on the chosen node, so the decision 
 
 For anything else the index still gives a necessary condition (too few matching free devices → no), and the exact
 allocator decides. Selector results per device are computed once per signature and reused for the whole run.
+
+Shares (consumable capacity, KEP-5075) get the same treatment in one direction: a claim of one request for N shares
+of one signature fits a node whose devices are plain but for ``allowMultipleAllocations`` when the matching devices
+have room for one share each on N of them — a dedicated device if free and its capacity holds the request, a shared
+one if its capacity left holds one more share (the search gives a request's devices in slice order, each after the
+one before, and with no constraints or counters it never has to take one back). ``shares_fit`` says so without the
+allocator; anything else (too little room included, whose reason the allocator words) is left to it. The stable
+allocator (no capacity checks) and v0.36's lenient rules are not decided here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
+from kubedra.allocator.capacity import CapacityError, share, share_fits
+from kubedra.allocator.devices import CapacityInfo, capacity_info
+from kubedra.allocator.errors import AllocationError
+from kubedra.allocator.requests import MAX_RESULTS
+from kubedra.allocator.state import DeviceID
 from kubedra.cel import CelError, CompileCache, DeviceView, SelectorProgram
 from kubedra.cluster.devices import DeviceRecord, DeviceTable, Signature
 from kubedra.objects.model import DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice
+from kubedra.objects.quantity import Quantity, QuantityError
 
-__all__ = ["Demand", "DeviceIndex", "Signature"]
+__all__ = ["CapacityRules", "Demand", "DeviceIndex", "ShareDemand", "Signature"]
 
 
 @dataclass(frozen=True)
 class Demand:
     signature: Signature
     count: int
+
+
+@dataclass(frozen=True)
+class ShareDemand:
+    """N shares of one signature, each consuming per ``requests`` (a request's ``capacity.requests``)."""
+
+    signature: Signature
+    count: int
+    requests: dict[str, Quantity]
+    key: tuple[tuple[str, Quantity], ...]  # the requests, hashable: a device's share is worked out once per key
+
+
+def _is_shareable_device(slice_: ResourceSlice, index: int) -> bool:
+    """Plain but for ``allowMultipleAllocations``: only its capacity left decides whether a share fits."""
+    device = slice_.spec.devices[index]
+    return not (
+        device.consumes_counters
+        or device.binds_to_node
+        or device.binding_conditions
+        or any(t.effect in ("NoSchedule", "NoExecute") for t in device.taints)
+    )
 
 
 def _is_plain_device(slice_: ResourceSlice, index: int) -> bool:
@@ -41,6 +77,8 @@ def _is_plain_device(slice_: ResourceSlice, index: int) -> bool:
 
 
 MAX_DEMANDS = 1024  # remembered demands per index; beyond that the memory starts over
+MAX_SHARES = 100_000  # remembered (request, node) device lists; beyond that the memory starts over
+_UNKNOWN = object()
 
 
 class DeviceIndex:
@@ -54,6 +92,7 @@ class DeviceIndex:
         cel: CompileCache,
         *,
         taint_rules: bool = False,
+        shares: CapacityRules | None = None,
     ) -> None:
         self.table = table
         self._classes = classes
@@ -66,9 +105,17 @@ class DeviceIndex:
         self._local: list[DeviceRecord] = []  # node-local devices, one per name (an invalid pool's last)
         self._served_off_node: set[Signature] = set()
         self._demands: dict[tuple[int, ...], tuple[list[ResourceClaimSpec], Demand | None]] = {}
+        self._share_demands: dict[int, tuple[ResourceClaimSpec, ShareDemand | None]] = {}
+        self._shares = shares  # None: shares are not decided here (consumable capacity off, or v0.36's rules)
+        self._shareable_nodes: set[str] = set()
+        self._matching: dict[Signature, dict[str, list[DeviceRecord]]] = {}
+        self._capacities: dict[str, dict[str, CapacityInfo] | None] = {}
+        # (signature, requests, node) -> the node's devices as ``_prepare`` gives them (or None)
+        self._prepared: dict[tuple[Signature, tuple[tuple[str, Quantity], ...], str], object] = {}
         self._build()
         if taint_rules:
             self._exact_nodes = set()  # a DeviceTaintRule may taint any device: counts are only a bound then
+            self._shareable_nodes = set()
 
     def _build(self) -> None:
         table = self.table
@@ -85,6 +132,7 @@ class DeviceIndex:
         any_shared = False
         nodes_with_devices: set[str] = set()
         impure: set[str] = set()
+        unshareable: set[str] = set()
         for s in slices:
             pool = (s.spec.driver, s.spec.pool.name)
             if s.spec.pool.generation != newest[pool]:
@@ -106,13 +154,17 @@ class DeviceIndex:
                 nodes_with_devices.add(s.spec.node_name)
                 if not _is_plain_device(s, i):
                     impure.add(s.spec.node_name)
+                if not _is_shareable_device(s, i):
+                    unshareable.add(s.spec.node_name)
         self._local = [r for r in table.by_key.values() if r.node is not None and r.slice.spec.pool.generation
                        == newest[(r.slice.spec.driver, r.slice.spec.pool.name)]]
         broken |= {pool for pool, n in counts.items() if n != expected[pool]}
         for pool in broken:
             impure |= local_nodes.get(pool, set())
+            unshareable |= local_nodes.get(pool, set())
         # A network-attached slice can serve any node, so with one around no node's count is exact.
         self._exact_nodes = set() if any_shared else nodes_with_devices - impure
+        self._shareable_nodes = set() if any_shared or self._shares is None else nodes_with_devices - unshareable
 
     # ------------------------------------------------------------------------------------------ queries
 
@@ -162,6 +214,109 @@ class DeviceIndex:
             if device_class.spec.extended_resource_name:
                 self._ensure((device_class.metadata.name, ()))
 
+    def share_demand(self, claims: Sequence[ResourceClaim]) -> ShareDemand | None:
+        """The claims as N shares of one signature (see the module docstring), or None. Once per claim spec."""
+        if len(claims) != 1 or self._shares is None:
+            return None
+        spec = claims[0].spec
+        found = self._share_demands.get(id(spec))
+        if found is None or found[0] is not spec:
+            if len(self._share_demands) >= MAX_DEMANDS:
+                self._share_demands.clear()
+            found = self._share_demands[id(spec)] = (spec, self._share_demand(spec))
+        return found[1]
+
+    def _share_demand(self, spec: ResourceClaimSpec) -> ShareDemand | None:
+        devices = spec.devices
+        if devices.constraints or len(devices.requests) != 1:
+            return None
+        exact = devices.requests[0].exactly
+        if exact is None or exact.admin_access or exact.capacity is None or not exact.capacity.requests:
+            return None
+        count = 1 if exact.count is None else exact.count
+        if exact.allocation_mode not in ("", "ExactCount") or not 0 < count <= MAX_RESULTS:
+            return None
+        signature: Signature = (exact.device_class_name, tuple(s.cel.expression for s in exact.selectors if s.cel))
+        if len(signature[1]) != len(exact.selectors) or not self._ensure(signature):
+            return None
+        if signature in self._served_off_node:
+            return None
+        try:
+            requests = {name: Quantity.parse(value) for name, value in exact.capacity.requests.items()}
+        except QuantityError:
+            return None  # the allocator reports it in its own words
+        return ShareDemand(self._canonical.get(signature, signature), count, requests, tuple(sorted(requests.items())))
+
+    def shares_fit(self, demand: ShareDemand, node: str) -> bool | None:
+        """Whether the node's matching devices have room for the demand's shares now (None: not known here)."""
+        if self._shares is None or node not in self._shareable_nodes:
+            return None
+        key = (demand.signature, demand.key, node)
+        prepared = self._prepared.get(key, _UNKNOWN)
+        if prepared is _UNKNOWN:
+            if len(self._prepared) >= MAX_SHARES:
+                self._prepared.clear()
+            prepared = self._prepared[key] = self._prepare(demand, node)
+        if prepared is None:
+            return None
+        held = self.table.allocated.allocated_devices
+        consumed = self.table.allocated.aggregated_capacity
+        wanted = demand.count
+        for device, needs in cast("list[tuple[DeviceID, tuple[tuple[str, int, int], ...] | None]]", prepared):
+            if device in held:
+                continue
+            used = consumed.get(device)
+            if used and needs is not None and any(
+                each + (used[name].nanos if name in used else 0) > total for name, each, total in needs
+            ):
+                continue
+            wanted -= 1
+            if wanted <= 0:
+                return True
+        return False
+
+    def _prepare(
+        self, demand: ShareDemand, node: str
+    ) -> list[tuple[DeviceID, tuple[tuple[str, int, int], ...] | None]] | None:
+        """The node's matching devices that can take one share when nothing else uses them, with what the share
+        needs of each capacity (None for a dedicated device: its use is all or nothing), in slice order; None when
+        a device's capacity or the request is invalid (the allocator words that)."""
+        assert self._shares is not None
+        out: list[tuple[DeviceID, tuple[tuple[str, int, int], ...] | None]] = []
+        for record in self._matching_on(demand.signature, node):
+            capacity = self._capacity_of(record)
+            if capacity is None:
+                return None
+            try:
+                one = share(demand.requests, capacity, fractional=self._shares.fractional)
+            except CapacityError:
+                return None
+            if not share_fits(one, capacity, None, None):
+                continue  # never, whatever else uses it
+            assert one is not None
+            needs = tuple((name, one[0][name].nanos, cap.value.nanos) for name, cap in capacity.items())
+            out.append((record.id, needs if record.device.allow_multiple_allocations else None))
+        return out
+
+    def _matching_on(self, signature: Signature, node: str) -> list[DeviceRecord]:
+        per_node = self._matching.get(signature)
+        if per_node is None:
+            per_node = self._matching[signature] = {}
+            for record in self._local:
+                if signature in record.signatures and record.node is not None:
+                    per_node.setdefault(record.node, []).append(record)
+        return per_node.get(node, [])
+
+    def _capacity_of(self, record: DeviceRecord) -> dict[str, CapacityInfo] | None:
+        if record.key not in self._capacities:
+            try:
+                self._capacities[record.key] = {
+                    name: capacity_info(name, cap, record.key) for name, cap in record.device.capacity.items()
+                }
+            except AllocationError:
+                self._capacities[record.key] = None
+        return self._capacities[record.key]
+
     def free(self, signature: Signature, node: str) -> int:
         return self.table.free[signature].get(node, 0)
 
@@ -201,6 +356,14 @@ class DeviceIndex:
         self.table.track(signature, matching)
         self._by_exprs[tuple(exprs)] = signature
         return True
+
+
+@dataclass(frozen=True)
+class CapacityRules:
+    """How the run's allocator compares shares (its features): ``fractional`` milli steps (1.37). Given only for
+    an allocator that checks capacity by the 1.36+ rules (not the stable one, not v0.36's lenient ones)."""
+
+    fractional: bool = False
 
 
 def _matcher(programs: list[SelectorProgram]) -> Callable[[DeviceView], bool]:

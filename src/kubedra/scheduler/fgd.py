@@ -9,24 +9,30 @@ the GPU models its class and selectors accept (CEL on one device of each model).
 * A node's fragmentation for a task m (``node_fragment``): all its idle GPU capacity when m asks no GPU, cannot have
   the node's model, or does not fit (GPUs or cpu); otherwise the idle part of each GPU with less left than m asks of
   one. For a distribution M of tasks (the run's pods, each shape weighted by its share), F_n(M) = sum p_m F_n(m).
-* ``fgd`` places a pod where F_n(M) grows least: F_n(M) after minus before, the "after" being the GPUs the allocator
-  will take (the first devices in the node's order that fit, as kube-scheduler's DRA allocator takes them; the
-  artifact instead picks the GPU within the node that grows fragmentation least — kubedra does not choose devices
-  within a node yet).
+* ``fgd`` places a pod where F_n(M) grows least, as the artifact's FGDScore scores it: 100 x sigmoid(F_n(M) before
+  minus after, in GPUs), truncated to an integer (kube-scheduler's score range; nodes on the same integer tie). A
+  task asking part of one GPU is tried on each GPU of the node with room for it; the node's score is the best of
+  them, and that GPU is the one it takes (``prefer``: the allocator tries it first; the first GPU in the node's order
+  wins a tie). Whole GPUs are the first free ones in the node's order (all free GPUs are alike).
 * ``best-fit``: the node left with the least, 0.5 x cpu left / the largest node's cpu + 0.5 x GPU left / the largest
   node's GPUs, after the pod (the artifact's weights and normalisation).
 * ``random``: a feasible node drawn uniformly.
 
-Ties are drawn from the run's seeded generator. Pure: state in, a choice out.
+Every feasible node is scored (the artifact runs with ``percentageOfNodesToScore: 100``), and a tie goes to the
+node with the smallest name: the artifact's scheduler (a fork of kube-scheduler v1.20.5) replaced selectHost's
+reservoir sampling with that, "for reproducibility" — with integer scores, the packing it causes is worth several
+points on share-heavy workloads. ``random`` draws from the run's seeded generator. Pure: state in, a choice out.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kubedra.allocator.state import DeviceID
 from kubedra.cel import CelError, CompileCache, DeviceView
 from kubedra.cluster.devices import USE_SCALE, DeviceRecord
 from kubedra.cluster.state import ClusterState, PodRecord
@@ -61,6 +67,16 @@ def node_fragment(lefts: Sequence[float], model: str, cpu_left: int, task: TaskS
 def fragmentation(lefts: Sequence[float], model: str, cpu_left: int, tasks: Iterable[tuple[TaskShape, float]]) -> float:
     """F_n(M): ``node_fragment`` weighted by each shape's share."""
     return sum(weight * node_fragment(lefts, model, cpu_left, task) for task, weight in tasks)
+
+
+def fgd_score(before: float, after: float) -> int:
+    """The artifact's FGDScore of a change of fragmentation (GPUs): higher is better, 50 for no change."""
+    return int(100 / (1 + math.exp(after - before)))
+
+
+def is_share(task: TaskShape) -> bool:
+    """A task asking part of one GPU: the one kind whose GPU within the node is a choice."""
+    return task.count == 1 and task.fraction < 1 - EPSILON
 
 
 def placed(lefts: Sequence[float], task: TaskShape) -> tuple[float, ...] | None:
@@ -218,17 +234,46 @@ class TraceScorer:
         """Lower is better."""
         lefts = self._lefts(node)
         cpu_left = self._cpu_left(node)
-        after: tuple[float, ...] | None = placed(lefts, task) if task.count else lefts
-        if after is None:  # the allocator found room our model does not see (other devices): no preference
-            after = lefts
         if self.policy == "best-fit":
-            gpu_left = sum(after)
+            after: tuple[float, ...] | None = placed(lefts, task) if task.count else lefts
+            gpu_left = sum(after if after is not None else lefts)
             cpu_part = (cpu_left - task.cpu_milli) / self._max_cpu if self._max_cpu else 0.0
             gpu_part = gpu_left / self._max_gpus if self._max_gpus else 0.0
             return 0.5 * cpu_part + 0.5 * gpu_part
+        return -self._fgd(node, lefts, cpu_left, task)[0]
+
+    def _fgd(self, node: str, lefts: tuple[float, ...], cpu_left: int, task: TaskShape) -> tuple[int, int | None]:
+        """The node's FGDScore for the task and, for a share, the index of the GPU that gets it."""
         model = self._model.get(node, "")
         before = self._fragmentation(lefts, model, cpu_left)
-        return self._fragmentation(after, model, cpu_left - task.cpu_milli) - before
+        cpu_after = cpu_left - task.cpu_milli
+        if not is_share(task):
+            after = placed(lefts, task) if task.count else lefts
+            # None: the allocator found room our model does not see (other devices): no change seen
+            return fgd_score(before, self._fragmentation(after if after is not None else lefts, model, cpu_after)), None
+        best, chosen = 0, None
+        for i, left in enumerate(lefts):
+            if left >= task.fraction - EPSILON:
+                after = (*lefts[:i], max(0.0, left - task.fraction), *lefts[i + 1:])
+                score = fgd_score(before, self._fragmentation(after, model, cpu_after))
+                if chosen is None or score > best:
+                    best, chosen = score, i
+        if chosen is None:
+            return fgd_score(before, self._fragmentation(lefts, model, cpu_after)), None
+        return best, chosen
+
+    def prefer(self, record: PodRecord, node: str) -> list[DeviceID]:
+        """The devices the pod should get on ``node``, for the allocator to try first (empty: its usual order)."""
+        if self.policy != "fgd":
+            return []
+        if self._gpus is None:
+            self._build()
+        task = self.shape(record)
+        if not is_share(task):
+            return []
+        _, chosen = self._fgd(node, self._lefts(node), self._cpu_left(node), task)
+        assert self._gpus is not None
+        return [self._gpus[node][chosen].id] if chosen is not None else []
 
     def _fragmentation(self, lefts: tuple[float, ...], model: str, cpu_left: int) -> float:
         key = (lefts, model, cpu_left)
@@ -250,4 +295,4 @@ class TraceScorer:
         scores = [self._score(node, task) for node in nodes]
         best = min(scores)
         tied = [i for i, score in enumerate(scores) if score <= best + EPSILON]
-        return tied[0] if len(tied) == 1 else rng.choice(tied)
+        return min(tied, key=nodes.__getitem__)  # the artifact's tie-break: the smallest node name

@@ -22,6 +22,7 @@ from kubedra.cluster.usage import ZERO, NodeUsage
 from kubedra.objects.model import Node
 from kubedra.objects.quantity import Quantity
 from kubedra.scheduler.nodefit import is_extended_resource, resources_reason
+from kubedra.scheduler.victims import UnitsOf, Victim, flatten, importance, pod_units
 
 RESOLVABLE = ("Insufficient ", "Too many pods")
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -113,21 +114,28 @@ class Budget:
 
 
 def split_by_budgets(
-    victims: Sequence[PodRecord], budgets: Sequence[Budget]
-) -> tuple[list[PodRecord], list[PodRecord]]:
-    """``filterPodsWithPDBViolation``: in order, each pod takes one of the allowed disruptions of every budget
-    covering it; a pod that takes one more than a budget allows violates it. (violating, non-violating)"""
+    victims: Sequence[Victim], budgets: Sequence[Budget]
+) -> tuple[list[tuple[Victim, int]], list[Victim]]:
+    """``FilterVictimsWithPDBViolation``: in order, each pod takes one of the allowed disruptions of every budget
+    covering it; a pod that takes one more than a budget allows violates it, and a unit with any violating pod is
+    violating as a whole (its count of violating pods kept). (violating with counts, non-violating)"""
     left = [b.allowed for b in budgets]
-    violating: list[PodRecord] = []
-    fine: list[PodRecord] = []
+    violating: list[tuple[Victim, int]] = []
+    fine: list[Victim] = []
     for victim in victims:
-        meta = victim.pod.metadata
-        broken = False
-        for i, budget in enumerate(budgets):
-            if budget.namespace == (meta.namespace or "default") and budget.covers(meta.labels):
-                left[i] -= 1
-                broken = broken or left[i] < 0
-        (violating if broken else fine).append(victim)
+        broken = 0
+        for pod in victim.pods:
+            meta = pod.pod.metadata
+            hit = False
+            for i, budget in enumerate(budgets):
+                if budget.namespace == (meta.namespace or "default") and budget.covers(meta.labels):
+                    left[i] -= 1
+                    hit = hit or left[i] < 0
+            broken += hit
+        if broken:
+            violating.append((victim, broken))
+        else:
+            fine.append(victim)
     return violating, fine
 
 
@@ -145,12 +153,6 @@ class Preemption:
         return bool(self.node)
 
 
-def _more_important(record: PodRecord) -> tuple[int, float]:
-    """``MoreImportantPod``'s order as a sort key: higher priority first, then the earlier start."""
-    started = record.started_at if record.started_at is not None else float("inf")
-    return -priority_of(record), started
-
-
 def preempt(
     state: ClusterState,
     record: PodRecord,
@@ -160,13 +162,15 @@ def preempt(
     *,
     budgets: Sequence[Budget] = (),
     sizes: NodeSizes,
+    units: UnitsOf = pod_units,
 ) -> Preemption:
     """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes) and the PodDisruptionBudgets.
 
     Without victims, ``message`` is PostFilter's summary as kube-scheduler appends it to the pod's FitError: each
     node's status (``Preemption is not helpful for scheduling`` where Filter's failure is unresolvable, ``No
     preemption victims found for incoming pod`` where no lower-priority pod runs, else the Filter failure that remains
-    with every such pod gone)."""
+    with every such pod gone). ``units`` groups a node's pods into victims (``disruptionMode: all`` PodGroups whole,
+    their pods on other nodes included)."""
     if record.pod.spec.preemption_policy == "Never":
         return Preemption(message=NEVER)
     going = set(terminating)
@@ -183,21 +187,24 @@ def preempt(
         statuses[NOT_HELPFUL] = not_helpful
     found: list[tuple[str, list[PodRecord], int]] = []
     for node in sorted(candidates):
-        lower = [r for r in state.bound.get(node, {}).values() if priority_of(r) < priority and r.key not in going]
+        lower = [
+            unit for unit in units(r for r in state.bound.get(node, {}).values() if r.key not in going)
+            if unit.priority < priority and not any(p.key in going for p in unit.pods)
+        ]
         if not lower:
             statuses[NO_VICTIMS] = statuses.get(NO_VICTIMS, 0) + 1
             continue
-        ordered = sorted(lower, key=_more_important)
+        ordered = sorted(lower, key=importance)
         violating, fine = split_by_budgets(ordered, budgets) if budgets else ([], ordered)
         victims, failure, violations = _victims_on(state, record, node, (violating, fine), fits_on)
         if victims:
-            found.append((node, victims, violations))
+            found.append((node, flatten(victims), violations))
         else:
             statuses[failure] = statuses.get(failure, 0) + 1
     if not found:
         return Preemption(message=summary(statuses, sum(statuses.values())), unresolvable=unresolvable)
-    node, victims, _ = min(found, key=_pick_order)
-    return Preemption(node=node, victims=victims)
+    node, pods, _ = min(found, key=_pick_order)
+    return Preemption(node=node, victims=pods)
 
 
 def summary(statuses: dict[str, int], total: int) -> str:
@@ -221,33 +228,39 @@ def _victims_on(
     state: ClusterState,
     record: PodRecord,
     node: str,
-    parts: tuple[Sequence[PodRecord], Sequence[PodRecord]],
+    parts: tuple[Sequence[tuple[Victim, int]], Sequence[Victim]],
     fits_on: FitsOn,
-) -> tuple[list[PodRecord], str, int]:
-    """``SelectVictimsOnNode`` over the lower-priority pods, most important first within each part: ([], Filter's
-    reason, 0) when the pod does not fit even with all of them gone; else the victims and how many of them violate a
-    budget (those that would are reprieved first)."""
+) -> tuple[list[Victim], str, int]:
+    """``SelectVictimsOnNode`` over the lower-priority units, most important first within each part: ([], Filter's
+    reason, 0) when the pod does not fit even with all of them gone; else the victims and how many of their pods
+    violate a budget (units that would are reprieved first). Only a unit's pods on ``node`` count for the fit (upstream
+    mutates only that node); its pods elsewhere go with it."""
     violating, fine = parts
-    lower = [*violating, *fine]
+    lower = [*(unit for unit, _ in violating), *fine]
+    counts = [count for _, count in violating]
     if record.pod.spec.resource_claims or any(is_extended_resource(name) for name in record.requests):
-        return _victims_by_filter(state, record, node, parts, fits_on)
+        return _victims_by_filter(state, record, node, lower, fits_on, counts=counts)
     # Only NodeResourcesFit can still refuse (the checks before it passed on a candidate): count on a scratch copy.
     target = state.nodes[node]
     usage = state.usage[node]
     scratch = NodeUsage(requested=dict(usage.requested), pods=usage.pods)
-    for victim in lower:
-        scratch.remove(victim.requests)
+    here = [[pod for pod in unit.pods if pod.pod.spec.node_name == node] for unit in lower]
+    for pods in here:
+        for pod in pods:
+            scratch.remove(pod.requests)
     failure = resources_reason(record.requests, target, scratch)
     if failure is not None:
         return [], failure, 0
-    victims: list[PodRecord] = []
+    victims: list[Victim] = []
     violations = 0
-    for i, victim in enumerate(lower):
-        scratch.add(victim.requests)
+    for i, unit in enumerate(lower):
+        for pod in here[i]:
+            scratch.add(pod.requests)
         if resources_reason(record.requests, target, scratch) is not None:
-            scratch.remove(victim.requests)
-            victims.append(victim)
-            violations += i < len(violating)
+            for pod in here[i]:
+                scratch.remove(pod.requests)
+            victims.append(unit)
+            violations += counts[i] if i < len(counts) else 0
     return victims, "", violations
 
 
@@ -255,32 +268,39 @@ def _victims_by_filter(
     state: ClusterState,
     record: PodRecord,
     node: str,
-    parts: tuple[Sequence[PodRecord], Sequence[PodRecord]],
+    lower: Sequence[Victim],
     fits_on: FitsOn,
-) -> tuple[list[PodRecord], str, int]:
-    """The same with the whole Filter (claims, extended resources) on the state with the victims unbound."""
-    violating, fine = parts
-    lower = [*violating, *fine]
-    for victim in lower:
-        state.unbind(victim, node)
-    victims: list[PodRecord] = []
+    *,
+    counts: Sequence[int],
+) -> tuple[list[Victim], str, int]:
+    """The same with the whole Filter (claims, extended resources) on the state with the victims' pods on ``node``
+    unbound."""
+    here = [[pod for pod in unit.pods if pod.pod.spec.node_name == node] for unit in lower]
+    for pods in here:
+        for pod in pods:
+            state.unbind(pod, node)
+    victims: list[int] = []
     violations = 0
     try:
         failure = fits_on(record, node)
         if failure is not None:
-            for victim in lower:
-                state.bind(victim, node)
+            for pods in here:
+                for pod in pods:
+                    state.bind(pod, node)
             return [], failure, 0
-        for i, victim in enumerate(lower):
-            state.bind(victim, node)
+        for i in range(len(lower)):
+            for pod in here[i]:
+                state.bind(pod, node)
             if fits_on(record, node) is not None:
-                state.unbind(victim, node)
-                victims.append(victim)
-                violations += i < len(violating)
+                for pod in here[i]:
+                    state.unbind(pod, node)
+                victims.append(i)
+                violations += counts[i] if i < len(counts) else 0
     finally:
-        for victim in victims:
-            state.bind(victim, node)
-    return victims, "", violations
+        for i in victims:
+            for pod in here[i]:
+                state.bind(pod, node)
+    return [lower[i] for i in victims], "", violations
 
 
 def _pick_order(candidate: tuple[str, list[PodRecord], int]) -> tuple[int, int, int, int, float]:

@@ -18,6 +18,7 @@ from typing import Protocol
 import msgspec
 
 from kubedra.allocator import AllocationError, NodeAllocationFailed, SearchBudgetExceeded
+from kubedra.allocator.state import DeviceID
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import (
     AllocationResult,
@@ -61,10 +62,13 @@ class NodeAllocator(Protocol):
         """ShareIDs drawn so far (a stream an attempt may advance even where it finds no fit)."""
         ...
 
-    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
+    def allocate(
+        self, node: Node, claims: Sequence[ResourceClaim], *, prefer: Sequence[DeviceID] = ()
+    ) -> list[AllocationResult] | None:
         """Allocations for ``claims`` on ``node``; None if they do not fit. Raises the allocator's errors:
         ``AllocationError`` for bad input (scheduling of the pod is aborted), ``NodeAllocationFailed`` and
-        ``SearchBudgetExceeded`` when only this node cannot take the claims (invalid pools, a search timeout)."""
+        ``SearchBudgetExceeded`` when only this node cannot take the claims (invalid pools, a search timeout).
+        ``prefer``: devices to try first (a trace policy's choice within the node; kube-scheduler has none)."""
         ...
 
 
@@ -260,6 +264,11 @@ class Scheduler:
             found = self._spec_keys[id(spec)] = (spec, msgspec.json.encode(spec))  # held: the id stays unique
         return found[1]
 
+    def _nodes_to_find(self, node_count: int) -> int:
+        """Feasible nodes to score: kube-scheduler's adaptive sample, or every node for the FGD artifact's policies
+        (its experiments set ``percentageOfNodesToScore: 100``)."""
+        return node_count if self.trace is not None else feasible_nodes_to_find(node_count)
+
     def _extended_requests(self, record: PodRecord) -> list[ExtendedRequest]:
         """The pod's extended-resource requests. Every resource a container asks for with a positive amount is a key
         of the pod's total requests, so a pod whose totals name none (most) has none: no walk of its containers."""
@@ -271,7 +280,7 @@ class Scheduler:
         """Filter node by node from the rotating start, then Score (the reference the node sets reproduce)."""
         record = attempt.record
         names = list(self.state.nodes)
-        wanted = 1 if self.policy is Policy.FIRST_FIT else feasible_nodes_to_find(len(names))
+        wanted = 1 if self.policy is Policy.FIRST_FIT else self._nodes_to_find(len(names))
         start = 0 if self.policy is Policy.FIRST_FIT else self._next_start % max(1, len(names))
         reasons: dict[str, list[str]] = {}
         feasible: list[_Feasible] = []
@@ -292,10 +301,11 @@ class Scheduler:
             self._next_start = (start + processed) % len(names)
         while feasible:
             chosen = self._choose(record, feasible, attempt.claims)
-            if not chosen.deferred:
+            prefer = self.trace.prefer(record, chosen.node) if self.trace is not None and chosen.batch else []
+            if not chosen.deferred and not prefer:
                 return self._placement(attempt, chosen, chosen.results)
             assert attempt.allocator is not None
-            results = self._allocate(attempt.allocator, self.state.nodes[chosen.node], chosen.batch)
+            results = self._allocate(attempt.allocator, self.state.nodes[chosen.node], chosen.batch, prefer)
             if isinstance(results, Failed):
                 return results
             if isinstance(results, list):
@@ -315,7 +325,7 @@ class Scheduler:
             return None
         mask, undecided, verdicts, served = prepared
         first_fit = self.policy is Policy.FIRST_FIT
-        wanted = 1 if first_fit else feasible_nodes_to_find(sets.count)
+        wanted = 1 if first_fit else self._nodes_to_find(sets.count)
         start = 0 if first_fit else self._next_start % max(1, sets.count)
         batch, special = attempt.batch_for(served, self.extended_map)
         while True:
@@ -398,6 +408,10 @@ class Scheduler:
         state_key = sets.state_key(i)
         if state_key is not None and state_key in verdicts.by_state:
             return verdicts.by_state[state_key]
+        if self.index is not None:
+            shares = self.index.share_demand(batch)
+            if shares is not None and self.index.shares_fit(shares, sets.names[i]) is True:
+                return None  # the matching devices have room for the shares: the allocator would find them
         answer = self._allocate(allocator, self.state.nodes[sets.names[i]], batch)
         if isinstance(answer, Failed):
             return answer
@@ -473,7 +487,8 @@ class Scheduler:
             chosen = msgspec.structs.replace(template, node=name, deferred=bool(batch))
             if not batch or attempt.allocator is None:
                 return self._placement(attempt, chosen, None)
-            results = self._allocate(attempt.allocator, self.state.nodes[name], batch)
+            prefer = self.trace.prefer(record, name) if self.trace is not None else []
+            results = self._allocate(attempt.allocator, self.state.nodes[name], batch, prefer)
             if isinstance(results, Failed):
                 return results
             if isinstance(results, list):
@@ -500,11 +515,11 @@ class Scheduler:
 
     @staticmethod
     def _allocate(
-        allocator: NodeAllocator, node: Node, batch: Sequence[ResourceClaim]
+        allocator: NodeAllocator, node: Node, batch: Sequence[ResourceClaim], prefer: Sequence[DeviceID] = ()
     ) -> list[AllocationResult] | Failed | str:
         """The allocations, a Failed outcome for fatal input, or the node's reason for refusing."""
         try:
-            results = allocator.allocate(node, batch)
+            results = allocator.allocate(node, batch, prefer=prefer)
         except NodeAllocationFailed as exc:
             return str(exc)
         except SearchBudgetExceeded:

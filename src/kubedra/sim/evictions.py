@@ -9,7 +9,7 @@ could only preempt pods of its own priority or higher is turned away without loo
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -25,6 +25,7 @@ from kubedra.scheduler.preemption import (
     without_victims,
 )
 from kubedra.scheduler.scheduler import Unschedulable
+from kubedra.scheduler.victims import GROUP_RANK, Victim
 from kubedra.sim.budgets import PodDisruptionBudget, current_budgets
 
 if TYPE_CHECKING:
@@ -51,6 +52,35 @@ class Evictions:
         if not self.bound_priorities[priority]:
             del self.bound_priorities[priority]
 
+    def units(self, records: Iterable[PodRecord]) -> list[Victim]:
+        """The preemption units of ``records`` (``getCrossNodesVictims``): a member of a PodGroup with
+        ``disruptionMode: all`` brings every bound member of its group; members rank as groups, with their
+        PodGroup's priority. Without gangs (GenericWorkload off, ``record.group`` unset) each pod is its own."""
+        sim = self.sim
+        gangs = sim.gangs
+        seen: set[str] = set()
+        found: list[Victim] = []
+        for record in records:
+            if not record.group:
+                found.append(Victim(pods=(record,), priority=priority_of(record)))
+                continue
+            group = sim.pod_groups.get(record.group)
+            priority = priority_of(record) if group is None else group.spec.priority or 0
+            mode = group.spec.disruption_mode if group is not None else None
+            if mode is None or mode.all is None or gangs is None:
+                found.append(Victim(pods=(record,), priority=priority, rank=GROUP_RANK))
+                continue
+            if record.group in seen:
+                continue
+            seen.add(record.group)
+            bound = sim.state.bound
+            members = tuple(
+                m for m in gangs.members.get(record.group, ())
+                if m.pod.spec.node_name and m.key in bound.get(m.pod.spec.node_name, {})
+            )
+            found.append(Victim(pods=members or (record,), priority=priority, rank=GROUP_RANK))
+        return found
+
     def post_filter(self, record: PodRecord, outcome: Unschedulable) -> str:
         """DefaultPreemption for a pod Filter refused: victims found are deleted after their grace period and the pod
         is nominated (""), else PostFilter's message, which kube-scheduler appends to the pod's."""
@@ -70,7 +100,7 @@ class Evictions:
             state = self.sim.state
             budgets = current_budgets(self.budgets, state, self.terminating) if self.budgets else []
             answer = preempt(state, record, outcome.reasons, self.sim.scheduler.fits_on, self.terminating,
-                             budgets=budgets, sizes=self.sim.node_sizes)
+                             budgets=budgets, sizes=self.sim.node_sizes, units=self.units)
         self.last[record.key] = answer
         if not answer.found:
             return answer.message

@@ -1,7 +1,8 @@
 """Fragmentation and stranded capacity: how much free GPU capacity the waiting pods cannot use, and the FGD measure.
 
-Worked out at report time from the final state (nothing on the per-pod path). Per GPU model and node pool (the
-``kubedra.io/nodepool`` label NodePools put on their nodes):
+Worked out from a state: the final one at report time, and a few during the run (``Sampler``: one sample each time
+simulated time passes another ``every`` seconds, after that instant's scheduling) for the series over time; never on
+the per-pod path. Per GPU model and node pool (the ``kubedra.io/nodepool`` label NodePools put on their nodes):
 
 * ``free``: GPUs nothing is allocated on;
 * ``usable``: free GPUs on a node where the claims of at least one pending pod could be allocated now — the
@@ -17,7 +18,6 @@ Worked out at report time from the final state (nothing on the per-pod path). Pe
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,7 +25,6 @@ from typing import Any, Protocol
 
 from kubedra.cluster.devices import DeviceRecord
 from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.objects.model import to_dict
 from kubedra.objects.quantity import Quantity
 from kubedra.scheduler.fgd import Shapes, TaskShape, claim_specs, cpu_milli, node_fragment
 from kubedra.sim.gpus import SHARES_CAPACITY, Inventory, gpu_use
@@ -36,9 +35,11 @@ POOL_LABEL = "kubedra.io/nodepool"
 class NodeFit(Protocol):
     """What the stranded count asks: could this pending pod's claims be allocated on this node now."""
 
+    def key(self, record: PodRecord) -> str: ...
+
     def attempt(self, record: PodRecord) -> Any: ...
 
-    def fits(self, attempt: Any, node: Any) -> bool: ...
+    def fits(self, attempt: Any, node: Any, key: str | None = None) -> bool: ...
 
 
 @dataclass
@@ -79,23 +80,54 @@ def _gpus(state: ClusterState, inventory: Inventory) -> dict[str, _Gpu]:
     return gpus
 
 
-def _shape_key(state: ClusterState, record: PodRecord) -> str:
-    """Pods alike for fitting: the same requests, node rules and claim specs."""
-    claims = [to_dict(c.spec) if (c := state.claims.get(k)) is not None else k for k in record.claim_keys]
-    spec = record.pod.spec
-    return json.dumps([str(record.requests_key), spec.node_selector, to_dict(spec.affinity) if spec.affinity else None,
-                       [to_dict(t) for t in spec.tolerations], claims], sort_keys=True, default=str)
+class Memo:
+    """What stays true of the run's pods between samples: each pod's shape for the fit check and the FGD task
+    weights (pods keep their requests and claim specs; a Job's later pods change the count, and the weights are
+    redone)."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, str] = {}
+        self.weights: Counter[TaskShape] | None = None
+        self.weighed = -1  # pods the weights were counted over
+        self.fgd: dict[tuple[tuple[float, ...], str, int], float] = {}  # F_n(M) of a node state, for these weights
+
+    def weigh(self, state: ClusterState, records: list[PodRecord], shapes: Shapes) -> Counter[TaskShape]:
+        """The run's task shapes, counted once per pod set."""
+        if self.weights is None or self.weighed != len(records):
+            self.weights = Counter(shapes.of(cpu_milli(r), claim_specs(state, r)) for r in records)
+            self.weighed = len(records)
+            self.fgd.clear()
+        return self.weights
+
+    def node_fgd(self, lefts: tuple[float, ...], model: str, cpu_left: int) -> float:
+        """F_n(M) of one node state, for the weights ``weigh`` counted last."""
+        state_key = (lefts, model, cpu_left)
+        found = self.fgd.get(state_key)
+        if found is None:
+            weights = self.weights or Counter()
+            total = sum(weights.values())
+            found = self.fgd[state_key] = sum(
+                w * node_fragment(lefts, model, cpu_left, t) for t, w in weights.items()) / total if total else 0.0
+        return found
+
+    def key(self, fit: NodeFit, record: PodRecord) -> str:
+        """The pod's shape for ``fit`` (pods alike get the same answers), worked out once per pod."""
+        found = self.keys.get(record.key)
+        if found is None:
+            found = self.keys[record.key] = fit.key(record)
+        return found
 
 
-def _usable_nodes(state: ClusterState, fit: NodeFit, pending: list[PodRecord], candidates: Iterable[str]) -> set[str]:
+def _usable_nodes(state: ClusterState, fit: NodeFit, pending: list[PodRecord], candidates: Iterable[str],
+                  memo: Memo) -> set[str]:
     shapes: dict[str, PodRecord] = {}
     for record in pending:
-        shapes.setdefault(_shape_key(state, record), record)
-    attempts = [a for r in shapes.values() if (a := fit.attempt(r)) is not None]
+        shapes.setdefault(memo.key(fit, record), record)
+    attempts = [(key, a) for key, r in shapes.items() if (a := fit.attempt(r)) is not None]
     usable: set[str] = set()
     for name in candidates:
         node = state.nodes.get(name)
-        if node is not None and any(fit.fits(a, node) for a in attempts):
+        if node is not None and any(fit.fits(a, node, key) for key, a in attempts):
             usable.add(name)
     return usable
 
@@ -119,15 +151,17 @@ def _shares_left(gpu: _Gpu, state: ClusterState) -> int:
     return left
 
 
-def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None, pods: Iterable[PodRecord]
-                  ) -> dict[str, Any]:
+def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None, pods: Iterable[PodRecord], *,
+                  arrived_by: float | None = None, memo: Memo | None = None) -> dict[str, Any]:
     """The summary's ``fragmentation``: totals and one row per (pool, model); ``fit`` None skips the stranded
-    count (no allocator to ask)."""
+    count (no allocator to ask). ``arrived_by``: during a run, pods arriving later are not waiting yet (the FGD
+    measure's task distribution is still every pod's)."""
     gpus = _gpus(state, inventory)
     records = list(pods)
-    pending = [r for r in records if r.phase == "Pending"]
+    pending = [r for r in records if r.phase == "Pending" and (arrived_by is None or r.arrive_at <= arrived_by)]
     free_nodes = {g.node for g in gpus.values() if g.left >= 1.0}
-    usable = _usable_nodes(state, fit, pending, sorted(free_nodes)) if fit is not None and pending else set()
+    memo = memo if memo is not None else Memo()
+    usable = _usable_nodes(state, fit, pending, sorted(free_nodes), memo) if fit is not None and pending else set()
     by_node: dict[str, list[_Gpu]] = {}
     for gpu in gpus.values():
         by_node.setdefault(gpu.node, []).append(gpu)
@@ -136,8 +170,7 @@ def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None
         if gpu.devices:
             samples.setdefault(gpu.model, gpu.devices[0])
     shapes = Shapes(state, samples)
-    weights: Counter[TaskShape] = Counter(shapes.of(cpu_milli(r), claim_specs(state, r)) for r in records)
-    total_weight = sum(weights.values())
+    memo.weigh(state, records, shapes)
     rows: dict[tuple[str, str], Tally] = {}
     for node, on_node in by_node.items():
         pool = state.nodes[node].metadata.labels.get(POOL_LABEL, "") if node in state.nodes else ""
@@ -156,10 +189,7 @@ def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None
                     ):
                         tally.mig_partly_used += 1
                     tally.shares_left += _shares_left(gpu, state)
-            if total_weight:
-                lefts = [g.left for g in of_model]
-                tally.fgd += sum(w * node_fragment(lefts, model, cpu_left, t) for t, w in weights.items()
-                                 ) / total_weight
+            tally.fgd += memo.node_fgd(tuple(g.left for g in of_model), model, cpu_left)
     waiting = bool(pending)
     items = []
     for (pool, model), tally in sorted(rows.items()):
@@ -179,3 +209,43 @@ def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None
     summary["fgdPercent"] = round(100 * totals.fgd / totals.gpus, 2) if totals.gpus else 0.0
     summary["pools"] = items
     return summary
+
+
+SERIES_FIELDS = ("pendingPods", "gpus", "free", "usable", "stranded", "migPartlyUsed", "sharesLeft", "fgd",
+                 "fgdPercent")
+
+
+def series_point(seconds: float, figures: dict[str, Any]) -> dict[str, Any]:
+    """One point of the series: the totals and each pool's row, at ``seconds`` of simulated time."""
+    return {"seconds": seconds, **{k: figures[k] for k in SERIES_FIELDS}, "pools": figures["pools"]}
+
+
+class Sampler:
+    """The fragmentation of a running simulation's state, every ``every`` seconds of simulated time (``sample`` is
+    called after each instant; it samples the first instant at or past the next due time). The devices and the
+    allocator's checks are the run's own; asking them changes no decision (the allocator is pure)."""
+
+    def __init__(self, state: ClusterState, fit: NodeFit | None, every: float) -> None:
+        self.state = state
+        self.fit = fit
+        self.every = every
+        self.points: list[dict[str, Any]] = []
+        self._inventory: Inventory | None = None
+        self._memo = Memo()
+        self._due = 0.0
+
+    def now(self, seconds: float, pods: Iterable[PodRecord]) -> dict[str, Any]:
+        """The summary's ``fragmentation`` of the state as it is at ``seconds``."""
+        if self._inventory is None:
+            self._inventory = Inventory.build(self.state.slices, self.state.nodes.values())
+        return fragmentation(self.state, self._inventory, self.fit, pods, arrived_by=seconds, memo=self._memo)
+
+    def sample(self, seconds: float, pods: Iterable[PodRecord], *, last: bool = False) -> None:
+        """Record a point if one is due (``last``: the end of the run, recorded unless just sampled)."""
+        if self.points and self.points[-1]["seconds"] == seconds:
+            return
+        if seconds < self._due and not last:
+            return
+        self.points.append(series_point(seconds, self.now(seconds, pods)))
+        while self._due <= seconds:
+            self._due += self.every if self.every > 0 else float("inf")

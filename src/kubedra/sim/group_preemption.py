@@ -1,10 +1,11 @@
 """Workload-aware preemption: a gang that cannot meet its quorum preempts as a group (``PodGroupEvaluator``,
 ``framework/preemption/podgrouppreemption.go``), the domain being the whole cluster.
 
-Every bound pod of a lower priority than the PodGroup's is a potential victim. With all of them removed (their
-usage, not their devices: DynamicResources does not simulate a victim's release in 1.37) the group is tried once;
-if it fits, each member keeps the node it got, and the victims are reprieved one by one, most important first (those a
-PodDisruptionBudget would count as violations first): a victim stays if every member still passes Filter on its node
+Every bound unit (a pod, or a ``disruptionMode: all`` PodGroup's bound members together) of a lower priority than
+the PodGroup's is a potential victim. With all of them removed (their usage, not their devices: DynamicResources
+does not simulate a victim's release in 1.37) the group is tried once; if it fits, each member keeps the node it
+got, and the units are reprieved one by one, most important first (those a PodDisruptionBudget would count as
+violations first): a unit stays if every member still passes Filter on its node
 with the members before it assumed. The rest are preempted (``Preempted by podgroup <uid> on node cluster``), the
 members nominated, and the group is tried again once the victims are gone.
 """
@@ -15,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kubedra.cluster.state import PodRecord
+from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.scheduling import PodGroup
 from kubedra.scheduler.gangs import schedule_group
-from kubedra.scheduler.preemption import NEVER, priority_of, split_by_budgets
+from kubedra.scheduler.preemption import NEVER, split_by_budgets
 from kubedra.scheduler.scheduler import Placement
+from kubedra.scheduler.victims import Victim, flatten, importance
 from kubedra.sim.budgets import current_budgets
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ class GroupPreemption:
 
 
 def preempt_for_group(
-    gangs: GangQueue, key: str, group: PodGroup, order: list[PodRecord], bound: int
+    gangs: GangQueue, key: str, group: PodGroup, order: list[PodRecord], bound_count: int
 ) -> GroupPreemption:
     """The victims and nominations for the failing group ``key``, or why there are none."""
     sim = gangs.sim
@@ -49,36 +51,38 @@ def preempt_for_group(
         return GroupPreemption(message=ONGOING)
     state = sim.state
     priority = group.spec.priority or 0
-    potential = [
-        (record, node)
-        for node, pods in state.bound.items()
-        for record in pods.values()
-        if priority_of(record) < priority and record.key not in evictions.terminating
-    ]
+    bound = [record for pods in state.bound.values() for record in pods.values()
+             if record.key not in evictions.terminating]
+    potential = [unit for unit in evictions.units(bound)
+                 if unit.priority < priority and not any(p.key in evictions.terminating for p in unit.pods)]
     if not potential:
         return GroupPreemption(message=NO_VICTIMS)
-    node_of = {record.key: node for record, node in potential}
-    for record, node in potential:
-        state.unbind(record, node)
-    trial = schedule_group(sim.scheduler, group, order, bound, gangs.assume, lower_priority_bound=True)
+    node_of = {pod.key: pod.pod.spec.node_name or "" for unit in potential for pod in unit.pods}
+    _place(state, potential, node_of, bind=False)
+    trial = schedule_group(sim.scheduler, group, order, bound_count, gangs.assume, lower_priority_bound=True)
     if not trial.scheduled:
-        for record, node in potential:
-            state.bind(record, node)
+        _place(state, potential, node_of, bind=True)
         return GroupPreemption(message=trial.message)
     assignments = [(record, trial.fitted[record.key]) for record in order if record.key in trial.fitted]
-    ranked = sorted((record for record, _ in potential), key=_more_important)
+    ranked = sorted(potential, key=importance)
     budgets = current_budgets(evictions.budgets, state, evictions.terminating) if evictions.budgets else []
     violating, fine = split_by_budgets(ranked, budgets) if budgets else ([], ranked)
-    victims: list[PodRecord] = []
-    for record in [*violating, *fine]:
-        node = node_of[record.key]
-        state.bind(record, node)
+    victims: list[Victim] = []
+    for unit in [*(unit for unit, _ in violating), *fine]:
+        _place(state, [unit], node_of, bind=True)
         if not _members_fit(gangs, assignments):
-            state.unbind(record, node)
-            victims.append(record)
-    for record in victims:
-        state.bind(record, node_of[record.key])
-    return GroupPreemption(victims=victims, nominated={record.key: node for record, node in assignments})
+            _place(state, [unit], node_of, bind=False)
+            victims.append(unit)
+    _place(state, victims, node_of, bind=True)
+    victims.sort(key=importance)
+    return GroupPreemption(victims=flatten(victims), nominated={record.key: node for record, node in assignments})
+
+
+def _place(state: ClusterState, units: list[Victim], node_of: dict[str, str], *, bind: bool) -> None:
+    """The units' pods back on their nodes (``bind``) or off them, in the dry run."""
+    for unit in units:
+        for pod in unit.pods:
+            (state.bind if bind else state.unbind)(pod, node_of[pod.key])
 
 
 def _members_fit(gangs: GangQueue, assignments: list[tuple[PodRecord, str]]) -> bool:
@@ -94,8 +98,3 @@ def _members_fit(gangs: GangQueue, assignments: list[tuple[PodRecord, str]]) -> 
     finally:
         for revert in reversed(undo):
             revert()
-
-
-def _more_important(record: PodRecord) -> tuple[int, float]:
-    started = record.started_at if record.started_at is not None else float("inf")
-    return -priority_of(record), started

@@ -265,7 +265,7 @@ def build_report(result: SimulationResult, warnings: list[str] | None = None) ->
     summary = _summary(state, lines, result.end_time)
     summary["gpus"] = _gpus(result)
     summary["pendingTime"] = _pending_time(lines)
-    summary["fragmentation"] = _fragmentation(result)
+    summary["fragmentation"] = {**_fragmentation(result), "series": result.fragmentation_series}
     return Report(pods=lines, summary=summary, result=result, warnings=list(warnings or []))
 
 

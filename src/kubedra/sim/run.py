@@ -13,6 +13,7 @@ import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -43,6 +44,9 @@ from kubedra.scheduler.preemption import NEVER, NodeSizes, Preemption, without_v
 from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
+
+if TYPE_CHECKING:
+    from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
 
 ARRIVE = 0
 FINISH = 1
@@ -80,6 +84,7 @@ class SimulationResult:
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # with the status the run left them in
     group_cycles: dict[str, GroupOutcome] = field(default_factory=dict)  # each group's latest pod-group cycle
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # each refused pod's latest PostFilter answer
+    fragmentation_series: list[dict[str, Any]] = field(default_factory=list)  # ``Sampler``'s points, in time order
 
 
 @dataclass
@@ -122,6 +127,7 @@ class Simulation:
     # The claims present before the run began, by controlling pod (``namespace/uid``): a live cluster's snapshot can
     # hold a claim the controller made whose pod's status does not name it yet. Made at the first arrival.
     _owned_before: dict[str, list[ResourceClaim]] | None = None
+    sampler: Sampler | None = None  # fragmentation over time; None: not sampled
 
     @property
     def node_sizes(self) -> NodeSizes:
@@ -131,9 +137,23 @@ class Simulation:
         return self._node_sizes
 
     @property
+    def gangs(self) -> GangQueue | None:
+        """The members of each PodGroup (None until the first member is added)."""
+        return self._gangs
+
+    @property
     def now(self) -> float:
         """The simulated time of the instant processed last (for live observers such as ``simulate --serve``)."""
         return self._now
+
+    def fragmentation_now(self) -> dict[str, Any]:
+        """The report's fragmentation of the state as it is now (for live observers; empty figures unsampled)."""
+        from kubedra.sim.fragmentation import Sampler
+
+        if self.sampler is None:
+            self.sampler = Sampler(self.state, None, float("inf"))
+        pods = self.state.pods
+        return self.sampler.now(self._now, (pods[key] for key in self._order))
 
     @property
     def next_time(self) -> float | None:
@@ -197,13 +217,18 @@ class Simulation:
                 self._active.extend(self._unschedulable)
                 self._unschedulable.clear()
             done += self._drain()
+            if self.sampler is not None:
+                self.sampler.sample(now, (pods[key] for key in self._order))
             if progress is not None:
                 progress(done, total)
         self._on_bound = None
+        if self.sampler is not None:
+            self.sampler.sample(self._now, (pods[key] for key in self._order), last=True)
         return SimulationResult(
             self.state, self.events, self._order, self._now, self.allocator, self.pod_groups,
             self._gangs.last if self._gangs is not None else {},
             self.evictions.last if self.evictions is not None else {},
+            self.sampler.points if self.sampler is not None else [],
         )
 
     # ------------------------------------------------------------------------------------------ lifecycle

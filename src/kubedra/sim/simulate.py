@@ -14,11 +14,12 @@ from kubedra.cel import CompileCache
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import pod_requests
 from kubedra.objects.model import Pod
-from kubedra.scheduler.device_index import DeviceIndex
+from kubedra.scheduler.device_index import CapacityRules, DeviceIndex
 from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend, seeded_share_ids
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
 from kubedra.sim.evictions import Evictions
+from kubedra.sim.fragmentation import Sampler
 from kubedra.sim.groups import group_key
 from kubedra.sim.run import Simulation, SimulationResult
 from kubedra.sim.scenario import Scenario
@@ -33,6 +34,7 @@ class Options:
     features: Features = field(default_factory=Features.for_release)
     fast_path: bool = True  # the device index and reused answers; off = a full search on every node (cross-checks)
     step_budget: int = DEFAULT_STEP_BUDGET
+    fragmentation_samples: int = 20  # points of the fragmentation series over the arrivals' span (0: none)
 
 
 def _record(pod: Pod, arrive_at: float, run_for: float | None, owner: str, gangs: bool = False) -> PodRecord:
@@ -56,7 +58,11 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     )
     cel = CompileCache(features.cel_options())
     index = (
-        DeviceIndex(state.devices, state.classes, cel, taint_rules=bool(state.taint_rules))
+        DeviceIndex(
+            state.devices, state.classes, cel, taint_rules=bool(state.taint_rules),
+            shares=CapacityRules(features.fractional_capacity_range)
+            if features.consumable_capacity and not (features.lenient_capacity or features.stable) else None,
+        )
         if options.fast_path
         else None
     )
@@ -91,7 +97,22 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
             continue
         records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs) for pod in job.pods]
         simulation.add_job(records, job.parallelism, work_queue=job.completions is None)
+    if options.fragmentation_samples > 0:
+        simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation
+
+
+def _sampler(
+    scenario: Scenario, state: ClusterState, backend: AllocatorBackend, index: DeviceIndex | None, samples: int
+) -> Sampler:
+    """Samples spread over the time the workload is known to span (the last arrival plus its run time), and one at
+    the end of the run."""
+    from kubedra.scheduler.explain import ClaimsFit
+
+    ends = [a.arrive_at + (a.run_for or 0.0) for a in scenario.workloads.arrivals]
+    ends += [j.arrive_at + (j.run_for or 0.0) for j in scenario.workloads.jobs]
+    span = max(ends, default=0.0)
+    return Sampler(state, ClaimsFit(state, backend.allocator, index), span / samples)
 
 
 def simulate(

@@ -11,6 +11,12 @@ The mapping, stated once (docs/planning.md repeats it for users):
   then use them); a task with ``gpu_milli`` < 1000 claims one device with that many shares; ``gpu_spec``
   ("V100M16|V100M32") is a CEL selector on ``productName``; cpu and memory are the pod's requests; tasks with the
   same GPU request share one ResourceClaimTemplate;
+* ``mig=MODEL`` (an option): every GPU node has MIG-capable ``MODEL`` GPUs with MIG enabled instead of shared ones
+  (the trace's own model kept as the node label ``kubedra.io/trace-model``, the substitution said in the pool's
+  ``kubedra.io/assumed`` annotation); a task asking ``num_gpu`` whole GPUs claims that many of the full-GPU profile
+  (``7g.*``) and a ``gpu_milli`` share one device of the smallest profile with at least that share of the compute
+  slices (``Ng`` of 7: 100 -> 1g, 250 -> 2g, 400 -> 3g, 500 -> 4g, above 4/7 -> 7g; of each size the one with least
+  memory, no ``+me``); ``gpu_spec`` becomes a node affinity on ``kubedra.io/trace-model``;
 * ``replay="artifact"`` (the FGD artifact's experiment): the tasks shuffled with ``seed``, then tasks drawn at random
   (same generator) and appended until the summed milli-GPU requests would pass ``tune`` x the cluster's capacity;
   they arrive one second apart in that order and never leave. ``replay="trace"``: each task arrives at its
@@ -30,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from kubedra.cluster.catalogue import GpuModel, UnknownGpuModelError, lookup
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 
 Doc = dict[str, Any]
@@ -49,6 +56,8 @@ _MODELS: dict[str, tuple[str | None, str, str, bool]] = {
     "V100M32": ("V100-32GB", "", "Tesla V100-SXM2-32GB", False),
     "P100": (None, "16Gi", "P100", False),
 }
+MIG_CLASS = "mig.nvidia.com"
+TRACE_MODEL_LABEL = "kubedra.io/trace-model"
 _NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 _POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")  # the rest are optional (multigpu50
 # has no gpu_spec and no times)
@@ -202,20 +211,66 @@ def _product(model: str) -> str:
     return _MODELS.get(model, (None, "16Gi", model, True))[2]
 
 
-def nodepools(nodes: list[TraceNode]) -> list[Doc]:
-    """One NodePool per node shape, in first-seen order."""
-    shapes: dict[tuple[int, int, int, str], int] = {}
+def mig_model(name: str) -> GpuModel:
+    """The catalogue's MIG-capable model ``name``; ValueError saying which models are, otherwise."""
+    try:
+        model: GpuModel | None = lookup(name)
+    except UnknownGpuModelError:
+        model = None
+    if model is None or not model.mig_capable:
+        from kubedra.cluster.catalogue import MODELS
+
+        capable = ", ".join(m.name for m in MODELS if m.mig_capable)
+        raise ValueError(f"{name!r} is not a MIG-capable GPU model; use one of {capable}")
+    return model
+
+
+def _compute_slices(profile: str) -> int:
+    return int(profile.split("g.", 1)[0])
+
+
+def mig_profile(model: GpuModel, milli: int) -> str:
+    """The smallest profile of ``model`` with at least ``milli``/1000 of the compute slices (least memory of a size,
+    no media-extension variant); 1000 gets the full GPU's."""
+    sizes: dict[int, tuple[int, str]] = {}
+    for p in model.mig_profiles:
+        if "+" in p.name:
+            continue
+        g = _compute_slices(p.name)
+        if g not in sizes or p.memory_mib < sizes[g][0]:
+            sizes[g] = (p.memory_mib, p.name)
+    full = max(sizes)
+    for g in sorted(sizes):
+        if g * SHARES >= milli * full:
+            return sizes[g][1]
+    return sizes[full][1]
+
+
+def nodepools(nodes: list[TraceNode], mig: GpuModel | None = None, *, per_node: bool = False) -> list[Doc]:
+    """One NodePool per node shape, in first-seen order; ``per_node``: one per trace node, named after its ``sn``
+    (its node ``<sn>-0``), so nodes sort by name as the trace's do — the order the artifact's scheduler breaks ties
+    in."""
+    shapes: dict[tuple[int, int, int, str, str], int] = {}
     for node in nodes:
-        key = (node.cpu_milli, node.memory_mib, node.gpus, node.model if node.gpus else "")
+        key = (node.cpu_milli, node.memory_mib, node.gpus, node.model if node.gpus else "",
+               node.name if per_node else "")
         shapes[key] = shapes.get(key, 0) + 1
     docs: list[Doc] = []
-    for (cpu, memory, gpus, model), count in shapes.items():
+    for (cpu, memory, gpus, model, sn), count in shapes.items():
         name = f"openb-{_slug(model)}-{gpus}gpu-{cpu // 1000}cpu-{memory // 1024}gi" if gpus else (
             f"openb-cpu-{cpu // 1000}cpu-{memory // 1024}gi")
+        if sn:
+            name = _slug(sn)
         spec: Doc = {"count": count, "labels": {"kubedra.io/trace": "openb"},
                      "allocatable": {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}}
         metadata: Doc = {"name": name}
-        if gpus:
+        if gpus and mig is not None:
+            spec["labels"][TRACE_MODEL_LABEL] = model
+            spec["gpu"] = {"model": mig.name, "count": gpus}
+            spec["mig"] = {"enabled": True}
+            metadata["annotations"] = {"kubedra.io/assumed": f"{model} GPUs as {mig.name} with MIG (trace mapped to "
+                                                             "MIG profiles)"}
+        elif gpus:
             catalogued, declared_memory, _, assumed = _MODELS.get(model, (None, "16Gi", model, True))
             gpu: Doc = {"model": catalogued or model, "count": gpus}
             if catalogued is None:
@@ -229,14 +284,23 @@ def nodepools(nodes: list[TraceNode]) -> list[Doc]:
     return docs
 
 
+def _claim_template(name: str, exactly: Doc) -> Doc:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}
+
+
+def _mig_template(name: str, count: int, profile: str) -> Doc:
+    return _claim_template(name, {"deviceClassName": MIG_CLASS, "count": count, "selectors": [{"cel": {
+        "expression": f'device.attributes["{DRIVER}"].profile == "{profile}"'}}]})
+
+
 def _template(name: str, count: int, shares: int, spec: str) -> Doc:
     exactly: Doc = {"deviceClassName": DRIVER, "count": count, "capacity": {"requests": {"shares": str(shares)}}}
     if spec:
         products = ", ".join(f'"{_product(m)}"' for m in spec.split("|"))
         exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER}"].productName in [{products}]'}}]
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}
+    return _claim_template(name, exactly)
 
 
 def _timing(task: Task, start: int) -> dict[str, str]:
@@ -249,25 +313,40 @@ def _timing(task: Task, start: int) -> dict[str, str]:
 
 
 def documents(nodes: list[TraceNode], tasks: list[Task], *, replay: str = "artifact", seed: int = ARTIFACT_SEED,
-              tune: float = ARTIFACT_TUNE, arrived: float | None = None) -> list[Doc]:
+              tune: float = ARTIFACT_TUNE, arrived: float | None = None, mig: str | None = None,
+              pool_per_node: bool = False) -> list[Doc]:
     """NodePools, then claim templates, then pods in arrival order; ``arrived``: the artifact replay only up to that
-    multiple of capacity arrived (with no departures, the cluster at the artifact's sample point)."""
+    multiple of capacity arrived (with no departures, the cluster at the artifact's sample point); ``mig``: shares
+    as MIG profiles of that model (the module's mapping); ``pool_per_node``: see ``nodepools``."""
     if replay not in REPLAYS:
         raise ValueError(f"unknown replay {replay!r}; use one of {', '.join(REPLAYS)}")
+    mig_gpu = mig_model(mig) if mig is not None else None
     gpus = sum(n.gpus for n in nodes)
     order = artifact_order(tasks, gpus, seed, tune) if replay == "artifact" else tasks
     if arrived is not None and replay == "artifact":
         order = arrived_prefix(order, gpus, arrived)
     start = min((t.created for t in tasks if t.created is not None), default=0)
-    templates: dict[tuple[int, int, str], Doc] = {}
+    templates: dict[tuple[int, int | str, str], Doc] = {}
     pods: list[Doc] = []
     for i, task in enumerate(order):
         pod_spec: Doc = {"containers": [{"name": "main", "image": "task", "resources": {
             "requests": {"cpu": f"{task.cpu_milli}m", "memory": f"{task.memory_mib}Mi"}}}]}
         if task.num_gpu:
-            key = (task.num_gpu, task.gpu_milli if task.num_gpu == 1 else SHARES, task.gpu_spec)
-            if key not in templates:
-                templates[key] = _template(f"gpu-{len(templates)}", *key)
+            shares = task.gpu_milli if task.num_gpu == 1 else SHARES
+            name = f"gpu-{len(templates)}"
+            if mig_gpu is None:
+                key: tuple[int, int | str, str] = (task.num_gpu, shares, task.gpu_spec)
+                if key not in templates:
+                    templates[key] = _template(name, task.num_gpu, shares, task.gpu_spec)
+            else:  # one template per profile and count; gpu_spec is a node affinity
+                profile = mig_profile(mig_gpu, shares)
+                key = (task.num_gpu, profile, "")
+                if key not in templates:
+                    templates[key] = _mig_template(name, task.num_gpu, profile)
+            if mig_gpu is not None and task.gpu_spec:
+                pod_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": TRACE_MODEL_LABEL, "operator": "In",
+                                                                 "values": task.gpu_spec.split("|")}]}]}}}
             pod_spec["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
             pod_spec["resourceClaims"] = [{"name": "gpu",
                                            "resourceClaimTemplateName": templates[key]["metadata"]["name"]}]
@@ -276,4 +355,4 @@ def documents(nodes: list[TraceNode], tasks: list[Task], *, replay: str = "artif
         pods.append({"apiVersion": "v1", "kind": "Pod",
                      "metadata": {"name": f"task-{i:05d}", "namespace": "default", "annotations": annotations},
                      "spec": pod_spec})
-    return [*nodepools(nodes), *templates.values(), *pods]
+    return [*nodepools(nodes, mig_gpu, per_node=pool_per_node), *templates.values(), *pods]

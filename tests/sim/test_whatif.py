@@ -1,0 +1,137 @@
+"""What would make a pending pod fit (``sim.whatif``): every suggestion is applied to the input and the whole scenario
+simulated again, where the pod must then run; a pod nothing helps gets no suggestion."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from fixtures.scenarios import claim_template, controller, nodepool, pod, run
+
+from kubedra.cel import CompileCache
+from kubedra.scheduler.scoring import Policy
+from kubedra.sim.whatif import Inputs, Limits, Suggestion, comparisons, what_would_fit
+
+Doc = dict[str, Any]
+MEMORY_80 = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'
+
+
+def _suggest(*docs: Doc, pod_key: str = "default/waiting", limits: Limits | None = None) -> list[Suggestion]:
+    result = run(*docs).result
+    assert result.state.pods[pod_key].phase == "Pending"
+    allocator = result.allocator
+    assert allocator is not None
+    blocked = [n for n in result.state.nodes if result.state.bound.get(n)]
+    return what_would_fit(Inputs(result.state, allocator.features, Policy.KUBE_SCHEDULER, blocked), pod_key,
+                          limits or Limits())
+
+
+def _phase(*docs: Doc, pod_key: str = "default/waiting") -> str:
+    return run(*docs).result.state.pods[pod_key].phase
+
+
+def _of(suggestions: list[Suggestion], kind: str) -> Suggestion:
+    found = [s for s in suggestions if s.cost.kind == kind]
+    assert found, [s.text for s in suggestions]
+    return found[0]
+
+
+def test_a_relaxed_memory_threshold_is_proven_by_running_the_pod_with_it() -> None:
+    docs = [nodepool("a100", count=2, gpus=2, model="A100-40GB"),
+            claim_template("big", selector=MEMORY_80), pod("waiting", template="big")]
+    suggestions = _suggest(*docs)
+    relaxed = _of(suggestions, "selector")
+    assert relaxed.change["from"] == "80Gi" and relaxed.change["to"] == "40Gi"
+    assert relaxed.change["template"] == "default/big"
+    assert relaxed.text == ("fits on 2 nodes (a100-0, a100-1) if template default/big, request gpu asked "
+                            "memory >= 40Gi instead of 80Gi")
+    assert relaxed.cost.amount == 50.0
+    assert not [s for s in suggestions if s.cost.kind == "nodes"]  # a node like the others has 40Gi GPUs too
+    applied = copy.deepcopy(docs)
+    applied[1]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"] = (
+        relaxed.change["relaxed"])
+    assert _phase(*applied) == "Running"
+
+
+def test_releasing_the_holder_and_adding_a_node_are_each_proven() -> None:
+    holder = controller("Deployment", "holder", 1, template="one-gpu")
+    docs = [nodepool("small", count=1, gpus=1), claim_template("one-gpu"), holder,
+            pod("waiting", template="one-gpu", start_after="1m")]
+    suggestions = _suggest(*docs)
+    assert [s.cost.kind for s in suggestions] == ["release", "nodes"]  # ranked: ending a pod before buying a node
+    release, more = suggestions
+    assert release.nodes == ["small-0"] and release.change["endPods"][0].startswith("default/holder-")
+    assert release.change["releases"][0]["devices"] == ["gpu-0"]
+    assert more.change == {"pool": "small", "label": "kubedra.io/nodepool", "nodes": 1, "like": "small-0"}
+    assert more.nodes == ["small-1"]
+    ended = [*docs[:2], controller("Deployment", "holder", 1, template="one-gpu", run_for="30s"), docs[3]]
+    assert _phase(*ended) == "Running"
+    grown = [nodepool("small", count=2, gpus=1), *docs[1:]]
+    assert _phase(*grown) == "Running"
+
+
+def test_a_node_taint_tolerated_is_proven() -> None:
+    taint = {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
+    docs = [nodepool("bad", count=1, gpus=1, taints=[taint]), claim_template("one-gpu"),
+            pod("waiting", template="one-gpu")]
+    toleration = _of(_suggest(*docs), "toleration")
+    assert toleration.change == {"target": "pod", "key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
+    assert toleration.text == "fits on 1 node (bad-0) if the pod tolerated the node taint gpu.nvidia.com/xid=79:NoSchedule"
+    tolerating = pod("waiting", template="one-gpu",
+                     tolerations=[{"key": "gpu.nvidia.com/xid", "operator": "Equal", "value": "79",
+                                   "effect": "NoSchedule"}])
+    assert _phase(*docs[:2], tolerating) == "Running"
+
+
+def test_a_device_taint_tolerated_is_proven() -> None:
+    rule = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "xid"},
+            "spec": {"deviceSelector": {"driver": "gpu.nvidia.com"},
+                     "taint": {"key": "gpu.nvidia.com/xid", "value": "48", "effect": "NoSchedule"}}}
+    docs = [nodepool("a100", count=1, gpus=1), rule, claim_template("one-gpu"), pod("waiting", template="one-gpu")]
+    toleration = _of(_suggest(*docs), "toleration")
+    assert toleration.change["target"] == "claims" and toleration.change["claims"] == ["default/one-gpu"]
+    assert toleration.cost.amount == 2  # a device taint costs one more than a node taint of the same effect
+    applied = copy.deepcopy(docs)
+    applied[2]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
+        {"key": "gpu.nvidia.com/xid", "operator": "Equal", "value": "48", "effect": "NoSchedule"}]
+    assert _phase(*applied) == "Running"
+
+
+def test_nothing_helps_a_pod_asking_more_devices_than_any_node_has() -> None:
+    docs = [nodepool("small", count=2, gpus=2), claim_template("four", count=4, selector=MEMORY_80.replace("80", "8")),
+            pod("waiting", template="four")]
+    assert _suggest(*docs) == []
+
+
+def test_limits_bound_what_is_tried() -> None:
+    docs = [nodepool("a100", count=1, gpus=1), claim_template("big", selector=MEMORY_80),
+            pod("waiting", template="big")]
+    assert _of(_suggest(*docs), "selector")
+    assert not [s for s in _suggest(*docs, limits=Limits(comparisons=0)) if s.cost.kind == "selector"]
+
+
+def test_not_pending_or_unknown_pods_get_nothing() -> None:
+    result = run(nodepool("a100"), claim_template("one-gpu"), pod("running", template="one-gpu")).result
+    assert result.allocator is not None
+    inputs = Inputs(result.state, result.allocator.features, Policy.KUBE_SCHEDULER)
+    assert what_would_fit(inputs, "default/running") == []
+    assert what_would_fit(inputs, "default/no-such-pod") == []
+
+
+@pytest.mark.parametrize(("expression", "found"), [
+    (MEMORY_80, [("capacity", "memory", ">=", "80Gi")]),
+    ('quantity("80Gi").compareTo(device.capacity["gpu.nvidia.com"].memory) <= 0', []),  # the device is the argument
+    ('device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("40Gi"))', [("capacity", "memory", ">", "40Gi")]),
+    ("device.attributes['gpu.nvidia.com'].cudaComputeCapability >= 8",  # found; only int values are offered
+     [("attributes", "cudaComputeCapability", ">=", "8")]),
+    ("8 <= device.attributes['gpu.nvidia.com'].index", [("attributes", "index", ">=", "8")]),
+    ("device.attributes['gpu.nvidia.com'].index < 2 && device.driver == 'x'", [("attributes", "index", "<", "2")]),
+    ("[1].all(device, device >= 2)", []),  # ``device`` shadowed by a comprehension
+    ("device.attributes['gpu.nvidia.com'].index >= device.attributes['gpu.nvidia.com'].minor", []),
+    ("device.driver == 'a >= 5'", []),
+])
+def test_comparisons_are_found_in_the_syntax_tree(expression: str, found: list[tuple[str, str, str, str]]) -> None:
+    environment = CompileCache().environment
+    got = comparisons(environment.checked(expression), expression)
+    assert [(c.map, c.name, c.op, expression[c.start:c.end].strip("\"'")) for c in got] == found
