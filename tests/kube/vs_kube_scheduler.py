@@ -167,7 +167,7 @@ def run_kubedra(
     out: Outcome = {}
     for record in state.pods.values():
         pod = record.pod
-        if record.deleted and record.end_reason == "preempted":
+        if record.deleted and record.end_reason.startswith("Preempted by "):
             out[pod.metadata.name] = Placed(PREEMPTED)
             continue
         node = pod.spec.node_name or None

@@ -7,6 +7,8 @@ from typing import Any
 
 from fixtures.scenarios import claim_template, nodepool, pod, run
 
+from kubedra.sim.report import build_report
+
 Doc = dict[str, Any]
 CPU = {"cpu": "64", "memory": "512Gi"}
 
@@ -34,6 +36,21 @@ def test_a_high_priority_pod_evicts_the_fewest_lowest_priority_pods_and_binds_af
     assert sim.phase("mid-a") == "Running"
     assert sim.pods["urgent"]["status"]["nominatedNodeName"] == "n-0"
     assert sim.times("Pod", "Scheduled")["urgent"] == 120.0 + 30.0  # the victims' default grace period
+
+
+def test_a_preempted_pod_s_line_says_who_preempted_it() -> None:
+    """Failed before the fix: the victim's line read ``Deleted`` with reason ``<none>``."""
+    sim = run(
+        nodepool("n", gpus=None, allocatable={"cpu": "4", "memory": "64Gi"}),
+        priority_class("low", 10), priority_class("high", 1000),
+        cpu_pod("batch", "4", priorityClassName="low"),
+        cpu_pod("urgent", "4", priorityClassName="high", start_after="1m"),
+    )
+    lines = {line.pod: line for line in build_report(sim.result).pods}
+    assert (lines["default/batch"].phase, lines["default/batch"].reason) == (
+        "Deleted", "Preempted by pod default/urgent on node n-0")
+    assert [e["message"] for e in sim.events if e["type"] == "Deleted" and e["object"] == "Pod default/batch"] == [
+        "Preempted by pod default/urgent on node n-0"]
 
 
 def test_of_equal_priority_victims_the_one_started_last_goes_first() -> None:

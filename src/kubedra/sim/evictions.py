@@ -113,8 +113,9 @@ class Evictions:
 
         for victim in answer.victims:
             self.terminating[victim.key] = record.key
+            victim.end_reason = f"Preempted by pod {record.key} on node {answer.node}"
             sim.events.append(Event(sim.now, "Preempted", f"Pod {victim.key}", node=answer.node,
-                                    message=f"Preempted by pod {record.key} on node {answer.node}"))
+                                    message=victim.end_reason))
             grace = victim.pod.spec.termination_grace_period_seconds
             sim.evict_at(sim.now + (DEFAULT_GRACE_SECONDS if grace is None else float(grace)), victim)
         pod = record.pod

@@ -162,8 +162,9 @@ class GangQueue:
 
         for victim in answer.victims:
             evictions.terminating[victim.key] = key
+            victim.end_reason = f"Preempted by podgroup {group.metadata.uid} on node cluster"
             sim.events.append(Event(sim.now, "Preempted", f"Pod {victim.key}", node=victim.pod.spec.node_name,
-                                    message=f"Preempted by podgroup {group.metadata.uid} on node cluster"))
+                                    message=victim.end_reason))
             grace = victim.pod.spec.termination_grace_period_seconds
             sim.evict_at(sim.now + (DEFAULT_GRACE_SECONDS if grace is None else float(grace)), victim)
         for member_key, node in answer.nominated.items():

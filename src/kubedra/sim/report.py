@@ -136,7 +136,7 @@ def _pod_line(record: PodRecord, state: ClusterState, end_time: float) -> PodLin
         phase=phase,
         node=record.pod.spec.node_name,
         devices=labels,
-        reason=record.pending_reason if phase == "Pending" else "",
+        reason=record.pending_reason if phase == "Pending" else record.end_reason if record.deleted else "",
         waited=max(waited, 0.0),
         arrived=record.arrive_at,
         started=record.started_at,

@@ -373,9 +373,9 @@ class Simulation:
         node = record.pod.spec.node_name
         record.finished_at = self._now
         record.deleted = True
-        record.end_reason = "preempted"
+        record.end_reason = record.end_reason or "Preempted by the scheduler"  # set when the victim was chosen
         self.state.unbind(record, node)
-        self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node, message="preempted"))
+        self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", node=node, message=record.end_reason))
         self._release_claims(record, node)
         if record.group and self._gangs is not None:
             self._gangs.member_gone(record)
