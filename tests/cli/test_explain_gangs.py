@@ -118,3 +118,28 @@ def test_preemption_names_its_victims_and_says_devices_are_not_freed(
     preemption = gpus["preemption"]
     assert isinstance(preemption, dict) and preemption["possible"] is False
     assert "DRA devices are not freed by preemption in 1.37" in str(preemption["message"])
+
+
+def test_a_gang_that_cannot_start_does_not_say_its_member_can_run_now(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Failed before the fix: "1 of 1 nodes can run the pod now" for a member of a gang of 4 on 3 GPUs."""
+    data = _json(capsys, tmp_path, GANG, "pod", "w0", "--feature-gates", "GenericWorkload=true")
+    summary = str(data["summary"])
+    assert summary.startswith("1 of 1 nodes could run this pod alone; its group cannot start: ")
+    assert "can run the pod now" not in summary
+
+
+def test_a_finished_gang_member_is_not_said_to_wait_for_members(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Failed before the fix: once every member had finished, "0 of minCount 3 members exist: they wait in
+    PreEnqueue" was said of a gang that had run."""
+    done = GANG.replace("minCount: 4", "minCount: 3").replace("metadata: {name: w", "metadata: {annotations: "
+                                                                "{kubedra.io/run-for: 1m}, name: w")
+    done = done[:done.index("---\napiVersion: v1\nkind: Pod\nmetadata: {annotations: {kubedra.io/run-for: 1m}, name: w3}")]
+    data = _json(capsys, tmp_path, done, "pod", "w0", "--feature-gates", "GenericWorkload=true")
+    assert data["phase"] == "Succeeded"
+    gang = data["gang"]
+    assert isinstance(gang, dict)
+    assert gang["waiting"] == ""

@@ -217,7 +217,7 @@ def _pod_with_cluster(result: Any, key: str, policy: Policy, observed: Any) -> d
     """explain pod's answer, beside the cluster's own where the input pod carried it, with its gang and what
     preemption does for it."""
     from kubedra.scheduler.explain import compare_with_cluster, explain_pod
-    from kubedra.scheduler.explain_groups import gang_section, preemption_section
+    from kubedra.scheduler.explain_groups import gang_section, gang_summary, preemption_section
 
     state = result.state
     explanation = explain_pod(state, result.allocator, key, policy=policy.value)
@@ -226,8 +226,9 @@ def _pod_with_cluster(result: Any, key: str, policy: Policy, observed: Any) -> d
     record = state.pods[key]
     if record.group:
         members = [r for r in state.pods.values() if r.group == record.group]
-        explanation.gang = gang_section(record.group, result.pod_groups.get(record.group), members,
-                                        result.group_cycles.get(record.group))
+        cycle = result.group_cycles.get(record.group)
+        explanation.gang = gang_section(record.group, result.pod_groups.get(record.group), members, cycle)
+        explanation.summary = gang_summary(explanation.summary, record, cycle)
     explanation.preemption = preemption_section(result.preemptions.get(key), record, record.pending_reason)
     return _with_what_would_fit(result, explanation.as_dict(), policy)
 

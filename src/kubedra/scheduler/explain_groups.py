@@ -48,7 +48,8 @@ def gang_section(
     if group.status.conditions:
         c = group.status.conditions[0]
         section["condition"] = {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message}
-    if group.is_gang and len(live) < group.min_count:
+    waiting_members = any(r.started_at is None for r in live)  # PreEnqueue holds unscheduled members only
+    if group.is_gang and waiting_members and len(live) < group.min_count:
         section["waiting"] = (f"{len(live)} of minCount {group.min_count} members exist: they wait in PreEnqueue "
                               "(no event, no condition) until the rest are created")
     if cycle is not None:
@@ -66,6 +67,15 @@ def gang_section(
                                   "queued members fitted together on one snapshot; the group is retried when the "
                                   "cluster changes")
     return section
+
+
+def gang_summary(summary: str, record: PodRecord, cycle: GroupOutcome | None) -> str:
+    """A waiting member's node count describes the pod alone; a gang binds all together or none, so where its
+    latest cycle failed the count must not read as "it can run now"."""
+    if record.started_at is not None or record.finished_at is not None or cycle is None or cycle.scheduled:
+        return summary
+    alone = summary.replace("can run the pod now", "could run this pod alone")
+    return f"{alone}; its group cannot start: {cycle.message}"
 
 
 def preemption_section(answer: Preemption | None, record: PodRecord, pending_reason: str) -> dict[str, Any] | None:
