@@ -19,7 +19,8 @@ GANGS = Features.for_release().with_gates({"GenericWorkload": True})
 
 
 def run(*documents: Doc, features: Features = GANGS) -> Run:
-    scenario = build_scenario(load_text(text_of(*documents)), generic_workload=features.generic_workload)
+    scenario = build_scenario(load_text(text_of(*documents)), generic_workload=features.generic_workload,
+                              workload_claims=features.workload_resource_claims)
     result = simulate(scenario, Options(features=features))
     run_ = Run(result, build_report(result).as_document())
     run_.notes = scenario.notes  # type: ignore[attr-defined]
@@ -171,6 +172,21 @@ CLAIMS = GANGS.with_gates({"DRAWorkloadResourceClaims": True})
 
 def shared_member(name: str) -> Doc:
     return pod(name, template="one-gpu", requests={"cpu": "1"}, schedulingGroup={"podGroupName": "train"})
+
+
+def test_podgroup_claims_with_their_gate_off_are_ignored_with_a_note() -> None:
+    """Failed before the fix: the claims were ignored without a word (the gate is off by default in 1.37)."""
+    group = pod_group("train", 3, resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    sim = run(nodepool("n", count=3, gpus=1), claim_template("one-gpu"), group,
+              *[shared_member(f"w{i}") for i in range(3)])
+    notes = [n for n in sim.notes if "DRAWorkloadResourceClaims" in n]  # type: ignore[attr-defined]
+    assert notes == ["PodGroup default/train: spec.resourceClaims ignored: the DRAWorkloadResourceClaims feature gate"
+                     " is off (off by default in Kubernetes 1.37; the API server drops the field); turn it on with"
+                     " --feature-gates DRAWorkloadResourceClaims=true"]
+    assert not any(c["metadata"]["ownerReferences"][0]["kind"] == "PodGroup" for c in sim.claims.values())
+    with_gate = run(nodepool("n", count=3, gpus=1), claim_template("one-gpu"), group,
+                    *[shared_member(f"w{i}") for i in range(3)], features=CLAIMS)
+    assert not [n for n in with_gate.notes if "DRAWorkloadResourceClaims" in n]  # type: ignore[attr-defined]
 
 
 def test_a_podgroup_claim_is_one_claim_reserved_for_the_group_and_its_members_land_with_its_device() -> None:

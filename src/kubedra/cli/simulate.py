@@ -128,7 +128,8 @@ def load_scenario(
             bad_selectors = selector_problems(loaded, features)
             if bad_selectors:  # the API server refuses these objects; the allocator could never match them
                 raise InvalidInputError(bad_selectors)
-        scenario = build_scenario(loaded, seed=seed, generic_workload=features.generic_workload)
+        scenario = build_scenario(loaded, seed=seed, generic_workload=features.generic_workload,
+                                  workload_claims=features.workload_resource_claims)
     except InvalidInputError as exc:
         fail_invalid(exc)
     return loaded, scenario, features

@@ -104,9 +104,12 @@ def duplicate_nodes(loaded: Loaded, nodes: list[Node]) -> list[Problem]:
     return problems
 
 
-def build_scenario(loaded: Loaded, *, seed: int = 0, generic_workload: bool = False) -> Scenario:
+def build_scenario(
+    loaded: Loaded, *, seed: int = 0, generic_workload: bool = False, workload_claims: bool = False
+) -> Scenario:
     """Raises InvalidInputError listing every problem (duplicate nodes, bad NodePools or workloads).
-    ``generic_workload``: the GenericWorkload gate, only for the note saying PodGroups need it."""
+    ``generic_workload``, ``workload_claims``: the GenericWorkload and DRAWorkloadResourceClaims gates, only for the
+    notes saying what is ignored without them."""
     pool_docs: list[RawLike] = [r for r in loaded.raw if is_nodepool(r.data)]
     workload_docs = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
     notes = [
@@ -135,6 +138,13 @@ def build_scenario(loaded: Loaded, *, seed: int = 0, generic_workload: bool = Fa
     if groups.pod_groups and not generic_workload:
         notes.append("PodGroups are scheduled as gangs only with --feature-gates GenericWorkload=true (off by default"
                      " in Kubernetes 1.37): their pods are scheduled one by one")
+    elif not workload_claims:
+        notes.extend(
+            f"PodGroup {key}: spec.resourceClaims ignored: the DRAWorkloadResourceClaims feature gate is off (off by"
+            " default in Kubernetes 1.37; the API server drops the field); turn it on with --feature-gates"
+            " DRAWorkloadResourceClaims=true"
+            for key, pod_group in groups.pod_groups.items() if pod_group.spec.resource_claims
+        )
     return Scenario(
         nodes=nodes,
         slices=[*loaded.of_kind(ResourceSlice), *pool_slices],
