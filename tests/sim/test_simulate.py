@@ -14,9 +14,12 @@ from fixtures.scenarios import (
     nodepool,
     pod,
     run,
+    text_of,
 )
 
+from kubedra.objects.load import load_text
 from kubedra.scheduler.scoring import Policy
+from kubedra.sim.scenario import build_scenario
 
 HOUR = 3600.0
 GPU2 = {"nvidia.com/gpu": "2"}
@@ -126,6 +129,15 @@ def test_cpu_and_memory_requests_block_until_a_pod_finishes() -> None:
     assert events["Pod default/mem"]["message"] == "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     # more cpu than the node has at all: NodeResourcesFit's Unresolvable, so preemption cannot help
     assert sim.pending_reason("too-big") == "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+
+
+def test_with_no_nodes_at_all_a_pod_pends_in_kube_scheduler_s_words() -> None:
+    """Failed before the fix: "0/0 nodes are available: ." (kube-scheduler's ErrNoNodesAvailable comes before
+    PreFilter, and no PostFilter runs after it)."""
+    sim = run(pod("lonely", requests={"cpu": "1"}), pod("urgent", requests={"cpu": "1"}, priorityClassName="high"),
+              {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+               "value": 1000})
+    assert sim.pending_reason("lonely") == sim.pending_reason("urgent") == "no nodes available to schedule pods"
 
 
 def test_node_selector_blocks_unmatched_nodes_and_unblocks_matching_ones() -> None:
@@ -328,3 +340,9 @@ def test_a_whole_gpu_and_its_mig_devices_exclude_each_other() -> None:
     assert sim.allocated_devices(claim_of(sim, "slice")) == ["h100-0/gpu-0-mig-1g10gb-19-0"]
     assert sim.timeline("Pod slice") == [(60.0, "Pending"), (HOUR, "Scheduled")]
     assert sim.phase("whole") == "Succeeded"
+
+
+def test_an_input_without_nodes_says_so() -> None:
+    scenario = build_scenario(load_text(text_of(pod("lonely", requests={"cpu": "1"}))))
+    assert scenario.notes == ["the input has no Node and no NodePool: every pod stays pending (kube-scheduler: no "
+                              "nodes available to schedule pods)"]

@@ -370,6 +370,11 @@ def register(app: typer.Typer) -> None:
         from kubedra.sim.simulate import Options, simulate
 
         if compare_with is not None:
+            apart = [flag for flag, given in (("--html", html is not None), ("--serve", serve),
+                                              ("--kubeconfig", kubeconfig is not None)) if given]
+            if apart:  # each would apply to one run; which one is not for kubedra to guess
+                fail(f"--compare runs two scenarios and prints their differences; {', '.join(apart)} applies to one "
+                     "run: run each side on its own with it")
             _compare(compare_with, files, seed, kubernetes_version, feature_gates, policy, exact,
                      output or default_format())
 

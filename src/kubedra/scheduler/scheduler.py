@@ -86,6 +86,9 @@ class Placement(msgspec.Struct, frozen=True):
     mappings: list[ContainerExtendedResourceRequest] = msgspec.field(default_factory=list)
 
 
+NO_NODES = "no nodes available to schedule pods"  # ErrNoNodesAvailable: an empty cluster, as the pod's message
+
+
 class Unschedulable(msgspec.Struct, frozen=True):
     message: str  # "0/3 nodes are available: ..." or the PreFilter reason
     reasons: dict[str, list[str]] = msgspec.field(default_factory=dict)  # reason -> nodes
@@ -150,6 +153,8 @@ class Scheduler:
 
     def schedule(self, record: PodRecord) -> Outcome:
         """Try to place one pod: PreFilter, then Filter over nodes, then Score among the feasible ones."""
+        if not self.state.nodes:  # schedulePod's first check, before PreFilter; no PostFilter follows it
+            return Unschedulable(NO_NODES)
         resolved = self.prefilter.claims(record)
         if isinstance(resolved, str):
             return Unschedulable(resolved)

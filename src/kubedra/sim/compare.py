@@ -2,29 +2,46 @@
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Callable
 from typing import Any
 
 from kubedra.sim.report import Report, format_duration
 
-# (label, path into the summary, kind): "n" a count, "s" seconds, "%" a percentage, "g" GPUs
-_FIGURES = (
-    ("pods running", ("pods", "running"), "n"),
-    ("pods succeeded", ("pods", "succeeded"), "n"),
-    ("pods pending", ("pods", "pending"), "n"),
-    ("p50 pending time", ("pendingTime", "p50Seconds"), "s"),
-    ("p99 pending time", ("pendingTime", "p99Seconds"), "s"),
-    ("max pending time", ("pendingTime", "maxSeconds"), "s"),
-    ("GPUs in use", ("gpus", "inUse"), "n"),
-    ("peak GPUs in use", ("gpus", "peakInUse"), "n"),
-    ("GPU capacity in use %", ("gpus", "capacityInUsePercent"), "%"),
-    ("free GPUs", ("fragmentation", "free"), "n"),
-    ("stranded GPUs", ("fragmentation", "stranded"), "n"),
-    ("FGD measure (GPUs)", ("fragmentation", "fgd"), "g"),
+
+def _series(summary: dict[str, Any], key: str) -> list[float]:
+    """The fragmentation figure ``key`` at each sample over the run (the end-of-run value where none was sampled)."""
+    fragmentation = summary["fragmentation"]
+    points = fragmentation.get("series") or [fragmentation]
+    return [float(point[key]) for point in points]
+
+
+def _path(first: str, second: str) -> Callable[[dict[str, Any]], float]:
+    return lambda summary: float(summary[first][second])
+
+
+# (label, how to read it from a summary, kind): "n" a count, "s" seconds, "%" a percentage, "g" GPUs. Pods in every
+# end state are counted (a Deployment's pods end by deletion), and the GPU and fragmentation figures over the whole
+# run stand beside the end-of-run ones: two runs can end alike and differ all along.
+_FIGURES: tuple[tuple[str, Callable[[dict[str, Any]], float], str], ...] = (
+    ("pods running", _path("pods", "running"), "n"),
+    ("pods succeeded", _path("pods", "succeeded"), "n"),
+    ("pods deleted", _path("pods", "deleted"), "n"),
+    ("pods pending", _path("pods", "pending"), "n"),
+    ("p50 pending time", _path("pendingTime", "p50Seconds"), "s"),
+    ("p99 pending time", _path("pendingTime", "p99Seconds"), "s"),
+    ("max pending time", _path("pendingTime", "maxSeconds"), "s"),
+    ("GPUs in use at the end", _path("gpus", "inUse"), "n"),
+    ("peak GPUs in use", _path("gpus", "peakInUse"), "n"),
+    ("mean GPUs in use", _path("gpus", "meanInUse"), "g"),
+    ("GPU-hours in use", _path("gpus", "gpuHours"), "g"),
+    ("GPU capacity in use % at the end", _path("gpus", "capacityInUsePercent"), "%"),
+    ("free GPUs at the end", _path("fragmentation", "free"), "n"),
+    ("stranded GPUs at the end", _path("fragmentation", "stranded"), "n"),
+    ("peak stranded GPUs (samples)", lambda summary: max(_series(summary, "stranded")), "n"),
+    ("mean stranded GPUs (samples)", lambda summary: statistics.fmean(_series(summary, "stranded")), "g"),
+    ("FGD measure (GPUs) at the end", _path("fragmentation", "fgd"), "g"),
 )
-
-
-def _value(summary: dict[str, Any], path: tuple[str, str]) -> float:
-    return float(summary[path[0]][path[1]])
 
 
 def _text(value: float, kind: str, signed: bool = False) -> str:
@@ -41,8 +58,8 @@ def compare(a: Report, b: Report, labels: tuple[str, str]) -> dict[str, Any]:
     """The comparison document: figures of both runs and their difference, then every pod whose phase or node
     differs (pods matched by namespace/name)."""
     figures = []
-    for label, path, kind in _FIGURES:
-        va, vb = _value(a.summary, path), _value(b.summary, path)
+    for label, read, kind in _FIGURES:
+        va, vb = read(a.summary), read(b.summary)
         figures.append({"figure": label, "a": va, "b": vb, "difference": vb - va,
                         "text": [_text(va, kind), _text(vb, kind), _text(vb - va, kind, signed=True)]})
     lines_b = {line.pod: line for line in b.pods}

@@ -128,6 +128,7 @@ class Peak:
     gpus: int
     seconds: float
     by_model: dict[str, int]
+    gpu_seconds: float = 0.0  # GPUs in use integrated over the run: what a fleet's GPU-hours bill counts
 
 
 def _plugin_count(record: PodRecord, resource: str) -> int:
@@ -167,8 +168,9 @@ def _timeline(state: ClusterState, events: list[Event], inventory: Inventory) ->
     return changes
 
 
-def peak_usage(state: ClusterState, events: list[Event], inventory: Inventory, final: Usage) -> Peak:
-    """Most GPUs in use at one instant, measured after all of an instant's changes.
+def peak_usage(state: ClusterState, events: list[Event], inventory: Inventory, final: Usage, end: float = 0.0) -> Peak:
+    """Most GPUs in use at one instant, measured after all of an instant's changes, and the GPU-seconds in use from
+    0 to ``end`` (the run's end).
 
     The start is the end undone: what was held at the end, minus what the timeline allocated, plus what it freed
     (claims allocated in the input hold devices from the start without an event).
@@ -184,6 +186,7 @@ def peak_usage(state: ClusterState, events: list[Event], inventory: Inventory, f
             usage.device(device_id, count)
     best, best_at = sum(usage.in_use.values()), 0.0
     by_model = Counter(+usage.in_use)
+    gpu_seconds, since, held = 0.0, 0.0, best
     for i, (time, kind, key, amount) in enumerate(timeline):
         if kind == 0:
             usage.device(key, amount)
@@ -194,9 +197,12 @@ def peak_usage(state: ClusterState, events: list[Event], inventory: Inventory, f
         for model, count in usage.in_use.items():
             by_model[model] = max(by_model[model], count)
         total = sum(usage.in_use.values())
+        gpu_seconds += held * (time - since)
+        since, held = time, total
         if total > best:
             best, best_at = total, time
-    return Peak(best, best_at, dict(by_model))
+    gpu_seconds += held * max(end - since, 0.0)
+    return Peak(best, best_at, dict(by_model), gpu_seconds)
 
 
 def held_whole(state: ClusterState, result: DeviceRequestAllocationResult) -> bool:

@@ -187,7 +187,7 @@ def _gpus(result: SimulationResult) -> dict[str, Any]:
     state = result.state
     inventory = Inventory.build(state.slices, state.nodes.values())
     final = final_usage(state, inventory)
-    peak = peak_usage(state, result.events, inventory, final)
+    peak = peak_usage(state, result.events, inventory, final, result.end_time)
     whole: Counter[str] = Counter()
     mig: set[str] = set()
     shared: set[str] = set()
@@ -245,6 +245,8 @@ def _gpus(result: SimulationResult) -> dict[str, Any]:
         "peakInUse": peak.gpus,
         "peakTime": format_duration(peak.seconds),
         "peakSeconds": peak.seconds,
+        "gpuHours": round(peak.gpu_seconds / 3600, 4),
+        "meanInUse": round(peak.gpu_seconds / result.end_time, 4) if result.end_time > 0 else float(peak.gpus),
         "models": models,
     }
 

@@ -135,6 +135,9 @@ def build_scenario(
     if problems:
         raise InvalidInputError(in_input_order(loaded, problems))
     workloads = join_pods(workloads, groups, notes)
+    if not nodes and (workloads.arrivals or workloads.jobs):
+        notes.append("the input has no Node and no NodePool: every pod stays pending (kube-scheduler: no nodes "
+                     "available to schedule pods)")
     if groups.pod_groups and not generic_workload:
         notes.append("PodGroups are scheduled as gangs only with --feature-gates GenericWorkload=true (off by default"
                      " in Kubernetes 1.37): their pods are scheduled one by one")
