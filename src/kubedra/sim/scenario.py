@@ -26,6 +26,7 @@ from kubedra.objects.model import (
 )
 from kubedra.sim.budgets import PodDisruptionBudget, is_budget, read_budgets
 from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
+from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.workloads import Workloads, expand_workloads, is_checked_only, is_workload
 
 
@@ -135,6 +136,8 @@ def build_scenario(
     if problems:
         raise InvalidInputError(in_input_order(loaded, problems))
     workloads = join_pods(workloads, groups, notes)
+    classes = merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass))
+    notes.extend(unpublished_requests(nodes, classes, workload_pods(workloads)))
     if not nodes and (workloads.arrivals or workloads.jobs):
         notes.append("the input has no Node and no NodePool: every pod stays pending (kube-scheduler: no nodes "
                      "available to schedule pods)")
@@ -151,7 +154,7 @@ def build_scenario(
     return Scenario(
         nodes=nodes,
         slices=[*loaded.of_kind(ResourceSlice), *pool_slices],
-        classes=merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass)),
+        classes=classes,
         taint_rules=loaded.of_kind(DeviceTaintRule),
         claims=_with_namespace(loaded.of_kind(ResourceClaim)),
         templates=_with_namespace(loaded.of_kind(ResourceClaimTemplate)),

@@ -23,12 +23,14 @@ from dataclasses import dataclass, field, replace
 
 from kubedra.allocator import Features
 from kubedra.cel import CelCompileError, CelOptions, CompileCache
+from kubedra.cluster.deviceclasses import default_device_classes, merge_device_classes
 from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
 from kubedra.objects import formats
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded, RawObject
 from kubedra.objects.model import DeviceClass, DeviceTaintRule, Node, Pod, ResourceClaim, ResourceClaimTemplate
 from kubedra.objects.validate import SelectorCheck, validate
+from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.references import reference_problems
 from kubedra.sim.scenario import duplicate_nodes, in_input_order
 from kubedra.sim.workloads import expand_workloads, is_checked_only, is_workload
@@ -90,6 +92,7 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
         where = loaded.location_of(obj)
         problems.extend(Problem(replace(where, field=path), message) for path, message in validate(obj, cel=check))
     # The expansions simulate runs; a refusal lists every problem, which become findings.
+    pool_nodes: list[Node] = []
     try:
         pool_nodes, _ = expand_nodepools([r for r in loaded.raw if is_nodepool(r.data)])
         problems.extend(duplicate_nodes(loaded, [*loaded.of_kind(Node), *pool_nodes]))
@@ -98,9 +101,14 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
     # The expansion validates each pod template as the API server validates the pods made from it.
     workloads = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
     try:
-        expand_workloads(workloads, loaded.of_kind(Pod), locate=loaded.location_of)
+        expanded = expand_workloads(workloads, loaded.of_kind(Pod), locate=loaded.location_of)
     except InvalidInputError as error:
         problems.extend(error.problems)
+    else:  # warnings as simulate's notes: the API server takes these pods, kube-scheduler never places them
+        classes = merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass))
+        nodes = [*loaded.of_kind(Node), *pool_nodes] if not problems else []
+        problems.extend(Problem(Location(", ".join(sources)), text, unresolved=True)
+                        for text in unpublished_requests(nodes, classes, workload_pods(expanded)))
     problems.extend(reference_problems(loaded, features))
     unchecked = [r for r in loaded.raw if not is_nodepool(r.data) and not is_workload(r.data)]
     unchecked = [r for r in unchecked if not is_checked_only(r.data)]
