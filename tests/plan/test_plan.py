@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from kubedra.cli import main
+from kubedra.plan.candidate import Candidate, simulate_candidate
 from kubedra.plan.goal import GoalError, parse_goal
-from kubedra.plan.search import Search
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "plan"
@@ -32,22 +34,7 @@ def test_goals_are_read_and_checked() -> None:
             parse_goal(bad)
 
 
-def test_the_search_finds_the_smallest_count_of_each_pool_and_the_cheapest_fleet() -> None:
-    def evaluate(fleets: list[tuple[int, ...]]) -> list[bool]:
-        return [2 * a + 3 * b >= 10 for a, b in fleets]
-
-    search = Search((1.0, 1.4), 20, evaluate, width=3)
-    assert search.run() == (5, 0)  # a alone needs 5 (cost 5), b alone 4 (cost 5.6)
-    assert search.explored[(5, 0)] and not search.explored.get((4, 0), True)
-    assert search.explored[(0, 4)] and not search.explored.get((0, 3), True)
-
-
-def test_pools_needed_together_are_grown_together_then_lowered() -> None:
-    search = Search((1.0, 1.0), 10, lambda fleets: [a >= 3 and b >= 2 for a, b in fleets])
-    assert search.run() == (3, 2)
-
-
-def _plan(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, object], str]:
+def _plan(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[str, Any], str]:
     code = main([*ARGS, *extra, "-o", "json"])
     out, err = capsys.readouterr()
     return code, json.loads(out), err
@@ -56,13 +43,15 @@ def _plan(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, dict[st
 def test_the_example_plan_and_its_resume(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, body, _ = _plan(capsys, "--cache-dir", str(tmp_path), "--workers", "2")
     assert code == 0
-    assert body["answer"] == {"fleet": {"l4": 0, "a100": 2}, "costPerHour": 7.4}
+    assert body["answer"] == {"fleet": {"l4": 3, "a100": 1}, "costPerHour": 6.1}  # failed before: a100=2 at 7.4
+    assert body["search"] == {"exact": True, "candidatesEvaluated": len(body["frontier"]),
+                              "lowerBoundCostPerHour": 6.1}
     frontier = body["frontier"]
     assert isinstance(frontier, list)
     costs = [row["costPerHour"] for row in frontier]
     assert costs == sorted(costs)
-    one_a100 = next(row for row in frontier if row["fleet"] == {"l4": 0, "a100": 1})
-    assert not one_a100["meetsGoal"]  # the training job's second pair waits 2h for the first
+    one_each = next(row for row in frontier if row["fleet"] == {"l4": 1, "a100": 1})
+    assert not one_each["meetsGoal"]  # inference fills the A100 past the L4's 4 shares: training waits 2h
     l4_only = next(row for row in frontier if row["fleet"] == {"l4": 8, "a100": 0})
     assert l4_only["pendingTime"]["max"] == "never"  # 2-GPU pods never fit on a 1-GPU node
     simulated = len(frontier)
@@ -72,12 +61,37 @@ def test_the_example_plan_and_its_resume(capsys: pytest.CaptureFixture[str], tmp
     assert f"0 candidates simulated, {simulated} read" in again["assumptions"][-1]
 
 
+def _candidate(fleet: tuple[int, ...]) -> Candidate:
+    texts = tuple(json.dumps(yaml.safe_load((EXAMPLES / f"{p}.yaml").read_text()), sort_keys=True)
+                  for p in ("l4", "a100"))
+    return Candidate(fleet, texts, (EXAMPLES / "workloads.yaml").read_text(), 0, "kube-scheduler")
+
+
+def test_the_example_answer_is_the_cheapest_fleet_by_direct_simulation() -> None:
+    """Brute force where it matters: every fleet of 0-8 nodes per pool cheaper than the answer, simulated one by
+    one outside the search, fails the goal, and the answer meets it."""
+    goal = parse_goal("p99-pending<=5m")
+    cheaper = [(a, b) for a in range(9) for b in range(9) if 0.8 * a + 3.7 * b < 6.1 - 1e-9]
+    assert len(cheaper) == 11
+    for fleet in cheaper:
+        assert not goal.met(simulate_candidate(_candidate(fleet))), fleet
+    assert goal.met(simulate_candidate(_candidate((3, 1))))
+
+
+def test_a_search_stopped_by_max_candidates_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code = main([*ARGS, "--max-candidates", "2", "--cache-dir", str(tmp_path), "--workers", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert ("Best fleet found meeting p99-pending<=5m: l4=8, a100=8 at 36/h, not proven cheapest: --max-candidates 2 "
+            "reached; the cheapest costs at least 3.7/h") in out  # (8, 0) failed: every cheaper fleet needs an a100
+
+
 def test_a_goal_no_fleet_meets_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code = main(["plan", "-f", str(EXAMPLES / "workloads.yaml"), "--pool", str(EXAMPLES / "l4.yaml"),
                  "--goal", "all-placed", "--max-nodes", "4", "--cache-dir", str(tmp_path), "--workers", "1"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "No fleet up to 4 nodes per pool meets all-placed." in out
+    assert "No fleet up to 4 nodes per pool meets all-placed (1 candidate evaluated)." in out  # l4=4 failed
 
 
 @pytest.mark.parametrize(
