@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubedra.allocator import Features
 from kubedra.cli import main
 from kubedra.plan.candidate import Candidate, simulate_candidate
 from kubedra.plan.goal import GoalError, parse_goal
@@ -61,10 +62,11 @@ def test_the_example_plan_and_its_resume(capsys: pytest.CaptureFixture[str], tmp
     assert f"0 candidates simulated, {simulated} read" in again["assumptions"][-1]
 
 
-def _candidate(fleet: tuple[int, ...]) -> Candidate:
-    texts = tuple(json.dumps(yaml.safe_load((EXAMPLES / f"{p}.yaml").read_text()), sort_keys=True)
-                  for p in ("l4", "a100"))
-    return Candidate(fleet, texts, (EXAMPLES / "workloads.yaml").read_text(), 0, "kube-scheduler")
+def _candidate(fleet: tuple[int, ...], features: Features | None = None, seed: int = 0,
+               policy: str = "kube-scheduler", pools: tuple[str, ...] = ("l4", "a100")) -> Candidate:
+    texts = tuple(json.dumps(yaml.safe_load((EXAMPLES / f"{p}.yaml").read_text()), sort_keys=True) for p in pools)
+    return Candidate(fleet, texts, (EXAMPLES / "workloads.yaml").read_text(), seed, policy,
+                     features or Features.for_release())
 
 
 def test_the_example_answer_is_the_cheapest_fleet_by_direct_simulation() -> None:
@@ -76,6 +78,41 @@ def test_the_example_answer_is_the_cheapest_fleet_by_direct_simulation() -> None
     for fleet in cheaper:
         assert not goal.met(simulate_candidate(_candidate(fleet))), fleet
     assert goal.met(simulate_candidate(_candidate((3, 1))))
+
+
+def test_the_cache_key_holds_every_option_that_changes_a_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = _candidate((1, 1))
+    others = [
+        _candidate((1, 1), Features.for_release("1.36")),
+        _candidate((1, 1), Features.for_release().with_gates({"GenericWorkload": True})),
+        _candidate((1, 1), seed=1),
+        _candidate((1, 1), policy="first-fit"),
+        _candidate((1, 2)),
+    ]
+    keys = {c.key() for c in others}
+    assert len(keys) == len(others) and base.key() not in keys
+    same = _candidate((1, 1), Features.for_release("1.37").with_gates({"GenericWorkload": False}))
+    assert same.key() == base.key()  # a gate set to its default is the same scenario
+    before = base.key()
+    monkeypatch.setattr("kubedra.plan.candidate.__version__", "0.0.0-other")
+    assert base.key() != before  # failed before: an upgrade read the older version's results
+
+
+def test_feature_gates_reach_the_simulations(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A 16-pod gang and a 1h notebook on 8-GPU nodes (examples/workloads/gang.yaml): pod by pod, 14 workers start
+    at once on 2 nodes; as a gang none starts before the notebook ends, so p50 <= 30m needs a third node."""
+    docs = list(yaml.safe_load_all((ROOT / "examples" / "workloads" / "gang.yaml").read_text()))
+    pool = next(d for d in docs if d["kind"] == "NodePool")
+    (tmp_path / "pool.yaml").write_text(yaml.safe_dump(pool))
+    (tmp_path / "gang.yaml").write_text(yaml.safe_dump_all([d for d in docs if d["kind"] != "NodePool"]))
+    args = ["plan", "-f", str(tmp_path / "gang.yaml"), "--pool", str(tmp_path / "pool.yaml"), "--goal",
+            "p50-pending<=30m", "--max-nodes", "4", "--workers", "1", "--cache-dir", str(tmp_path / "cache"),
+            "-o", "json"]
+    answers = []
+    for gates in ("", "GenericWorkload=true"):
+        assert main([*args, "--feature-gates", gates]) == 0
+        answers.append(json.loads(capsys.readouterr().out)["answer"]["fleet"]["h100"])
+    assert answers == [2, 3]  # failed before: plan had no --feature-gates and planned the gang pod by pod
 
 
 def test_a_search_stopped_by_max_candidates_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

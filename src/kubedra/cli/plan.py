@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from kubedra.cli.helptext import command_help
-from kubedra.cli.options import OutputOption, PolicyOption, SeedOption
+from kubedra.cli.options import GatesOption, OutputOption, PolicyOption, SeedOption, VersionOption, parse_features
 from kubedra.cli.output import (
     EXIT_OK,
     EXIT_UNSCHEDULABLE,
@@ -41,9 +41,10 @@ HELP = command_help(
     "nodes per pool: a fleet that fails settles every smaller one, and no fleet costing as much as the best found "
     "is simulated (a few candidates per round, simulated in parallel on the machine's cores, or as Ray tasks on "
     "the cluster at --ray-address). It stops when every cheaper fleet is known to fail, or after --max-candidates, "
-    "when it says so and gives the best found and a lower bound on the cheapest cost (docs/planning.md). Every "
-    "candidate's result is cached by its scenario hash in --cache-dir, so an interrupted plan resumes where it "
-    "stopped and a repeated one simulates nothing.",
+    "when it says so and gives the best found and a lower bound on the cheapest cost (docs/planning.md). "
+    "--kubernetes-version and --feature-gates apply to every simulation, as for simulate. Every candidate's result "
+    "is cached by its scenario hash (kubedra's version and every option that changes a result included) in "
+    "--cache-dir, so an interrupted plan resumes where it stopped and a repeated one simulates nothing.",
     "Output: the explored frontier, one row per candidate by cost (COST/H, P50, P99, MAX pending, PENDING pods, "
     "MEETS), then the answer and what it assumed; -o json|yaml the same as a Plan document.",
     examples=[
@@ -103,14 +104,17 @@ def _costs(pools: list[dict[str, Any]], prices: list[str]) -> tuple[float, ...]:
 
 
 def _check_inputs(probe: Any) -> None:
-    """Every input problem before the first simulation, with the loader's messages."""
+    """Every input problem before the first simulation, with the loader's messages and simulate's checks."""
     import yaml
 
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_text
+    from kubedra.sim.validation import selector_problems
 
     try:
-        load_text(yaml.safe_dump_all(probe.documents()) + "---\n" + probe.workloads, source="plan")
+        loaded = load_text(yaml.safe_dump_all(probe.documents()) + "---\n" + probe.workloads, source="plan")
+        if bad_selectors := selector_problems(loaded, probe.features):
+            raise InvalidInputError(bad_selectors)
     except InvalidInputError as exc:
         fail_invalid(exc)
 
@@ -273,6 +277,8 @@ def register(app: typer.Typer) -> None:
             Path(".kubedra-plan-cache")),
         policy: PolicyOption = Policy.KUBE_SCHEDULER,
         seed: SeedOption = 0,
+        kubernetes_version: VersionOption = "1.37",
+        feature_gates: GatesOption = "",
         output: OutputOption = None,
     ) -> None:
         from kubedra.plan.candidate import Candidate
@@ -288,9 +294,10 @@ def register(app: typer.Typer) -> None:
         if len(set(names)) != len(names):
             fail(f"--pool: two pools share a name ({', '.join(names)})")
         costs = _costs(documents, cost_per_hour or [])
+        features = parse_features(kubernetes_version, feature_gates)
         workload = _workload_text(files)
         pool_texts = tuple(json.dumps(d, sort_keys=True) for d in documents)
-        _check_inputs(Candidate((1,) * len(documents), pool_texts, workload, seed, policy.value))
+        _check_inputs(Candidate((1,) * len(documents), pool_texts, workload, seed, policy.value, features))
         results: dict[Any, dict[str, Any]] = {}
         console = stderr_console()
         from rich.progress import MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -301,7 +308,7 @@ def register(app: typer.Typer) -> None:
             runner = Runner(cache_dir, workers or os.cpu_count() or 1, ray_address, lambda: bar.advance(task))
 
             def evaluate(fleets: Sequence[tuple[int, ...]]) -> list[bool]:
-                candidates = [Candidate(f, pool_texts, workload, seed, policy.value) for f in fleets]
+                candidates = [Candidate(f, pool_texts, workload, seed, policy.value, features) for f in fleets]
                 found = runner.run(candidates)
                 for fleet, result in zip(fleets, found, strict=True):
                     results[fleet] = result
@@ -314,7 +321,8 @@ def register(app: typer.Typer) -> None:
         assumptions = [
             "meeting the goal is monotone in each pool's node count",
             f"counts searched from 0 to {max_nodes} per pool",
-            f"policy {policy.value}, seed {seed}",
+            f"policy {policy.value}, seed {seed}, Kubernetes {features.release}"
+            + (f" with --feature-gates {feature_gates}" if feature_gates else ""),
             "cost = nodes x price per node-hour" + ("" if cost_per_hour else " (every node priced 1)"),
             f"{runner.simulated} candidates simulated, {runner.cached} read from {cache_dir}",
         ]
