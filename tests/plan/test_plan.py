@@ -51,8 +51,8 @@ def test_the_example_plan_and_its_resume(capsys: pytest.CaptureFixture[str], tmp
     assert isinstance(frontier, list)
     costs = [row["costPerHour"] for row in frontier]
     assert costs == sorted(costs)
-    one_each = next(row for row in frontier if row["fleet"] == {"l4": 1, "a100": 1})
-    assert not one_each["meetsGoal"]  # inference fills the A100 past the L4's 4 shares: training waits 2h
+    one_a100 = next(row for row in frontier if row["fleet"] == {"l4": 0, "a100": 1})
+    assert not one_a100["meetsGoal"]  # the training job's second pair waits 2h for the first
     l4_only = next(row for row in frontier if row["fleet"] == {"l4": 8, "a100": 0})
     assert l4_only["pendingTime"]["max"] == "never"  # 2-GPU pods never fit on a 1-GPU node
     simulated = len(frontier)
@@ -119,8 +119,9 @@ def test_a_search_stopped_by_max_candidates_says_so(capsys: pytest.CaptureFixtur
     code = main([*ARGS, "--max-candidates", "2", "--cache-dir", str(tmp_path), "--workers", "1"])
     out = capsys.readouterr().out
     assert code == 0
-    assert ("Best fleet found meeting p99-pending<=5m: l4=8, a100=8 at 36/h, not proven cheapest: --max-candidates 2 "
-            "reached; the cheapest costs at least 3.7/h") in out  # (8, 0) failed: every cheaper fleet needs an a100
+    # one worker: the top met, then a100 lowered from 8 to 3 (still meets); (0, 0) is not known to fail yet
+    assert ("Best fleet found meeting p99-pending<=5m: l4=8, a100=3 at 17.5/h, not proven cheapest: --max-candidates "
+            "2 reached; the cheapest costs at least 0/h") in out
 
 
 def test_a_goal_no_fleet_meets_exits_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -36,10 +36,18 @@ class Frontier:
         self.meets: list[Fleet] = []
         self.corners: list[Fleet] = [(0,) * pools]
 
+    def fails_below(self, fleet: Fleet) -> bool:
+        """Known to fail: at or below a known failure."""
+        return any(below(fleet, f) for f in self.fails)
+
+    def meets_above(self, fleet: Fleet) -> bool:
+        """Known to meet: at or above a known success."""
+        return any(below(m, fleet) for m in self.meets)
+
     def status(self, fleet: Fleet) -> Status:
-        if any(below(fleet, f) for f in self.fails):
+        if self.fails_below(fleet):
             return Status.FAILS
-        if any(below(m, fleet) for m in self.meets):
+        if self.meets_above(fleet):
             return Status.MEETS
         return Status.UNKNOWN
 

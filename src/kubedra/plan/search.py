@@ -5,9 +5,10 @@ keeps what its simulations proved in a :class:`~kubedra.plan.frontier.Frontier` 
 
 1. the cheapest fleet not known to fail (a corner) bounds the answer's cost from below; when it is known to meet,
    it is the answer, and the search stops: every cheaper fleet is known to fail;
-2. otherwise it searches the line through that corner along one pool (the pool with the most undecided fleets on
-   the line under the cost bound), a k-ary search of ``width`` fleets per round, simulated at once: a failure high
-   on the line settles the corner and everything below it at once, a success is a new best;
+2. otherwise it simulates ``width`` undecided fleets at once: the best meeting fleet lowered in its dearest pool
+   that can still be lowered (a k-ary search towards a minimal meeting fleet: the bound tightens fastest), then the
+   cheapest corner filled up to the cost bound (a failure there settles the corner and all below it), and the line
+   through that corner along the pool with the most undecided fleets;
 3. it never simulates a fleet that costs as much as the best meeting fleet found before the round (cost ties go to
    fewer nodes, then to the smaller counts in the pools' order).
 
@@ -85,18 +86,63 @@ class Search:
             self._run(batch)
 
     def _batch(self, corners: list[Fleet]) -> list[Fleet]:
-        """The top fleet while nothing meets, then the lines of the cheapest undecided corners, ``width`` fleets."""
+        """``width`` undecided fleets cheaper than the best: the top while nothing meets; else the best lowered
+        towards a minimal meeting fleet (the bound tightens fastest); else, for the cheapest undecided corners,
+        the corner filled up to the bound (its failure settles the most) and the line through it."""
         best = self.best()
         bound = None if best is None else self.key(best)
         top = (self.max_nodes,) * len(self.costs)
         batch = [top] if best is None and top not in self.explored else []
+        if best is not None:
+            batch.extend(self._lower(best))
         for corner in corners:
-            if bound is not None and self.key(corner) >= bound:
+            if len(batch) >= self.width or (bound is not None and self.key(corner) >= bound):
                 break
-            batch.extend(f for f in self._line(corner, bound) if f not in batch)
-            if len(batch) >= self.width:
-                break
+            fill = self._fill(corner, bound)
+            if fill not in batch:
+                batch.append(fill)
+            if len(batch) < self.width:  # the line as well: the corner settles in a round or two
+                batch.extend(f for f in self._line(corner, bound) if f not in batch)
         return batch[: max(1, self.width)]
+
+    def _with(self, fleet: Fleet, i: int, count: int) -> Fleet:
+        return (*fleet[:i], count, *fleet[i + 1:])
+
+    def _lower(self, best: Fleet) -> list[Fleet]:
+        """Fleets below ``best`` in its dearest pool that can still be lowered (a pool is minimal when one node
+        fewer is known to fail)."""
+        for i in sorted(range(len(best)), key=lambda i: -self.costs[i]):
+            low = best[i] - 1
+            while low >= 0 and not self.frontier.fails_below(self._with(best, i, low)):
+                low -= 1
+            if low < best[i] - 1:
+                counts = self._spread(low, best[i], bounded=True)
+                return [self._with(best, i, n) for n in counts]
+        return []
+
+    def _fill(self, corner: Fleet, bound: Key | None) -> Fleet:
+        """The corner with each pool in turn, cheapest first, raised as high as the bound allows (undecided: above
+        a corner nothing is known to fail, and under the bound nothing is known to meet)."""
+        fleet = corner
+        for i in sorted(range(len(corner)), key=lambda i: self.costs[i]):
+            for n in range(self.max_nodes, fleet[i], -1):
+                raised = self._with(fleet, i, n)
+                if bound is None or self.key(raised) < bound:
+                    fleet = raised
+                    break
+        return fleet
+
+    def _spread(self, low: int, high: int, *, bounded: bool) -> list[int]:
+        """Up to ``width`` counts strictly between ``low`` (fails) and ``high``, the highest first: evenly spread
+        when ``high`` meets (the threshold is inside), else with ``high - 1`` among them (maybe none meets)."""
+        size = high - low - 1
+        if size <= self.width:
+            counts = list(range(low + 1, high))
+        elif bounded:
+            counts = [low + j * (size + 1) // (self.width + 1) for j in range(1, self.width + 1)]
+        else:
+            counts = [low + -(-j * size // self.width) for j in range(1, self.width + 1)]
+        return sorted(set(counts), reverse=True)
 
     def _line(self, corner: Fleet, bound: Key | None) -> list[Fleet]:
         """Up to ``width`` undecided fleets on the best line through ``corner``, the highest first."""
@@ -104,10 +150,10 @@ class Search:
         for i in sorted(range(len(corner)), key=lambda i: self.costs[i]):
             high, bounded = corner[i] - 1, False
             for n in range(corner[i], self.max_nodes + 1):
-                fleet = (*corner[:i], n, *corner[i + 1:])
+                fleet = self._with(corner, i, n)
                 if bound is not None and self.key(fleet) >= bound:
                     break
-                if self.frontier.status(fleet) is Status.MEETS:
+                if self.frontier.meets_above(fleet):
                     bounded = True
                     break
                 high = n
@@ -115,11 +161,4 @@ class Search:
                 chosen = (i, high, bounded)
         assert chosen is not None
         i, high, bounded = chosen
-        low, size = corner[i] - 1, high - corner[i] + 1
-        if size <= self.width:
-            counts = list(range(low + 1, high + 1))
-        elif bounded:  # the threshold is inside: spread the points evenly
-            counts = [low + j * (size + 1) // (self.width + 1) for j in range(1, self.width + 1)]
-        else:  # maybe none meets under the bound: the highest fleet first, whose failure settles the whole line
-            counts = [low + -(-j * size // self.width) for j in range(1, self.width + 1)]
-        return [(*corner[:i], n, *corner[i + 1:]) for n in sorted(set(counts), reverse=True)]
+        return [self._with(corner, i, n) for n in self._spread(corner[i] - 1, high + 1, bounded=bounded)]
