@@ -10,6 +10,7 @@ from kubedra.cli.output import OutputFormat
 from kubedra.scheduler.scoring import Policy
 
 if TYPE_CHECKING:
+    from kubedra.allocator import Features
     from kubedra.objects.parse import ParseLimits
 
 InputFiles = Annotated[
@@ -81,3 +82,16 @@ def parse_limits(max_file_size: str) -> ParseLimits:
                                f"{MaxReadableFileBytes} bytes, such as 64Mi", highlight=False, markup=False)
         raise typer.Exit(EXIT_INVALID_INPUT)
     return ParseLimits(max_bytes=size)
+
+
+def parse_features(version: str, gates: str) -> Features:
+    """``--kubernetes-version`` and ``--feature-gates`` as the Features a simulation runs with; exit 2 on a bad
+    release or gate (``simulate``, ``explain``, ``allocate`` and ``plan`` read them the same way)."""
+    from kubedra.allocator import FeatureGateError, Features, parse_gates
+    from kubedra.cli.output import EXIT_INVALID_INPUT, stderr_console
+
+    try:
+        return Features.for_release(version).with_gates(parse_gates(gates))
+    except FeatureGateError as exc:
+        stderr_console().print(f"error: {exc}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_INVALID_INPUT) from exc

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from kubedra.cli.helptext import command_help
-from kubedra.cli.options import OutputOption, PolicyOption, SeedOption
+from kubedra.cli.options import GatesOption, OutputOption, PolicyOption, SeedOption, VersionOption, parse_features
 from kubedra.cli.output import (
     EXIT_OK,
     EXIT_UNSCHEDULABLE,
@@ -37,11 +37,14 @@ HELP = command_help(
     "simulate). --goal is what a fleet must meet: p50-pending<=D, p99-pending<=D, max-pending<=D (pending time "
     "from arrival to binding, as simulate reports it) and all-placed, joined by commas. --cost-per-hour POOL=PRICE "
     "prices a node of a pool (default 1 per node).",
-    "The search assumes more nodes never make pods wait longer: each pool alone is searched between 0 and "
-    "--max-nodes (a few candidates per round, simulated in parallel on the machine's cores, or as Ray tasks on the "
-    "cluster at --ray-address); when no pool alone meets the goal, all pools are grown together and then each is "
-    "lowered. Every candidate's result is cached by its scenario hash in --cache-dir, so an interrupted plan "
-    "resumes where it stopped and a repeated one simulates nothing.",
+    "The search assumes more nodes never make pods wait longer, and is exact over every mix of 0 to --max-nodes "
+    "nodes per pool: a fleet that fails settles every smaller one, and no fleet costing as much as the best found "
+    "is simulated (a few candidates per round, simulated in parallel on the machine's cores, or as Ray tasks on "
+    "the cluster at --ray-address). It stops when every cheaper fleet is known to fail, or after --max-candidates, "
+    "when it says so and gives the best found and a lower bound on the cheapest cost (docs/planning.md). "
+    "--kubernetes-version and --feature-gates apply to every simulation, as for simulate. Every candidate's result "
+    "is cached by its scenario hash (kubedra's version and every option that changes a result included) in "
+    "--cache-dir, so an interrupted plan resumes where it stopped and a repeated one simulates nothing.",
     "Output: the explored frontier, one row per candidate by cost (COST/H, P50, P99, MAX pending, PENDING pods, "
     "MEETS), then the answer and what it assumed; -o json|yaml the same as a Plan document.",
     examples=[
@@ -50,7 +53,8 @@ HELP = command_help(
         "kubedra plan -f examples/plan/workloads.yaml --pool examples/plan/a100.yaml --goal all-placed "
         "--max-nodes 8 -o json",
     ],
-    exit_status="0 a fleet meets the goal, 1 none up to --max-nodes does, 2 bad input.",
+    exit_status="0 a fleet meets the goal, 1 none up to --max-nodes does (or none found within "
+    "--max-candidates), 2 bad input.",
 )
 
 
@@ -97,6 +101,22 @@ def _costs(pools: list[dict[str, Any]], prices: list[str]) -> tuple[float, ...]:
         if not cost[name] >= 0:
             fail(f"--cost-per-hour {item!r}: the price must not be negative")
     return tuple(cost[n] for n in names)
+
+
+def _check_inputs(probe: Any) -> None:
+    """Every input problem before the first simulation, with the loader's messages and simulate's checks."""
+    import yaml
+
+    from kubedra.objects.errors import InvalidInputError
+    from kubedra.objects.load import load_text
+    from kubedra.sim.validation import selector_problems
+
+    try:
+        loaded = load_text(yaml.safe_dump_all(probe.documents()) + "---\n" + probe.workloads, source="plan")
+        if bad_selectors := selector_problems(loaded, probe.features):
+            raise InvalidInputError(bad_selectors)
+    except InvalidInputError as exc:
+        fail_invalid(exc)
 
 
 class Runner:
@@ -170,8 +190,9 @@ class Runner:
             self.progress()
 
 
-def plan_document(names: list[str], search: Any, results: dict[Any, dict[str, Any]], goal: Any, answer: Any,
+def plan_document(names: list[str], search: Any, results: dict[Any, dict[str, Any]], goal: Any, outcome: Any,
                   assumptions: list[str]) -> dict[str, Any]:
+    answer = outcome.answer
     frontier = []
     for fleet in sorted(search.explored, key=lambda f: (search.cost(f), sum(f), f)):
         result = results[fleet]
@@ -190,9 +211,35 @@ def plan_document(names: list[str], search: Any, results: dict[Any, dict[str, An
         "goal": goal.text,
         "answer": None if answer is None else {"fleet": dict(zip(names, answer, strict=True)),
                                                "costPerHour": round(search.cost(answer), 6)},
+        "search": {
+            "exact": outcome.exact,
+            "candidatesEvaluated": outcome.evaluated,
+            "lowerBoundCostPerHour": None if outcome.lower_bound is None else round(outcome.lower_bound, 6),
+        },
         "assumptions": assumptions,
         "frontier": frontier,
     }
+
+
+def answer_lines(document: dict[str, Any], goal: str, max_nodes: int, max_candidates: int) -> list[str]:
+    """The answer in words: proven cheapest, or the best found within --max-candidates and the lower bound."""
+    search, answer = document["search"], document["answer"]
+    count = search["candidatesEvaluated"]
+    evaluated = f"{count} candidate{'' if count == 1 else 's'} evaluated"
+    bound = search["lowerBoundCostPerHour"]
+    if answer is None:
+        if search["exact"]:
+            return [f"No fleet up to {max_nodes} nodes per pool meets {goal} ({evaluated})."]
+        return [f"No fleet meeting {goal} found within --max-candidates {max_candidates}; one would cost at least "
+                f"{bound:g}/h."]
+    fleet = ", ".join(f"{n}={c}" for n, c in answer["fleet"].items())
+    if search["exact"]:
+        head = (f"Cheapest fleet meeting {goal}: {fleet} at {answer['costPerHour']:g}/h "
+                f"(exact: every cheaper fleet fails; {evaluated})")
+    else:
+        head = (f"Best fleet found meeting {goal}: {fleet} at {answer['costPerHour']:g}/h, not proven cheapest: "
+                f"--max-candidates {max_candidates} reached; the cheapest costs at least {bound:g}/h")
+    return [head, "Assumed: " + "; ".join(document["assumptions"])]
 
 
 def frontier_table(names: list[str], document: dict[str, Any]) -> Table:
@@ -219,6 +266,9 @@ def register(app: typer.Typer) -> None:
                                                                 help="Price of one node of a pool per hour.")] = None,
         max_nodes: Annotated[int, typer.Option("--max-nodes", min=1, max=100_000,
                                                help="The most nodes of one pool the search tries.")] = 64,
+        max_candidates: Annotated[int, typer.Option("--max-candidates", min=1, help="The most candidates the "
+                                                    "search evaluates; past it the answer is the best found, "
+                                                    "not proven cheapest.")] = 200,
         workers: Annotated[int | None, typer.Option("--workers", min=1, help="Local worker processes "
                                                     "(default: one per core).")] = None,
         ray_address: Annotated[str | None, typer.Option("--ray-address", help="Run candidates as Ray tasks on this "
@@ -227,10 +277,10 @@ def register(app: typer.Typer) -> None:
             Path(".kubedra-plan-cache")),
         policy: PolicyOption = Policy.KUBE_SCHEDULER,
         seed: SeedOption = 0,
+        kubernetes_version: VersionOption = "1.37",
+        feature_gates: GatesOption = "",
         output: OutputOption = None,
     ) -> None:
-        from kubedra.objects.errors import InvalidInputError
-        from kubedra.objects.load import load_text
         from kubedra.plan.candidate import Candidate
         from kubedra.plan.goal import GoalError, parse_goal
         from kubedra.plan.search import Search
@@ -244,15 +294,10 @@ def register(app: typer.Typer) -> None:
         if len(set(names)) != len(names):
             fail(f"--pool: two pools share a name ({', '.join(names)})")
         costs = _costs(documents, cost_per_hour or [])
+        features = parse_features(kubernetes_version, feature_gates)
         workload = _workload_text(files)
         pool_texts = tuple(json.dumps(d, sort_keys=True) for d in documents)
-        probe = Candidate((1,) * len(documents), pool_texts, workload, seed, policy.value)
-        import yaml
-
-        try:  # every input problem before the first simulation, with the loader's messages
-            load_text(yaml.safe_dump_all(probe.documents()) + "---\n" + workload, source="plan")
-        except InvalidInputError as exc:
-            fail_invalid(exc)
+        _check_inputs(Candidate((1,) * len(documents), pool_texts, workload, seed, policy.value, features))
         results: dict[Any, dict[str, Any]] = {}
         console = stderr_console()
         from rich.progress import MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -263,32 +308,29 @@ def register(app: typer.Typer) -> None:
             runner = Runner(cache_dir, workers or os.cpu_count() or 1, ray_address, lambda: bar.advance(task))
 
             def evaluate(fleets: Sequence[tuple[int, ...]]) -> list[bool]:
-                candidates = [Candidate(f, pool_texts, workload, seed, policy.value) for f in fleets]
+                candidates = [Candidate(f, pool_texts, workload, seed, policy.value, features) for f in fleets]
                 found = runner.run(candidates)
                 for fleet, result in zip(fleets, found, strict=True):
                     results[fleet] = result
                 return [goal.met(r) for r in found]
 
-            search = Search(costs, max_nodes, evaluate, width=max(2, min(runner.workers, 8)))
-            answer = search.run()
+            search = Search(costs, max_nodes, evaluate, width=min(runner.workers, 8),
+                            max_candidates=max_candidates)
+            outcome = search.run()
+        answer = outcome.answer
         assumptions = [
             "meeting the goal is monotone in each pool's node count",
             f"counts searched from 0 to {max_nodes} per pool",
-            f"policy {policy.value}, seed {seed}",
+            f"policy {policy.value}, seed {seed}, Kubernetes {features.release}"
+            + (f" with --feature-gates {feature_gates}" if feature_gates else ""),
             "cost = nodes x price per node-hour" + ("" if cost_per_hour else " (every node priced 1)"),
             f"{runner.simulated} candidates simulated, {runner.cached} read from {cache_dir}",
         ]
-        document = plan_document(names, search, results, goal, answer, assumptions)
+        document = plan_document(names, search, results, goal, outcome, assumptions)
         fmt = output or default_format()
         if fmt in TABLE_FORMATS:
             print_table(frontier_table(names, document), fmt)
-            if answer is None:
-                print_lines(["", f"No fleet up to {max_nodes} nodes per pool meets {goal.text}."])
-            else:
-                fleet = ", ".join(f"{n}={c}" for n, c in document["answer"]["fleet"].items())
-                print_lines(["", f"Cheapest fleet meeting {goal.text}: {fleet} at "
-                                 f"{document['answer']['costPerHour']:g}/h",
-                             "Assumed: " + "; ".join(assumptions)])
+            print_lines(["", *answer_lines(document, goal.text, max_nodes, max_candidates)])
         elif fmt is OutputFormat.name:
             print_names(f"nodepool/{n}" for n in names)
         else:

@@ -22,10 +22,10 @@ from kubedra.cli.options import (
     ScenarioFiles,
     SeedOption,
     VersionOption,
+    parse_features,
     parse_limits,
 )
 from kubedra.cli.output import (
-    EXIT_INVALID_INPUT,
     EXIT_OK,
     EXIT_UNSCHEDULABLE,
     TABLE_FORMATS,
@@ -104,16 +104,11 @@ def load_scenario(
     With ``kubeconfig`` or ``context`` the scenario starts from the live cluster (read only), and ``files`` are
     added on top of it (a what-if) instead of replacing the built-in demo.
     """
-    from kubedra.allocator import FeatureGateError, Features, parse_gates
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
     from kubedra.sim.scenario import build_scenario
 
-    try:
-        features = Features.for_release(version).with_gates(parse_gates(gates))
-    except FeatureGateError as exc:
-        stderr_console().print(f"error: {exc}", highlight=False, markup=False)
-        raise typer.Exit(EXIT_INVALID_INPUT) from exc
+    features = parse_features(version, gates)
     try:
         if kubeconfig is not None or context is not None:
             from kubedra.cli.live import read_live

@@ -4,6 +4,7 @@ file I/O), so a worker process or a Ray task runs it as it is."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import math
@@ -11,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+
+from kubedra import __version__
+from kubedra.allocator.features import Features
 
 Doc = dict[str, Any]
 
@@ -24,10 +28,14 @@ class Candidate:
     workloads: str  # the workload manifests' text
     seed: int
     policy: str
+    features: Features  # the Kubernetes release and its feature gates, as --kubernetes-version/--feature-gates set
 
     def key(self) -> str:
-        """The scenario hash: equal candidates share one cached result."""
-        body = json.dumps([list(self.counts), list(self.pools), self.workloads, self.seed, self.policy])
+        """The scenario hash: equal candidates share one cached result. It holds everything a result depends on,
+        kubedra's version included, so an upgrade or another gate never reads a stale result."""
+        gates = dataclasses.asdict(self.features)  # every gate resolved: equal settings, however written, share it
+        body = json.dumps([__version__, list(self.counts), list(self.pools), self.workloads, self.seed, self.policy,
+                           gates], sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()
 
     def documents(self) -> list[Doc]:
@@ -62,8 +70,10 @@ def simulate_candidate(candidate: Candidate) -> dict[str, Any]:
     from kubedra.sim.simulate import Options, simulate
 
     text = yaml.safe_dump_all(candidate.documents()) + "---\n" + candidate.workloads
-    scenario = build_scenario(load_text(text, source="plan"), seed=candidate.seed)
-    result = simulate(scenario, Options(policy=Policy(candidate.policy), seed=candidate.seed))
+    features = candidate.features
+    scenario = build_scenario(load_text(text, source="plan"), seed=candidate.seed,
+                              generic_workload=features.generic_workload)
+    result = simulate(scenario, Options(policy=Policy(candidate.policy), seed=candidate.seed, features=features))
     report = build_report(result)
     summary = report.summary
     return {
