@@ -18,7 +18,8 @@ HELP = command_help(
     "Rewrite workloads that ask for nvidia.com/gpu (and MIG profiles) the device-plugin way for DRA.",
     "Reads Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, CronJobs and Lists (files, directories "
     "or - for stdin). --mode claims (the default): one ResourceClaimTemplate per workload and container (count = "
-    "the number asked for; class gpu.nvidia.com, or mig.nvidia.com with a selector on the profile), "
+    "the number asked for, none for a count of 0; class gpu.nvidia.com, or mig.nvidia.com with a selector on the "
+    "profile), "
     "spec.resourceClaims and resources.claims added, the extended resource removed; --min-memory, --model, "
     "--min-compute-capability and --same-pcie-root add what the device plugin could not express. --mode "
     "extended-resource: pod specs stay as they are and a DeviceClass with extendedResourceName (KEP-5004) is "
