@@ -111,3 +111,18 @@ def test_device_plugin_configs_never_write_two_classes_of_one_name(
     names = [i["metadata"]["name"] for i in json.loads(out)["items"] if i["kind"] == "DeviceClass"]
     assert len(names) == len(set(names)) == 4, names
     valid(capsys, tmp_path / "out.json", out)
+
+
+def test_a_claim_name_the_pod_has_already_is_numbered_not_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An app container named init claims init-gpu, and so did the init containers' shared claim: a valid pod was
+    refused (found by test_migrate_property.py). The second claim is init-gpu-2."""
+    source = tmp_path / "in.yaml"
+    source.write_text(pod().replace("name: c\n", "name: init\n") + "  initContainers:\n  - {name: i, image: x, "
+                      "resources: {limits: {nvidia.com/gpu: 2}}}\n")
+    code, out, err = run(capsys, "migrate", "-f", str(source), "-o", "json", "-q")
+    assert code == 0, err
+    spec = json.loads(out)["items"][-1]["spec"]
+    assert [c["name"] for c in spec["resourceClaims"]] == ["init-gpu", "init-gpu-2"]
+    valid(capsys, tmp_path / "out.json", out)

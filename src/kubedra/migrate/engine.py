@@ -286,12 +286,10 @@ class _Run:
             converted = _converted(ask)
             if not converted or not ask.long_lived:
                 continue
-            claim = self._new_claim(where, prefix, pod_spec, taken=taken, claim=wl.dns_label(f"{ask.name}-gpu"),
+            claim = self._new_claim(where, pod_spec, taken=taken, claim=wl.dns_label(f"{ask.name}-gpu"),
                                     template=f"{workload}-{ask.name}-gpu",
                                     fallback=f"{workload}-{kind.lower()}-{ask.name}-gpu", namespace=namespace,
                                     asks=converted, templates=templates)
-            if claim is None:
-                continue
             claim_of[id(ask)] = claim
             self._rewrite_container(pod_spec, ask, converted, [(claim, None)])
             asked = ", ".join(f"{g.resource}: {g.count}" for g in converted)
@@ -301,7 +299,7 @@ class _Run:
         uses, shortfall = wl.plan_init_reuse(asks, _converted)
         init_claim = None
         if shortfall:
-            init_claim = self._new_claim(where, prefix, pod_spec, taken=taken, claim="init-gpu",
+            init_claim = self._new_claim(where, pod_spec, taken=taken, claim="init-gpu",
                                          template=f"{workload}-init-gpu",
                                          fallback=f"{workload}-{kind.lower()}-init-gpu",
                                          namespace=namespace, asks=shortfall, templates=templates)
@@ -359,15 +357,14 @@ class _Run:
         return template
 
     def _new_claim(
-        self, where: Location, prefix: str, pod_spec: Any, *, taken: set[str], claim: str, template: str,
+        self, where: Location, pod_spec: Any, *, taken: set[str], claim: str, template: str,
         fallback: str, namespace: str | None, asks: list[wl.GpuAsk], templates: list[Any],
-    ) -> str | None:
-        """A pod claim from a new ResourceClaimTemplate for ``asks``, or None (a problem) if the name is taken."""
-        if claim in taken:
-            self.problems.append(Problem(Location(where.file, where.document, where.object,
-                                                  f"{prefix}.resourceClaims"),
-                                         f'Duplicate value: "{claim}": the pod already has a claim of this name'))
-            return None
+    ) -> str:
+        """A pod claim from a new ResourceClaimTemplate for ``asks``: ``claim``, numbered (-2, -3, ...) when the pod
+        has a claim of that name already (its own, or an app container "init"'s beside the init containers' one)."""
+        base, number = claim, 2
+        while claim in taken:
+            claim, number = wl.dns_label(f"{base}-{number}"), number + 1
         taken.add(claim)
         template = self._template_name(namespace, claim, [template, fallback])
         document, notes = wl.template_document(template, namespace, asks, self.extra)
