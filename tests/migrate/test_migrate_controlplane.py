@@ -4,14 +4,18 @@
 from __future__ import annotations
 
 import contextlib
+import tempfile
 import urllib.error
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
 from tests.controlplane.fixture import ControlPlane
+from tests.depth import examples
 from tests.kube import builders as b
+from tests.migrate.test_migrate_property import OPTIONS, inputs
 
 from kubedra.cli import main
 
@@ -20,6 +24,7 @@ pytestmark = pytest.mark.controlplane
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "migrate"
 PLURALS = {"Deployment": "deployments", "StatefulSet": "statefulsets", "Job": "jobs", "CronJob": "cronjobs",
+           "DaemonSet": "daemonsets", "ReplicaSet": "replicasets",
            "ConfigMap": "configmaps", "Pod": "pods", "DeviceClass": "deviceclasses",
            "ResourceClaim": "resourceclaims", "ResourceClaimTemplate": "resourceclaimtemplates"}
 CLUSTER_SCOPED = {"DeviceClass"}
@@ -201,3 +206,28 @@ def test_init_containers_and_sidecars_keep_their_gpu_count_on_the_real_scheduler
             "resourceClaimStatuses"), what="the generated claims' names")
     got = sum(len(_claim_results(control_plane, namespace, s["resourceClaimName"])) for s in statuses)
     assert got == expected
+
+
+@settings(max_examples=examples(10, 100, "KUBEDRA_MIGRATE_EXAMPLES"), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(objects=inputs(), options=OPTIONS)
+def test_generated_workloads_migrate_to_what_the_real_api_server_accepts(
+    control_plane: ControlPlane, namespace: str, objects: list[dict[str, Any]], options: list[str]
+) -> None:
+    """test_migrate_property's workloads, migrated, each object dry-run created with strict field validation (a
+    class an earlier test created answers 409 AlreadyExists, which the server says only after validating it)."""
+    with tempfile.TemporaryDirectory() as directory:
+        source = Path(directory) / "in.yaml"
+        source.write_text(yaml.safe_dump_all(objects, sort_keys=False))
+        out = Path(directory) / "out"
+        assert main(["migrate", "-f", str(source), "-q", "--output-dir", str(out), *options]) == 0
+        migrated_documents = list(yaml.safe_load_all((out / "in.yaml").read_text()))
+    for original in migrated_documents:
+        document = in_namespace(original, namespace)
+        try:
+            control_plane.request("POST", collection(document, namespace) + "?dryRun=All&fieldValidation=Strict",
+                                  document)
+        except urllib.error.HTTPError as error:
+            if error.code == 409 and document["kind"] in CLUSTER_SCOPED:
+                continue
+            pytest.fail(f"{document['kind']}/{document['metadata']['name']}: {error.read().decode()}")

@@ -10,16 +10,27 @@ from typing import Annotated, Any
 import typer
 
 from kubedra.cli.helptext import command_help
-from kubedra.cli.options import QuietOption
-from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, Column, Table, fail, stderr_console
+from kubedra.cli.options import MaxFileSizeOption, QuietOption, parse_limits
+from kubedra.cli.output import (
+    EXIT_INVALID_INPUT,
+    EXIT_OK,
+    Column,
+    Table,
+    fail,
+    fail_invalid,
+    print_warnings,
+    stderr_console,
+)
 from kubedra.migrate.model import Migration, Mode
 
 HELP = command_help(
     "Rewrite workloads that ask for nvidia.com/gpu (and MIG profiles) the device-plugin way for DRA.",
     "Reads Pods, Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, CronJobs and Lists (files, directories "
-    "or - for stdin). --mode claims (the default): one ResourceClaimTemplate per workload and container (count = "
-    "the number asked for; class gpu.nvidia.com, or mig.nvidia.com with a selector on the profile), "
-    "spec.resourceClaims and resources.claims added, the extended resource removed; --min-memory, --model, "
+    "with their subdirectories, or - for stdin), read and checked as kubedra validate checks them: whatever it "
+    "finds is refused with simulate's message (exit 2, nothing written). --mode claims (the default): one "
+    "ResourceClaimTemplate per workload and container (count = the number asked for, none for a count of 0; class "
+    "gpu.nvidia.com, or mig.nvidia.com with a selector on the profile), spec.resourceClaims and resources.claims "
+    "added, the extended resource removed; --min-memory, --model, "
     "--min-compute-capability and --same-pcie-root add what the device plugin could not express. --mode "
     "extended-resource: pod specs stay as they are and a DeviceClass with extendedResourceName (KEP-5004) is "
     "added, so the scheduler serves nvidia.com/gpu through DRA on nodes without the device plugin (node pool by "
@@ -47,6 +58,9 @@ HELP = command_help(
 )
 
 
+RELEASE = "1.37"  # the release whose API rules the input must meet (validate's default)
+
+
 class ReportFormat(enum.StrEnum):
     table = "table"
     json = "json"
@@ -60,58 +74,34 @@ class ManifestFormat(enum.StrEnum):
     name = "name"
 
 
-def read_sources(paths: list[str], stdin_text: str | None = None, *, recursive: bool = True) -> list[Any]:
-    """The inputs as sources: files, a directory's *.yaml|*.yml|*.json (sorted), - for stdin (``stdin_text`` when
-    the caller already read it); subdirectories too when ``recursive`` (a migration takes a whole tree); exit 2
-    naming every path that cannot be read."""
+def read_sources(paths: list[str], *, limits: Any = None) -> tuple[list[Any], list[Any]]:
+    """The inputs as sources, read through the front door ``validate`` and ``simulate`` use: files, a directory's
+    *.yaml|*.yml|*.json (sorted) and its subdirectories' (a migration takes a whole tree), - for stdin; loaded and
+    validated as ``kubedra validate`` does, so whatever it finds (or cannot read) is refused here with exit 2, the
+    same message and nothing written: migrate never rewrites what the API server would reject. Returns the sources
+    and the loader's notes on identical copies of an object (kept, as ``kubectl apply`` accepts them)."""
+    from kubedra.allocator import Features
+    from kubedra.cli.validate import _merge, schema_findings
     from kubedra.migrate import Source
+    from kubedra.migrate.deviceplugin import is_plugin_config
     from kubedra.objects.errors import InvalidInputError
-    from kubedra.objects.load import SUFFIXES, read_stdin
+    from kubedra.objects.load import load_inputs, read_inputs
+    from kubedra.sim.validation import NO_OBJECTS, validate_inputs
 
-    sources: list[Source] = []
-    errors: list[str] = []
-    for path in paths:
-        if path == "-":
-            if stdin_text is None:
-                try:
-                    stdin_text = read_stdin()
-                except InvalidInputError as error:
-                    errors.extend(str(p) for p in error.problems)
-                    continue
-            sources.append(Source("<stdin>", stdin_text))
-            continue
-        if os.path.isdir(path):
-            files = sorted(os.path.join(path, n) for n in os.listdir(path) if n.lower().endswith(SUFFIXES))
-            files = [f for f in files if os.path.isfile(f)]
-            subdirs = sorted(os.path.join(path, n) for n in os.listdir(path)
-                             if recursive and os.path.isdir(os.path.join(path, n)))
-            if not files and not subdirs:
-                errors.append(f"{path}: no .yaml, .yml or .json files in this directory")
-            nested = read_sources(subdirs) if subdirs else []
-            sources.extend(_read_files(files, errors))
-            sources.extend(nested)
-            continue
-        sources.extend(_read_files([path], errors))
-    if errors:
-        fail("\nerror: ".join(errors))
-    return sources
-
-
-def _read_files(files: list[str], errors: list[str]) -> list[Any]:
-    from kubedra.migrate import Source
-
-    out = []
-    for file in files:
-        try:
-            with open(file, encoding="utf-8") as handle:
-                out.append(Source(file, handle.read()))
-        except FileNotFoundError:
-            errors.append(f"{file}: no such file or directory")
-        except UnicodeDecodeError as exc:
-            errors.append(f"{file}: not UTF-8 text: {exc.reason} at byte {exc.start}")
-        except OSError as exc:
-            errors.append(f"{file}: cannot read: {exc.strerror or exc}")
-    return out
+    inputs = read_inputs(paths, limits=limits, recursive=True)
+    sources = [Source(read.name, read.text) for read in inputs.texts]
+    try:
+        # Device-plugin configs are no Kubernetes objects: migrate reads them itself.
+        loaded = load_inputs(inputs, limits=limits, passthrough=is_plugin_config)
+    except InvalidInputError as error:
+        fail_invalid(error)
+    result = validate_inputs(loaded, Features.for_release(RELEASE), paths)
+    # An input with no objects (only device-plugin configs, or nothing) is no refusal: there is nothing to reject.
+    findings = [p for p in result.findings if p.message != NO_OBJECTS]
+    findings = _merge(schema_findings(sources, RELEASE), findings)
+    if findings:
+        fail_invalid(InvalidInputError(findings))
+    return sources, [w for w in loaded.warnings if w.code == "duplicate-identical"]
 
 
 def report_data(result: Migration) -> dict[str, Any]:
@@ -217,6 +207,7 @@ def register(app: typer.Typer) -> None:
             "--report-format", help="The report on stderr: table or json (json implies --report).")]
         = ReportFormat.table,
         quiet: QuietOption = False,
+        max_file_size: MaxFileSizeOption = "8Mi",
     ) -> None:
         from kubedra.migrate import MigrationError, Options, migrate
 
@@ -224,7 +215,8 @@ def register(app: typer.Typer) -> None:
         if not inputs:
             fail("no input: give FILES, a directory or - (or -f)")
         options = Options(mode, min_memory, model, min_compute_capability, same_pcie_root, gpu_memory)
-        sources = read_sources(inputs)
+        sources, copies = read_sources(inputs, limits=parse_limits(max_file_size))
+        print_warnings(copies, quiet=quiet)
         try:
             result = migrate(sources, options)
         except MigrationError as error:

@@ -110,7 +110,7 @@ def convert_config(
     return out
 
 
-def _convert_sharing(  # noqa: PLR0912 - one pass over the resources, as the plugin's own config reader
+def _convert_sharing(
     strategy_key: str, block: Any, key: str | None, *, taken: tuple[set[str], set[str]], gpu_memory: str | None,
     out: PluginConversion, values: dict[str, Any], gates: dict[str, bool],
 ) -> None:
@@ -141,10 +141,7 @@ def _convert_sharing(  # noqa: PLR0912 - one pass over the resources, as the plu
             out.notes.append(f"{entry_path}: rename and devices are ignored, as the device plugin ignores them")
         served = name + SHARED_SUFFIX if rename or entry.get("rename") else name
         mapped, classes = taken
-        class_name = class_for(served)
-        if class_name in classes:
-            class_name = f"{_label(key or '')}.{class_name}"
-        classes.add(class_name)
+        class_name = _unique_class(class_for(served), key, classes)
         primary = served not in mapped
         if primary and not mps:
             mapped.add(served)
@@ -205,6 +202,19 @@ def _behaviour_notes(
             "failRequestsGreaterThanOne: DRA has no such switch; reject claims with count > 1 for this class with a "
             "ValidatingAdmissionPolicy if that rule must stay"
         )
+
+
+def _unique_class(class_name: str, key: str | None, classes: set[str]) -> str:
+    """``class_name``, or, when an earlier config wrote it, prefixed with this config's key (numbered when that is
+    taken too): two DeviceClasses of one name are one the API server refuses. Added to ``classes``."""
+    if class_name in classes:
+        label, number = _label(key or ""), 2
+        prefixed = f"{label}.{class_name}"
+        while prefixed in classes:
+            prefixed, number = f"{label}-{number}.{class_name}", number + 1
+        class_name = prefixed
+    classes.add(class_name)
+    return class_name
 
 
 def _label(key: str) -> str:

@@ -76,7 +76,8 @@ class _Run:
         self.options = options
         self.result = Migration()
         self.problems: list[Problem] = []
-        self.template_names: set[tuple[str | None, str]] = set()
+        self.template_names: set[tuple[str, str]] = set()  # (namespace, name): in the input or written
+        self.template_of: dict[tuple[str, ...], str] = {}  # (group, kind, namespace, name, claim) -> template
         self.served: dict[str, Location] = {}  # extended-resource mode: name -> first workload asking for it
         self.classes_in_input: set[str] = set()
         self.class_names_in_input: set[str] = set()
@@ -84,6 +85,8 @@ class _Run:
         self.plugin_mapped: set[str] = set()
         self.used_classes: set[str] = set()
         self.plugin_classes: set[str] = set()
+        self.configmaps: set[tuple[str, str]] = set()  # (namespace, name) of device-plugin ConfigMaps converted
+        self.identity: tuple[str, ...] | None = None  # the workload being rewritten, when it has a name
         self.extra, errors = wl.requirements(options.min_memory, options.model, options.min_compute_capability,
                                              options.same_pcie_root)
         self.problems.extend(Problem(Location(), e) for e in errors)
@@ -158,6 +161,8 @@ class _Run:
         if kind == "List" and isinstance(data.get("items"), list):
             for i, item in enumerate(data["items"]):
                 self.scan_one(Location(where.file, where.document, field=f"items[{i}]"), item)
+        if kind == "ResourceClaimTemplate":
+            self.template_names.add((_namespace(data) or "default", _name(data)))
         if kind == "DeviceClass":
             self.class_names_in_input.add(_name(data))
             name = _get(data, ("spec", "extendedResourceName"))
@@ -247,7 +252,7 @@ class _Run:
             return [data]
         if self.options.mode is Mode.extended_resource:
             for ask in asks:
-                for gpu in ask.asks:
+                for gpu in (g for g in ask.asks if g.count):  # a zero asks for nothing: no class to serve it
                     self.served.setdefault(gpu.resource, where)
                     self.first_file_for.setdefault(gpu.resource, f)
                     self.change(where, "unchanged", f"{ask.path} ({ask.name}): {gpu.resource}: {gpu.count} stays; "
@@ -262,6 +267,13 @@ class _Run:
         templates: list[Any] = []
         namespace = _namespace(data)
         workload = _name(data) or kind.lower()
+        asks = self._drop_zeros(where, prefix, pod_spec, asks)
+        # An object's identity, when it has a name: the loader refused two different objects of one identity, so
+        # a second one is an identical copy and gets the same template names (kubectl applies the copies as one).
+        metadata = data.get("metadata")
+        named = isinstance(metadata, dict) and bool(metadata.get("name"))
+        identity = (str(data.get("apiVersion", "")).rpartition("/")[0], kind, namespace or "default", workload)
+        self.identity = identity if named else None
         existing = pod_spec.get("resourceClaims") if isinstance(pod_spec.get("resourceClaims"), list) else []
         taken = {str(c.get("name")) for c in existing if isinstance(c, dict)}
         claim_of: dict[int, str] = {}  # id(long-lived ask) -> its pod claim
@@ -274,12 +286,10 @@ class _Run:
             converted = _converted(ask)
             if not converted or not ask.long_lived:
                 continue
-            claim = self._new_claim(where, prefix, pod_spec, taken=taken, claim=wl.dns_label(f"{ask.name}-gpu"),
+            claim = self._new_claim(where, pod_spec, taken=taken, claim=wl.dns_label(f"{ask.name}-gpu"),
                                     template=f"{workload}-{ask.name}-gpu",
                                     fallback=f"{workload}-{kind.lower()}-{ask.name}-gpu", namespace=namespace,
                                     asks=converted, templates=templates)
-            if claim is None:
-                continue
             claim_of[id(ask)] = claim
             self._rewrite_container(pod_spec, ask, converted, [(claim, None)])
             asked = ", ".join(f"{g.resource}: {g.count}" for g in converted)
@@ -289,7 +299,7 @@ class _Run:
         uses, shortfall = wl.plan_init_reuse(asks, _converted)
         init_claim = None
         if shortfall:
-            init_claim = self._new_claim(where, prefix, pod_spec, taken=taken, claim="init-gpu",
+            init_claim = self._new_claim(where, pod_spec, taken=taken, claim="init-gpu",
                                          template=f"{workload}-init-gpu",
                                          fallback=f"{workload}-{kind.lower()}-init-gpu",
                                          namespace=namespace, asks=shortfall, templates=templates)
@@ -310,21 +320,53 @@ class _Run:
                                             "its GPU count")
         return templates
 
+    def _drop_zeros(
+        self, where: Location, prefix: str, pod_spec: Any, asks: list[wl.ContainerAsk]
+    ) -> list[wl.ContainerAsk]:
+        """A container's ``nvidia.com/gpu: 0`` asks for nothing: it goes with the device plugin's name and makes no
+        claim (a request for 0 devices is invalid). The asks left, containers without any dropped."""
+        kept: list[wl.ContainerAsk] = []
+        for ask in asks:
+            zeros = [g for g in ask.asks if g.count == 0 and not g.resource.endswith(wl.SHARED_SUFFIX)]
+            if zeros:
+                self._rewrite_container(pod_spec, ask, zeros, [])
+                names = ", ".join(f"{g.resource}: 0" for g in zeros)
+                self.change(where, "rewritten", f"{prefix}.{ask.path} ({ask.name}): {names} removed: no device "
+                                                "asked, no claim")
+                ask.asks = [g for g in ask.asks if g not in zeros]
+            if ask.asks:
+                kept.append(ask)
+        return kept
+
+    def _template_name(self, namespace: str | None, claim: str, candidates: list[str]) -> str:
+        """The first candidate (then the last with -2, -3, ...) no other template of the namespace has; the same
+        name again for an identical copy of an object."""
+        key = (*self.identity, claim) if self.identity is not None else None
+        if key is not None and key in self.template_of:
+            return self.template_of[key]
+        bucket = namespace or "default"
+        names = [wl.dns_label(c, 253) for c in candidates]
+        suffix = 2
+        while all((bucket, n) in self.template_names for n in names):
+            names = [wl.dns_label(f"{candidates[-1]}-{suffix}", 253)]
+            suffix += 1
+        template = next(n for n in names if (bucket, n) not in self.template_names)
+        self.template_names.add((bucket, template))
+        if key is not None:
+            self.template_of[key] = template
+        return template
+
     def _new_claim(
-        self, where: Location, prefix: str, pod_spec: Any, *, taken: set[str], claim: str, template: str,
+        self, where: Location, pod_spec: Any, *, taken: set[str], claim: str, template: str,
         fallback: str, namespace: str | None, asks: list[wl.GpuAsk], templates: list[Any],
-    ) -> str | None:
-        """A pod claim from a new ResourceClaimTemplate for ``asks``, or None (a problem) if the name is taken."""
-        if claim in taken:
-            self.problems.append(Problem(Location(where.file, where.document, where.object,
-                                                  f"{prefix}.resourceClaims"),
-                                         f'Duplicate value: "{claim}": the pod already has a claim of this name'))
-            return None
+    ) -> str:
+        """A pod claim from a new ResourceClaimTemplate for ``asks``: ``claim``, numbered (-2, -3, ...) when the pod
+        has a claim of that name already (its own, or an app container "init"'s beside the init containers' one)."""
+        base, number = claim, 2
+        while claim in taken:
+            claim, number = wl.dns_label(f"{base}-{number}"), number + 1
         taken.add(claim)
-        template = wl.dns_label(template, 253)
-        if (namespace, template) in self.template_names:
-            template = wl.dns_label(fallback, 253)
-        self.template_names.add((namespace, template))
+        template = self._template_name(namespace, claim, [template, fallback])
         document, notes = wl.template_document(template, namespace, asks, self.extra)
         self.used_classes.update(document_class(g) for g in asks)
         templates.append(build(document))
@@ -352,6 +394,8 @@ class _Run:
             if not values:
                 del resources[part]
         claims = resources.get("claims")
+        if not refs:
+            return
         if not isinstance(claims, list):
             claims = build([])
             insert_sorted(resources, "claims", claims)
@@ -372,6 +416,12 @@ class _Run:
         return self._plugin(where, None, plain(data), prefix="")
 
     def plugin_configmap(self, where: Location, data: Any) -> list[Any]:
+        # A named ConfigMap seen before is an identical copy (the loader refused a different one of its name):
+        # its DeviceClasses and values are written once, not again under other names.
+        identity = (_namespace(data) or "default", _name(data))
+        if identity[1] and identity in self.configmaps:
+            return []
+        self.configmaps.add(identity)
         configs: list[tuple[str, Any]] = []
         for key, text in data["data"].items():
             try:
@@ -420,6 +470,15 @@ class _Run:
                 continue
             document = wl.extended_class_document(name)
             class_name = document["metadata"]["name"]
+            # A class converted from a device-plugin config serves the name already, or holds the class's name
+            # with other settings: a second object of that name is one the API server would refuse.
+            if name in self.plugin_mapped:
+                continue
+            if class_name in self.plugin_classes:
+                self.decide(where, f"DeviceClass {class_name} comes from the device-plugin config without "
+                                   f"extendedResourceName {name}: add it there if its sharing suits these pods "
+                                   "(not added twice)")
+                continue
             if class_name in self.class_names_in_input:
                 self.decide(where, f"DeviceClass {class_name} is in the input without extendedResourceName {name}: "
                                    "add it there (not added twice)")
@@ -442,7 +501,7 @@ class _Run:
 
 def _converted(ask: wl.ContainerAsk) -> list[wl.GpuAsk]:
     """The asks of a container that become claims (a ``.shared`` replica stays as it is)."""
-    return [g for g in ask.asks if not g.resource.endswith(wl.SHARED_SUFFIX)]
+    return [g for g in ask.asks if not g.resource.endswith(wl.SHARED_SUFFIX) and g.count]
 
 
 def document_class(gpu: wl.GpuAsk) -> str:

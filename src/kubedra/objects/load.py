@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, TextIO, TypeVar
 
@@ -161,6 +161,7 @@ class _Builder:
         self.problems: list[Problem] = []
         self.locations: dict[int, Location] = {}
         self.files: dict[str, int] = {}
+        self.passthrough: Callable[[Any], bool] | None = None  # documents the caller reads itself (not objects)
 
     def problem(self, location: Location, message: str) -> None:
         self.problems.append(Problem(location, message))
@@ -169,7 +170,7 @@ class _Builder:
 
     def add_document(self, document: Document, source: str) -> None:
         location = Location(source, document.index)
-        if document.data is None:
+        if document.data is None or (self.passthrough is not None and self.passthrough(document.data)):
             return
         self.add_data(document.data, location, "")
 
@@ -356,13 +357,18 @@ def _add_text(builder: _Builder, text: str, source: str, json: bool | None, limi
         builder.add_document(document, source)
 
 
-def _files(path: str, problems: list[Problem]) -> list[str]:
+def _files(path: str, problems: list[Problem], recursive: bool = False) -> list[str]:
+    """The files ``path`` stands for: itself, or a directory's files by name (its subdirectories' after its own
+    when ``recursive``, each sorted the same way)."""
     try:
         if os.path.isdir(path):
             names = sorted(n for n in os.listdir(path) if n.lower().endswith(SUFFIXES))
             files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
-            if not files:
+            subdirs = sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n))) if recursive else []
+            if not files and not subdirs:
                 problems.append(Problem(Location(path), "no .yaml, .yml or .json files in this directory"))
+            for name in subdirs:
+                files.extend(_files(os.path.join(path, name), problems, recursive))
             return files
     except OSError as exc:
         problems.append(Problem(Location(path), f"cannot read: {exc.strerror or exc}", unreadable=True))
@@ -434,10 +440,15 @@ class Inputs:
 
 
 def read_inputs(
-    paths: Sequence[str], *, stdin: TextIO | BinaryIO | None = None, limits: ParseLimits | None = None
+    paths: Sequence[str],
+    *,
+    stdin: TextIO | BinaryIO | None = None,
+    limits: ParseLimits | None = None,
+    recursive: bool = False,
 ) -> Inputs:
-    """Read files, directories (their ``*.yaml``, ``*.yml``, ``*.json``, sorted by name) and ``-`` (stdin), each
-    once: for callers that load the inputs (:func:`load_inputs`) and also need their texts (the lines of findings)."""
+    """Read files, directories (their ``*.yaml``, ``*.yml``, ``*.json``, sorted by name; subdirectories too when
+    ``recursive``) and ``-`` (stdin), each once: for callers that load the inputs (:func:`load_inputs`) and also
+    need their texts (the lines of findings, migrate's round trip)."""
     bounds = limits or ParseLimits()
     read = Inputs()
     for path in paths:
@@ -446,7 +457,7 @@ def read_inputs(
             if text is not None:
                 read.texts.append(Input("<stdin>", text))
             continue
-        for file in _files(path, read.problems):
+        for file in _files(path, read.problems, recursive):
             try:
                 refused = too_big(os.path.getsize(file), file, bounds)
                 if refused is not None:
@@ -470,10 +481,14 @@ def load_inputs(
     api_validation: bool = True,
     documents: Sequence[tuple[str, Any]] = (),
     lenient_documents: bool = False,
+    passthrough: Callable[[Any], bool] | None = None,
 ) -> Loaded:
-    """Load what :func:`read_inputs` read, as :func:`load_paths` loads it (its problems reported with the rest)."""
+    """Load what :func:`read_inputs` read, as :func:`load_paths` loads it (its problems reported with the rest).
+    ``passthrough``: top-level documents for which it is true are not objects and are left to the caller (migrate's
+    device-plugin configs), neither loaded nor refused."""
     bounds = limits or ParseLimits()
     builder = _Builder(api_validation=False)
+    builder.passthrough = passthrough
     builder.lenient = lenient_documents
     for index, (source, data) in enumerate(documents):
         builder.files.setdefault(source, len(builder.files))
