@@ -59,8 +59,11 @@ def _result(plane: ControlPlane, scenario: Scenario) -> Comparison:
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_kubedra_places_pods_as_kube_scheduler_does(plane: ControlPlane, name: str) -> None:
-    result = _result(plane, SCENARIOS[name])
+    scenario = SCENARIOS[name]
+    result = _result(plane, scenario)
     assert result.problems == []
+    if scenario.expect.get("messages") and sorted(scenario.expect.get("pending", [])) == sorted(result.real):
+        return  # a scenario whose every pod pends (no-nodes): its messages, compared whole, are the comparison
     assert any(p.node is not None for p in result.real.values())  # something was placed: the comparison is not empty
 
 

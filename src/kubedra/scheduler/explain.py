@@ -59,7 +59,7 @@ from kubedra.scheduler.extended import (
     extended_requests,
     node_batch,
 )
-from kubedra.scheduler.nodefit import claim_rejecting, node_fit_reason
+from kubedra.scheduler.nodefit import claim_rejecting, node_fit_reason, reasons_of
 from kubedra.scheduler.prefilter import prefilter_claims
 
 FITS = "fits"
@@ -287,8 +287,12 @@ def _quantity(text: str | None) -> str:
     return text if text is not None else "none"
 
 
-def _node_detail(reason: str, record: PodRecord, node: Node) -> str:
-    """kube-scheduler's reason plus what it compared (values that are the same across a node pool)."""
+def _node_detail(status: str, record: PodRecord, node: Node) -> str:
+    """kube-scheduler's reasons plus what each compared (values that are the same across a node pool)."""
+    return "; ".join(_reason_detail(reason, record, node) for reason in reasons_of(status))
+
+
+def _reason_detail(reason: str, record: PodRecord, node: Node) -> str:
     pod = record.pod
     if reason.startswith("Insufficient "):
         name = reason.removeprefix("Insufficient ")

@@ -80,31 +80,50 @@ def _count(text: str) -> int:
     return Quantity.parse(text).value()
 
 
+REASON_SEPARATOR = "\n"  # between the reasons of one node's status (never inside one: they are single lines)
+_FIRST_RESOURCES = ("cpu", "memory", "ephemeral-storage")  # fitsRequest's order; scalar resources after, by name
+
+
+def reasons_of(status: str) -> list[str]:
+    """The reasons of one node's Filter status: NodeResourcesFit keeps them all (``Too many pods``, ``Insufficient
+    cpu``, ``Insufficient memory``...), and kube-scheduler's FitError counts each of them per node."""
+    return status.split(REASON_SEPARATOR)
+
+
 def resources_reason(
     requests: Mapping[str, Quantity],
     node: Node,
     usage: NodeUsage,
     dra_extended: frozenset[str] = frozenset(),
 ) -> str | None:
-    """NodeResourcesFit: ``Insufficient cpu`` and friends; DRA-served extended resources are not counted here."""
+    """NodeResourcesFit: every failure reason of the node (``Too many pods``, ``Insufficient cpu`` and friends,
+    joined by ``REASON_SEPARATOR``, in v1.37.2 ``fitsRequest``'s order), or None; DRA-served extended resources are
+    not counted here."""
     allocatable = node.status.allocatable
+    found: list[str] = []
     pods_allowed = allocatable.get("pods")
     if pods_allowed is not None and usage.pods + 1 > _count(pods_allowed):
-        return "Too many pods"
-    for name, want in requests.items():
+        found.append("Too many pods")
+    names = [n for n in _FIRST_RESOURCES if n in requests]
+    if len(names) != len(requests):
+        names.extend(sorted(n for n in requests if n not in _FIRST_RESOURCES))
+    for name in names:
+        want = requests[name]
         if want <= ZERO or name in dra_extended:
             continue
         have_text = allocatable.get(name)
         if have_text is None:
             # A Node written without status.allocatable (common in hand-written inventories) is treated as
             # having room for any cpu and memory; extended resources it does not advertise are never there.
-            if is_extended_resource(name) or (allocatable and name in ("cpu", "memory", "ephemeral-storage")):
-                return f"Insufficient {name}"
+            if is_extended_resource(name) or (allocatable and name in _FIRST_RESOURCES):
+                found.append(f"Insufficient {name}")
             continue
         # The sum's value, not a summed Quantity: this runs per cached request shape on every node that changed.
         if usage.requested.get(name, ZERO).nanos + want.nanos > Quantity.parse(have_text).nanos:
-            return f"Insufficient {name}"
-    return None
+            found.append(f"Insufficient {name}")
+    if not found:
+        return None
+    return found[0] if len(found) == 1 else REASON_SEPARATOR.join(found)
 
 
 def node_fit_reason(

@@ -21,7 +21,7 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import ZERO, NodeUsage
 from kubedra.objects.model import Node
 from kubedra.objects.quantity import Quantity
-from kubedra.scheduler.nodefit import is_extended_resource, resources_reason
+from kubedra.scheduler.nodefit import is_extended_resource, reasons_of, resources_reason
 from kubedra.scheduler.victims import UnitsOf, Victim, flatten, importance, pod_units
 
 RESOLVABLE = ("Insufficient ", "Too many pods")
@@ -54,8 +54,8 @@ def beyond_allocatable(record: PodRecord, node: Node, reason: str) -> bool:
     the resource the reason names and the ones DRA never serves; a node publishing no allocatable has room for any
     cpu and memory, as Filter reads it."""
     allocatable = node.status.allocatable
-    named = reason.removeprefix("Insufficient ") if reason.startswith("Insufficient ") else None
-    for name in {*NEVER_SERVED_BY_DRA, *([named] if named else [])}:
+    named = [r.removeprefix("Insufficient ") for r in reasons_of(reason) if r.startswith("Insufficient ")]
+    for name in {*NEVER_SERVED_BY_DRA, *named}:
         want = record.requests.get(name)
         if want is None or want <= ZERO:
             continue
@@ -209,7 +209,11 @@ def preempt(
 
 def summary(statuses: dict[str, int], total: int) -> str:
     """``0/N nodes are available: <count> <status>, ...`` sorted, as the FitError's."""
-    parts = sorted(f"{count} {status}" for status, count in statuses.items())
+    counts: dict[str, int] = {}
+    for status, count in statuses.items():
+        for reason in reasons_of(status):
+            counts[reason] = counts.get(reason, 0) + count
+    parts = sorted(f"{count} {reason}" for reason, count in counts.items())
     return f"0/{total} nodes are available: {', '.join(parts)}."
 
 

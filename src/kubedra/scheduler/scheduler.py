@@ -39,7 +39,7 @@ from kubedra.scheduler.extended import (
     request_mappings,
 )
 from kubedra.scheduler.fgd import TraceScorer
-from kubedra.scheduler.nodefit import claim_rejecting, is_extended_resource, node_fit_reason
+from kubedra.scheduler.nodefit import claim_rejecting, is_extended_resource, node_fit_reason, reasons_of
 from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
@@ -103,7 +103,11 @@ Outcome = Placement | Unschedulable | Failed
 
 def summarize(reasons: dict[str, list[str]], node_count: int) -> str:
     """kube-scheduler's FitError text: ``0/N nodes are available: <count> <reason>, ...`` sorted."""
-    parts = sorted(f"{len(nodes)} {reason}" for reason, nodes in reasons.items())
+    counts: dict[str, int] = {}
+    for status, nodes in reasons.items():
+        for reason in reasons_of(status):
+            counts[reason] = counts.get(reason, 0) + len(nodes)
+    parts = sorted(f"{count} {reason}" for reason, count in counts.items())
     return f"0/{node_count} nodes are available: {', '.join(parts)}."
 
 
