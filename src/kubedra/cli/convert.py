@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from kubedra.cli.helptext import command_help
-from kubedra.cli.options import InputFiles, QuietOption
+from kubedra.cli.options import InputFiles, QuietOption, RecursiveOption
 from kubedra.cli.output import EXIT_OK, fail, fail_invalid, print_warnings
 
 
@@ -52,17 +52,18 @@ def _clean(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def _documents(paths: list[str], quiet: bool) -> list[tuple[Any, dict[str, Any]]]:
+def _documents(paths: list[str], quiet: bool, recursive: bool = False) -> list[tuple[Any, dict[str, Any]]]:
     """(location, document) pairs in input order."""
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
     from kubedra.objects.model import to_dict
 
     try:
-        loaded = load_paths(paths)
+        loaded = load_paths(paths, recursive=recursive)
     except InvalidInputError as error:
         fail_invalid(error)
     print_warnings(loaded.warnings, quiet=quiet)
+    print_warnings(loaded.notes, quiet=quiet, label="Note")
     entries: list[tuple[tuple[int, int, int], Any, dict[str, Any]]] = []
     files: dict[str, int] = {}
     for seq, obj in enumerate(loaded.objects):
@@ -105,6 +106,7 @@ def register(app: typer.Typer) -> None:
     @app.command("convert", help=HELP, no_args_is_help=True)
     def convert(
         files: InputFiles,
+        recursive: RecursiveOption = False,
         output: Annotated[
             ConvertFormat,
             typer.Option("-o", "--output", help="yaml: a multi-document stream; json: one v1 List."),
@@ -119,7 +121,7 @@ def register(app: typer.Typer) -> None:
 
         import yaml
 
-        documents = _to_version(_documents(files, quiet), to.value, quiet)
+        documents = _to_version(_documents(files, quiet, recursive), to.value, quiet)
         if output is ConvertFormat.json:
             body = {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": documents}
             sys.stdout.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")

@@ -101,7 +101,7 @@ def read_sources(paths: list[str], *, limits: Any = None) -> tuple[list[Any], li
     findings = _merge(schema_findings(sources, RELEASE), findings)
     if findings:
         fail_invalid(InvalidInputError(findings))
-    return sources, [w for w in loaded.warnings if w.code == "duplicate-identical"]
+    return sources, [*(w for w in loaded.warnings if w.code == "duplicate-identical"), *loaded.notes]
 
 
 def report_data(result: Migration) -> dict[str, Any]:

@@ -21,6 +21,10 @@ ScenarioFiles = Annotated[
     list[str] | None,
     typer.Option("-f", "--filename", help="Manifest file or directory; repeatable (default: the built-in demo)."),
 ]
+RecursiveOption = Annotated[
+    bool, typer.Option("-R", "--recursive", help="Read directories given with -f and their subdirectories, as "
+                       "kubectl's -R does (without it a subdirectory is skipped, with a note).")
+]
 PolicyOption = Annotated[
     Policy,
     typer.Option(

@@ -19,6 +19,7 @@ from kubedra.cli.options import (
     OutputOption,
     PolicyOption,
     QuietOption,
+    RecursiveOption,
     ScenarioFiles,
     SeedOption,
     VersionOption,
@@ -98,6 +99,7 @@ def load_scenario(
     *,
     api_validation: bool = True,
     limits: Any = None,
+    recursive: bool = False,
 ) -> tuple[Any, Any, Any]:
     """(loaded objects, scenario, features) for ``simulate``, ``explain`` and ``allocate``; exits 2 on bad input.
 
@@ -116,7 +118,8 @@ def load_scenario(
 
             loaded = to_loaded(read_live(kubeconfig, context), files or [])
         else:
-            loaded = load_paths(files or default_inputs(), api_validation=api_validation, limits=limits)
+            loaded = load_paths(files or default_inputs(), api_validation=api_validation, limits=limits,
+                                recursive=recursive)
         if api_validation:
             from kubedra.sim.validation import selector_problems
 
@@ -321,6 +324,7 @@ def register(app: typer.Typer) -> None:
     @app.command("simulate", help=HELP)
     def simulate_command(
         files: ScenarioFiles = None,
+        recursive: RecursiveOption = False,
         policy: PolicyOption = Policy.KUBE_SCHEDULER,
         seed: SeedOption = 0,
         kubernetes_version: VersionOption = "1.37",
@@ -374,11 +378,11 @@ def register(app: typer.Typer) -> None:
                      output or default_format())
 
         loaded, scenario, features = load_scenario(files, seed, kubernetes_version, feature_gates, kubeconfig, context,
-                                                   limits=parse_limits(max_file_size))
+                                                   limits=parse_limits(max_file_size), recursive=recursive)
         # Before the default table, many warnings become one line; json and yaml readers get each on stderr.
         summarize = (output or default_format()) in (OutputFormat.table, OutputFormat.wide)
         print_warnings(loaded.warnings, quiet=quiet, summarize=summarize)
-        print_warnings(scenario.notes, quiet=quiet, label="Note")
+        print_warnings([*loaded.notes, *scenario.notes], quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
         pods = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
         show = stderr_console().is_terminal and pods >= PROGRESS_FROM

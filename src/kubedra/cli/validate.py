@@ -13,6 +13,7 @@ from kubedra.cli.options import (
     MaxFileSizeOption,
     OutputOption,
     QuietOption,
+    RecursiveOption,
     VersionOption,
     parse_limits,
 )
@@ -208,6 +209,7 @@ def register(app: typer.Typer) -> None:
     @app.command("validate", help=HELP, no_args_is_help=True)
     def validate(
         files: InputFiles,
+        recursive: RecursiveOption = False,
         kubernetes_version: VersionOption = "1.37",
         feature_gates: GatesOption = "",
         output: OutputOption = None,
@@ -233,7 +235,7 @@ def register(app: typer.Typer) -> None:
         fmt = output or default_format()
         limits = parse_limits(max_file_size)
         # Each input read once (stdin too): the loader, the schemas and the lines share it.
-        inputs = read_inputs(files, limits=limits)
+        inputs = read_inputs(files, limits=limits, recursive=recursive)
         sources = [Source(read.name, read.text) for read in inputs.texts]
         try:
             # Shapes only here (unknown fields, wrong types): the API's rules come next, with everything else.
@@ -244,6 +246,7 @@ def register(app: typer.Typer) -> None:
             _report(_merge(schema_findings(sources, kubernetes_version), error.problems), None, [], fmt, sources)
             raise typer.Exit(EXIT_FINDINGS) from error
         print_warnings(loaded.warnings, quiet=quiet)
+        print_warnings(loaded.notes, quiet=quiet, label="Note")
         result = validate_inputs(loaded, features, files)
         if strict_references:
             result.findings, result.warnings = [*result.findings, *result.warnings], []

@@ -51,6 +51,9 @@ class Loaded:
     objects: list[KubeObject] = field(default_factory=list)
     raw: list[RawObject] = field(default_factory=list)
     warnings: list[ConversionWarning] = field(default_factory=list)
+    # What the input held that gave no object: an empty file, a directory entry skipped (printed as notes; nothing
+    # a user gave vanishes without a word).
+    notes: list[str] = field(default_factory=list)
     _locations: dict[int, Location] = field(default_factory=dict, repr=False)
 
     def location_of(self, obj: object) -> Location:
@@ -349,26 +352,40 @@ def load_text(
     return builder.finish()
 
 
-def _add_text(builder: _Builder, text: str, source: str, json: bool | None, limits: ParseLimits | None) -> None:
+def _add_text(builder: _Builder, text: str, source: str, json: bool | None, limits: ParseLimits | None) -> bool:
+    """Parse one input's text into the builder; False where it held no document at all (empty, or comments)."""
     builder.files.setdefault(source, len(builder.files))
     documents, problems = parse_text(text, source, json=json, bounds=limits)
     builder.problems.extend(problems)
     for document in documents:
         builder.add_document(document, source)
+    return bool(documents or problems)
 
 
-def _files(path: str, problems: list[Problem], recursive: bool = False) -> list[str]:
+def _files(path: str, problems: list[Problem], recursive: bool = False, notes: list[str] | None = None) -> list[str]:
     """The files ``path`` stands for: itself, or a directory's files by name (its subdirectories' after its own
-    when ``recursive``, each sorted the same way)."""
+    when ``recursive``, each sorted the same way). Each entry of a directory that is not read gets a note."""
     try:
         if os.path.isdir(path):
-            names = sorted(n for n in os.listdir(path) if n.lower().endswith(SUFFIXES))
-            files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
-            subdirs = sorted(n for n in os.listdir(path) if os.path.isdir(os.path.join(path, n))) if recursive else []
+            entries = sorted(os.listdir(path))
+            files = [os.path.join(path, n) for n in entries
+                     if n.lower().endswith(SUFFIXES) and os.path.isfile(os.path.join(path, n))]
+            subdirs = [n for n in entries if os.path.isdir(os.path.join(path, n))]
+            for name in entries:
+                full = os.path.join(path, name)
+                if notes is None or full in files or name.startswith("."):
+                    continue
+                if name in subdirs:
+                    if not recursive:
+                        notes.append(f"{full}: directory skipped (-R, --recursive reads subdirectories)")
+                else:
+                    notes.append(f"{full}: skipped: not a .yaml, .yml or .json file")
+            if not recursive:
+                subdirs = []
             if not files and not subdirs:
                 problems.append(Problem(Location(path), "no .yaml, .yml or .json files in this directory"))
             for name in subdirs:
-                files.extend(_files(os.path.join(path, name), problems, recursive))
+                files.extend(_files(os.path.join(path, name), problems, recursive, notes))
             return files
     except OSError as exc:
         problems.append(Problem(Location(path), f"cannot read: {exc.strerror or exc}", unreadable=True))
@@ -437,6 +454,7 @@ class Inputs:
 
     texts: list[Input] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # directory entries not read
 
 
 def read_inputs(
@@ -457,7 +475,7 @@ def read_inputs(
             if text is not None:
                 read.texts.append(Input("<stdin>", text))
             continue
-        for file in _files(path, read.problems, recursive):
+        for file in _files(path, read.problems, recursive, read.notes):
             try:
                 refused = too_big(os.path.getsize(file), file, bounds)
                 if refused is not None:
@@ -498,9 +516,10 @@ def load_inputs(
     # A path that could not be read is in no file order, so its problem sorts after the others, as when reading
     # and loading were interleaved.
     builder.problems.extend(inputs.problems)
-    for read in inputs.texts:
-        _add_text(builder, read.text, read.name, read.json, bounds)
-    return builder.finish()
+    empty = [read.name for read in inputs.texts if not _add_text(builder, read.text, read.name, read.json, bounds)]
+    loaded = builder.finish()
+    loaded.notes = [*inputs.notes, *(f"{name}: no objects in this file (empty, or only comments)" for name in empty)]
+    return loaded
 
 
 def load_paths(
@@ -511,13 +530,15 @@ def load_paths(
     api_validation: bool = True,
     documents: Sequence[tuple[str, Any]] = (),
     lenient_documents: bool = False,
+    recursive: bool = False,
 ) -> Loaded:
-    """Load files, directories (their ``*.yaml``, ``*.yml``, ``*.json``, sorted by name) and ``-`` (stdin).
+    """Load files, directories (their ``*.yaml``, ``*.yml``, ``*.json``, sorted by name; subdirectories too when
+    ``recursive``, as kubectl's ``-R``) and ``-`` (stdin).
 
     See :func:`load_text` for ``api_validation``. ``documents`` are (source, JSON value) pairs a caller already
     holds — objects an API server returned — read before the paths with the same dispatch, conversion and
     decoding but without the API validation (their server already applied it); ``source[i]`` locates them.
     ``lenient_documents``: fields of theirs the model does not know are ignored (a newer server's), as clients do.
     """
-    return load_inputs(read_inputs(paths, stdin=stdin, limits=limits), limits=limits, api_validation=api_validation,
-                       documents=documents, lenient_documents=lenient_documents)
+    return load_inputs(read_inputs(paths, stdin=stdin, limits=limits, recursive=recursive), limits=limits,
+                       api_validation=api_validation, documents=documents, lenient_documents=lenient_documents)
