@@ -1,11 +1,13 @@
 """A checkpoint the driver cannot trust — corrupt, truncated, empty, of another version, or from another boot while
 the node shows it did not reboot — never costs a running claim its MIG device (in the NVML stub) or its CDI spec:
 the driver refuses to start and changes nothing, until the operator removes the file or restarts it with
---recover-checkpoint, which adopts what the CDI specs and NVML prove to be in use."""
+--recover-checkpoint, which adopts what the CDI specs and NVML prove to be in use. A missing checkpoint is weighed
+the same way: CDI specs of this boot or MIG devices of this driver refuse it; only a node with neither is fresh."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -187,13 +189,70 @@ def test_a_real_reboot_voids_the_claims(node: Node) -> None:
     assert list(node.dirs.cdi.iterdir()) == []
 
 
-@pytest.mark.parametrize("damage", ["corrupt", "truncated", "foreign-boot"])
+def test_a_missing_checkpoint_beside_claims_in_use_stops_the_driver_and_changes_nothing(
+    node: Node, caplog: pytest.LogCaptureFixture
+) -> None:
+    """checkpoint.json deleted under four prepared claims (two on MIG devices): starting as on a fresh node would
+    destroy both GPU instances and delete all four specs; the specs written during this boot prove otherwise."""
+    node.path.unlink()
+    before = node.snapshot()
+    with caplog.at_level(logging.WARNING, "kubedra.driver"), pytest.raises(CheckpointRefusedError) as refused:
+        node.driver()
+    message = str(refused.value)
+    assert message.startswith(
+        f"checkpoint {node.path} does not exist, but this is not a fresh node: "
+        "the CDI specs of 4 claim(s) were written during this boot"
+    )
+    assert "--recover-checkpoint" in message and "Nothing was changed" in message
+    assert node.snapshot() == before  # no MIG device destroyed (no NVML call), no spec deleted, no file written
+    assert node.nvml.instances() == node.instances and len(node.instances) == 2
+    assert node.specs() == {r.uid for r in node.refs.values()}
+    assert any(r.levelno == logging.ERROR and r.getMessage() == message for r in caplog.records)  # the decision
+
+
+def test_a_missing_checkpoint_and_specs_beside_live_mig_devices_stops_the_driver(node: Node) -> None:
+    """Checkpoint and specs both gone: the MIG devices this driver creates still exist, and may be in use."""
+    node.path.unlink()
+    for p in node.dirs.cdi.iterdir():
+        p.unlink()
+    before = node.snapshot()
+    with pytest.raises(CheckpointRefusedError, match=r"not a fresh node: 2 MIG device\(s\) this driver creates exist"):
+        node.driver()
+    assert node.snapshot() == before and node.nvml.instances() == node.instances
+
+
+def test_a_fresh_node_starts_clean_and_says_so(dirs: Dirs, nvml: NvmlStub, caplog: pytest.LogCaptureFixture) -> None:
+    nvml.gpus = [a100(0), h100(1)]
+    nvml.write()
+    with caplog.at_level(logging.WARNING, "kubedra.driver"):
+        driver = Node(dirs, nvml, StaticClaims(), {}, {}, b"", [], RecordingRunner()).driver()
+    assert driver.startup.fresh and driver.startup.missing is None
+    assert checkpoint.decode((dirs.plugin / "checkpoint.json").read_bytes()).claims == {}
+    assert "a fresh node" in caplog.text
+
+
+def test_without_a_checkpoint_a_previous_boots_leftovers_start_clean(node: Node) -> None:
+    """Checkpoint gone, specs older than this boot, no MIG device left: nothing is in use, so the node is fresh
+    and the leftover specs go, as after a reboot."""
+    written = _age(node, 3600)
+    node.path.unlink()
+    node.nvml.write()  # no GPU instance survives a reboot
+    node.dirs.boot("boot-2", at=written + 60)
+    driver = node.driver()
+    assert driver.startup.fresh and driver.prepared_devices() == {}
+    assert sorted(driver.startup.stale_specs) == sorted(r.uid for r in node.refs.values())
+    assert list(node.dirs.cdi.iterdir()) == []
+
+
+@pytest.mark.parametrize("damage", ["corrupt", "truncated", "foreign-boot", "missing"])
 def test_recovery_adopts_what_the_node_proves_and_releases_it_later(node: Node, damage: str) -> None:
     if damage == "foreign-boot":
         node.dirs.boot("boot-2", at=1_000_000_000)
+    elif damage == "missing":
+        node.path.unlink()
     else:
         node.path.write_bytes(DAMAGE[damage][0](node.checkpoint))
-    damaged = node.path.read_bytes()
+    damaged = node.path.read_bytes() if node.path.exists() else None
     specs_before = {p.name: p.read_bytes() for p in node.dirs.cdi.iterdir()}
     calls_before = node.nvml.calls()
 
@@ -201,9 +260,11 @@ def test_recovery_adopts_what_the_node_proves_and_releases_it_later(node: Node, 
     assert driver.startup.recovered == sorted(r.uid for r in node.refs.values())
     assert node.nvml.instances() == node.instances and node.nvml.calls() == calls_before  # nothing destroyed
     assert {p.name: p.read_bytes() for p in node.dirs.cdi.iterdir()} == specs_before  # nothing deleted
-    kind = "foreign-boot" if damage == "foreign-boot" else "corrupt"
-    [aside] = [p for p in node.dirs.plugin.iterdir() if p.name.startswith(f"checkpoint.json.{kind}-")]
-    assert aside.read_bytes() == damaged  # kept for whoever investigates
+    asides = [p.read_bytes() for p in node.dirs.plugin.iterdir() if p.name.startswith("checkpoint.json.")]
+    assert asides == ([] if damaged is None else [damaged])  # an untrusted file is kept for whoever investigates
+    if damaged is not None:
+        kind = "foreign-boot" if damage == "foreign-boot" else "corrupt"
+        assert driver.startup.set_aside and driver.startup.set_aside.startswith(f"checkpoint.json.{kind}-")
     assert driver.prepared_devices() == {r.uid: CLAIMS[name][0] for name, r in node.refs.items()}
     assert checkpoint.decode(node.path.read_bytes()).boot_id == node.dirs.boot_id.read_text().strip()
 
@@ -254,7 +315,7 @@ def _kubeconfig(path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("damage", ["corrupt", "foreign-boot"])
+@pytest.mark.parametrize("damage", ["corrupt", "foreign-boot", "missing"])
 def test_the_driver_process_exits_2_with_the_message(
     node: Node, nvml_library: StubLibrary, damage: str, tmp_path: Path
 ) -> None:
@@ -262,6 +323,8 @@ def test_the_driver_process_exits_2_with_the_message(
     ID differs from the test's "boot-1", and the checkpoint was written after this machine booted)."""
     if damage == "corrupt":
         node.path.write_bytes(node.checkpoint[:-10])
+    elif damage == "missing":
+        node.path.unlink()
     before = node.snapshot()
     args = [
         *("driver", "--node", "node-1", "--backend", "nvml", "--kubeconfig", str(_kubeconfig(tmp_path / "kc"))),
@@ -279,7 +342,11 @@ def test_the_driver_process_exits_2_with_the_message(
         check=False,
     )
     assert done.returncode == 2, done.stderr
-    expected = "cannot be trusted" if damage == "corrupt" else "was written under boot ID 'boot-1'"
+    expected = {
+        "corrupt": "cannot be trusted",
+        "foreign-boot": "was written under boot ID 'boot-1'",
+        "missing": "does not exist, but this is not a fresh node: the CDI specs of 4 claim(s)",
+    }[damage]
     assert f"error: checkpoint {node.path} {expected}" in " ".join(done.stderr.split()), done.stderr
     assert node.snapshot() == before
     assert not (node.dirs.registry / "gpu.nvidia.com-reg.sock").exists()  # never served the kubelet

@@ -297,8 +297,10 @@ def test_prepare_started_is_rolled_back_at_start(dirs: Dirs) -> None:
 
 
 def test_stale_specs_and_temp_files_are_cleaned_at_start(dirs: Dirs) -> None:
+    """A spec no claim of the checkpoint records goes (beside no checkpoint it would refuse the start:
+    test_checkpoint_trust.py)."""
     claims = StaticClaims()
-    dirs.cdi.mkdir(parents=True)
+    make_driver(dirs, claims)  # the checkpoint, of no claim
     (dirs.cdi / "k8s.gpu.nvidia.com-claim_0b7c0000-0000-4000-8000-000000000000.yaml").write_text("{}")
     (dirs.cdi / ".kubedra-tmp-k8s.gpu.nvidia.com-claim_x.yaml.123").write_text("half")
     (dirs.cdi / "nvidia.yaml").write_text("{}")  # someone else's spec stays

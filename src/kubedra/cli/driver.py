@@ -20,12 +20,13 @@ HELP = command_help(
     "<plugin dir>/dra.sock. Prepare writes one CDI spec per claim to the CDI root; a checkpoint in the plugin dir "
     "makes restarts safe.",
     "A checkpoint it cannot trust (corrupt, truncated, of another version, or of another boot while the node shows "
-    "it was not rebooted) stops the driver (exit 2) before it touches anything: without it the driver would destroy "
-    "the MIG devices and CDI specs of running pods. The message names the file. Either restart with "
+    "it was not rebooted), or a missing one while a CDI spec of this boot or a MIG device of the driver exists, "
+    "stops the driver (exit 2) before it touches anything: without it the driver would destroy the MIG devices and "
+    "CDI specs of running pods. The message names the file and the evidence. Either restart with "
     "--recover-checkpoint, which adopts every claim whose CDI spec is in the CDI root (with the MIG devices NVML "
-    "shows for it), destroys and deletes nothing, and keeps the old file as checkpoint.json.<why>-<time>; or, once "
-    "no pod on the node uses a claim of the driver (kubectl drain), remove the file. Runbook: "
-    "docs/migrating-from-device-plugin.md.",
+    "shows for it), destroys and deletes nothing, and keeps an untrusted file as checkpoint.json.<why>-<time>; or, "
+    "once no pod on the node uses a claim of the driver (kubectl drain), remove the file with the driver's CDI specs "
+    "and MIG devices. Runbook: docs/migrating-from-device-plugin.md.",
     "Backends: nvml (the node's NVIDIA driver through nvidia-ml-py; fails clearly when libnvidia-ml is missing) or "
     "fake (--inventory FILE: driverVersion, cudaDriverVersion and gpus with minor, uuid, productName, brand, "
     "architecture, cudaComputeCapability, memory, pciBusID and optional migProfiles). With fake, nvidia-smi "

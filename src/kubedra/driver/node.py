@@ -6,7 +6,8 @@ admin access); write ``PrepareStarted`` with what will be done; apply sharing (n
 create MIG devices (NVIDIA's DynamicMIG: the published placement devices become a GPU instance and a compute
 instance through the backend); write the CDI spec; write ``PrepareCompleted``. At start, MIG devices no claim
 records are destroyed (the checkpoint is the truth, as NVIDIA's ``DestroyUnknownMIGDevices`` has it), which is why a
-checkpoint that cannot be trusted stops the driver before anything is touched (:mod:`.recovery`).
+checkpoint that cannot be trusted, or is missing while CDI specs of this boot or MIG devices of this driver show
+claims in use, stops the driver before anything is touched (:mod:`.recovery`).
 Unprepare releases exactly what the checkpoint says was prepared.
 Calls are serialized by a thread lock and a file lock (``pu.lock``, as NVIDIA's driver names it); claims are read
 from the API before taking them, as the kubelet-plugin helper does.
@@ -65,8 +66,10 @@ class StartupReport:
     """What recovery found at start (logged; tests read it)."""
 
     corrupt: str | None = None  # why the checkpoint could not be read
+    fresh: bool = False  # no checkpoint and nothing of this driver in use on this boot
+    missing: str | None = None  # no checkpoint, but why this is not a fresh node (refused, or recovered)
     rebooted: bool = False
-    recovered: list[str] | None = None  # --recover-checkpoint from an untrusted checkpoint: the claims adopted
+    recovered: list[str] | None = None  # --recover-checkpoint, untrusted or missing checkpoint: claims adopted
     set_aside: str | None = None  # where the untrusted checkpoint was kept
     rolled_back: list[str] = field(default_factory=list)
     stale_specs: list[str] = field(default_factory=list)
@@ -568,69 +571,97 @@ class NodeDriver:
                 self._regenerate_spec(uid, record)
 
     def _trusted_checkpoint(self, report: StartupReport) -> Checkpoint | None:
-        """The checkpoint whose claims this start keeps (None: none, a fresh node or a reboot). Untrusted: refused,
-        or with ``recover_checkpoint`` the claims the node proves are adopted into ``self.state`` and the file is
-        kept beside the new one."""
+        """The checkpoint whose claims this start keeps (None: none, a fresh node or a reboot). Untrusted, or
+        missing while the node shows claims in use: refused, or with ``recover_checkpoint`` the claims the node
+        proves are adopted into ``self.state`` and an untrusted file is kept beside the new one."""
+        judged = self._judge_checkpoint(report)
+        if not isinstance(judged, _Untrusted):
+            return judged
+        if not self.config.recover_checkpoint:
+            log.error("%s", judged.message)
+            raise recovery.CheckpointRefusedError(judged.message)
+        self._adopt(judged, report)
+        return None
+
+    def _judge_checkpoint(self, report: StartupReport) -> Checkpoint | _Untrusted | None:
+        """The checkpoint to keep, None where no claim survives (a fresh node, a reboot), or why not to start."""
         path, config = self.config.checkpoint_path, self.config
         if not path.exists():
-            if config.recover_checkpoint:
-                log.warning("%s: no checkpoint, nothing to recover", recovery.FLAG)
-            return None
-        loaded: Checkpoint | None = None
+            report.missing = self._not_fresh()
+            if report.missing is None:
+                report.fresh = True
+                log.warning(
+                    "no checkpoint %s, no CDI spec of this boot, no MIG device of %s: a fresh node", path, config.driver
+                )
+                if config.recover_checkpoint:
+                    log.warning("%s: no checkpoint, nothing to recover", recovery.FLAG)
+                return None
+            return _Untrusted(None, recovery.missing_message(path, report.missing, config.driver, config.cdi_root))
         try:
             loaded = checkpoint.decode(path.read_bytes())
         except (OSError, checkpoint.CorruptCheckpointError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             report.corrupt = reason
-            message = recovery.corrupt_message(path, reason, config.driver, config.cdi_root)
-            kind = "corrupt"
-        else:
-            if not loaded.boot_id or loaded.boot_id == self.state.boot_id:
-                if config.recover_checkpoint:
-                    log.warning("%s: the checkpoint is sound, nothing to recover", recovery.FLAG)
-                return loaded
-            specs = recovery.spec_files(config.cdi_root)
-            booted = files.boot_time(config.proc_stat_path)
-            why = recovery.reboot_contradicted(path, loaded, specs, booted, self._live_mig)
-            if why is None:
-                report.rebooted = True
-                log.warning("the node rebooted since the checkpoint was written: prepared claims are void")
-                return None
-            message = recovery.foreign_message(
-                path,
-                recorded=loaded.boot_id,
-                current=self.state.boot_id,
-                why=why,
-                driver=config.driver,
-                cdi_root=config.cdi_root,
-            )
-            kind = "foreign-boot"
-        if not config.recover_checkpoint:
-            log.error("%s", message)
-            raise recovery.CheckpointRefusedError(message)
-        log.warning("%s: recovering from an untrusted checkpoint: %s", recovery.FLAG, message)
+            return _Untrusted(None, recovery.corrupt_message(path, reason, config.driver, config.cdi_root), "corrupt")
+        if not loaded.boot_id or loaded.boot_id == self.state.boot_id:
+            if config.recover_checkpoint:
+                log.warning("%s: the checkpoint is sound, nothing to recover", recovery.FLAG)
+            return loaded
+        specs = recovery.spec_files(config.cdi_root)
+        booted = files.boot_time(config.proc_stat_path)
+        why = recovery.reboot_contradicted(path, loaded, specs, booted, self._live_mig)
+        if why is None:
+            report.rebooted = True
+            log.warning("the node rebooted since the checkpoint was written: prepared claims are void")
+            return None
+        message = recovery.foreign_message(
+            path,
+            recorded=loaded.boot_id,
+            current=self.state.boot_id,
+            why=why,
+            driver=config.driver,
+            cdi_root=config.cdi_root,
+        )
+        return _Untrusted(loaded, message, "foreign-boot")
+
+    def _adopt(self, untrusted: _Untrusted, report: StartupReport) -> None:
+        """--recover-checkpoint: adopt what the CDI specs and NVML prove; an untrusted file is set aside."""
+        path = self.config.checkpoint_path
+        log.warning("%s: recovering: %s", recovery.FLAG, untrusted.message)
         live = self._live_mig_devices()
         if live is None:
             raise recovery.CheckpointRefusedError(
                 f"{recovery.FLAG}: the MIG devices of this node cannot be listed through NVML, so recovery cannot tell "
-                f"which are in use; nothing was changed. {message}"
+                f"which are in use; nothing was changed. {untrusted.message}"
             )
         self.state.claims = recovery.adopt(
-            loaded,
-            recovery.spec_files(config.cdi_root),
+            untrusted.loaded,
+            recovery.spec_files(self.config.cdi_root),
             read_spec=_read_spec,
-            pool=config.node,
+            pool=self.config.node,
             mig_names=self.migs,
             live=live,
         )
-        aside = path.with_name(f"{path.name}.{kind}-{int(self.clock())}")
+        report.recovered = sorted(self.state.claims)
+        if untrusted.kind is None:  # no file: nothing to keep
+            log.warning("%s: %d claim(s) adopted into a new checkpoint", recovery.FLAG, len(self.state.claims))
+            return
+        aside = path.with_name(f"{path.name}.{untrusted.kind}-{int(self.clock())}")
         path.replace(aside)  # kept for whoever investigates; the new checkpoint is written next
         report.set_aside = aside.name
         log.warning(
             "%s: %d claim(s) adopted; the old checkpoint is kept as %s", recovery.FLAG, len(self.state.claims), aside
         )
-        report.recovered = sorted(self.state.claims)
-        return None
+
+    def _not_fresh(self) -> str | None:
+        """Without a checkpoint: why the node still has claims of this driver in use (None: a fresh node). A lost
+        file is weighed like a foreign one, since starting as fresh destroys every MIG device and spec."""
+        return recovery.fresh_node_contradicted(
+            recovery.spec_files(self.config.cdi_root),
+            files.boot_time(self.config.proc_stat_path),
+            self._live_mig_devices,
+            [(m.gpu.uuid, m.profile.profile_id, m.start) for m in self.migs.values()],
+        )
 
     def _live_mig_devices(self) -> dict[str, MigDevice] | None:
         """Every MIG device on the GPUs that publish MIG profiles, by MIG UUID; None if NVML cannot say."""
@@ -650,6 +681,16 @@ class NodeDriver:
         """A prepared claim whose spec is gone (``/var/run/cdi`` is often a tmpfs): written again, as it was."""
         if record.cdi_spec is not None:
             files.atomic_write(self._spec_path(uid), _dump(record.cdi_spec), durable=False)
+
+
+@dataclass(frozen=True)
+class _Untrusted:
+    """A checkpoint not to start from: the file's claims where it could be read, the refusal, and the name its
+    file is set aside under by recovery (None: there is no file)."""
+
+    loaded: Checkpoint | None
+    message: str
+    kind: str | None = None
 
 
 def _read_spec(path: Path) -> Any:

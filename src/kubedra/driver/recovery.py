@@ -6,6 +6,10 @@ prepared claims. Starting without it means destroying every MIG device and delet
 — the devices of running pods. So a checkpoint that is corrupt, truncated, of an unknown version, or from another
 boot while the node shows it was not rebooted, stops the driver with a message naming the file and the two ways on.
 
+A missing checkpoint is weighed the same way: the node is fresh only when no CDI spec of this driver was written
+during this boot and no MIG device exists at a placement this driver publishes. Either one means claims may be in
+use (the file was deleted under them), so the driver refuses, or with the flag recovers, as from a foreign file.
+
 A boot-ID change is a reboot only when everything agrees: the checkpoint and every CDI spec of this driver were
 written before this boot began, and no MIG device the checkpoint records still exists (a reboot destroys MIG
 devices). Anything else means the file is not the previous boot's, and trusting its "the node rebooted" would destroy
@@ -41,12 +45,14 @@ class CheckpointRefusedError(DriverError):
     """Starting would destroy MIG devices and CDI specs that the checkpoint can no longer vouch for."""
 
 
-def _ways_on(path: Path, driver: str, cdi_root: Path) -> str:
+def _ways_on(path: Path, driver: str, cdi_root: Path, *, kept: bool = True) -> str:
+    keeps = ", and keeps this file beside the new one" if kept else ""
     return (
         f"Nothing was changed. To go on, either restart the driver with {FLAG} (it adopts every claim whose CDI spec "
-        f"is in {cdi_root}, with the MIG devices NVML shows for them, destroys and deletes nothing, and keeps this "
-        f"file beside the new one), or, once no pod on this node uses a claim of {driver} (kubectl drain), remove "
-        f"{path} (the next start then releases every MIG device and CDI spec of this driver). See {RUNBOOK}."
+        f"is in {cdi_root}, with the MIG devices NVML shows for them, and destroys and deletes nothing{keeps}), or, "
+        f"once no pod on this node uses a claim of {driver} (kubectl drain), remove {path} together with this "
+        f"driver's CDI specs ({cdi_root}/{cdi.SPEC_PREFIX}*{cdi.SPEC_SUFFIX}) and the MIG devices it created: a "
+        f"missing checkpoint beside either is refused too. See {RUNBOOK}."
     )
 
 
@@ -62,6 +68,13 @@ def foreign_message(path: Path, *, recorded: str, current: str, why: str, driver
         f"checkpoint {path} was written under boot ID {recorded!r} but this node's boot ID is {current!r}, and that "
         f"is not a reboot: {why}. Voiding its claims would destroy what running pods use. "
         f"{_ways_on(path, driver, cdi_root)}"
+    )
+
+
+def missing_message(path: Path, why: str, driver: str, cdi_root: Path) -> str:
+    return (
+        f"checkpoint {path} does not exist, but this is not a fresh node: {why}. Starting as on a fresh node would "
+        f"destroy what running pods use. {_ways_on(path, driver, cdi_root, kept=False)}"
     )
 
 
@@ -101,6 +114,29 @@ def reboot_contradicted(
         alive = sorted(recorded & live)
         if alive:
             return f"{len(alive)} MIG device(s) it records still exist ({', '.join(alive[:3])}); a reboot destroys them"
+    return None
+
+
+def fresh_node_contradicted(
+    spec_files: Mapping[str, Path],
+    booted: float | None,
+    live_mig: Callable[[], Mapping[str, MigDevice] | None],
+    placements: Iterable[tuple[str, int, int]],
+) -> str | None:
+    """Why a node without a checkpoint is not fresh, or None when nothing of this driver is in use on this boot.
+    Evidence: a CDI spec of this driver written during this boot (all of them when the boot time cannot be read),
+    or a live MIG device at a placement this driver publishes, as (parent UUID, GI profile ID, start)."""
+    fresh = sorted(uid for uid, path in spec_files.items() if booted is None or (_mtime(path) or booted) >= booted)
+    if fresh:
+        when = "exist and when this boot began cannot be read" if booted is None else "were written during this boot"
+        return f"the CDI specs of {len(fresh)} claim(s) {when} ({', '.join(fresh[:3])})"
+    live = live_mig()
+    if live is None:
+        return "the MIG devices of this node cannot be listed through NVML"
+    ours = set(placements)
+    mine = sorted(uuid for uuid, m in live.items() if (m.parent_uuid, m.profile_id, m.start) in ours)
+    if mine:
+        return f"{len(mine)} MIG device(s) this driver creates exist ({', '.join(mine[:3])})"
     return None
 
 
