@@ -58,11 +58,13 @@ class PodRecord:
     # (a run replaces ``pod`` with updated copies of the same pod): the hot path reads them as plain attributes.
     key: str = field(init=False, repr=False, compare=False)
     scoring: ScoringRequests = field(init=False, repr=False, compare=False)  # cpu/memory as the scorers count them
+    usage_scoring: ScoringRequests = field(init=False, repr=False, compare=False)  # ... and as its node sums them
     requests_key: tuple[tuple[str, Quantity], ...] = field(init=False, repr=False, compare=False)  # sorted requests
 
     def __post_init__(self) -> None:
         self.key = _key(self.pod.metadata.namespace, self.pod.metadata.name)
-        self.scoring = scoring_requests(self.pod)
+        self.scoring = scoring_requests(self.pod, incoming=True)
+        self.usage_scoring = self.scoring if self.pod.spec.resources is None else scoring_requests(self.pod)
         self.requests_key = tuple(sorted(self.requests.items()))
 
 
@@ -139,7 +141,7 @@ class ClusterState:
         self.pods[record.key] = record
 
     def bind(self, record: PodRecord, node: str) -> None:
-        self.usage[node].add(record.requests, record.scoring)
+        self.usage[node].add(record.requests, record.usage_scoring)
         self.bound.setdefault(node, {})[record.key] = record
         for pod_watcher in self.pod_watchers:
             pod_watcher(record, node, +1)
@@ -147,7 +149,7 @@ class ClusterState:
             watcher(node)
 
     def unbind(self, record: PodRecord, node: str) -> None:
-        self.usage[node].remove(record.requests, record.scoring)
+        self.usage[node].remove(record.requests, record.usage_scoring)
         self.bound.get(node, {}).pop(record.key, None)
         for pod_watcher in self.pod_watchers:
             pod_watcher(record, node, -1)

@@ -31,10 +31,44 @@ def _effective_requests(container: Container) -> Mapping[str, str]:
     return merged
 
 
+def _pod_level_supported(name: str) -> bool:
+    """``IsSupportedPodLevelResource``: cpu, memory and huge pages can be asked for by the pod as a whole."""
+    return name in ("cpu", "memory") or name.startswith("hugepages-")
+
+
+def pod_level_requests(pod: Pod, containers: Mapping[str, Quantity]) -> dict[str, Quantity]:
+    """The pod-level requests the scheduler applies (PodLevelResources, on since 1.34), after the API server's
+    defaulting: written requests; where pod-level limits are set, a missing cpu or memory request is the containers'
+    aggregate (``containers``), else the pod-level limit. Only the supported resources; empty without
+    ``spec.resources``."""
+    resources = pod.spec.resources
+    if resources is None:
+        return {}
+    found = {name: Quantity.parse(text) for name, text in resources.requests.items() if _pod_level_supported(name)}
+    if resources.limits:
+        for name in ("cpu", "memory"):  # overcommittable: huge pages are not defaulted from the containers
+            if name not in found and name in containers:
+                found[name] = containers[name]
+        for name, text in resources.limits.items():
+            if name not in found and _pod_level_supported(name):
+                found[name] = Quantity.parse(text)
+    return found
+
+
 def pod_requests(pod: Pod) -> dict[str, Quantity]:
-    """What the pod asks of a node, as ``resourcehelper.PodRequests`` sums it: app containers and sidecars (init
-    containers with ``restartPolicy: Always``) added up; a plain init container counts with the sidecars started
-    before it; the pod needs the larger of the two, plus its overhead."""
+    """What the pod asks of a node, as ``resourcehelper.PodRequests`` sums it: its containers'
+    (``container_requests``), the pod-level requests in their place where it has them, plus its overhead."""
+    total = container_requests(pod)
+    if pod.spec.resources is not None:  # the pod's own requests stand for its containers' (``PodRequests``)
+        total.update(pod_level_requests(pod, total))
+    for name, text in pod.spec.overhead.items():
+        total[name] = total.get(name, ZERO) + Quantity.parse(text)
+    return total
+
+
+def container_requests(pod: Pod) -> dict[str, Quantity]:
+    """``AggregateContainerRequests``: app containers and sidecars (init containers with ``restartPolicy: Always``)
+    added up; a plain init container counts with the sidecars started before it; the larger of the two."""
     total = _sum_containers(pod.spec.containers)
     sidecars: dict[str, Quantity] = {}
     peak: dict[str, Quantity] = {}
@@ -55,8 +89,6 @@ def pod_requests(pod: Pod) -> dict[str, Quantity]:
     for name, want in peak.items():
         if want > total.get(name, ZERO):
             total[name] = want
-    for name, text in pod.spec.overhead.items():
-        total[name] = total.get(name, ZERO) + Quantity.parse(text)
     return total
 
 
@@ -97,9 +129,12 @@ def _container_amounts(container: Container) -> tuple[int, int, int, int]:
     )
 
 
-def scoring_requests(pod: Pod) -> ScoringRequests:
+def scoring_requests(pod: Pod, *, incoming: bool = False) -> ScoringRequests:
     """See ``ScoringRequests``: containers summed; a sidecar (init container with restartPolicy Always) adds to the
-    sum and to every later init container; the pod needs the larger of the sum and any init container's peak."""
+    sum and to every later init container; the pod needs the larger of the sum and any init container's peak.
+    Pod-level cpu and memory stand for the containers' in a node's sums and in BalancedAllocation; ``incoming``: the
+    pod as NodeResourcesFit's scorer reads the pod being scheduled, whose "non-zero" requests v1.37.2 counts from its
+    containers only (that scorer is built without the PodLevelResources flag; the real scheduler's scores show it)."""
     total = [0, 0, 0, 0]
     for container in pod.spec.containers:
         for i, amount in enumerate(_container_amounts(container)):
@@ -117,6 +152,14 @@ def scoring_requests(pod: Pod) -> ScoringRequests:
             use = [a + s for a, s in zip(amounts, sidecars, strict=True)]
         init_peak = [max(p, u) for p, u in zip(init_peak, use, strict=True)]
     total = [max(t, p) for t, p in zip(total, init_peak, strict=True)]
+    if pod.spec.resources is not None:  # pod-level cpu and memory replace the containers', "non-zero" ones too
+        level = pod_level_requests(pod, container_requests(pod))
+        if "cpu" in level:
+            total[0] = level["cpu"].milli_value()
+            total[2] = total[2] if incoming else total[0]
+        if "memory" in level:
+            total[1] = level["memory"].value()
+            total[3] = total[3] if incoming else total[1]
     cpu, memory = pod.spec.overhead.get("cpu"), pod.spec.overhead.get("memory")
     if cpu is not None:
         extra = Quantity.parse(cpu).milli_value()

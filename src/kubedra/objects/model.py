@@ -516,6 +516,7 @@ class PodSpec(Loose):
     termination_grace_period_seconds: Int64 | None = None
     restart_policy: str = ""
     overhead: dict[str, str] = {}
+    resources: ResourceRequirements | None = None  # pod-level resources (PodLevelResources, on since 1.34)
 
 
 class PodResourceClaimStatus(Loose):
