@@ -255,7 +255,7 @@ def _decided(pod: Mapping[str, Any]) -> bool:
         return True
     return any(
         c.get("type") == "PodScheduled" and c.get("status") == "False"
-        and c.get("reason") in ("Unschedulable", "SchedulerError")
+        and c.get("reason") in ("Unschedulable", "SchedulerError", "SchedulingGated")  # gated: never tried
         for c in pod.get("status", {}).get("conditions", [])
     )
 

@@ -172,6 +172,9 @@ def _print_pod(data: dict[str, Any], limit: int, indent: str = "", title: bool =
             _say(f"{body}  evicts {victim['pod']} (priority {victim['priority']}) on {victim['node']}")
     if data["groups"]:
         _say(f"{indent}Nodes: {data['summary']}")
+    elif data["phase"] == "Pending" and data["summary"]:  # nothing tried on nodes (gated): why, and what would
+        _say(f"{body}{data['summary']}")
+    if data["groups"]:
         fits = "could run it now" if data["phase"] == "Running" else "fits now"
         _print_groups(data["groups"], limit, fits, indent)
     if "whatWouldFit" in data:
@@ -239,8 +242,8 @@ def _with_what_would_fit(result: Any, data: dict[str, Any], policy: Policy) -> d
     from kubedra.sim.whatif import Inputs, what_would_fit
 
     record = result.state.pods[data["pod"]]
-    if record.phase != "Pending" or record.group:
-        return data
+    if record.phase != "Pending" or record.group or record.pod.spec.scheduling_gates:
+        return data  # a gated pod's one change is its gates' removal, which the summary names
     blocked = [n for g in data["groups"] if g["check"] == "devices" and g.get("heldBy") for n in g["nodes"]]
     inputs = Inputs(result.state, result.allocator.features, policy, blocked)
     data["whatWouldFit"] = [s.as_dict() for s in what_would_fit(inputs, data["pod"])]

@@ -485,6 +485,10 @@ class Affinity(Loose):
     node_affinity: NodeAffinity | None = None
 
 
+class PodSchedulingGate(Loose):
+    name: str
+
+
 class PodSchedulingGroup(Loose):
     """``spec.schedulingGroup`` (1.36+): the PodGroup the pod belongs to."""
 
@@ -517,6 +521,7 @@ class PodSpec(Loose):
     restart_policy: str = ""
     overhead: dict[str, str] = {}
     resources: ResourceRequirements | None = None  # pod-level resources (PodLevelResources, on since 1.34)
+    scheduling_gates: list[PodSchedulingGate] = []
 
 
 class PodResourceClaimStatus(Loose):

@@ -462,6 +462,11 @@ def _explain_pod(state: ClusterState, allocator: Allocator, key: str, policy: st
                                   end_reason=record.end_reason)
         message = f"finished on {node} after running {ran}"
         return PodExplanation(key, phase, node, message, "the pod has finished", claims, [], labels)
+    gates = [gate.name for gate in record.pod.spec.scheduling_gates]
+    if phase == "Pending" and gates:  # SchedulingGates' PreEnqueue: no node is tried while a gate remains
+        summary = (f"gated by {', '.join(gates)}: kube-scheduler does not try it on any node until its scheduling "
+                   "gates are removed (a controller such as Kueue removes them when it admits the workload)")
+        return PodExplanation(key, phase, node, record.pending_reason, summary, claims, [], labels)
     if phase == "Running" and not other_nodes:
         message = f"scheduled at {format_duration(record.started_at or 0)} on {node}"
         return PodExplanation(key, phase, node, message, "", claims, [], labels)

@@ -19,6 +19,7 @@ from kubedra.allocator.results import result_label
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects import durations
 from kubedra.objects.model import ResourceSlice, to_dict
+from kubedra.sim.gates import GATED_MESSAGE, GATED_REASON
 from kubedra.sim.gpus import Inventory, capacity_in_use, final_usage, held_whole, peak_usage, share_totals
 from kubedra.sim.run import SimulationResult
 
@@ -338,8 +339,9 @@ def _pod_document(record: Any) -> dict[str, Any]:
         condition = {"type": "PodScheduled", "status": "True"}
     elif record.pending_reason:
         failed = record.pending_reason.startswith("error: ")
-        condition = {"type": "PodScheduled", "status": "False",
-                     "reason": "SchedulerError" if failed else "Unschedulable",
+        reason = GATED_REASON if record.pending_reason == GATED_MESSAGE else "SchedulerError" if failed else (
+            "Unschedulable")
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason,
                      "message": record.pending_reason.removeprefix("error: ")}
     if condition is not None:
         status = document.setdefault("status", {})

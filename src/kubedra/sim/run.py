@@ -44,6 +44,7 @@ from kubedra.scheduler.preemption import NEVER, NodeSizes, Preemption, without_v
 from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
+from kubedra.sim.gates import GATED_MESSAGE, GATED_REASON, ungate_after
 
 if TYPE_CHECKING:
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 ARRIVE = 0
 FINISH = 1
 EVICT = 2  # a preemption victim's grace period is over
+UNGATE = 3  # a gated pod's scheduling gates are removed (``sim.gates``)
 DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 PROGRESS_EVERY = 64  # pods bound between progress reports inside one instant
@@ -209,6 +211,8 @@ class Simulation:
                 elif kind == FINISH:
                     self._finish(pods[key])
                     freed = True
+                elif kind == UNGATE:
+                    self._ungate(pods[key])
                 else:
                     freed = self._evict(pods[key]) or freed
             heapq.heappop(self._instants)
@@ -265,6 +269,14 @@ class Simulation:
         if not pod.spec.node_name:  # the common case, one copy: claims' statuses written and Pending
             status = msgspec.structs.replace(pod.status, resource_claim_statuses=statuses, phase="Pending")
             record.pod = msgspec.structs.replace(pod, status=status)
+            if pod.spec.scheduling_gates:  # SchedulingGates' PreEnqueue: out of the queue until they are removed
+                record.pending_reason = GATED_MESSAGE
+                self.events.append(Event(self._now, GATED_REASON, f"Pod {record.key}", message=", ".join(
+                    gate.name for gate in pod.spec.scheduling_gates)))
+                after = ungate_after(pod)
+                if after is not None:
+                    self._push(self._now + after, UNGATE, record.key)
+                return
             self._enqueue(record.key)
             return
         if statuses:
@@ -281,6 +293,16 @@ class Simulation:
         record.pod = msgspec.structs.replace(
             record.pod, status=msgspec.structs.replace(record.pod.status, phase="Pending")
         )
+        self._enqueue(record.key)
+
+    def _ungate(self, record: PodRecord) -> None:
+        """The pod's scheduling gates are removed (a controller's update): it enters the scheduling queue."""
+        if record.deleted or not record.pod.spec.scheduling_gates:
+            return
+        spec = msgspec.structs.replace(record.pod.spec, scheduling_gates=[])
+        record.pod = msgspec.structs.replace(record.pod, spec=spec)
+        record.pending_reason = ""
+        self.events.append(Event(self._now, "Ungated", f"Pod {record.key}", message="scheduling gates removed"))
         self._enqueue(record.key)
 
     def _adopt(self, pod: Pod, pod_claim: str) -> str | None:

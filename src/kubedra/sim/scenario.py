@@ -25,6 +25,7 @@ from kubedra.objects.model import (
     ResourceSlice,
 )
 from kubedra.sim.budgets import PodDisruptionBudget, is_budget, read_budgets
+from kubedra.sim.gates import gate_problems
 from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
 from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.workloads import Workloads, expand_workloads, is_checked_only, is_workload
@@ -136,6 +137,9 @@ def build_scenario(
     if problems:
         raise InvalidInputError(in_input_order(loaded, problems))
     workloads = join_pods(workloads, groups, notes)
+    gated = gate_problems(workload_pods(workloads))
+    if gated:
+        raise InvalidInputError(gated)
     classes = merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass))
     notes.extend(unpublished_requests(nodes, classes, workload_pods(workloads)))
     if not nodes and (workloads.arrivals or workloads.jobs):
