@@ -143,6 +143,16 @@ def _print_groups(groups: list[dict[str, Any]], limit: int, fits_text: str, inde
         _say(head + reason)
 
 
+def _print_nodes(data: dict[str, Any], limit: int, indent: str, body: str) -> None:
+    """The nodes checked, grouped by why; for a pod no node was tried for (gated), why not."""
+    if data["groups"]:
+        _say(f"{indent}Nodes: {data['summary']}")
+        fits = "could run it now" if data["phase"] == "Running" else "fits now"
+        _print_groups(data["groups"], limit, fits, indent)
+    elif data["phase"] == "Pending" and data["summary"]:
+        _say(f"{body}{data['summary']}")
+
+
 def _print_pod(data: dict[str, Any], limit: int, indent: str = "", title: bool = True) -> None:
     body = indent + "  " if title else indent
     if title:
@@ -170,13 +180,7 @@ def _print_pod(data: dict[str, Any], limit: int, indent: str = "", title: bool =
         _say(f"{body}preemption: {preemption['message']}")
         for victim in preemption["victims"]:
             _say(f"{body}  evicts {victim['pod']} (priority {victim['priority']}) on {victim['node']}")
-    if data["groups"]:
-        _say(f"{indent}Nodes: {data['summary']}")
-    elif data["phase"] == "Pending" and data["summary"]:  # nothing tried on nodes (gated): why, and what would
-        _say(f"{body}{data['summary']}")
-    if data["groups"]:
-        fits = "could run it now" if data["phase"] == "Running" else "fits now"
-        _print_groups(data["groups"], limit, fits, indent)
+    _print_nodes(data, limit, indent, body)
     if "whatWouldFit" in data:
         suggestions = data["whatWouldFit"]
         nothing = "" if suggestions else " nothing that kubedra tries (see explain -h)"

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kubedra.cluster.devices import DeviceTable
-from kubedra.cluster.usage import NodeUsage, ScoringRequests, scoring_requests
+from kubedra.cluster.usage import HostPort, NodeUsage, ScoringRequests, host_ports, scoring_requests
 from kubedra.objects.model import (
     DeviceClass,
     DeviceTaintRule,
@@ -59,12 +59,14 @@ class PodRecord:
     key: str = field(init=False, repr=False, compare=False)
     scoring: ScoringRequests = field(init=False, repr=False, compare=False)  # cpu/memory as the scorers count them
     usage_scoring: ScoringRequests = field(init=False, repr=False, compare=False)  # ... and as its node sums them
+    host_ports: tuple[HostPort, ...] = field(init=False, repr=False, compare=False)  # NodePorts' (mostly none)
     requests_key: tuple[tuple[str, Quantity], ...] = field(init=False, repr=False, compare=False)  # sorted requests
 
     def __post_init__(self) -> None:
         self.key = _key(self.pod.metadata.namespace, self.pod.metadata.name)
         self.scoring = scoring_requests(self.pod, incoming=True)
         self.usage_scoring = self.scoring if self.pod.spec.resources is None else scoring_requests(self.pod)
+        self.host_ports = host_ports(self.pod)
         self.requests_key = tuple(sorted(self.requests.items()))
 
 
@@ -142,6 +144,8 @@ class ClusterState:
 
     def bind(self, record: PodRecord, node: str) -> None:
         self.usage[node].add(record.requests, record.usage_scoring)
+        if record.host_ports:
+            self.usage[node].take_ports(record.host_ports, +1)
         self.bound.setdefault(node, {})[record.key] = record
         for pod_watcher in self.pod_watchers:
             pod_watcher(record, node, +1)
@@ -150,6 +154,8 @@ class ClusterState:
 
     def unbind(self, record: PodRecord, node: str) -> None:
         self.usage[node].remove(record.requests, record.usage_scoring)
+        if record.host_ports:
+            self.usage[node].take_ports(record.host_ports, -1)
         self.bound.get(node, {}).pop(record.key, None)
         for pod_watcher in self.pod_watchers:
             pod_watcher(record, node, -1)

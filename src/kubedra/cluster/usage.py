@@ -172,6 +172,30 @@ def scoring_requests(pod: Pod, *, incoming: bool = False) -> ScoringRequests:
     return ScoringRequests(*total)
 
 
+HostPort = tuple[str, str, int]  # (host IP, protocol, port), as kube-scheduler's HostPortInfo keys them
+BIND_ALL = "0.0.0.0"  # noqa: S104  (a key of HostPortInfo, nothing binds to it)
+
+
+def host_ports(pod: Pod) -> tuple[HostPort, ...]:
+    """``GetHostPorts``: the host ports of the app containers and of the sidecars (init containers with
+    ``restartPolicy: Always``, which run as long as the pod), an empty IP read as 0.0.0.0 and protocol as TCP."""
+    containers = [*(c for c in pod.spec.init_containers if c.restart_policy == "Always"), *pod.spec.containers]
+    return tuple((p.host_ip or BIND_ALL, p.protocol or "TCP", p.host_port)
+                 for c in containers for p in c.ports if p.host_port > 0)
+
+
+def ports_conflict(wanted: tuple[HostPort, ...], used: Mapping[HostPort, int]) -> bool:
+    """``HostPortInfo.CheckConflict`` for each wanted port: 0.0.0.0 conflicts with the port on any IP; a given IP
+    with the same IP or 0.0.0.0."""
+    for ip, protocol, port in wanted:
+        if ip == BIND_ALL:
+            if any(u_protocol == protocol and u_port == port for _, u_protocol, u_port in used):
+                return True
+        elif (BIND_ALL, protocol, port) in used or (ip, protocol, port) in used:
+            return True
+    return False
+
+
 @dataclass
 class NodeUsage:
     """What pods bound to a node have requested; kept up to date as pods come and go."""
@@ -179,6 +203,16 @@ class NodeUsage:
     requested: dict[str, Quantity] = field(default_factory=dict)
     pods: int = 0
     scoring: ScoringRequests = NO_REQUESTS  # the sum of the bound pods' ``scoring_requests``
+    ports: dict[HostPort, int] = field(default_factory=dict)  # host ports in use, with how many pods hold each
+
+    def take_ports(self, wanted: tuple[HostPort, ...], sign: int) -> None:
+        """A pod with host ports is bound (+1) or leaves (-1)."""
+        for port in wanted:
+            held = self.ports.get(port, 0) + sign
+            if held > 0:
+                self.ports[port] = held
+            else:
+                self.ports.pop(port, None)
 
     def add(self, requests: Mapping[str, Quantity], scoring: ScoringRequests | None = None) -> None:
         self.pods += 1

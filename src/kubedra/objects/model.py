@@ -458,10 +458,18 @@ class ResourceRequirements(Loose):
     claims: list[ResourceClaimRef] = []
 
 
+class ContainerPort(Loose):
+    container_port: Int32 = 0
+    host_port: Int32 = 0
+    host_ip: str = msgspec.field(default="", name="hostIP")
+    protocol: str = ""
+
+
 class Container(Loose):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = []
     restart_policy: str = ""  # "Always" on an init container: a sidecar (its requests add to the pod's)
 
 

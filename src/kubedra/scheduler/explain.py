@@ -348,7 +348,7 @@ class _Explainer:
         if name == attempt.usage_without_pod:
             usage = NodeUsage(dict(usage.requested), usage.pods)
             usage.remove(record.requests)
-        reason = node_fit_reason(record.pod, record.requests, node, usage, served)
+        reason = node_fit_reason(record.pod, record.requests, node, usage, served, ports=record.host_ports)
         if reason:
             return "node", [Issue("", "", _node_detail(reason, record, node))]
         rejecting = claim_rejecting(attempt.claims, node)

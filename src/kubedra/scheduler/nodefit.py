@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-from kubedra.cluster.usage import ZERO, NodeUsage
+from kubedra.cluster.usage import ZERO, HostPort, NodeUsage, ports_conflict
 from kubedra.objects.model import Node, Pod, ResourceClaim, Taint
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import node_selector_matches, toleration_tolerates
@@ -21,6 +21,7 @@ NATIVE_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 
 
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
+PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"  # NodePorts (Unschedulable)
 IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
@@ -132,13 +133,17 @@ def node_fit_reason(
     node: Node,
     usage: NodeUsage,
     dra_extended: frozenset[str] = frozenset(),
+    *,
+    ports: tuple[HostPort, ...] = (),
 ) -> str | None:
-    """All node-level checks in kube-scheduler's filter order; the first failure is the reason."""
+    """All node-level checks in kube-scheduler's filter order; the first failure is the reason. ``ports``: the
+    pod's host ports (``host_ports``), for NodePorts."""
     if pod.spec.node_name and pod.spec.node_name != node.metadata.name:
         return NODE_NAME_MISMATCH
     return (
         affinity_reason(pod, node)
         or taint_reason(pod, node)
+        or (PORTS_REASON if ports and ports_conflict(ports, usage.ports) else None)
         or resources_reason(requests, node, usage, dra_extended)
     )
 

@@ -21,10 +21,10 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import ZERO, NodeUsage
 from kubedra.objects.model import Node
 from kubedra.objects.quantity import Quantity
-from kubedra.scheduler.nodefit import is_extended_resource, reasons_of, resources_reason
+from kubedra.scheduler.nodefit import PORTS_REASON, is_extended_resource, reasons_of, resources_reason
 from kubedra.scheduler.victims import UnitsOf, Victim, flatten, importance, pod_units
 
-RESOLVABLE = ("Insufficient ", "Too many pods")
+RESOLVABLE = ("Insufficient ", "Too many pods", PORTS_REASON)
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
@@ -242,7 +242,7 @@ def _victims_on(
     violating, fine = parts
     lower = [*(unit for unit, _ in violating), *fine]
     counts = [count for _, count in violating]
-    if record.pod.spec.resource_claims or any(is_extended_resource(name) for name in record.requests):
+    if record.pod.spec.resource_claims or record.host_ports or any(is_extended_resource(n) for n in record.requests):
         return _victims_by_filter(state, record, node, lower, fits_on, counts=counts)
     # Only NodeResourcesFit can still refuse (the checks before it passed on a candidate): count on a scratch copy.
     target = state.nodes[node]

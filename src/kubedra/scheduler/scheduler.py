@@ -233,7 +233,7 @@ class Scheduler:
         ranked = self.kube is not None and any(
             r.exactly is None for c in attempt.to_allocate for r in c.spec.devices.requests
         )
-        if self.sets is not None and not ranked:
+        if self.sets is not None and not ranked and not attempt.record.host_ports:  # host ports: rare, walked
             fast = self._schedule_fast(attempt, self.sets)
             if fast is not None:
                 return fast
@@ -247,8 +247,8 @@ class Scheduler:
         self._version += 1
 
     def _refusal_key(self, attempt: _Attempt) -> tuple[object, ...] | None:
-        """What Filter reads of the pod: its requests, node name, selector, required affinity, tolerations and the
-        specs of its claims (all still to allocate: an allocated claim's own state is not in the key)."""
+        """What Filter reads of the pod: its requests, host ports, node name, selector, required affinity, tolerations
+        and the specs of its claims (all still to allocate: an allocated claim's own state is not in the key)."""
         if len(attempt.to_allocate) != len(attempt.claims):
             return None
         pod = attempt.record.pod
@@ -261,6 +261,7 @@ class Scheduler:
             attempt.extended) else []
         return (
             attempt.record.requests_key,
+            attempt.record.host_ports,  # NodePorts
             msgspec.json.encode((spec.node_name, spec.node_selector, required, spec.tolerations, containers)),
             tuple([self._spec_key(claim.spec) for claim in attempt.claims]),
         )
@@ -545,7 +546,8 @@ class Scheduler:
         served = (
             dra_served_resources(attempt.extended, node, self.extended_map) if attempt.extended else frozenset()
         )
-        reason = node_fit_reason(record.pod, record.requests, node, self.state.usage[name], served)
+        reason = node_fit_reason(record.pod, record.requests, node, self.state.usage[name], served,
+                                 ports=record.host_ports)
         if reason:
             return reason
         if claim_rejecting(attempt.claims, node) is not None:
