@@ -528,7 +528,7 @@ def explain_claim(state: ClusterState, allocator: Allocator, key: str, *, policy
 
 # ---------------------------------------------------------------------------------------------- workloads
 
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job")
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job")
 
 
 @dataclass

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 ARRIVE = 0
 FINISH = 1
 EVICT = 2  # a preemption victim's grace period is over
-DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
+DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/", "DaemonSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 PROGRESS_EVERY = 64  # pods bound between progress reports inside one instant
 
