@@ -27,12 +27,10 @@ from typing import Any
 import msgspec
 
 from kubedra.cluster.gpuslices import name_suffix, stable_uid
-from kubedra.cluster.nodepool import RawLike, at, convert_strict, object_location
-from kubedra.objects.errors import InvalidInputError, Location, Problem
+from kubedra.cluster.nodepool import RawLike, convert_strict, object_location
+from kubedra.objects.errors import InvalidInputError, Location
 from kubedra.objects.model import Node, ObjectMeta, OwnerReference, Pod, PodStatus
-from kubedra.objects.validate import validate_metadata, validate_pod_spec
 from kubedra.sim.daemonsets import TEMPLATE_GENERATION, daemon_specs
-from kubedra.sim.durations import DurationError, parse_duration
 from kubedra.sim.manifests import (
     DOCUMENTS,
     AppsSpec,
@@ -40,18 +38,14 @@ from kubedra.sim.manifests import (
     DaemonSetDoc,
     DeploymentDoc,
     JobDoc,
-    LabelSelector,
     PodTemplate,
     ReplicaSetDoc,
     StatefulSetDoc,
-    selector_matches,
     template_hash,
 )
+from kubedra.sim.workload_checks import WorkloadChecks
 
-START_AFTER = "kubedra.io/start-after"
-RUN_FOR = "kubedra.io/run-for"
 DEFAULT_NAMESPACE = "default"
-MAX_REPLICAS = 100_000
 WORKLOAD_KINDS = {
     "Deployment": "apps/v1",
     "StatefulSet": "apps/v1",
@@ -109,19 +103,16 @@ def is_checked_only(data: dict[str, Any]) -> bool:
 # Expansion
 
 
-class _Expander:
+class _Expander(WorkloadChecks):
     def __init__(self, seed: int, nodes: Sequence[Node] = ()) -> None:
+        super().__init__()
         self.seed = seed
         self.nodes = nodes
-        self.problems: list[Problem] = []
         self.arrivals: list[tuple[float, int, PodArrival]] = []
         self.jobs: list[tuple[float, int, JobRun]] = []
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
         self.sequence = 0
-
-    def bad(self, where: Location, field: str, message: str) -> None:
-        self.problems.append(Problem(at(where, field), message))
 
     def unique(self, namespace: str, prefix: str, owner: str) -> str:
         """``prefix`` + 5 name characters drawn from (seed, owner, attempt), free in the namespace."""
@@ -132,28 +123,6 @@ class _Expander:
             if (namespace, name) not in self.taken:
                 self.taken[namespace, name] = owner
                 return name
-
-    def timing(
-        self, where: Location, workload: ObjectMeta, template: ObjectMeta, prefix: str
-    ) -> tuple[float, float | None]:
-        values: list[float | None] = []
-        for key in (START_AFTER, RUN_FOR):
-            text, field = template.annotations.get(key), f"{prefix}metadata.annotations[{key}]"
-            if text is None:
-                text, field = workload.annotations.get(key), f"metadata.annotations[{key}]"
-            if text is None:
-                values.append(None)
-                continue
-            try:
-                seconds = parse_duration(text)
-            except DurationError as err:
-                self.bad(where, field, str(err))
-                values.append(None)
-                continue
-            if seconds < 0:
-                self.bad(where, field, f"must not be negative, got {text!r}")
-            values.append(max(seconds, 0.0))
-        return values[0] or 0.0, values[1]
 
     def pod(
         self, name: str, namespace: str, template: PodTemplate, labels: dict[str, str], owner: OwnerReference | None
@@ -178,47 +147,6 @@ class _Expander:
     def add(self, arrive_at: float, arrival: PodArrival) -> None:
         self.arrivals.append((arrive_at, self.sequence, arrival))
         self.sequence += 1
-
-    def check_template(self, where: Location, kind: str, template: PodTemplate, restart: tuple[str, ...]) -> bool:
-        ok = True
-        if not template.spec.containers:
-            self.bad(where, "spec.template.spec.containers", "Required value")
-            ok = False
-        policy = template.spec.restart_policy
-        if kind == "Job" and not policy:
-            self.bad(where, "spec.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"')
-            ok = False
-        elif policy and policy not in restart:
-            allowed = ", ".join(f'"{p}"' for p in restart)
-            self.bad(
-                where, "spec.template.spec.restartPolicy", f'Unsupported value: "{policy}": supported values: {allowed}'
-            )
-            ok = False
-        return ok
-
-    def count_ok(self, where: Location, field: str, value: int) -> bool:
-        """A replica-like count: ``ValidateNonnegativeField``, then kubedra's own cap on what it expands."""
-        if value < 0:
-            self.bad(where, field, f"Invalid value: {value}: must be greater than or equal to 0")
-            return False
-        if value > MAX_REPLICAS:
-            self.bad(where, field, f"Invalid value: {value}: kubedra expands at most {MAX_REPLICAS} pods per workload")
-            return False
-        return True
-
-    def selector_ok(self, where: Location, kind: str, selector: LabelSelector | None, labels: dict[str, str]) -> bool:
-        """``spec.selector``: required, not empty, and matching the template's labels."""
-        if selector is None:
-            self.bad(where, "spec.selector", "Required value")
-        elif not selector.match_labels and not selector.match_expressions:
-            self.bad(where, "spec.selector", f"Invalid value: empty selector is invalid for {kind.lower()}")
-        elif not selector_matches(selector, labels):
-            self.bad(
-                where, "spec.template.metadata.labels", "Invalid value: `selector` does not match template `labels`"
-            )
-        else:
-            return True
-        return False
 
     def replicas(self, where: Location, kind: str, spec: AppsSpec) -> int | None:
         replicas = 1 if spec.replicas is None else spec.replicas
@@ -388,21 +316,6 @@ class _Expander:
         status = msgspec.structs.replace(pod.status, phase=pod.status.phase or "Pending")
         out = Pod(metadata=new_meta, spec=spec, status=status)
         self.add(arrive_at, PodArrival(out, arrive_at, run_for, f"Pod/{namespace}/{name}"))
-
-    def check_object(
-        self, where: Location, doc: DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | DaemonSetDoc | JobDoc | CronJobDoc
-    ) -> None:
-        """The object's metadata and its pod template as the API server validates them."""
-        if isinstance(doc, CronJobDoc):
-            template, template_path = doc.spec.job_template.spec.template, "spec.jobTemplate.spec.template.spec"
-        else:
-            template, template_path = doc.spec.template, "spec.template.spec"
-        found = [
-            *validate_metadata(doc.metadata, label=isinstance(doc, StatefulSetDoc)),
-            *validate_pod_spec(template.spec, template_path),
-        ]
-        for path, message in found:
-            self.bad(where, path, message)
 
     def raw(self, raw: RawLike) -> None:
         kind = raw.data.get("kind")
