@@ -13,7 +13,19 @@ import pytest
 from fixtures.scenarios import nodepool, pod_spec, run, text_of
 
 from kubedra.cli import main
-from kubedra.objects.model import Node, ObjectMeta, PodSpec, Toleration
+from kubedra.objects.model import (
+    Affinity,
+    Node,
+    NodeAffinity,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    Toleration,
+)
+from kubedra.scheduler.nodefit import pinned_nodes
 from kubedra.sim.daemonsets import DAEMON_TOLERATIONS, daemon_specs, daemon_tolerations
 
 NAME = re.compile(r"dcgm-[bcdfghjklmnpqrstvwxz2456789]{5}")
@@ -112,6 +124,11 @@ def test_a_pod_that_does_not_fit_its_node_stays_pending_there() -> None:
         for name, p in done.pods.items()}
     assert sorted(pods) == ["cpu-0", "gpu-0", "gpu-1"]
     assert done.phase(pods["cpu-0"]) == "Pending"
+    # NodeAffinity's PreFilter keeps only the pinned node; kube-scheduler names the others so (its words, compared
+    # in tests/kube/test_daemonsets_vs_kube_controllers.py).
+    assert done.pending_reason(pods["cpu-0"]) == (
+        "0/3 nodes are available: 1 cannot allocate all claims, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
     assert done.summary["pods"]["pending"] == 1 and done.summary["pods"]["running"] == 2
 
 
@@ -186,3 +203,20 @@ def test_a_template_node_name_limits_the_daemonset_to_that_node() -> None:
     nodes = [Node(metadata=ObjectMeta(name=n)) for n in ("a", "b")]
     assert [n for n, _ in daemon_specs(PodSpec(node_name="b"), False, nodes)] == ["b"]
     assert [n for n, _ in daemon_specs(PodSpec(), False, nodes)] == ["a", "b"]
+
+
+def _pod_pinned(*terms: list[tuple[str, str, list[str]]]) -> Pod:
+    selector = NodeSelector(node_selector_terms=[
+        NodeSelectorTerm(match_fields=[NodeSelectorRequirement(key=k, operator=o, values=v) for k, o, v in term])
+        for term in terms])
+    affinity = Affinity(node_affinity=NodeAffinity(required_during_scheduling_ignored_during_execution=selector))
+    return Pod(spec=PodSpec(affinity=affinity))
+
+
+def test_node_affinity_prefilter_keeps_the_named_nodes_as_upstream_intersects_and_unites_them() -> None:
+    name = "metadata.name"
+    assert pinned_nodes(_pod_pinned([(name, "In", ["a"])])) == {"a"}
+    assert pinned_nodes(_pod_pinned([(name, "In", ["a", "b"]), (name, "In", ["b", "c"])])) == {"b"}
+    assert pinned_nodes(_pod_pinned([(name, "In", ["a"])], [(name, "In", ["c"])])) == {"a", "c"}
+    assert pinned_nodes(_pod_pinned([(name, "In", ["a"])], [(name, "NotIn", ["c"])])) is None  # a term without
+    assert pinned_nodes(Pod()) is None
