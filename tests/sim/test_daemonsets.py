@@ -4,6 +4,7 @@ controller's automatic tolerations, each pod pinned by ``matchFields metadata.na
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -220,3 +221,14 @@ def test_node_affinity_prefilter_keeps_the_named_nodes_as_upstream_intersects_an
     assert pinned_nodes(_pod_pinned([(name, "In", ["a"])], [(name, "In", ["c"])])) == {"a", "c"}
     assert pinned_nodes(_pod_pinned([(name, "In", ["a"])], [(name, "NotIn", ["c"])])) is None  # a term without
     assert pinned_nodes(Pod()) is None
+
+
+def test_explain_says_the_other_nodes_are_left_out_by_the_pin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "ds.yaml"
+    path.write_text(text_of(nodepool("gpu", count=2), nodepool("cpu", gpus=None), daemonset()))
+    assert main(["simulate", "-f", str(path), "-o", "json"]) == 0
+    items = json.loads(capsys.readouterr().out)["items"]
+    (pending,) = [p["metadata"]["name"] for p in items if p["kind"] == "Pod" and p["status"]["phase"] == "Pending"]
+    assert main(["explain", "pod", f"monitoring/{pending}", "-f", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 nodes (gpu-0, gpu-1): node(s) didn't satisfy plugin(s) [NodeAffinity]: the pod is pinned to cpu-0" in out
