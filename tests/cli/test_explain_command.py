@@ -236,9 +236,9 @@ def test_an_unknown_workload_suggests_close_names(workloads: Path, capsys: pytes
 
 
 def test_an_unknown_kind_exits_2(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(capsys, "daemonset/x", "-f", str(workloads))
+    code, _, err = _run(capsys, "cronjob/x", "-f", str(workloads))
     assert code == 2
-    assert "unknown kind 'daemonset'" in err
+    assert "unknown kind 'cronjob'" in err
 
 
 @pytest.mark.parametrize("value", ["0", "-3"])

@@ -36,9 +36,9 @@ HELP = command_help(
     "Why a pod is pending, where it runs, or how it ended; why a claim is not allocated; a workload's pods, grouped.",
     "Explains the simulation [bold]kubedra simulate[/bold] reports (same inputs, same run; with no -f the seed "
     "scenario on the demo cluster; with --kubeconfig, the live cluster's state, read only).",
-    "KIND is pod, claim, deployment, statefulset, replicaset or job (kubectl's short names too), as [bold]KIND NAME"
-    "[/bold] or [bold]KIND/NAME[/bold]; NAME may be namespace/name. A workload's pods are grouped: pods with the same "
-    "answer together.",
+    "KIND is pod, claim, deployment, statefulset, replicaset, daemonset or job (kubectl's short names too), as "
+    "[bold]KIND NAME[/bold] or [bold]KIND/NAME[/bold]; NAME may be namespace/name. A workload's pods are grouped: "
+    "pods with the same answer together.",
     "Every node is checked in kube-scheduler's order: the pod's claims, node rules (node name, selector and affinity, "
     "taints, cpu/memory/pods, device-plugin resources), claims already allocated elsewhere, then the allocator, whose "
     "diagnosis names the claim and request that failed and why (the selector and the values it reads, the claims "
@@ -73,6 +73,7 @@ KINDS = {
     **dict.fromkeys(("deployment", "deployments", "deploy"), "Deployment"),
     **dict.fromkeys(("statefulset", "statefulsets", "sts"), "StatefulSet"),
     **dict.fromkeys(("replicaset", "replicasets", "rs"), "ReplicaSet"),
+    **dict.fromkeys(("daemonset", "daemonsets", "ds"), "DaemonSet"),
     **dict.fromkeys(("job", "jobs"), "Job"),
 }
 
@@ -284,7 +285,7 @@ def _explain(
     written, _, inline = target.partition("/")
     kind = KINDS.get(written.lower())
     if kind is None:
-        _fail(f"unknown kind {written!r}: explain pod, claim, deployment, statefulset, replicaset or job")
+        _fail(f"unknown kind {written!r}: explain pod, claim, deployment, statefulset, replicaset, daemonset or job")
     assert kind is not None
     if inline and name:
         _fail(f"give the name once: {target!r} or {written} {name!r}")
@@ -326,7 +327,10 @@ def register(app: typer.Typer) -> None:
     @app.command("explain", help=HELP, no_args_is_help=True)
     def explain_command(
         target: Annotated[
-            str, typer.Argument(metavar="KIND[/NAME]", help="pod, claim, deployment, statefulset, replicaset or job.")
+            str,
+            typer.Argument(
+                metavar="KIND[/NAME]", help="pod, claim, deployment, statefulset, replicaset, daemonset or job."
+            ),
         ],
         name: Annotated[str | None, typer.Argument(metavar="NAME", help="Name, or namespace/name.")] = None,
         namespace: NamespaceOption = None,

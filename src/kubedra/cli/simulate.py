@@ -50,7 +50,8 @@ HELP = command_help(
     "Schedule a GPU cluster's workloads with DRA over simulated time and report where everything landed.",
     "Inputs are plain Kubernetes manifests (files or directories, repeatable; - for stdin): Nodes and ResourceSlices "
     "or kubedra's compact NodePool inventory, DeviceClasses (NVIDIA's chart defaults are built in), ResourceClaims, "
-    "ResourceClaimTemplates, DeviceTaintRules, Pods, Deployments, StatefulSets, ReplicaSets and Jobs, PriorityClasses "
+    "ResourceClaimTemplates, DeviceTaintRules, Pods, Deployments, StatefulSets, ReplicaSets, DaemonSets (a pod per "
+    "eligible node) and Jobs, PriorityClasses "
     "and PodDisruptionBudgets (priority preemption), Workloads and PodGroups (gangs, with --feature-gates "
     "GenericWorkload=true; docs/gangs-and-preemption.md). Pods arrive "
     "after the annotation kubedra.io/start-after (e.g. 10m) and run for kubedra.io/run-for (e.g. 2h; absent: "

@@ -59,7 +59,7 @@ from kubedra.scheduler.extended import (
     extended_requests,
     node_batch,
 )
-from kubedra.scheduler.nodefit import claim_rejecting, node_fit_reason, reasons_of
+from kubedra.scheduler.nodefit import NOT_PINNED, claim_rejecting, node_fit_reason, pinned_nodes, reasons_of
 from kubedra.scheduler.prefilter import prefilter_claims
 
 FITS = "fits"
@@ -348,6 +348,10 @@ class _Explainer:
         if name == attempt.usage_without_pod:
             usage = NodeUsage(dict(usage.requested), usage.pods)
             usage.remove(record.requests)
+        pinned = pinned_nodes(record.pod)
+        if pinned is not None and name not in pinned:  # left out by NodeAffinity's PreFilter, as a DaemonSet pins
+            shown = ", ".join(sorted(pinned))
+            return "node", [Issue("", "", f"{NOT_PINNED}: the pod is pinned to {shown} (matchFields metadata.name)")]
         reason = node_fit_reason(record.pod, record.requests, node, usage, served, ports=record.host_ports)
         if reason:
             return "node", [Issue("", "", _node_detail(reason, record, node))]
@@ -537,7 +541,7 @@ def explain_claim(state: ClusterState, allocator: Allocator, key: str, *, policy
 
 # ---------------------------------------------------------------------------------------------- workloads
 
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "Job")
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job")
 
 
 @dataclass

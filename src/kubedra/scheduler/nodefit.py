@@ -75,6 +75,32 @@ def affinity_reason(pod: Pod, node: Node) -> str | None:
     return None
 
 
+NOT_PINNED = "node(s) didn't satisfy plugin(s) [NodeAffinity]"  # a node PreFilter left out (SetAbsentNodesStatus)
+
+
+def pinned_nodes(pod: Pod) -> frozenset[str] | None:
+    """NodeAffinity's PreFilterResult: the node names the required affinity allows when every term names them with
+    ``matchFields metadata.name In`` (within a term intersected, across terms united), as a DaemonSet pins its pods;
+    None when some term does not (every node is then filtered). Terms that conflict (an empty set) are left to
+    Filter here, which refuses every node."""
+    affinity = pod.spec.affinity
+    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution if (
+        affinity and affinity.node_affinity
+    ) else None
+    if required is None or not required.node_selector_terms:
+        return None
+    names: set[str] = set()
+    for term in required.node_selector_terms:
+        term_names: set[str] | None = None
+        for req in term.match_fields:
+            if req.key == "metadata.name" and req.operator == "In":
+                term_names = set(req.values) if term_names is None else term_names & set(req.values)
+        if term_names is None:
+            return None
+        names |= term_names
+    return frozenset(names) or None
+
+
 @functools.lru_cache(maxsize=1024)
 def _count(text: str) -> int:
     """A quantity's ``Value()`` (how kube-scheduler reads allocatable pods), parsed once per text."""

@@ -39,7 +39,14 @@ from kubedra.scheduler.extended import (
     request_mappings,
 )
 from kubedra.scheduler.fgd import TraceScorer
-from kubedra.scheduler.nodefit import claim_rejecting, is_extended_resource, node_fit_reason, reasons_of
+from kubedra.scheduler.nodefit import (
+    NOT_PINNED,
+    claim_rejecting,
+    is_extended_resource,
+    node_fit_reason,
+    pinned_nodes,
+    reasons_of,
+)
 from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
@@ -233,7 +240,8 @@ class Scheduler:
         ranked = self.kube is not None and any(
             r.exactly is None for c in attempt.to_allocate for r in c.spec.devices.requests
         )
-        if self.sets is not None and not ranked and not attempt.record.host_ports:  # host ports: rare, walked
+        walked = attempt.record.host_ports or pinned_nodes(attempt.record.pod) is not None  # rare: host ports, pins
+        if self.sets is not None and not ranked and not walked:
             fast = self._schedule_fast(attempt, self.sets)
             if fast is not None:
                 return fast
@@ -289,10 +297,14 @@ class Scheduler:
     def _walk(self, attempt: _Attempt) -> Outcome:
         """Filter node by node from the rotating start, then Score (the reference the node sets reproduce)."""
         record = attempt.record
-        names = list(self.state.nodes)
+        every = list(self.state.nodes)
+        pinned = pinned_nodes(record.pod)  # NodeAffinity's PreFilterResult: Filter sees only these nodes
+        names = every if pinned is None else [n for n in every if n in pinned]
         wanted = 1 if self.policy is Policy.FIRST_FIT else self._nodes_to_find(len(names))
         start = 0 if self.policy is Policy.FIRST_FIT else self._next_start % max(1, len(names))
         reasons: dict[str, list[str]] = {}
+        if len(names) < len(every):
+            reasons[NOT_PINNED] = [n for n in every if n not in names]
         feasible: list[_Feasible] = []
         processed = 0
         for offset in range(len(names)):
@@ -307,8 +319,8 @@ class Scheduler:
             feasible.append(verdict)
             if len(feasible) >= wanted:
                 break
-        if self.policy is not Policy.FIRST_FIT and names:
-            self._next_start = (start + processed) % len(names)
+        if self.policy is not Policy.FIRST_FIT and names:  # the start moves over all nodes, by those processed
+            self._next_start = (self._next_start + processed) % len(every)
         while feasible:
             chosen = self._choose(record, feasible, attempt.claims)
             prefer = self.trace.prefer(record, chosen.node) if self.trace is not None and chosen.batch else []

@@ -63,6 +63,14 @@ class StatefulSetSpec(AppsSpec, kw_only=True):
     ordinals: Ordinals | None = None
 
 
+class DaemonSetSpec(Strict, kw_only=True):
+    selector: LabelSelector | None = None
+    template: PodTemplate
+    update_strategy: Any = None
+    min_ready_seconds: Any = None
+    revision_history_limit: Any = None
+
+
 class JobSpec(Strict, kw_only=True):
     parallelism: Int32 | None = None
     completions: Int32 | None = None
@@ -117,6 +125,10 @@ class StatefulSetDoc(_Doc, kw_only=True):
     spec: StatefulSetSpec
 
 
+class DaemonSetDoc(_Doc, kw_only=True):
+    spec: DaemonSetSpec
+
+
 class JobDoc(_Doc, kw_only=True):
     spec: JobSpec
 
@@ -131,6 +143,7 @@ DOCUMENTS: dict[str, type[_Doc]] = {
     "Deployment": DeploymentDoc,
     "ReplicaSet": ReplicaSetDoc,
     "StatefulSet": StatefulSetDoc,
+    "DaemonSet": DaemonSetDoc,
     "Job": JobDoc,
     "CronJob": CronJobDoc,
 }

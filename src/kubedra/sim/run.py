@@ -53,7 +53,7 @@ ARRIVE = 0
 FINISH = 1
 EVICT = 2  # a preemption victim's grace period is over
 UNGATE = 3  # a gated pod's scheduling gates are removed (``sim.gates``)
-DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/")
+DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/", "DaemonSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 PROGRESS_EVERY = 64  # pods bound between progress reports inside one instant
 

@@ -129,7 +129,9 @@ def build_scenario(
     nodes = [*loaded.of_kind(Node), *pool_nodes]
     problems.extend(duplicate_nodes(loaded, nodes))
     try:
-        workloads = expand_workloads(workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of)
+        workloads = expand_workloads(
+            workload_docs, loaded.of_kind(Pod), seed=seed, locate=loaded.location_of, nodes=nodes
+        )
     except InvalidInputError as error:
         problems.extend(error.problems)
     groups = read_groups([r for r in loaded.raw if is_scheduling_object(r.data)], notes, problems)

@@ -101,7 +101,9 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
     # The expansion validates each pod template as the API server validates the pods made from it.
     workloads = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
     try:
-        expanded = expand_workloads(workloads, loaded.of_kind(Pod), locate=loaded.location_of)
+        expanded = expand_workloads(
+            workloads, loaded.of_kind(Pod), locate=loaded.location_of, nodes=[*loaded.of_kind(Node), *pool_nodes]
+        )
     except InvalidInputError as error:
         problems.extend(error.problems)
     else:  # warnings as simulate's notes: the API server takes these pods, kube-scheduler never places them

@@ -1,9 +1,11 @@
-"""Workloads users write (Deployment, StatefulSet, ReplicaSet, Job, Pod) expanded into the pods controllers create.
+"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, Pod) expanded into the pods
+controllers create.
 
 Names follow the controllers: a Deployment's pods are ``<name>-<pod-template-hash>-<5 chars>`` (through its
 ReplicaSet ``<name>-<hash>``; the hash is an FNV-32a of the template, shaped like Kubernetes' but not
 byte-identical), a ReplicaSet's ``<name>-<5 chars>``, a StatefulSet's ``<name>-<ordinal>``, a Job's
-``<name>-<5 chars>`` (``<name>-<index>-<5 chars>`` when Indexed). The 5 characters come from the
+``<name>-<5 chars>`` (``<name>-<index>-<5 chars>`` when Indexed), a DaemonSet's ``<name>-<5 chars>``, one per
+node it should run on (:mod:`kubedra.sim.daemonsets`). The 5 characters come from the
 Kubernetes name alphabet, derived from ``seed``, the owner and an attempt counter, so runs repeat and one
 workload's names do not shift when another is added.
 
@@ -18,39 +20,37 @@ Pods of one workload share their template's lists (containers, resourceClaims): 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from kubedra.cluster.gpuslices import name_suffix, stable_uid
-from kubedra.cluster.nodepool import RawLike, at, convert_strict, object_location
-from kubedra.objects.errors import InvalidInputError, Location, Problem
-from kubedra.objects.model import ObjectMeta, OwnerReference, Pod, PodStatus
-from kubedra.objects.validate import validate_metadata, validate_pod_spec
-from kubedra.sim.durations import DurationError, parse_duration
+from kubedra.cluster.nodepool import RawLike, convert_strict, object_location
+from kubedra.objects.errors import InvalidInputError, Location
+from kubedra.objects.model import Node, ObjectMeta, OwnerReference, Pod, PodStatus
+from kubedra.sim.daemonsets import TEMPLATE_GENERATION, daemon_specs
 from kubedra.sim.manifests import (
     DOCUMENTS,
     AppsSpec,
     CronJobDoc,
+    DaemonSetDoc,
     DeploymentDoc,
     JobDoc,
     PodTemplate,
     ReplicaSetDoc,
     StatefulSetDoc,
-    selector_matches,
     template_hash,
 )
+from kubedra.sim.workload_checks import WorkloadChecks
 
-START_AFTER = "kubedra.io/start-after"
-RUN_FOR = "kubedra.io/run-for"
 DEFAULT_NAMESPACE = "default"
-MAX_REPLICAS = 100_000
 WORKLOAD_KINDS = {
     "Deployment": "apps/v1",
     "StatefulSet": "apps/v1",
     "ReplicaSet": "apps/v1",
+    "DaemonSet": "apps/v1",
     "Job": "batch/v1",
     "Pod": "v1",
 }
@@ -103,18 +103,16 @@ def is_checked_only(data: dict[str, Any]) -> bool:
 # Expansion
 
 
-class _Expander:
-    def __init__(self, seed: int) -> None:
+class _Expander(WorkloadChecks):
+    def __init__(self, seed: int, nodes: Sequence[Node] = ()) -> None:
+        super().__init__()
         self.seed = seed
-        self.problems: list[Problem] = []
+        self.nodes = nodes
         self.arrivals: list[tuple[float, int, PodArrival]] = []
         self.jobs: list[tuple[float, int, JobRun]] = []
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
         self.sequence = 0
-
-    def bad(self, where: Location, field: str, message: str) -> None:
-        self.problems.append(Problem(at(where, field), message))
 
     def unique(self, namespace: str, prefix: str, owner: str) -> str:
         """``prefix`` + 5 name characters drawn from (seed, owner, attempt), free in the namespace."""
@@ -125,28 +123,6 @@ class _Expander:
             if (namespace, name) not in self.taken:
                 self.taken[namespace, name] = owner
                 return name
-
-    def timing(
-        self, where: Location, workload: ObjectMeta, template: ObjectMeta, prefix: str
-    ) -> tuple[float, float | None]:
-        values: list[float | None] = []
-        for key in (START_AFTER, RUN_FOR):
-            text, field = template.annotations.get(key), f"{prefix}metadata.annotations[{key}]"
-            if text is None:
-                text, field = workload.annotations.get(key), f"metadata.annotations[{key}]"
-            if text is None:
-                values.append(None)
-                continue
-            try:
-                seconds = parse_duration(text)
-            except DurationError as err:
-                self.bad(where, field, str(err))
-                values.append(None)
-                continue
-            if seconds < 0:
-                self.bad(where, field, f"must not be negative, got {text!r}")
-            values.append(max(seconds, 0.0))
-        return values[0] or 0.0, values[1]
 
     def pod(
         self, name: str, namespace: str, template: PodTemplate, labels: dict[str, str], owner: OwnerReference | None
@@ -172,49 +148,10 @@ class _Expander:
         self.arrivals.append((arrive_at, self.sequence, arrival))
         self.sequence += 1
 
-    def check_template(self, where: Location, kind: str, template: PodTemplate, restart: tuple[str, ...]) -> bool:
-        ok = True
-        if not template.spec.containers:
-            self.bad(where, "spec.template.spec.containers", "Required value")
-            ok = False
-        policy = template.spec.restart_policy
-        if kind == "Job" and not policy:
-            self.bad(where, "spec.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"')
-            ok = False
-        elif policy and policy not in restart:
-            allowed = ", ".join(f'"{p}"' for p in restart)
-            self.bad(
-                where, "spec.template.spec.restartPolicy", f'Unsupported value: "{policy}": supported values: {allowed}'
-            )
-            ok = False
-        return ok
-
-    def count_ok(self, where: Location, field: str, value: int) -> bool:
-        """A replica-like count: ``ValidateNonnegativeField``, then kubedra's own cap on what it expands."""
-        if value < 0:
-            self.bad(where, field, f"Invalid value: {value}: must be greater than or equal to 0")
-            return False
-        if value > MAX_REPLICAS:
-            self.bad(where, field, f"Invalid value: {value}: kubedra expands at most {MAX_REPLICAS} pods per workload")
-            return False
-        return True
-
     def replicas(self, where: Location, kind: str, spec: AppsSpec) -> int | None:
         replicas = 1 if spec.replicas is None else spec.replicas
-        ok = True
-        if not self.count_ok(where, "spec.replicas", replicas):
-            ok = False
-        if spec.selector is None:
-            self.bad(where, "spec.selector", "Required value")
-            ok = False
-        elif not spec.selector.match_labels and not spec.selector.match_expressions:
-            self.bad(where, "spec.selector", f"Invalid value: empty selector is invalid for {kind.lower()}")
-            ok = False
-        elif not selector_matches(spec.selector, spec.template.metadata.labels):
-            self.bad(
-                where, "spec.template.metadata.labels", "Invalid value: `selector` does not match template `labels`"
-            )
-            ok = False
+        ok = self.count_ok(where, "spec.replicas", replicas)
+        ok = self.selector_ok(where, kind, spec.selector, spec.template.metadata.labels) and ok
         ordinals = getattr(spec, "ordinals", None)
         if ordinals is not None and ordinals.start < 0:
             start = ordinals.start
@@ -275,6 +212,26 @@ class _Expander:
             }
             pod = self.pod(pod_name, namespace, spec.template, labels, ref)
             self.add(timing[0], PodArrival(pod, timing[0], timing[1], f"StatefulSet/{namespace}/{name}"))
+
+    def daemonset(self, where: Location, doc: DaemonSetDoc, namespace: str, host_network: object) -> None:
+        """A pod per node the controller would run one on, labelled and owned as it does."""
+        name, spec = doc.metadata.name, doc.spec
+        ok = self.selector_ok(where, "DaemonSet", spec.selector, spec.template.metadata.labels)
+        ok = self.check_template(where, "DaemonSet", spec.template, ("Always",)) and ok
+        arrive_at, run_for = self.timing(where, doc.metadata, spec.template.metadata, "spec.template.")
+        if not ok:
+            return
+        uid = doc.metadata.uid or stable_uid("DaemonSet", namespace, name)
+        ref = OwnerReference(
+            api_version="apps/v1", kind="DaemonSet", name=name, uid=uid, controller=True, block_owner_deletion=True
+        )
+        revision = template_hash(spec.template)
+        labels = {"controller-revision-hash": revision, "pod-template-generation": TEMPLATE_GENERATION}
+        owner = f"DaemonSet/{namespace}/{name}"
+        for _, pod_spec in daemon_specs(spec.template.spec, host_network is True, self.nodes):
+            template = msgspec.structs.replace(spec.template, spec=pod_spec)
+            pod = self.pod(self.unique(namespace, f"{name}-", owner), namespace, template, labels, ref)
+            self.add(arrive_at, PodArrival(pod, arrive_at, run_for, owner))
 
     def job(self, where: Location, doc: JobDoc, namespace: str) -> None:
         name, spec = doc.metadata.name, doc.spec
@@ -385,22 +342,15 @@ class _Expander:
         if not doc.metadata.name:
             self.bad(where, "metadata.name", "Required value")
             return
-        assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | JobDoc | CronJobDoc)
-        if isinstance(doc, CronJobDoc):
-            template, template_path = doc.spec.job_template.spec.template, "spec.jobTemplate.spec.template.spec"
-        else:
-            template, template_path = doc.spec.template, "spec.template.spec"
-        found = [
-            *validate_metadata(doc.metadata, label=isinstance(doc, StatefulSetDoc)),
-            *validate_pod_spec(template.spec, template_path),
-        ]
-        for path, message in found:
-            self.bad(where, path, message)
+        assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | DaemonSetDoc | JobDoc | CronJobDoc)
+        self.check_object(where, doc)
         if isinstance(doc, CronJobDoc):
             return
         namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
         if isinstance(doc, JobDoc):
             self.job(where, doc, namespace)
+        elif isinstance(doc, DaemonSetDoc):  # hostNetwork is not modelled; it adds a toleration
+            self.daemonset(where, doc, namespace, (raw.data["spec"]["template"].get("spec") or {}).get("hostNetwork"))
         else:
             assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc)
             self.apps(where, doc, namespace)
@@ -412,14 +362,16 @@ def expand_workloads(
     *,
     seed: int = 0,
     locate: Callable[[object], Location] | None = None,
+    nodes: Sequence[Node] = (),
 ) -> Workloads:
     """Pods and JobRuns for every workload, arrivals sorted by (arrive_at, input order, replica).
 
     ``raw_objects`` are the loader's raw documents of the kinds in WORKLOAD_KINDS; ``pods`` are Pods the loader
     already modelled (bare pods, taken before the raw documents); ``locate`` (``Loaded.location_of``) names
-    their files in problems. Raises InvalidInputError listing every problem.
+    their files in problems; ``nodes`` are those a DaemonSet's controller sees when it arrives. Raises
+    InvalidInputError listing every problem.
     """
-    expander = _Expander(seed)
+    expander = _Expander(seed, nodes)
     for pod in pods:
         name = pod.metadata.name or pod.metadata.generate_name
         where = locate(pod) if locate is not None else Location()
