@@ -97,3 +97,18 @@ def test_identical_copies_are_noted_as_the_loader_notes_them(
     assert code == 0
     assert "Pod default/p again, identical to the one at" in err
     assert run(capsys, "migrate", "-f", str(source), "-f", str(source), "-q")[2] == ""
+
+
+@pytest.mark.parametrize(("name", "text", "message"), BAD.values(), ids=list(BAD))
+def test_convert_refuses_the_same_with_the_same_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, text: str, message: str
+) -> None:
+    """One front door for every command: convert exited 0 on replicas: "3" and a Job with restartPolicy Always
+    before, and printed them back."""
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run(capsys, "convert", "-f", str(path))
+    simulated = run(capsys, "simulate", "-f", str(path))
+    assert (code, out) == (2, "")
+    assert message in err
+    assert err == simulated[2]

@@ -54,12 +54,18 @@ def _clean(document: dict[str, Any]) -> dict[str, Any]:
 
 def _documents(paths: list[str], quiet: bool, recursive: bool = False) -> list[tuple[Any, dict[str, Any]]]:
     """(location, document) pairs in input order."""
+    from kubedra.allocator import Features
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
     from kubedra.objects.model import to_dict
+    from kubedra.sim.validation import NO_OBJECTS, validate_inputs
 
     try:
         loaded = load_paths(paths, recursive=recursive)
+        # The front door the other commands share: what validate finds, convert refuses (exit 2, nothing written).
+        found = [p for p in validate_inputs(loaded, Features.for_release(), paths).findings if p.message != NO_OBJECTS]
+        if found:
+            raise InvalidInputError(found)
     except InvalidInputError as error:
         fail_invalid(error)
     print_warnings(loaded.warnings, quiet=quiet)
