@@ -100,6 +100,11 @@ def test_kubeconfig_problems_are_kube_errors(tmp_path: Path) -> None:
     with pytest.raises(KubeError, match="Context 'b' not found"):
         connect(str(good), "b")
     connect(str(good)).close()
+    # Found by tests/cli/test_fuzz_live.py: a stray quote in the server's port raised httpx's InvalidURL uncaught.
+    quoted = tmp_path / "quoted"
+    quoted.write_text(good.read_text().replace("'https://127.0.0.1:1'", '"https://127.0.0.1:1\'"'))
+    with pytest.raises(KubeError, match="the cluster's server is not a URL"):
+        connect(str(quoted))
 
 
 def test_backoff_grows_to_its_ceiling() -> None:

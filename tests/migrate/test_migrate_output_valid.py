@@ -126,3 +126,18 @@ def test_a_claim_name_the_pod_has_already_is_numbered_not_refused(
     spec = json.loads(out)["items"][-1]["spec"]
     assert [c["name"] for c in spec["resourceClaims"]] == ["init-gpu", "init-gpu-2"]
     valid(capsys, tmp_path / "out.json", out)
+
+
+def test_an_escaped_surrogate_pair_is_written_as_its_character(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Found by tests/cli/test_fuzz_cli.py::test_migrate: JSON's "\\ud800\\udc00" (U+10000) was written back as two
+    escaped surrogates, which no YAML reader accepts, so migrating migrate's output failed."""
+    source = tmp_path / "in.json"
+    source.write_text('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "\\ud800\\udc00x"}},'
+                      ' "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}')
+    assert main(["migrate", str(source)]) == 0
+    out = capsys.readouterr().out
+    assert "a: \U00010000x" in out
+    again = tmp_path / "again.yaml"
+    again.write_text(out)
+    assert main(["migrate", str(again)]) == 0
+    assert capsys.readouterr().out == out

@@ -65,6 +65,8 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
     except (KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError, msgspec.ValidationError) as exc:
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: not a valid kubeconfig ({exc})") from exc
+    except httpx2.InvalidURL as exc:  # a cluster's server that is no URL (a stray quote in the port)
+        raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: the cluster's server is not a URL ({exc})") from exc
     except OSError as exc:
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, MutableSequence, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,13 +74,44 @@ def parse(source: Source) -> tuple[list[ParsedDocument], list[Problem]]:
     except YAMLError as exc:
         return [], [Problem(Location(source.name), f"invalid YAML: {exc}", unreadable=True)]
     documents = []
-    for index, data in enumerate(loaded):
-        if data is None:
+    for index, parsed in enumerate(loaded):
+        if parsed is None:
             continue
+        data = _joined_surrogates(parsed)
         line = data.lc.line + 1 if isinstance(data, CommentedMap | CommentedSeq) else 1
         block = blockify(data) if isinstance(data, CommentedMap | CommentedSeq) and data.fa.flow_style() else data
         documents.append(ParsedDocument(index, line, block, data))
     return documents, []
+
+
+def _joined(text: str) -> str:
+    """A YAML reader keeps JSON's escaped surrogate pairs (``"\\ud800\\udc00"``) as two code points, which no
+    YAML reader accepts back: joined into the one character they encode, as a JSON reader does."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in text):
+        return text
+    try:
+        joined = text.encode("utf-16", "surrogatepass").decode("utf-16")
+    except UnicodeDecodeError:  # a lone surrogate: left as it is
+        return text
+    return type(text)(joined) if type(text) is not str else joined
+
+
+def _joined_surrogates(data: Any) -> Any:
+    """``_joined`` on every string of a parsed document, keys included, in place where the container allows."""
+    if isinstance(data, str):
+        return _joined(data)
+    if isinstance(data, MutableMapping):
+        for key in list(data):
+            value = _joined_surrogates(data[key])
+            fixed = _joined(key) if isinstance(key, str) else key
+            if fixed is not key:
+                data[fixed] = data.pop(key)
+            data[fixed] = value
+        return data
+    if isinstance(data, MutableSequence):
+        for i, item in enumerate(data):
+            data[i] = _joined_surrogates(item)
+    return data
 
 
 def dump(documents: list[Any]) -> str:
