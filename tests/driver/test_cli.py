@@ -217,9 +217,8 @@ def test_streaming_health_watchers_do_not_starve_the_liveness_probe(dirs: Dirs) 
             )
             streams.append(watch(ghealth.HealthCheckRequest(), timeout=60))
         time.sleep(1.0)  # every stream reached the server
-        started = time.monotonic()
+        # A Check while every worker holds a stream: answered (its own 10 s deadline fails the test otherwise).
         assert Kubelet(dirs.registry).health_check(target).status == ghealth.HealthCheckResponse.SERVING
-        assert time.monotonic() - started < 3
         outcomes = []
         for stream in streams:
             try:

@@ -212,9 +212,7 @@ def test_health_watch_streams_are_capped_and_end_by_themselves() -> None:
                 next(watch(ghealth.HealthCheckRequest(), timeout=10))
             assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert "at most 1 health Watch streams at once" in refused.value.details()
-            started = time.monotonic()
-            assert list(first) == []  # ended by the server, status OK
-            assert time.monotonic() - started < 5
+            assert list(first) == []  # ended by the server, status OK (its 10 s deadline would raise instead)
             again = watch(ghealth.HealthCheckRequest(), timeout=10)
             assert next(again).status == ghealth.HealthCheckResponse.SERVING
             again.cancel()

@@ -42,7 +42,9 @@ def test_the_served_state_age_grows_while_a_watch_is_down_and_falls_once_it_is_l
     try:
         _eventually(lambda: _value(source, "kubedra_exporter_synced") == 1.0)
         time.sleep(1.5)
-        assert (_value(source, "kubedra_exporter_served_state_age_seconds") or 99) < 1.5  # current: all watches up
+        # Current while all watches are up: the refresher keeps the age below its one-second wake-up (polled, so a
+        # loaded machine's late wake-up does not fail it; a stuck age never comes down).
+        _eventually(lambda: (_value(source, "kubedra_exporter_served_state_age_seconds") or 99) < 1.5)
         mirror._note_failure("Pod", "watch pods: the test broke it", gone=False)
         time.sleep(2.5)
         age = _value(source, "kubedra_exporter_served_state_age_seconds")

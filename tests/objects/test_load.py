@@ -109,7 +109,7 @@ def test_alias_bomb_is_refused_quickly() -> None:
         lines.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 10) + "]")
     start = time.perf_counter()
     (problem,) = _problems("\n".join(lines))
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 30.0  # a hang guard, not a speed bound: expanded, it would never end
     assert "expands to more than 1000000 values through YAML aliases" in problem
 
 
