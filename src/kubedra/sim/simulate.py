@@ -96,7 +96,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         if job.suspended:
             continue
         records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs) for pod in job.pods]
-        simulation.add_job(records, job.parallelism, work_queue=job.completions is None)
+        simulation.add_job(records, job.parallelism, work_queue=job.completions is None, rules=job.rules)
     if options.fragmentation_samples > 0:
         simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation

@@ -43,6 +43,7 @@ from kubedra.sim.manifests import (
     StatefulSetDoc,
     template_hash,
 )
+from kubedra.sim.replacements import JobRules, job_rules
 from kubedra.sim.workload_checks import WorkloadChecks
 
 DEFAULT_NAMESPACE = "default"
@@ -81,6 +82,7 @@ class JobRun:
     completions: int | None
     pods: tuple[Pod, ...]
     suspended: bool = False
+    rules: JobRules = field(default_factory=JobRules)  # what a preempted pod costs it (``sim.replacements``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +290,7 @@ class _Expander(WorkloadChecks):
             completions,
             tuple(pods),
             spec.suspend,
+            job_rules(spec),
         )
         self.jobs.append((arrive_at, self.sequence, run))
         self.sequence += 1
