@@ -129,3 +129,22 @@ def test_an_indexed_job_s_replacement_keeps_the_victim_s_index() -> None:
     index = victim.split("-")[1]
     assert new.startswith(f"train-{index}-") and new != victim
     assert sim.pods[new]["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == index
+
+
+def test_a_victim_with_a_run_time_does_not_finish_after_it_is_gone() -> None:
+    """Failed before: the victim's ``run-for`` ended after its deletion and freed its cpu a second time, so a later
+    pod was bound beside the preemptor on a full node."""
+    sim = cluster(pod("b", requests={"cpu": "4"}, priorityClassName="low", run_for="10m"),
+                  pod("urgent", requests={"cpu": "4"}, priorityClassName="high", start_after="1m"),
+                  pod("late", requests={"cpu": "4"}, priorityClassName="low", start_after="11m"))
+    assert not any(e["type"] == "Finished" for e in sim.events)
+    assert sim.phase("late") == "Pending"
+
+
+def test_a_statefulset_s_recreated_pod_runs_its_own_time() -> None:
+    """The victim's end of ``run-for`` is not the recreated pod's (they share a name)."""
+    sim = cluster(controller("StatefulSet", "db", 4, requests={"cpu": "1"}, priorityClassName="low", run_for="10m"),
+                  urgent())
+    [victim] = preempted(sim)
+    timeline = sim.timeline(f"Pod {victim}")
+    assert timeline[-3:] == [(90.0, "Pending"), (600.0, "Scheduled"), (1200.0, "Deleted")]

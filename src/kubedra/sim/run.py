@@ -225,8 +225,9 @@ class Simulation:
                 if kind == ARRIVE:
                     self._arrival(pods[key])
                 elif kind == FINISH:
-                    self._finish(pods[key])
-                    freed = True
+                    if self._finishes(pods[key]):
+                        self._finish(pods[key])
+                        freed = True
                 elif kind == UNGATE:
                     self._ungate(pods[key])
                 else:
@@ -250,6 +251,13 @@ class Simulation:
             self.evictions.last if self.evictions is not None else {},
             self.sampler.points if self.sampler is not None else [],
         )
+
+    def _finishes(self, record: PodRecord) -> bool:
+        """Whether a FINISH event at this instant is the end of ``record``'s run: not for a pod deleted before (a
+        preemption victim), nor for the pod a StatefulSet made again under the victim's name."""
+        if record.deleted or record.finished_at is not None or record.started_at is None:
+            return False
+        return record.run_for is not None and record.started_at + record.run_for == self._now
 
     def _replaced(self) -> int:
         """Pods controllers made for preemption victims so far (not known up front)."""
