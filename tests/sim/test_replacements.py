@@ -148,3 +148,47 @@ def test_a_statefulset_s_recreated_pod_runs_its_own_time() -> None:
     [victim] = preempted(sim)
     timeline = sim.timeline(f"Pod {victim}")
     assert timeline[-3:] == [(90.0, "Pending"), (600.0, "Scheduled"), (1200.0, "Deleted")]
+
+
+def test_a_job_that_fails_deletes_its_active_pods_and_never_makes_the_ones_in_back_off() -> None:
+    """``deleteActivePods`` once the Job fails: the running pods after their grace period, the pending replacement
+    at once; a replacement still in its back-off is never made."""
+    docs = job("train", parallelism=4, completions=4, requests={"cpu": "1"}, priorityClassName="low")
+    docs["spec"]["backoffLimit"] = 1
+    second = pod("urgent2", requests={"cpu": "1"}, priorityClassName="high", start_after="2m")
+    sim = cluster(docs, urgent(), second)
+    first, last = preempted(sim)
+    [made] = [e["object"].split("/", 1)[1] for e in sim.events if e["type"] == "Created" and "Pod " in e["object"]]
+    [failed] = [e for e in sim.events if e["object"] == "Job default/train"]
+    assert (failed["seconds"], failed["type"]) == (120.0, "Failed")
+    report = lines(sim)
+    train = {name: line for name, line in report.items() if name.startswith("train-")}
+    assert len(train) == 5 and all(phase == "Deleted" for phase, _ in train.values())
+    assert train[made][1] == "Job default/train failed: BackoffLimitExceeded"
+    assert sim.timeline(f"Pod {made}")[-1] == (120.0, "Deleted")  # pending: deleted at once
+    others = set(train) - {first, last, made}
+    assert {sim.timeline(f"Pod {name}")[-1] for name in others} == {(150.0, "Deleted")}
+    assert report["urgent"][0] == report["urgent2"][0] == "Running"
+    assert sim.summary["pods"]["total"] == 7
+
+
+def test_a_job_that_fails_during_a_back_off_never_makes_the_pod() -> None:
+    docs = job("train", parallelism=4, completions=4, requests={"cpu": "1"}, priorityClassName="low")
+    docs["spec"]["backoffLimit"] = 1
+    second = pod("urgent2", requests={"cpu": "1"}, priorityClassName="high", start_after="65s")
+    sim = cluster(docs, urgent(), second)
+    assert len(preempted(sim)) == 2
+    assert not any(e["type"] == "Created" and "Pod " in e["object"] for e in sim.events)
+    assert sim.summary["pods"]["total"] == 6  # the four the Job made and the two urgent pods
+
+
+def test_a_fail_job_rule_on_disruptions_fails_the_job_once_the_victim_is_gone() -> None:
+    docs = job("train", parallelism=4, completions=4, requests={"cpu": "1"}, priorityClassName="low")
+    docs["spec"]["podFailurePolicy"] = {"rules": [{"action": "FailJob",
+                                                   "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+    sim = cluster(docs, urgent())
+    [failed] = [e for e in sim.events if e["object"] == "Job default/train"]
+    assert (failed["seconds"], failed["message"]) == (
+        90.0, "PodFailurePolicy: Pod matched a FailJob rule of the podFailurePolicy")
+    assert not any(e["type"] == "Created" and "Pod " in e["object"] for e in sim.events)
+    assert {phase for name, (phase, _) in lines(sim).items() if name.startswith("train-")} == {"Deleted"}

@@ -109,12 +109,23 @@ class Replacements:
         self._replace(victim, name, delay, job)
 
     def _job_failed(self, victim: PodRecord, job: JobProgress, reason: str, message: str) -> None:
+        """The Job is finished as failed: no more pods, and its active ones deleted (``deleteActivePods``)."""
+        from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
         from kubedra.sim.run import Event
 
         job.done = True
         job.waiting.clear()
-        self.sim.events.append(Event(self.sim.now, "Failed", f"Job {victim.owner.split('/', 1)[1]}",
-                                     message=f"{reason}: {message}"))
+        name = victim.owner.split("/", 1)[1]
+        self.sim.events.append(Event(self.sim.now, "Failed", f"Job {name}", message=f"{reason}: {message}"))
+        for record in self.sim.job_pods(job):
+            if record is victim:
+                continue
+            if record.arrive_at > self.sim.now:  # its back-off not over: never made
+                self.made -= 1
+                self._created.pop(id(record), None)
+            grace = record.pod.spec.termination_grace_period_seconds
+            self.sim.delete(record, f"Job {name} failed: {reason}",
+                            DEFAULT_GRACE_SECONDS if grace is None else float(grace))
 
     @staticmethod
     def _job_name(victim: PodRecord) -> str:

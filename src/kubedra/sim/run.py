@@ -223,7 +223,7 @@ class Simulation:
                 kind, key = events[i]
                 i += 1
                 if kind == ARRIVE:
-                    self._arrival(pods[key])
+                    self._arrival(key)
                 elif kind == FINISH:
                     if self._finishes(pods[key]):
                         self._finish(pods[key])
@@ -265,8 +265,11 @@ class Simulation:
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
-    def _arrival(self, record: PodRecord) -> None:
+    def _arrival(self, key: str) -> None:
         """An ARRIVE event; a controller's replacement for a victim gets its ``Created`` event first."""
+        record = self.state.pods.get(key)
+        if record is None or record.deleted:  # never made: its controller gave up first (``delete``)
+            return
         if self.evictions is not None:
             self.evictions.replacements.arrived(record)
         self._arrive(record)
@@ -389,6 +392,8 @@ class Simulation:
         active, self._active = sorted(self._active, key=self._queue_order), []
         for key in active:
             record = self.state.pods[key]
+            if record.deleted:
+                continue
             if record.group:  # a PodGroup's member: its group is tried as a unit (see ``gang_cycle``)
                 assert self._gangs is not None
                 scheduled += self._gangs.cycle(record, active)
@@ -440,6 +445,32 @@ class Simulation:
         if self.evictions is not None:
             self.evictions.replacements.gone(record, job)
         return True
+
+    def delete(self, record: PodRecord, reason: str, grace: float) -> None:
+        """Its controller deletes the pod: a bound one leaves after ``grace`` as a victim does, one on no node at once
+        (no kubelet stops it), its generated claims with it."""
+        if record.deleted or record.finished_at is not None:
+            return
+        record.end_reason = reason
+        self._jobs.pop(record.key, None)
+        if record.pod.spec.node_name and record.started_at is not None:
+            self.evict_at(self._now + grace, record)
+            return
+        if record.arrive_at > self._now:  # not made yet (a Job's replacement in its back-off): never made
+            self._order.remove(record.key)
+            del self.state.pods[record.key]
+            return
+        record.deleted, record.finished_at = True, self._now
+        if record.arrive_at <= self._now:
+            self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", message=reason))
+            record.claim_keys = list(self._claim_keys(record))
+            self._release_claims(record, "")
+        if record.group and self._gangs is not None:
+            self._gangs.member_gone(record)
+
+    def job_pods(self, job: JobProgress) -> list[PodRecord]:
+        """The pods of a Job made so far and not finished (their keys are still tracked)."""
+        return [self.state.pods[key] for key, progress in self._jobs.items() if progress is job]
 
     def _unschedulable_pod(self, record: PodRecord, outcome: Unschedulable | Failed) -> None:
         """The failure handler: the reason recorded (an event when it changed), the pod back to the queue."""
