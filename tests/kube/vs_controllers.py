@@ -10,8 +10,9 @@ order of their outcomes (pending first, then preempted, then by node and devices
 included; a StatefulSet's names are also compared as they are (its recreated pod keeps the victim's name).
 
 The real run: each controller's pods are decided (bound or Unschedulable) before the next object is created; a
-pod the scheduler deleted (a preemption victim) is removed at once, as no kubelet runs, and is ``PREEMPTED`` unless a
-pod of its name exists at the end (a StatefulSet's recreated one). ``settle`` in ``expect.yaml`` waits longer for
+pod deleted (a preemption victim, a failed Job's pod) is removed at once, as no kubelet runs, and is ``PREEMPTED``
+where the scheduler deleted it (its ``DisruptionTarget`` condition), else ``DELETED``, unless a pod of its name
+exists at the end (a StatefulSet's recreated one). ``settle`` in ``expect.yaml`` waits longer for
 the outcome to stop changing (a Job's replacement comes after its 10 s back-off).
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 
 from tests.controlplane.fixture import ControlPlane
 from tests.kube.vs_kube_scheduler import (
+    DELETED,
     DRIVER,
     PATHS,
     PREEMPTED,
@@ -83,7 +85,7 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
     plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                   "metadata": {"name": namespace}})
     created: list[dict[str, Any]] = []
-    deleted: set[str] = set()
+    deleted: dict[str, bool] = {}  # name -> whether the scheduler preempted it
     try:
         for doc in sorted(docs, key=lambda d: ORDER.index(d["kind"])):
             made = plane.request("POST", _path(doc), _for_api(doc, {}))
@@ -111,9 +113,10 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
         _clean_up(plane, namespace, created)
 
 
-def _settled(plane: ControlPlane, pods_path: str, settle: float, deleted: set[str]) -> list[dict[str, Any]]:
-    """The pods once every one is decided and nothing changed for ``settle`` seconds; the names of those the
-    scheduler deleted (removed here at once, by uid: a StatefulSet's new pod of the same name is left alone)."""
+def _settled(plane: ControlPlane, pods_path: str, settle: float, deleted: dict[str, bool]) -> list[dict[str, Any]]:
+    """The pods once every one is decided and nothing changed for ``settle`` seconds; in ``deleted`` those deleted
+    (removed here at once, by uid: a StatefulSet's new pod of the same name is left alone), and whether the
+    scheduler did it (the ``DisruptionTarget`` condition it sets, reason ``PreemptionByScheduler``)."""
     deadline = time.monotonic() + TIMEOUT_SECONDS
     last: tuple[tuple[str, str], ...] | None = None
     since = time.monotonic()
@@ -122,7 +125,9 @@ def _settled(plane: ControlPlane, pods_path: str, settle: float, deleted: set[st
         for pod in pods:
             meta = pod["metadata"]
             if meta.get("deletionTimestamp"):
-                deleted.add(meta["name"])
+                deleted[meta["name"]] = deleted.get(meta["name"], False) or any(
+                    c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
+                    for c in pod.get("status", {}).get("conditions", []))
                 with contextlib.suppress(Exception):
                     plane.request("DELETE", f"{pods_path}/{meta['name']}",
                                   {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
@@ -137,7 +142,9 @@ def _settled(plane: ControlPlane, pods_path: str, settle: float, deleted: set[st
         time.sleep(0.2)
 
 
-def _outcome(plane: ControlPlane, namespace: str, pods: Sequence[Mapping[str, Any]], deleted: set[str]) -> Outcome:
+def _outcome(
+    plane: ControlPlane, namespace: str, pods: Sequence[Mapping[str, Any]], deleted: Mapping[str, bool]
+) -> Outcome:
     claims = {c["metadata"]["name"]: c for c in plane.get(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/"
                                                              "resourceclaims")["items"]}
     out: Outcome = {}
@@ -155,8 +162,9 @@ def _outcome(plane: ControlPlane, namespace: str, pods: Sequence[Mapping[str, An
         scheduled = [c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"]
         message = scheduled[0].get("message", "") if scheduled and node is None else ""
         out[pod["metadata"]["name"]] = Placed(node, devices, message)
-    for name in deleted - set(out):
-        out[name] = Placed(PREEMPTED)
+    for name, preempted in deleted.items():
+        if name not in out:
+            out[name] = Placed(PREEMPTED if preempted else DELETED)
     return out
 
 
