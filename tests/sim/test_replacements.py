@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fixtures.scenarios import Run, claim_template, controller, job, nodepool, pod, run
+from fixtures.scenarios import Run, claim_template, controller, job, nodepool, pod, run, text_of
 
+from kubedra.objects.load import load_text
 from kubedra.sim.report import build_report
+from kubedra.sim.scenario import build_scenario
+from kubedra.sim.simulate import simulate
 
 Doc = dict[str, Any]
 NODE = {"cpu": "4", "memory": "64Gi"}
@@ -192,3 +195,12 @@ def test_a_fail_job_rule_on_disruptions_fails_the_job_once_the_victim_is_gone() 
         90.0, "PodFailurePolicy: Pod matched a FailJob rule of the podFailurePolicy")
     assert not any(e["type"] == "Created" and "Pod " in e["object"] for e in sim.events)
     assert {phase for name, (phase, _) in lines(sim).items() if name.startswith("train-")} == {"Deleted"}
+
+
+def test_progress_counts_the_replacements_in_its_total() -> None:
+    docs = [nodepool("n", gpus=None, allocatable=NODE), priority_class("low", 10), priority_class("high", 1000),
+            controller("Deployment", "batch", 4, requests={"cpu": "1"}, priorityClassName="low"), urgent()]
+    calls: list[tuple[int, int]] = []
+    simulate(build_scenario(load_text(text_of(*docs))), progress=lambda done, total: calls.append((done, total)))
+    assert all(done <= total for done, total in calls)
+    assert calls[0] == (0, 5) and calls[-1] == (5, 6)  # 4 + urgent, then the replacement (never bound)

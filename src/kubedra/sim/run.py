@@ -206,7 +206,8 @@ class Simulation:
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
         """Process every event; ``progress(scheduled, total)`` before the first, every ``PROGRESS_EVERY`` pods bound
         (replicas that arrive together are one instant, perhaps minutes long) and after each instant; ``total``
-        fixed up front (every pod added plus every Job pod not yet created), so ``scheduled`` never exceeds it."""
+        fixed up front (every pod added plus every Job pod not yet created) and grown by the pods controllers make for
+        preemption victims, so ``scheduled`` never exceeds it."""
         waiting = {id(job): len(job.waiting) for job in self._jobs.values()}
         total = len(self._order) + sum(waiting.values())
         done = 0
