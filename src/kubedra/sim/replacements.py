@@ -23,13 +23,14 @@ and *gone* when the period is over. Each controller answers at one of the two mo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from kubedra.cluster.gpuslices import name_suffix, stable_uid
 from kubedra.cluster.state import PodRecord
 from kubedra.objects.model import ObjectMeta, PodStatus
+from kubedra.sim.manifests import JobSpec
 
 if TYPE_CHECKING:
     from kubedra.sim.run import JobProgress, Simulation
@@ -49,7 +50,7 @@ class JobRules:
     disruption_action: str = "Count"  # the first podFailurePolicy rule matching DisruptionTarget (Count: none)
 
 
-def job_rules(spec: Any) -> JobRules:
+def job_rules(spec: JobSpec) -> JobRules:
     """``JobSpec``'s backoffLimit, podReplacementPolicy and podFailurePolicy (kept as given: read here only)."""
     limit = spec.backoff_limit if isinstance(spec.backoff_limit, int) else DEFAULT_BACKOFF_LIMIT
     policy = spec.pod_failure_policy if isinstance(spec.pod_failure_policy, dict) else None

@@ -38,12 +38,12 @@ from kubedra.sim.manifests import (
     DaemonSetDoc,
     DeploymentDoc,
     JobDoc,
+    JobSpec,
     PodTemplate,
     ReplicaSetDoc,
     StatefulSetDoc,
     template_hash,
 )
-from kubedra.sim.replacements import JobRules, job_rules
 from kubedra.sim.workload_checks import WorkloadChecks
 
 DEFAULT_NAMESPACE = "default"
@@ -82,7 +82,7 @@ class JobRun:
     completions: int | None
     pods: tuple[Pod, ...]
     suspended: bool = False
-    rules: JobRules = field(default_factory=JobRules)  # what a preempted pod costs it (``sim.replacements``)
+    spec: JobSpec | None = None  # as read: ``sim.replacements`` reads what a deleted pod costs the Job
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +290,7 @@ class _Expander(WorkloadChecks):
             completions,
             tuple(pods),
             spec.suspend,
-            job_rules(spec),
+            spec,
         )
         self.jobs.append((arrive_at, self.sequence, run))
         self.sequence += 1
