@@ -50,13 +50,15 @@ from tests.kube.vs_kube_scheduler import (
 
 CONTROLLER_SCENARIOS = Path(__file__).resolve().parent / "scenarios-controllers"
 CONTROLLERS = ("resourceclaim-controller", "deployment-controller", "replicaset-controller",
-               "statefulset-controller", "job-controller")
+               "statefulset-controller", "daemonset-controller", "job-controller")
 OWNERS = {
     "Deployment": ("/apis/apps/v1", "deployments", True),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
     "Job": ("/apis/batch/v1", "jobs", True),
 }
-ORDER = ["PriorityClass", "DeviceClass", "Node", "ResourceSlice", "ResourceClaimTemplate", "Deployment", "ReplicaSet",
-         "StatefulSet", "Job", "Pod"]
+ORDER = ["PriorityClass", "DeviceClass", "Node", "ResourceSlice", "ResourceClaimTemplate", "DaemonSet", "Deployment",
+         "ReplicaSet", "StatefulSet", "Job", "Pod"]
+CONTROLLER_KINDS = ("DaemonSet", "Deployment", "ReplicaSet", "StatefulSet", "Job")
 SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]{5}"  # the API server's generateName alphabet (and kubedra's)
 
 
@@ -66,8 +68,10 @@ def _path(doc: Mapping[str, Any], name: str | None = None) -> str:
     return f"{base}/{name}" if name else base
 
 
-def _expected_pods(doc: Mapping[str, Any]) -> int:
+def _expected_pods(doc: Mapping[str, Any], docs: Sequence[Mapping[str, Any]]) -> int:
     spec = doc.get("spec", {})
+    if doc["kind"] == "DaemonSet":  # the scenarios' DaemonSets run on every node
+        return sum(d["kind"] == "Node" for d in docs)
     if doc["kind"] == "Job":
         return int(spec.get("parallelism", 1))
     return int(spec.get("replicas", 1))
@@ -90,9 +94,9 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
         for doc in sorted(docs, key=lambda d: ORDER.index(d["kind"])):
             made = plane.request("POST", _path(doc), _for_api(doc, {}))
             created.append(doc)
-            if doc["kind"] in ("Deployment", "ReplicaSet", "StatefulSet", "Job"):
+            if doc["kind"] in CONTROLLER_KINDS:
                 uids = {made["metadata"]["uid"]}
-                want = _expected_pods(doc)
+                want = _expected_pods(doc, docs)
 
                 def ready(uids: set[str] = uids, want: int = want, kind: str = doc["kind"]) -> bool:
                     owners = set(uids)
@@ -172,8 +176,8 @@ def _clean_up(plane: ControlPlane, namespace: str, created: Sequence[Mapping[str
     """Every controller of the namespace first (a Deployment's ReplicaSet too: no garbage collector runs, and what
     is left would make pods on the next scenario's node of the same name), then the pods, then cluster-scoped
     objects."""
-    for group, plural in (("apps/v1", "deployments"), ("apps/v1", "replicasets"), ("apps/v1", "statefulsets"),
-                          ("batch/v1", "jobs")):
+    for group, plural in (("apps/v1", "daemonsets"), ("apps/v1", "deployments"), ("apps/v1", "replicasets"),
+                          ("apps/v1", "statefulsets"), ("batch/v1", "jobs")):
         plane.request("DELETE", f"/apis/{group}/namespaces/{namespace}/{plural}", {"propagationPolicy": "Orphan"})
     plane.request("DELETE", f"/api/v1/namespaces/{namespace}/pods", {"gracePeriodSeconds": 0})
     for doc in created:
@@ -211,8 +215,7 @@ def run_scenario(plane: ControlPlane, scenario: Scenario) -> Comparison:
     for doc in docs:
         if doc["kind"] in OWNERS:  # namespaced kinds ``prepare`` does not know
             doc["metadata"]["namespace"] = namespace
-    controllers = [d["metadata"]["name"] for d in docs if d["kind"] in ("Deployment", "ReplicaSet", "StatefulSet",
-                                                                        "Job")]
+    controllers = [d["metadata"]["name"] for d in docs if d["kind"] in CONTROLLER_KINDS]
     stateful = {d["metadata"]["name"] for d in docs if d["kind"] == "StatefulSet"}
     began = time.monotonic()
     real, real_names = canonical(run_real(plane, docs, namespace, float(scenario.expect.get("settle", SETTLE_SECONDS))),

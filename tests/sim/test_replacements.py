@@ -204,3 +204,23 @@ def test_progress_counts_the_replacements_in_its_total() -> None:
     simulate(build_scenario(load_text(text_of(*docs))), progress=lambda done, total: calls.append((done, total)))
     assert all(done <= total for done, total in calls)
     assert calls[0] == (0, 5) and calls[-1] == (5, 6)  # 4 + urgent, then the replacement (never bound)
+
+
+def test_a_daemonset_s_victim_is_replaced_on_its_node_once_it_is_gone() -> None:
+    """The node's terminating daemon pod still counts as its pod: the new one (another name, pinned to the same node)
+    comes when the victim is gone."""
+    daemon = controller("DaemonSet", "agent", 1, requests={"cpu": "1"}, priorityClassName="low")
+    del daemon["spec"]["replicas"]
+    filler = controller("Deployment", "filler", 3, requests={"cpu": "1"}, priorityClassName="mid")
+    sim = run(nodepool("n", gpus=None, allocatable=NODE), priority_class("low", 10), priority_class("mid", 100),
+              priority_class("high", 1000), daemon, filler, urgent())
+    [victim] = preempted(sim)
+    assert victim.startswith("agent-")
+    [created] = [e for e in sim.events if e["type"] == "Created" and e["object"].startswith("Pod ")]
+    new = created["object"].split("/", 1)[1]
+    assert created["seconds"] == 90.0 and new.startswith("agent-") and new != victim
+    assert created["message"].startswith("DaemonSet default/agent created pod")
+    terms = sim.pods[new]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n-0"]  # pinned to the victim's node
+    phase, reason = lines(sim)[new]
+    assert phase == "Pending" and reason.startswith("0/1 nodes are available: 1 Insufficient cpu.")

@@ -17,7 +17,11 @@ and *gone* when the period is over. Each controller answers at one of the two mo
   victim is gone; a ``podFailurePolicy`` rule on the ``DisruptionTarget`` condition (the scheduler sets it on every
   victim) decides whether it counts (``Ignore``: not counted; ``FailJob``: the Job fails; ``Count``/no rule:
   counted). Rules on exit codes are not matched (the simulator runs no containers).
-* **DaemonSet**: not simulated on this branch; a bare pod has no controller and is not replaced.
+* **DaemonSet**: a node's terminating daemon pod still counts as its pod (``getNodesToDaemonPods`` leaves out
+  only deleted pods that are terminal), so the controller creates the node's new pod (``<daemonset>-``, the same
+  spec, pinned to the node) once the victim is gone.
+
+A bare pod has no controller and is not replaced.
 """
 
 from __future__ import annotations
@@ -85,6 +89,8 @@ class Replacements:
         kind = victim.owner.split("/", 1)[0]
         if kind == "StatefulSet":
             self._replace(victim, victim.pod.metadata.name, 0.0)
+        elif kind == "DaemonSet":
+            self._replace(victim, self._generated_name(victim), 0.0)
         elif kind == "Job" and job is not None and not job.rules.replace_terminating:
             self._job_failure(victim, job)
 
