@@ -61,6 +61,7 @@ SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 WORKLOAD_SCENARIOS = Path(__file__).resolve().parent / "scenarios-workloads"
 WORKLOAD_GATES = "GenericWorkload=true,DRAWorkloadResourceClaims=true"
 PREEMPTED = "<preempted>"
+DELETED = "<deleted>"  # deleted by its controller (a failed Job's pods), not by preemption (``vs_controllers``)
 DRIVER = "gpu.example.com"
 EXTENDED = "<extended-resources>"
 SETTLE_SECONDS = 2.0  # unchanged for this long after every pod is bound or Unschedulable: done
@@ -169,6 +170,9 @@ def run_kubedra(
         pod = record.pod
         if record.deleted and record.end_reason.startswith("Preempted by "):
             out[pod.metadata.name] = Placed(PREEMPTED)
+            continue
+        if record.deleted:
+            out[pod.metadata.name] = Placed(DELETED)
             continue
         node = pod.spec.node_name or None
         devices: Devices = {}

@@ -27,6 +27,7 @@ from kubedra.scheduler.preemption import (
 from kubedra.scheduler.scheduler import Unschedulable
 from kubedra.scheduler.victims import GROUP_RANK, Victim
 from kubedra.sim.budgets import PodDisruptionBudget, current_budgets
+from kubedra.sim.replacements import Replacements
 
 if TYPE_CHECKING:
     from kubedra.sim.run import Simulation
@@ -41,6 +42,7 @@ class Evictions:
         self.bound_priorities: Counter[int] = Counter()
         self.terminating: dict[str, str] = {}  # victim key -> the preemptor's key
         self.last: dict[str, Preemption] = {}  # preemptor key -> its latest PostFilter answer (for ``explain``)
+        self.replacements = Replacements(simulation)  # the victims' controllers
         for node_pods in simulation.state.bound.values():
             for record in node_pods.values():
                 self.bound_priorities[priority_of(record)] += 1
@@ -118,6 +120,7 @@ class Evictions:
                                     message=victim.end_reason))
             grace = victim.pod.spec.termination_grace_period_seconds
             sim.evict_at(sim.now + (DEFAULT_GRACE_SECONDS if grace is None else float(grace)), victim)
+            self.replacements.terminating(victim)
         pod = record.pod
         record.pod = msgspec.structs.replace(
             pod, status=msgspec.structs.replace(pod.status, nominated_node_name=answer.node)

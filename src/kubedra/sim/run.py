@@ -45,6 +45,7 @@ from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedula
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
 from kubedra.sim.gates import GATED_MESSAGE, GATED_REASON, ungate_after
+from kubedra.sim.replacements import JobRules
 
 if TYPE_CHECKING:
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
@@ -96,6 +97,9 @@ class JobProgress:
     waiting: list[PodRecord]
     work_queue: bool  # completions unset: the first success ends the Job
     done: bool = False
+    rules: JobRules = field(default_factory=JobRules)  # what a deleted pod costs it (``sim.replacements``)
+    failed: int = 0  # pods counted as failed (status.failed)
+    failed_since_success: int = 0  # the back-off's count
 
 
 @dataclass
@@ -162,14 +166,16 @@ class Simulation:
         """When the next event happens; None once the run is over."""
         return self._instants[0] if self._instants else None
 
-    def add(self, record: PodRecord) -> None:
-        """A pod that arrives at ``record.arrive_at``."""
+    def add(self, record: PodRecord, replacing: bool = False) -> None:
+        """A pod that arrives at ``record.arrive_at``; ``replacing``: a controller's new pod for a deleted one, which
+        takes the old one's place where it has the same name (a StatefulSet's)."""
         if record.group:
             if self._gangs is None:
                 self._gangs = GangQueue(self)
             self._gangs.add(record)
+        if not (replacing and record.key in self.state.pods):
+            self._order.append(record.key)
         self.state.add_pod(record)
-        self._order.append(record.key)
         self._push(record.arrive_at, ARRIVE, record.key)
 
     def _push(self, time: float, kind: int, key: str) -> None:
@@ -180,23 +186,34 @@ class Simulation:
         else:
             events.append((kind, key))
 
-    def add_job(self, records: Sequence[PodRecord], parallelism: int, work_queue: bool) -> None:
+    def add_job(
+        self, records: Sequence[PodRecord], parallelism: int, work_queue: bool, rules: JobRules | None = None
+    ) -> None:
         """A Job: ``parallelism`` pods arrive together, each later one when a running one succeeds."""
-        progress = JobProgress(waiting=list(records[parallelism:]), work_queue=work_queue)
+        progress = JobProgress(waiting=list(records[parallelism:]), work_queue=work_queue, rules=rules or JobRules())
         for record in records[:parallelism]:
             self.add(record)
             self._jobs[record.key] = progress
 
+    def job_of(self, key: str) -> JobProgress | None:
+        """The Job a running or pending pod belongs to."""
+        return self._jobs.get(key)
+
+    def track_job(self, key: str, job: JobProgress) -> None:
+        """A pod the Job controller made to replace a failed one."""
+        self._jobs[key] = job
+
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
         """Process every event; ``progress(scheduled, total)`` before the first, every ``PROGRESS_EVERY`` pods bound
         (replicas that arrive together are one instant, perhaps minutes long) and after each instant; ``total``
-        fixed up front (every pod added plus every Job pod not yet created), so ``scheduled`` never exceeds it."""
+        fixed up front (every pod added plus every Job pod not yet created) and grown by the pods controllers make for
+        preemption victims, so ``scheduled`` never exceeds it."""
         waiting = {id(job): len(job.waiting) for job in self._jobs.values()}
         total = len(self._order) + sum(waiting.values())
         done = 0
         if progress is not None:
             progress(0, total)
-            self._on_bound = lambda in_instant: progress(done + in_instant, total)
+            self._on_bound = lambda in_instant: progress(done + in_instant, total + self._replaced())
         pods = self.state.pods
         while self._instants:
             self._now = now = self._instants[0]
@@ -207,10 +224,11 @@ class Simulation:
                 kind, key = events[i]
                 i += 1
                 if kind == ARRIVE:
-                    self._arrive(pods[key])
+                    self._arrival(key)
                 elif kind == FINISH:
-                    self._finish(pods[key])
-                    freed = True
+                    if self._finishes(pods[key]):
+                        self._finish(pods[key])
+                        freed = True
                 elif kind == UNGATE:
                     self._ungate(pods[key])
                 else:
@@ -224,7 +242,7 @@ class Simulation:
             if self.sampler is not None:
                 self.sampler.sample(now, (pods[key] for key in self._order))
             if progress is not None:
-                progress(done, total)
+                progress(done, total + self._replaced())
         self._on_bound = None
         if self.sampler is not None:
             self.sampler.sample(self._now, (pods[key] for key in self._order), last=True)
@@ -235,7 +253,27 @@ class Simulation:
             self.sampler.points if self.sampler is not None else [],
         )
 
+    def _finishes(self, record: PodRecord) -> bool:
+        """Whether a FINISH event at this instant is the end of ``record``'s run: not for a pod deleted before (a
+        preemption victim), nor for the pod a StatefulSet made again under the victim's name."""
+        if record.deleted or record.finished_at is not None or record.started_at is None:
+            return False
+        return record.run_for is not None and record.started_at + record.run_for == self._now
+
+    def _replaced(self) -> int:
+        """Pods controllers made for preemption victims so far (not known up front)."""
+        return self.evictions.replacements.made if self.evictions is not None else 0
+
     # ------------------------------------------------------------------------------------------ lifecycle
+
+    def _arrival(self, key: str) -> None:
+        """An ARRIVE event; a controller's replacement for a victim gets its ``Created`` event first."""
+        record = self.state.pods.get(key)
+        if record is None or record.deleted:  # never made: its controller gave up first (``delete``)
+            return
+        if self.evictions is not None:
+            self.evictions.replacements.arrived(record)
+        self._arrive(record)
 
     def _arrive(self, record: PodRecord) -> None:
         pod = record.pod
@@ -355,6 +393,8 @@ class Simulation:
         active, self._active = sorted(self._active, key=self._queue_order), []
         for key in active:
             record = self.state.pods[key]
+            if record.deleted:
+                continue
             if record.group:  # a PodGroup's member: its group is tried as a unit (see ``gang_cycle``)
                 assert self._gangs is not None
                 scheduled += self._gangs.cycle(record, active)
@@ -392,6 +432,7 @@ class Simulation:
             self.evictions.gone(record)
         if record.deleted or record.finished_at is not None:
             return False
+        job = self._jobs.get(record.key)
         node = record.pod.spec.node_name
         record.finished_at = self._now
         record.deleted = True
@@ -402,7 +443,35 @@ class Simulation:
         if record.group and self._gangs is not None:
             self._gangs.member_gone(record)
         self._jobs.pop(record.key, None)
+        if self.evictions is not None:
+            self.evictions.replacements.gone(record, job)
         return True
+
+    def delete(self, record: PodRecord, reason: str, grace: float) -> None:
+        """Its controller deletes the pod: a bound one leaves after ``grace`` as a victim does, one on no node at once
+        (no kubelet stops it), its generated claims with it."""
+        if record.deleted or record.finished_at is not None:
+            return
+        record.end_reason = reason
+        self._jobs.pop(record.key, None)
+        if record.pod.spec.node_name and record.started_at is not None:
+            self.evict_at(self._now + grace, record)
+            return
+        if record.arrive_at > self._now:  # not made yet (a Job's replacement in its back-off): never made
+            self._order.remove(record.key)
+            del self.state.pods[record.key]
+            return
+        record.deleted, record.finished_at = True, self._now
+        if record.arrive_at <= self._now:
+            self.events.append(Event(self._now, "Deleted", f"Pod {record.key}", message=reason))
+            record.claim_keys = list(self._claim_keys(record))
+            self._release_claims(record, "")
+        if record.group and self._gangs is not None:
+            self._gangs.member_gone(record)
+
+    def job_pods(self, job: JobProgress) -> list[PodRecord]:
+        """The pods of a Job made so far and not finished (their keys are still tracked)."""
+        return [self.state.pods[key] for key, progress in self._jobs.items() if progress is job]
 
     def _unschedulable_pod(self, record: PodRecord, outcome: Unschedulable | Failed) -> None:
         """The failure handler: the reason recorded (an event when it changed), the pod back to the queue."""
@@ -495,6 +564,7 @@ class Simulation:
             self._gangs.member_gone(record)
         job = self._jobs.pop(record.key, None)
         if job is not None:
+            job.failed_since_success = 0
             job.done = job.done or job.work_queue
             if job.waiting and not job.done:
                 successor = job.waiting.pop(0)

@@ -21,6 +21,7 @@ from kubedra.scheduler.scoring import Policy
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.fragmentation import Sampler
 from kubedra.sim.groups import group_key
+from kubedra.sim.replacements import job_rules
 from kubedra.sim.run import Simulation, SimulationResult
 from kubedra.sim.scenario import Scenario
 
@@ -96,7 +97,8 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         if job.suspended:
             continue
         records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs) for pod in job.pods]
-        simulation.add_job(records, job.parallelism, work_queue=job.completions is None)
+        rules = job_rules(job.spec) if job.spec is not None else None
+        simulation.add_job(records, job.parallelism, work_queue=job.completions is None, rules=rules)
     if options.fragmentation_samples > 0:
         simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation

@@ -38,6 +38,7 @@ from kubedra.sim.manifests import (
     DaemonSetDoc,
     DeploymentDoc,
     JobDoc,
+    JobSpec,
     PodTemplate,
     ReplicaSetDoc,
     StatefulSetDoc,
@@ -81,6 +82,7 @@ class JobRun:
     completions: int | None
     pods: tuple[Pod, ...]
     suspended: bool = False
+    spec: JobSpec | None = None  # as read: ``sim.replacements`` reads what a deleted pod costs the Job
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +290,7 @@ class _Expander(WorkloadChecks):
             completions,
             tuple(pods),
             spec.suspend,
+            spec,
         )
         self.jobs.append((arrive_at, self.sequence, run))
         self.sequence += 1

@@ -1,0 +1,229 @@
+"""Workload controllers beside the real kube-scheduler: the same objects given to a control plane that runs
+kube-controller-manager's deployment, replicaset, statefulset and job controllers, and to ``kubedra simulate``.
+
+A scenario is a directory under ``scenarios-controllers/`` as in ``vs_kube_scheduler`` (its ``expect.yaml`` keys
+mean the same there). What differs is who makes the pods: the controllers, with names of their own. A ReplicaSet's
+(a Deployment's) and a Job's pods get ``generateName`` suffixes, which differ between the two runs, and which of a
+controller's identical pods the scheduler takes as a victim is not fixed either (the real one reads the start time
+of pods no kubelet started as "now"). So every controller's pods are renamed ``<controller>-#<i>``, numbered in the
+order of their outcomes (pending first, then preempted, then by node and devices), and compared pod by pod, messages
+included; a StatefulSet's names are also compared as they are (its recreated pod keeps the victim's name).
+
+The real run: each controller's pods are decided (bound or Unschedulable) before the next object is created; a
+pod deleted (a preemption victim, a failed Job's pod) is removed at once, as no kubelet runs, and is ``PREEMPTED``
+where the scheduler deleted it (its ``DisruptionTarget`` condition), else ``DELETED``, unless a pod of its name
+exists at the end (a StatefulSet's recreated one). ``settle`` in ``expect.yaml`` waits longer for
+the outcome to stop changing (a Job's replacement comes after its 10 s back-off).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.controlplane.fixture import ControlPlane
+from tests.kube.vs_kube_scheduler import (
+    DELETED,
+    DRIVER,
+    PATHS,
+    PREEMPTED,
+    SETTLE_SECONDS,
+    TIMEOUT_SECONDS,
+    Comparison,
+    Devices,
+    Outcome,
+    Placed,
+    Scenario,
+    _decided,
+    _for_api,
+    _start_scheduler,
+    _stop_scheduler,
+    compare,
+    prepare,
+    run_kubedra,
+)
+
+CONTROLLER_SCENARIOS = Path(__file__).resolve().parent / "scenarios-controllers"
+CONTROLLERS = ("resourceclaim-controller", "deployment-controller", "replicaset-controller",
+               "statefulset-controller", "daemonset-controller", "job-controller")
+OWNERS = {
+    "Deployment": ("/apis/apps/v1", "deployments", True),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
+    "Job": ("/apis/batch/v1", "jobs", True),
+}
+ORDER = ["PriorityClass", "DeviceClass", "Node", "ResourceSlice", "ResourceClaimTemplate", "DaemonSet", "Deployment",
+         "ReplicaSet", "StatefulSet", "Job", "Pod"]
+CONTROLLER_KINDS = ("DaemonSet", "Deployment", "ReplicaSet", "StatefulSet", "Job")
+SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]{5}"  # the API server's generateName alphabet (and kubedra's)
+
+
+def _path(doc: Mapping[str, Any], name: str | None = None) -> str:
+    prefix, plural, namespaced = {**PATHS, **OWNERS}[doc["kind"]]
+    base = f"{prefix}/namespaces/{doc['metadata']['namespace']}/{plural}" if namespaced else f"{prefix}/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def _expected_pods(doc: Mapping[str, Any], docs: Sequence[Mapping[str, Any]]) -> int:
+    spec = doc.get("spec", {})
+    if doc["kind"] == "DaemonSet":  # the scenarios' DaemonSets run on every node
+        return sum(d["kind"] == "Node" for d in docs)
+    if doc["kind"] == "Job":
+        return int(spec.get("parallelism", 1))
+    return int(spec.get("replicas", 1))
+
+
+def _owned_by(pod: Mapping[str, Any], uids: set[str]) -> bool:
+    return any(ref.get("uid") in uids for ref in pod["metadata"].get("ownerReferences", []))
+
+
+def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str, settle: float) -> Outcome:
+    """The scenario on the control plane, objects in ``ORDER``, each controller's pods decided before the next."""
+    _stop_scheduler(plane)
+    _start_scheduler(plane)
+    pods_path = f"/api/v1/namespaces/{namespace}/pods"
+    plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": namespace}})
+    created: list[dict[str, Any]] = []
+    deleted: dict[str, bool] = {}  # name -> whether the scheduler preempted it
+    try:
+        for doc in sorted(docs, key=lambda d: ORDER.index(d["kind"])):
+            made = plane.request("POST", _path(doc), _for_api(doc, {}))
+            created.append(doc)
+            if doc["kind"] in CONTROLLER_KINDS:
+                uids = {made["metadata"]["uid"]}
+                want = _expected_pods(doc, docs)
+
+                def ready(uids: set[str] = uids, want: int = want, kind: str = doc["kind"]) -> bool:
+                    owners = set(uids)
+                    if kind == "Deployment":  # its pods are its ReplicaSet's
+                        sets = plane.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets")["items"]
+                        owners |= {r["metadata"]["uid"] for r in sets if _owned_by(r, uids)}
+                    pods = [p for p in plane.get(pods_path)["items"] if _owned_by(p, owners)]
+                    return len(pods) == want and all(_decided(p) for p in pods)
+
+                plane.wait_for(ready, timeout=TIMEOUT_SECONDS, what=f"{doc['kind']} {doc['metadata']['name']}'s pods")
+            elif doc["kind"] == "Pod":
+                path = f"{pods_path}/{doc['metadata']['name']}"
+                plane.wait_for(lambda path=path: _decided(plane.get(path)), timeout=TIMEOUT_SECONDS,
+                               what=f"pod {doc['metadata']['name']}")
+        pods = _settled(plane, pods_path, settle, deleted)
+        return _outcome(plane, namespace, pods, deleted)
+    finally:
+        _clean_up(plane, namespace, created)
+
+
+def _settled(plane: ControlPlane, pods_path: str, settle: float, deleted: dict[str, bool]) -> list[dict[str, Any]]:
+    """The pods once every one is decided and nothing changed for ``settle`` seconds; in ``deleted`` those deleted
+    (removed here at once, by uid: a StatefulSet's new pod of the same name is left alone), and whether the
+    scheduler did it (the ``DisruptionTarget`` condition it sets, reason ``PreemptionByScheduler``)."""
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+    last: tuple[tuple[str, str], ...] | None = None
+    since = time.monotonic()
+    while True:
+        pods: list[dict[str, Any]] = plane.get(pods_path)["items"]
+        for pod in pods:
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp"):
+                deleted[meta["name"]] = deleted.get(meta["name"], False) or any(
+                    c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
+                    for c in pod.get("status", {}).get("conditions", []))
+                with contextlib.suppress(Exception):
+                    plane.request("DELETE", f"{pods_path}/{meta['name']}",
+                                  {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
+        pods = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        snapshot = tuple(sorted((p["metadata"]["name"], p["spec"].get("nodeName", "")) for p in pods))
+        if snapshot != last:
+            last, since = snapshot, time.monotonic()
+        elif all(_decided(p) for p in pods) and time.monotonic() - since >= settle:
+            return pods
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"pods in {pods_path} not settled after {TIMEOUT_SECONDS}s: {snapshot}")
+        time.sleep(0.2)
+
+
+def _outcome(
+    plane: ControlPlane, namespace: str, pods: Sequence[Mapping[str, Any]], deleted: Mapping[str, bool]
+) -> Outcome:
+    claims = {c["metadata"]["name"]: c for c in plane.get(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/"
+                                                             "resourceclaims")["items"]}
+    out: Outcome = {}
+    for pod in pods:
+        node = pod["spec"].get("nodeName") or None
+        status = pod.get("status", {})
+        generated = {s["name"]: s.get("resourceClaimName") for s in status.get("resourceClaimStatuses", [])}
+        devices: Devices = {}
+        for claim in pod["spec"].get("resourceClaims", []):
+            allocation = claims.get(claim.get("resourceClaimName") or generated.get(claim["name"]) or "", {}).get(
+                "status", {}).get("allocation")
+            if node is not None and allocation is not None:
+                devices[claim["name"]] = [(r["request"], r["pool"], r["device"])
+                                          for r in allocation["devices"]["results"]]
+        scheduled = [c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"]
+        message = scheduled[0].get("message", "") if scheduled and node is None else ""
+        out[pod["metadata"]["name"]] = Placed(node, devices, message)
+    for name, preempted in deleted.items():
+        if name not in out:
+            out[name] = Placed(PREEMPTED if preempted else DELETED)
+    return out
+
+
+def _clean_up(plane: ControlPlane, namespace: str, created: Sequence[Mapping[str, Any]]) -> None:
+    """Every controller of the namespace first (a Deployment's ReplicaSet too: no garbage collector runs, and what
+    is left would make pods on the next scenario's node of the same name), then the pods, then cluster-scoped
+    objects."""
+    for group, plural in (("apps/v1", "daemonsets"), ("apps/v1", "deployments"), ("apps/v1", "replicasets"),
+                          ("apps/v1", "statefulsets"), ("batch/v1", "jobs")):
+        plane.request("DELETE", f"/apis/{group}/namespaces/{namespace}/{plural}", {"propagationPolicy": "Orphan"})
+    plane.request("DELETE", f"/api/v1/namespaces/{namespace}/pods", {"gracePeriodSeconds": 0})
+    for doc in created:
+        if not {**PATHS, **OWNERS}[doc["kind"]][2]:
+            plane.request("DELETE", _path(doc, doc["metadata"]["name"]))
+
+
+def canonical(outcome: Outcome, controllers: Sequence[str]) -> tuple[Outcome, dict[str, list[str]]]:
+    """Each controller's pods renamed ``<controller>-#<i>`` in the order of their outcomes; also each controller's
+    pods' own names, sorted (pods of no controller keep theirs)."""
+    patterns = {name: re.compile(rf"^{re.escape(name)}-(?:[0-9]+|(?:[0-9]+-|[a-z0-9]+-)?{SUFFIX})$")
+                for name in controllers}
+    out: Outcome = {}
+    owned: dict[str, list[tuple[str, Placed]]] = {}
+    for pod, placed in outcome.items():
+        owner = next((name for name, pattern in patterns.items() if pattern.match(pod)), None)
+        if owner is None:
+            out[pod] = placed
+        else:
+            owned.setdefault(owner, []).append((pod, placed))
+    names: dict[str, list[str]] = {}
+    for owner, pods in owned.items():
+        pods.sort(key=lambda p: (p[1].node or "", sorted(p[1].devices.items()), p[1].message))
+        names[owner] = sorted(pod for pod, _ in pods)
+        for i, (_, placed) in enumerate(pods):
+            out[f"{owner}-#{i}"] = placed
+    return out, names
+
+
+def run_scenario(plane: ControlPlane, scenario: Scenario) -> Comparison:
+    """One real run and kubedra's, compared (``compare``) after ``canonical``; a StatefulSet's pod names too."""
+    tag = secrets.token_hex(3)
+    namespace = f"{scenario.name}-{tag}"
+    docs = prepare(scenario.docs, namespace, f"s{tag}.{DRIVER}")
+    for doc in docs:
+        if doc["kind"] in OWNERS:  # namespaced kinds ``prepare`` does not know
+            doc["metadata"]["namespace"] = namespace
+    controllers = [d["metadata"]["name"] for d in docs if d["kind"] in CONTROLLER_KINDS]
+    stateful = {d["metadata"]["name"] for d in docs if d["kind"] == "StatefulSet"}
+    began = time.monotonic()
+    real, real_names = canonical(run_real(plane, docs, namespace, float(scenario.expect.get("settle", SETTLE_SECONDS))),
+                                 controllers)
+    sim, sim_names = canonical(run_kubedra(docs)[0], controllers)
+    result = compare(scenario, real, sim)
+    result.real_seconds = time.monotonic() - began
+    for name in sorted(stateful):
+        if real_names.get(name) != sim_names.get(name):
+            result.problems.append(f"{name}'s pods: real {real_names.get(name)}, kubedra {sim_names.get(name)}")
+    return result
