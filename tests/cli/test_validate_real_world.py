@@ -96,7 +96,7 @@ def test_a_kubectl_list_validates_item_by_item(capsys: pytest.CaptureFixture[str
         f"note: {f}[0]: ComputeDomain/cd: a custom resource (resource.nvidia.com/v1beta1): passed through unchecked, "
         "its CustomResourceDefinition is not among the inputs",
         "3 objects checked: valid, 1 warning (what the API server accepts but the scheduler cannot use as given: references not among "
-        "the inputs, resources no node publishes; --strict-references makes them "
+        "the inputs, resources no node publishes, fields kubedra does not model yet; --strict-references makes them "
         "findings)",
     ]
 

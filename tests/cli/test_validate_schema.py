@@ -83,7 +83,7 @@ def test_references_must_exist_in_the_pods_namespace(capsys: pytest.CaptureFixtu
     assert out.splitlines() == [
         *(f"warning: {r}" for r in references),
         "2 objects checked: valid, 2 warnings (what the API server accepts but the scheduler cannot use as given: references not among "
-        "the inputs, resources no node publishes; --strict-references makes them "
+        "the inputs, resources no node publishes, fields kubedra does not model yet; --strict-references makes them "
         "findings)",
     ]
     code, out = validate(capsys, tmp_path, deployment + "---\n" + template, "--strict-references")

@@ -124,7 +124,8 @@ def _report(
     text = f"{checked} object{'s' if checked != 1 else ''} checked: " + (findings if count else "valid")
     if warned:
         text += (f", {len(warned)} warning{'s' if len(warned) != 1 else ''} (what the API server accepts but the "
-                 "scheduler cannot use as given: references not among the inputs, resources no node publishes; "
+                 "scheduler cannot use as given: references not among the inputs, resources no node publishes, fields "
+                 "kubedra does not model yet; "
                  "--strict-references makes them findings)")
     if unchecked:
         text += f" ({len(unchecked)} other document{'s' if len(unchecked) != 1 else ''} passed through unchecked)"

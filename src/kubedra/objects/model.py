@@ -530,6 +530,10 @@ class PodSpec(Loose):
     overhead: dict[str, str] = {}
     resources: ResourceRequirements | None = None  # pod-level resources (PodLevelResources, on since 1.34)
     scheduling_gates: list[PodSchedulingGate] = []
+    # Read only to say that kubedra does not model them yet (``sim.unmodelled``): kube-scheduler's PodTopologySpread
+    # and volume plugins read these.
+    topology_spread_constraints: list[dict[str, Any]] = []
+    volumes: list[dict[str, Any]] = []
 
 
 class PodResourceClaimStatus(Loose):

@@ -28,6 +28,7 @@ from kubedra.sim.budgets import PodDisruptionBudget, is_budget, read_budgets
 from kubedra.sim.gates import gate_problems
 from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
 from kubedra.sim.published import unpublished_requests, workload_pods
+from kubedra.sim.unmodelled import unmodelled_fields
 from kubedra.sim.workloads import Workloads, expand_workloads, is_checked_only, is_workload
 
 
@@ -144,6 +145,7 @@ def build_scenario(
         raise InvalidInputError(gated)
     classes = merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass))
     notes.extend(unpublished_requests(nodes, classes, workload_pods(workloads)))
+    notes.extend(unmodelled_fields(workload_pods(workloads)))
     if not nodes and (workloads.arrivals or workloads.jobs):
         notes.append("the input has no Node and no NodePool: every pod stays pending (kube-scheduler: no nodes "
                      "available to schedule pods)")

@@ -33,6 +33,7 @@ from kubedra.objects.validate import SelectorCheck, validate
 from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.references import reference_problems
 from kubedra.sim.scenario import duplicate_nodes, in_input_order
+from kubedra.sim.unmodelled import unmodelled_fields
 from kubedra.sim.workloads import expand_workloads, is_checked_only, is_workload
 
 _WITH_SELECTORS = (DeviceClass, ResourceClaim, ResourceClaimTemplate, DeviceTaintRule)
@@ -110,7 +111,8 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
         classes = merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass))
         nodes = [*loaded.of_kind(Node), *pool_nodes] if not problems else []
         problems.extend(Problem(Location(", ".join(sources)), text, unresolved=True)
-                        for text in unpublished_requests(nodes, classes, workload_pods(expanded)))
+                        for text in [*unpublished_requests(nodes, classes, workload_pods(expanded)),
+                                     *unmodelled_fields(workload_pods(expanded))])
     problems.extend(reference_problems(loaded, features))
     unchecked = [r for r in loaded.raw if not is_nodepool(r.data) and not is_workload(r.data)]
     unchecked = [r for r in unchecked if not is_checked_only(r.data)]
