@@ -71,6 +71,22 @@ def test_releasing_the_holder_and_adding_a_node_are_each_proven() -> None:
     assert _phase(*grown) == "Running"
 
 
+def test_a_resource_the_pool_does_not_publish_is_proven_by_publishing_it() -> None:
+    """A NodePool written without cpu: every pod "Insufficient cpu" (issue 40's example); adding nodes like these
+    cannot help, publishing cpu does, and the simulation with the change applied runs the pod."""
+    docs = [nodepool("a100", count=2, gpus=2, allocatable={"memory": "64Gi"}),
+            pod("waiting", requests={"cpu": "4", "memory": "1Gi"})]
+    suggestions = _suggest(*docs)
+    assert [s.cost.kind for s in suggestions] == ["resources"]
+    (publish,) = suggestions
+    assert publish.change == {"pool": "a100", "label": "kubedra.io/nodepool", "allocatable": {"cpu": "4"}}
+    assert publish.text == "fits if the nodes of pool a100 published cpu (at least 4): for a NodePool, spec.allocatable"
+    assert publish.nodes == ["a100-0", "a100-1"]
+    applied = copy.deepcopy(docs)
+    applied[0]["spec"]["allocatable"].update(publish.change["allocatable"])
+    assert _phase(*applied) == "Running"
+
+
 def test_a_node_taint_tolerated_is_proven() -> None:
     taint = {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
     docs = [nodepool("bad", count=1, gpus=1, taints=[taint]), claim_template("one-gpu"),

@@ -7,6 +7,9 @@ allocations, the allocator) is run for the pod on that copy. A suggestion is off
 
 The kinds of change, and their cost (the ranking: kind first, in this order, then the amount):
 
+0. ``resources``: a node pool publishes a resource the pod asks for and none of its nodes has (a NodePool written
+   without ``allocatable.cpu``, nodes without ``ephemeral-storage``: an omission, usually); cost the resources named
+   (``sim.whatif_resources``).
 1. ``selector``: a numeric comparison in a request's CEL selector (``>=``, ``>``, ``<=``, ``<``, directly or through
    ``compareTo``/``isGreaterThan``/``isLessThan`` on a quantity) relaxed to the nearest value some device offers;
    cost how far the threshold moves, in percent of the original. The workload asks for less than it said it needs.
@@ -56,7 +59,7 @@ from kubedra.scheduler.dra import AllocatorBackend
 from kubedra.scheduler.scheduler import Placement, Scheduler
 from kubedra.scheduler.scoring import Policy
 
-KIND_ORDER = ("selector", "toleration", "release", "nodes")
+KIND_ORDER = ("resources", "selector", "toleration", "release", "nodes")
 POOL_LABELS = ("kubedra.io/nodepool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup",
                "karpenter.sh/nodepool", "kubernetes.azure.com/agentpool")
 EFFECT_RISK = {"NoSchedule": 1, "NoExecute": 2}
@@ -121,15 +124,18 @@ def _copy(
     slices: Iterable[ResourceSlice] = (),
     claims: dict[str, ResourceClaim | None] | None = None,
     ended: frozenset[str] = frozenset(),
+    replaced: dict[str, Node] | None = None,
 ) -> ClusterState:
-    """The end state rebuilt with ``nodes``/``slices`` added, ``claims`` replaced (None: deleted) and the pods
-    ``ended`` unbound; the run's own state is not touched."""
+    """The end state rebuilt with ``nodes``/``slices`` added, ``claims`` replaced (None: deleted), nodes ``replaced``
+    by name and the pods ``ended`` unbound; the run's own state is not touched."""
     state = inputs.state
     changed = claims or {}
     kept = [c for k, c in state.claims.items() if k not in changed]
     kept += [c for c in changed.values() if c is not None]
+    swap = replaced or {}
     copy = ClusterState.build(
-        nodes=[*state.nodes.values(), *nodes], slices=[*state.slices, *slices], classes=state.classes.values(),
+        nodes=[*(swap.get(name, node) for name, node in state.nodes.items()), *nodes], slices=[*state.slices, *slices],
+        classes=state.classes.values(),
         taint_rules=state.taint_rules, claims=kept, templates=state.templates.values(),
         consumable_capacity=inputs.features.consumable_capacity,
     )
@@ -696,5 +702,7 @@ def what_would_fit(inputs: Inputs, key: str, limits: Limits = Limits()) -> list[
     record = inputs.state.pods.get(key)
     if record is None or record.phase != "Pending":
         return []
-    found = [s for kind in KINDS for s in kind(inputs, record, limits)]
+    from kubedra.sim.whatif_resources import published_resources  # it builds on this module's proof
+
+    found = [s for kind in (published_resources, *KINDS) for s in kind(inputs, record, limits)]
     return sorted(found, key=lambda s: s.cost.rank())[: limits.suggestions]
