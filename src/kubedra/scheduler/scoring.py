@@ -36,6 +36,7 @@ from kubedra.objects.model import AllocationResult, Node, Pod, PreferredScheduli
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
+from kubedra.scheduler.interpodaffinity import BoundAffinity
 from kubedra.scheduler.resource_scores import ResourceScores
 from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, OwnerKey, SpreadCounts, owner_key, zone_of
 
@@ -417,6 +418,7 @@ class KubeScorer:
         self._taint_partitions: dict[bytes, list[tuple[int, int]]] = {}
         self._affinity_partitions: dict[bytes, list[tuple[int, int]]] = {}
         self.spread = SpreadCounts(state, self._pos)
+        self.pod_affinity = BoundAffinity(state)
         state.watchers.append(self._touch)
 
     def allocatable(self, name: str) -> tuple[int, int]:
@@ -486,7 +488,7 @@ class KubeScorer:
         resources = [self.resources(self._resource_key(name), wants) for name in names]
         plugins["NodeResourcesFit"] = [fit for fit, _ in resources]
         plugins["PodTopologySpread"] = self._spread(pod, nodes)
-        plugins["InterPodAffinity"] = [0] * len(nodes)
+        plugins["InterPodAffinity"] = self.pod_affinity.scores(pod, nodes)
         plugins["DynamicResources"] = self._dynamic_resources(claims, candidates)
         plugins["NodeResourcesBalancedAllocation"] = [balanced for _, balanced in resources]
         plugins["ImageLocality"] = [0] * len(nodes)
