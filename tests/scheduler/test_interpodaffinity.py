@@ -314,3 +314,23 @@ def test_explain_names_the_plugins_reason_per_node() -> None:
     assert [(g["reason"], len(g["nodes"])) for g in data["groups"]] == [(ANTI_AFFINITY_REASON, 2)]
     running = explain_pod(result.state, result.allocator, "ml/web-0").as_dict()  # its own pod left out
     assert running["phase"] == "Running"
+
+
+def test_pods_without_terms_keep_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No pod with terms anywhere: every attempt goes through the node sets, never the node-by-node walk; a bound pod
+    with terms sends later pods to the walk (its anti-affinity may refuse them)."""
+    walked: list[str] = []
+    original = Scheduler._walk
+
+    def spy(self: Scheduler, attempt: Any) -> Any:
+        walked.append(attempt.record.pod.metadata.name)
+        return original(self, attempt)
+
+    monkeypatch.setattr(Scheduler, "_walk", spy)
+    plain = [_pod_doc(f"plain-{i}", {"app": "plain"}) for i in range(3)]
+    simulate(build_scenario(load_text(_docs(*plain))), Options(policy=Policy.KUBE_SCHEDULER))
+    assert walked == []
+    anti = {"podAntiAffinity": _required(_term({"app": "web"}))}
+    picky = _pod_doc("picky", {"app": "picky"}, affinity=anti)
+    simulate(build_scenario(load_text(_docs(picky, *plain))), Options(policy=Policy.KUBE_SCHEDULER))
+    assert walked == ["picky", "plain-0", "plain-1", "plain-2"]
