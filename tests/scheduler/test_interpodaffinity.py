@@ -18,7 +18,6 @@ from kubedra.scheduler.interpodaffinity import (
     AFFINITY_REASON,
     ANTI_AFFINITY_REASON,
     EXISTING_ANTI_AFFINITY_REASON,
-    BoundAffinity,
     make_term,
     normalize,
     prefilter,
@@ -27,6 +26,7 @@ from kubedra.scheduler.interpodaffinity import (
     terms_of,
     topology_scores,
 )
+from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodefit import node_fit_reason
 from kubedra.scheduler.preemption import resolvable
 from kubedra.scheduler.scheduler import Placement, Scheduler
@@ -316,9 +316,10 @@ def test_explain_names_the_plugins_reason_per_node() -> None:
     assert running["phase"] == "Running"
 
 
-def test_pods_without_terms_keep_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No pod with terms anywhere: every attempt goes through the node sets, never the node-by-node walk; a bound pod
-    with terms sends later pods to the walk (its anti-affinity may refuse them)."""
+def test_the_fast_path_filters_by_bitset_and_the_walk_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pods whose InterPodAffinity scores every node alike (no preferred term of theirs, no bound pod with a required
+    affinity or preferred term) stay on the node-set fast path, the plugin's Filter a bitset; once the plugin scores,
+    the node-by-node walk (which scores it) is taken."""
     walked: list[str] = []
     original = Scheduler._walk
 
@@ -331,6 +332,64 @@ def test_pods_without_terms_keep_the_fast_path(monkeypatch: pytest.MonkeyPatch) 
     simulate(build_scenario(load_text(_docs(*plain))), Options(policy=Policy.KUBE_SCHEDULER))
     assert walked == []
     anti = {"podAntiAffinity": _required(_term({"app": "web"}))}
-    picky = _pod_doc("picky", {"app": "picky"}, affinity=anti)
-    simulate(build_scenario(load_text(_docs(picky, *plain))), Options(policy=Policy.KUBE_SCHEDULER))
-    assert walked == ["picky", "plain-0", "plain-1", "plain-2"]
+    webs = [_pod_doc(f"web-{i}", {"app": "web"}, affinity=anti) for i in range(3)]
+    result = simulate(build_scenario(load_text(_docs(*webs, *plain))), Options(policy=Policy.KUBE_SCHEDULER))
+    nodes = {r.pod.metadata.name: r.pod.spec.node_name for r in result.state.pods.values()}
+    assert sorted([nodes["web-0"], nodes["web-1"]]) == ["n0", "n1"] and not nodes["web-2"]
+    assert result.state.pods["ml/web-2"].pending_reason.startswith(
+        "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.")
+    assert walked == []  # required anti-affinity only: filtered on the fast path, refused there too
+    fan = _pod_doc("fan", {"app": "fan"}, affinity={"podAffinity": _preferred((10, _term({"app": "web"})))})
+    simulate(build_scenario(load_text(_docs(fan, *plain))), Options(policy=Policy.KUBE_SCHEDULER))
+    assert walked == ["fan", "plain-0", "plain-1", "plain-2"]  # a bound preferred term may score anyone
+    walked.clear()
+    sticky = _pod_doc("sticky", {"app": "plain"}, affinity={"podAffinity": _required(_term({"app": "plain"}))})
+    simulate(build_scenario(load_text(_docs(sticky, *plain))), Options(policy=Policy.KUBE_SCHEDULER))
+    assert walked == ["plain-0", "plain-1", "plain-2"]  # sticky filtered as a bitset; its required affinity then
+    # scores the others (the hard-affinity weight)
+
+
+def test_bitset_filter_agrees_with_the_node_by_node_filter() -> None:
+    """``feasible_mask`` against ``AffinityFilter.reason`` on random clusters, terms and bound pods."""
+    rng = random.Random(7)
+    apps = ["a", "b", "c"]
+    for _ in range(150):
+        nodes = [_node(f"n{i}", rng.choice(["x", "y", None])) for i in range(rng.randint(1, 7))]
+        state = _state(nodes)
+        index = BoundAffinity(state)
+        for j in range(rng.randint(0, 8)):
+            terms = {}
+            if rng.random() < 0.4:
+                terms["podAntiAffinity"] = _required(_term({"app": rng.choice(apps)}, rng.choice([H, Z])))
+            pod = _pod(f"e{j}", {"app": rng.choice(apps)}, **terms)
+            state.bind(_record(pod), rng.choice(nodes).metadata.name)
+        incoming: dict[str, Any] = {}
+        if rng.random() < 0.6:
+            incoming["podAffinity"] = _required(*(_term({"app": rng.choice(apps)}, rng.choice([H, Z]))
+                                                  for _ in range(rng.randint(1, 2))))
+        if rng.random() < 0.6:
+            incoming["podAntiAffinity"] = _required(_term({"app": rng.choice(apps)}, rng.choice([H, Z])))
+        pod = _pod("in", {"app": rng.choice(apps)}, **incoming)
+        names = [n.metadata.name for n in nodes]
+        found = index.prefilter(pod)
+        fresh = prefilter(pod, index.existing())
+        assert (found is None) == (fresh is None)
+        if found is None or fresh is None:
+            continue
+        assert found.affinity_counts == fresh.affinity_counts and found.anti_counts == fresh.anti_counts
+        mask = index.feasible_mask(found, names)
+        assert [bool(mask >> i & 1) for i in range(len(nodes))] == [fresh.reason(n) is None for n in nodes]
+
+
+def test_kept_counts_follow_binds_and_unbinds() -> None:
+    nodes = [_node("n0", "x"), _node("n1", "y")]
+    state = _state(nodes)
+    index = BoundAffinity(state)
+    web = _pod("web", {"app": "web"}, podAntiAffinity=_required(_term({"app": "web"}, Z)))
+    assert index.prefilter(web) is not None  # its own terms: counted (nothing yet)
+    other = _record(_pod("other", {"app": "web"}))
+    state.bind(other, "n0")
+    found = index.prefilter(web)
+    assert found is not None and found.anti_counts == {(Z, "x"): 1}
+    state.unbind(other, "n0")
+    assert found.anti_counts == {}

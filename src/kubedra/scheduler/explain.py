@@ -59,7 +59,8 @@ from kubedra.scheduler.extended import (
     extended_requests,
     node_batch,
 )
-from kubedra.scheduler.interpodaffinity import AffinityFilter, BoundAffinity
+from kubedra.scheduler.interpodaffinity import AffinityFilter
+from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodefit import NOT_PINNED, claim_rejecting, node_fit_reason, pinned_nodes, reasons_of
 from kubedra.scheduler.prefilter import prefilter_claims
 
@@ -340,7 +341,7 @@ class _Explainer:
         classes = list(state.classes.values()) if allocator.features.extended_resource else []
         self.mapping = ExtendedResourceMap(classes)
         self.owners = owners_of(list(state.allocated_claims()))
-        self.pod_affinity = BoundAffinity(state)
+        self.pod_affinity = BoundAffinity(state, watch=False)  # explaining changes nothing
 
     def check_node(self, attempt: _Attempt, node: Node) -> tuple[str, list[Issue]]:
         """The first failing check on one node and its explanation, or (``fits``, [])."""

@@ -32,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import LabelSelector, LabelSelectorRequirement, Node, Pod, PodAffinity, PodAffinityTerm
 
 AFFINITY_REASON = "node(s) didn't match pod affinity rules"  # UnschedulableAndUnresolvable
@@ -211,33 +210,56 @@ class AffinityFilter:
         return None
 
 
-def _count(counts: dict[TopologyPair, int], node: Node, key: str) -> None:
+def _count(counts: dict[TopologyPair, int], node: Node, key: str, sign: int) -> None:
     value = node.metadata.labels.get(key)
     if value is not None:
         pair = (key, value)
-        counts[pair] = counts.get(pair, 0) + 1
+        count = counts.get(pair, 0) + sign
+        if count:
+            counts[pair] = count
+        else:
+            del counts[pair]  # an empty map means no match anywhere (the first-pod rule reads it)
+
+
+def add_pod(state: AffinityFilter, incoming: Pod, other: Pod, node: Node, sign: int = 1) -> None:
+    """PreFilter's counts for one existing pod on ``node`` (``sign`` -1: it left, as ``RemovePod`` updates them)."""
+    terms = state.terms
+    for term in terms_of(other).anti_affinity:
+        if term.matches(incoming):
+            _count(state.existing_anti_counts, node, term.topology_key, sign)
+    if terms.affinity and _matches_all(terms.affinity, other):
+        for term in terms.affinity:
+            _count(state.affinity_counts, node, term.topology_key, sign)
+    for term in terms.anti_affinity:
+        if term.matches(other):
+            _count(state.anti_counts, node, term.topology_key, sign)
+
+
+def counts_for(pod: Pod, existing: ExistingPods) -> AffinityFilter:
+    """PreFilter's counts over the existing pods (whether or not the plugin then skips)."""
+    terms = terms_of(pod)
+    state = AffinityFilter(terms, {}, {}, {}, _matches_all(terms.affinity, pod))
+    for node, pods in existing:
+        for other in pods:
+            add_pod(state, pod, other, node)
+    return state
+
+
+def skips(state: AffinityFilter) -> bool:
+    """PreFilter's Skip: no term of the pod and no existing pod's anti-affinity toward it."""
+    return not state.existing_anti_counts and not state.terms.affinity and not state.terms.anti_affinity
 
 
 def prefilter(pod: Pod, existing: ExistingPods) -> AffinityFilter | None:
     """PreFilter over the existing pods; None where it skips (no term of the pod, none toward it)."""
+    state = counts_for(pod, existing)
+    return None if skips(state) else state
+
+
+def scoring_terms(pod: Pod) -> bool:
+    """Whether the pod's terms can score other pods' nodes (required affinity: the hard weight; preferred ones)."""
     terms = terms_of(pod)
-    affinity_counts: dict[TopologyPair, int] = {}
-    anti_counts: dict[TopologyPair, int] = {}
-    existing_anti: dict[TopologyPair, int] = {}
-    for node, pods in existing:
-        for other in pods:
-            for term in terms_of(other).anti_affinity:
-                if term.matches(pod):
-                    _count(existing_anti, node, term.topology_key)
-            if terms.affinity and _matches_all(terms.affinity, other):
-                for term in terms.affinity:
-                    _count(affinity_counts, node, term.topology_key)
-            for term in terms.anti_affinity:
-                if term.matches(other):
-                    _count(anti_counts, node, term.topology_key)
-    if not existing_anti and not terms.affinity and not terms.anti_affinity:
-        return None
-    return AffinityFilter(terms, affinity_counts, anti_counts, existing_anti, _matches_all(terms.affinity, pod))
+    return bool(terms.affinity or terms.preferred or terms.preferred_anti)
 
 
 # ---------------------------------------------------------------------------------------------- Score
@@ -305,40 +327,3 @@ def scores_for(pod: Pod, existing: ExistingPods, nodes: Sequence[Node]) -> list[
     if not scores:
         return [0] * len(nodes)
     return normalize([node_score(scores, node) for node in nodes])
-
-
-# ---------------------------------------------------------------------------------------------- the cluster's side
-
-
-class BoundAffinity:
-    """How many bound pods carry ``podAffinity``/``podAntiAffinity``, kept as pods bind and leave: while none does,
-    a pod without terms of its own is neither filtered nor scored by this plugin (PreFilter and PreScore skip), and
-    the scheduler keeps its fast path."""
-
-    def __init__(self, state: ClusterState) -> None:
-        self.state = state
-        self.count = sum(has_pod_affinity(r.pod) for pods in state.bound.values() for r in pods.values())
-        state.pod_watchers.append(self._moved)
-
-    def _moved(self, record: PodRecord, _node: str, sign: int) -> None:
-        if has_pod_affinity(record.pod):
-            self.count += sign
-
-    def active(self, pod: Pod) -> bool:
-        """Whether InterPodAffinity may filter or score ``pod`` in the cluster as it is."""
-        return self.count > 0 or has_pod_affinity(pod)
-
-    def existing(self, skip: str = "") -> list[tuple[Node, list[Pod]]]:
-        """The bound pods by node (leaving out the pod keyed ``skip``: a running pod explained)."""
-        nodes = self.state.nodes
-        return [
-            (nodes[name], [r.pod for r in records.values() if r.key != skip])
-            for name, records in self.state.bound.items()
-            if records and name in nodes
-        ]
-
-    def prefilter(self, pod: Pod, skip: str = "") -> AffinityFilter | None:
-        return prefilter(pod, self.existing(skip)) if self.active(pod) else None
-
-    def scores(self, pod: Pod, nodes: Sequence[Node]) -> list[int]:
-        return scores_for(pod, self.existing(), nodes) if self.active(pod) else [0] * len(nodes)

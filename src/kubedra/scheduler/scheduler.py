@@ -39,7 +39,8 @@ from kubedra.scheduler.extended import (
     request_mappings,
 )
 from kubedra.scheduler.fgd import TraceScorer
-from kubedra.scheduler.interpodaffinity import AffinityFilter, BoundAffinity
+from kubedra.scheduler.interpodaffinity import AffinityFilter
+from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodefit import (
     NOT_PINNED,
     claim_rejecting,
@@ -244,9 +245,10 @@ class Scheduler:
         ranked = self.kube is not None and any(
             r.exactly is None for c in attempt.to_allocate for r in c.spec.devices.requests
         )
-        # Rare: host ports, pins, inter-pod affinity (the pod's terms, or bound pods with terms toward others).
-        walked = (attempt.record.host_ports or pinned_nodes(attempt.record.pod) is not None
-                  or self.pod_affinity.active(attempt.record.pod))
+        # Rare: host ports, pins, inter-pod affinity that scores (the fast path filters it as a bitset).
+        pod = attempt.record.pod
+        walked = (attempt.record.host_ports or pinned_nodes(pod) is not None
+                  or (self.pod_affinity.active(pod) and not self.pod_affinity.neutral(pod)))
         if self.sets is not None and not ranked and not walked:
             fast = self._schedule_fast(attempt, self.sets)
             if fast is not None:
@@ -420,6 +422,8 @@ class Scheduler:
             node = state.nodes[name]
             if not passing >> i & 1:  # Filter's order: the node-level checks, then NodeResourcesFit
                 reason = static_reasons.get(i) or fit_reasons.get(i)
+            elif attempt.inter_pod is not None and (refused := attempt.inter_pod.reason(node)) is not None:
+                reason = refused  # InterPodAffinity, before DynamicResources
             elif claim_rejecting(attempt.claims, node) is not None:
                 reason = CLAIM_NOT_ON_NODE
             elif not free >> i & 1:
@@ -470,6 +474,8 @@ class Scheduler:
                 return None  # device plugins serve some of it on some nodes: per-node batches
             served = dra_served_resources(attempt.extended, self.state.nodes[sets.names[0]], self.extended_map)
         mask = sets.static_mask(record.pod) & sets.fit_mask(record.requests, served, record.requests_key)
+        if attempt.inter_pod is not None:
+            mask &= self.pod_affinity.feasible_mask(attempt.inter_pod, sets.names)
         for claim in attempt.claims:
             allocation = claim.status.allocation
             if allocation is not None and allocation.node_selector is not None:

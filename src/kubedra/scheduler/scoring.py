@@ -37,7 +37,7 @@ from kubedra.objects.model import AllocationResult, Node, Pod, PreferredScheduli
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
-from kubedra.scheduler.interpodaffinity import BoundAffinity
+from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.resource_scores import ResourceScores
 from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, OwnerKey, SpreadCounts, owner_key, zone_of
 
