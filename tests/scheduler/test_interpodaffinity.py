@@ -18,11 +18,13 @@ from kubedra.scheduler.interpodaffinity import (
     AFFINITY_REASON,
     ANTI_AFFINITY_REASON,
     EXISTING_ANTI_AFFINITY_REASON,
+    counts_for,
     make_term,
     normalize,
     prefilter,
     scores_for,
     selector_matches,
+    skips,
     terms_of,
     topology_scores,
 )
@@ -376,9 +378,23 @@ def test_bitset_filter_agrees_with_the_node_by_node_filter() -> None:
         assert (found is None) == (fresh is None)
         if found is None or fresh is None:
             continue
-        assert found.affinity_counts == fresh.affinity_counts and found.anti_counts == fresh.anti_counts
-        mask = index.feasible_mask(found, names)
-        assert [bool(mask >> i & 1) for i in range(len(nodes))] == [fresh.reason(n) is None for n in nodes]
+        bound = [r for pods in state.bound.values() for r in pods.values()]
+        for step in range(4):  # the kept counts and refused nodes follow later binds and unbinds
+            assert found.affinity_counts == fresh.affinity_counts and found.anti_counts == fresh.anti_counts
+            assert found.existing_anti_counts == fresh.existing_anti_counts
+            mask = index.feasible_mask(found, names)
+            assert [bool(mask >> i & 1) for i in range(len(nodes))] == [fresh.reason(n) is None for n in nodes]
+            if step % 2 == 0 or not bound:
+                terms = {"podAntiAffinity": _required(_term({"app": rng.choice(apps)}, rng.choice([H, Z])))}
+                record = _record(_pod(f"later{step}", {"app": rng.choice(apps)}, **terms))
+                state.bind(record, rng.choice(names))
+                bound.append(record)
+            else:
+                gone = bound.pop(rng.randrange(len(bound)))
+                state.unbind(gone, next(n for n, pods in state.bound.items() if gone.key in pods))
+            again = index.prefilter(pod)
+            fresh = counts_for(pod, index.existing())
+            assert again is found or (again is None and skips(found))
 
 
 def test_kept_counts_follow_binds_and_unbinds() -> None:

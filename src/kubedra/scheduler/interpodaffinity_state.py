@@ -10,7 +10,7 @@ bitset over the scheduler's node list (``feasible_mask``), so such pods keep the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
@@ -45,6 +45,9 @@ class BoundAffinity:
             for record in pods.values():
                 self._counted(record.pod, 1)
         self._tracked: dict[bytes, tuple[Pod, AffinityFilter]] = {}  # shape -> a pod of it, its counts
+        # Per kept counts (by id: they live in ``_tracked``), the nodes their anti-affinity refuses, grown as pods
+        # bind, dropped (recomputed when next asked) as one leaves.
+        self._refused: dict[int, int] = {}
         self._label_masks: dict[tuple[str, str], int] | None = None
         self._key_masks: dict[str, int] = {}
         if watch:
@@ -62,6 +65,14 @@ class BoundAffinity:
             where = self.state.nodes[node]
             for pod, counts in self._tracked.values():
                 add_pod(counts, pod, record.pod, where, sign)
+                refused = self._refused.get(id(counts))
+                if refused is None:
+                    continue
+                if sign < 0 or self._label_masks is None:
+                    del self._refused[id(counts)]
+                else:  # only the pairs of the pod's node can have come to count
+                    self._refused[id(counts)] = refused | _refusing(counts, where.metadata.labels.items(),
+                                                                    self._label_masks)
 
     def active(self, pod: Pod) -> bool:
         """Whether InterPodAffinity may filter or score ``pod`` in the cluster as it is."""
@@ -99,6 +110,7 @@ class BoundAffinity:
         if tracked is None:
             if len(self._tracked) >= MAX_TRACKED:
                 self._tracked.clear()
+                self._refused.clear()
             tracked = self._tracked[key] = (pod, counts_for(pod, self.existing()))
         return None if skips(tracked[1]) else tracked[1]
 
@@ -114,15 +126,11 @@ class BoundAffinity:
         ``AffinityFilter.reason`` decides node by node, from the counts' topology pairs."""
         pairs, keys = self._masks(names)
         every = (1 << len(names)) - 1
-        refused = 0
-        if state.anti_counts:
-            anti_keys = {t.topology_key for t in state.terms.anti_affinity}
-            for pair, count in state.anti_counts.items():
-                if count > 0 and pair[0] in anti_keys:
-                    refused |= pairs.get(pair, 0)
-        for pair, count in state.existing_anti_counts.items():
-            if count > 0:
-                refused |= pairs.get(pair, 0)
+        refused = self._refused.get(id(state))
+        if refused is None:
+            refused = _refusing(state, [*state.anti_counts, *state.existing_anti_counts], pairs)
+            if any(counts is state for _, counts in self._tracked.values()):
+                self._refused[id(state)] = refused
         return _affinity_mask(state, pairs, keys, every) & ~refused & every
 
     def _masks(self, names: Sequence[str]) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
@@ -158,3 +166,17 @@ def _affinity_mask(state: AffinityFilter, pairs: dict[tuple[str, str], int], key
                 domains |= pairs.get((key, value), 0)
         ok &= domains
     return ok
+
+
+def _refusing(state: AffinityFilter, candidates: Iterable[tuple[str, str]], pairs: dict[tuple[str, str], int]) -> int:
+    """The nodes refused through ``candidates`` (topology pairs): the pod's anti-affinity where a term's domain holds
+    a match (``satisfyPodAntiAffinity``), the existing pods' where the pair holds one
+    (``satisfyExistingPodsAntiAffinity``)."""
+    anti_keys = {t.topology_key for t in state.terms.anti_affinity} if state.anti_counts else set()
+    refused = 0
+    for pair in candidates:
+        if state.existing_anti_counts.get(pair, 0) > 0 or (
+            pair[0] in anti_keys and state.anti_counts.get(pair, 0) > 0
+        ):
+            refused |= pairs.get(pair, 0)
+    return refused
