@@ -19,6 +19,7 @@ from kubedra.scheduler.interpodaffinity import (
     ANTI_AFFINITY_REASON,
     EXISTING_ANTI_AFFINITY_REASON,
     counts_for,
+    describe,
     make_term,
     normalize,
     prefilter,
@@ -313,7 +314,8 @@ def test_explain_names_the_plugins_reason_per_node() -> None:
     result = simulate(build_scenario(load_text(text)), Options(policy=Policy.KUBE_SCHEDULER))
     data = explain_pod(result.state, result.allocator, "ml/web-2").as_dict()
     assert data["phase"] == "Pending"
-    assert [(g["reason"], len(g["nodes"])) for g in data["groups"]] == [(ANTI_AFFINITY_REASON, 2)]
+    assert [(g["reason"], len(g["nodes"])) for g in data["groups"]] == [
+        (f"{ANTI_AFFINITY_REASON}: a pod matching app=web runs in the node's kubernetes.io/hostname domain", 2)]
     running = explain_pod(result.state, result.allocator, "ml/web-0").as_dict()  # its own pod left out
     assert running["phase"] == "Running"
 
@@ -409,3 +411,20 @@ def test_kept_counts_follow_binds_and_unbinds() -> None:
     assert found is not None and found.anti_counts == {(Z, "x"): 1}
     state.unbind(other, "n0")
     assert found.anti_counts == {}
+
+
+def test_describe_names_the_term_and_the_domain_key() -> None:
+    a0, b0, bare = _node("a0", "a"), _node("b0", "b"), _node("bare")
+    worker = _pod("w", {"app": "worker"}, podAffinity=_required(_term({"app": "cache"}, Z)))
+    state = prefilter(worker, _existing((a0, [_pod("cache", {"app": "cache"})])))
+    assert state is not None
+    assert describe(state, bare, AFFINITY_REASON) == f"{AFFINITY_REASON}: the node has no {Z} label"
+    assert describe(state, b0, AFFINITY_REASON) == f"{AFFINITY_REASON}: no pod matching the terms in the node's {Z} domain"
+    nowhere = prefilter(worker, _existing())
+    assert nowhere is not None
+    assert describe(nowhere, a0, AFFINITY_REASON) == f"{AFFINITY_REASON}: no pod matches app=cache"
+    quiet = _pod("quiet", podAntiAffinity=_required(_term({"app": "noisy"}, Z)))
+    toward = prefilter(_pod("noisy", {"app": "noisy"}), _existing((a0, [quiet])))
+    assert toward is not None
+    assert describe(toward, a0, EXISTING_ANTI_AFFINITY_REASON) == (
+        f"{EXISTING_ANTI_AFFINITY_REASON}: a pod in the node's {Z} domain refuses this pod (its required anti-affinity)")

@@ -59,7 +59,7 @@ from kubedra.scheduler.extended import (
     extended_requests,
     node_batch,
 )
-from kubedra.scheduler.interpodaffinity import AffinityFilter
+from kubedra.scheduler.interpodaffinity import INTER_POD_REASONS, AffinityFilter, describe
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodefit import NOT_PINNED, claim_rejecting, node_fit_reason, pinned_nodes, reasons_of
 from kubedra.scheduler.prefilter import prefilter_claims
@@ -359,6 +359,8 @@ class _Explainer:
         reason = node_fit_reason(record.pod, record.requests, node, usage, served, ports=record.host_ports,
                                  inter_pod=attempt.inter_pod)
         if reason:
+            if attempt.inter_pod is not None and reason in INTER_POD_REASONS:
+                return "node", [Issue("", "", describe(attempt.inter_pod, node, reason))]
             return "node", [Issue("", "", _node_detail(reason, record, node))]
         rejecting = claim_rejecting(attempt.claims, node)
         if rejecting is not None:

@@ -37,6 +37,7 @@ from kubedra.objects.model import LabelSelector, LabelSelectorRequirement, Node,
 AFFINITY_REASON = "node(s) didn't match pod affinity rules"  # UnschedulableAndUnresolvable
 ANTI_AFFINITY_REASON = "node(s) didn't match pod anti-affinity rules"  # Unschedulable
 EXISTING_ANTI_AFFINITY_REASON = "node(s) didn't satisfy existing pods anti-affinity rules"  # Unschedulable
+INTER_POD_REASONS = frozenset({AFFINITY_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON})
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 HARD_POD_AFFINITY_WEIGHT = 1  # InterPodAffinityArgs.hardPodAffinityWeight's default
 MAX_NODE_SCORE = 100
@@ -327,3 +328,39 @@ def scores_for(pod: Pod, existing: ExistingPods, nodes: Sequence[Node]) -> list[
     if not scores:
         return [0] * len(nodes)
     return normalize([node_score(scores, node) for node in nodes])
+
+
+def _selector_text(term: Term) -> str:
+    selector = term.selector
+    if selector is None:
+        return "no labelSelector"
+    parts = [f"{k}={v}" for k, v in selector.match_labels.items()]
+    parts += [f"{r.key} {r.operator} ({','.join(r.values)})" if r.values else f"{r.key} {r.operator}"
+              for r in selector.match_expressions]
+    return ", ".join(parts) or "every pod"
+
+
+def describe(state: AffinityFilter, node: Node, reason: str) -> str:
+    """``reason`` on ``node`` with what decided it (for ``explain``): the term and the topology key, never the node's
+    own value (nodes refused alike are told alike, so they group)."""
+    labels = node.metadata.labels
+    if reason == AFFINITY_REASON:
+        for term in state.terms.affinity:
+            if term.topology_key not in labels:
+                return f"{reason}: the node has no {term.topology_key} label"
+        if not state.affinity_counts and not state.matches_own_terms:
+            return f"{reason}: no pod matches {'; '.join(_selector_text(t) for t in state.terms.affinity)}"
+        missing = [t.topology_key for t in state.terms.affinity
+                   if state.affinity_counts.get((t.topology_key, labels[t.topology_key]), 0) <= 0]
+        return f"{reason}: no pod matching the terms in the node's {', '.join(missing)} domain"
+    if reason == ANTI_AFFINITY_REASON:
+        for term in state.terms.anti_affinity:
+            value = labels.get(term.topology_key)
+            if value is not None and state.anti_counts.get((term.topology_key, value), 0) > 0:
+                return f"{reason}: a pod matching {_selector_text(term)} runs in the node's {term.topology_key} domain"
+    if reason == EXISTING_ANTI_AFFINITY_REASON:
+        keys = sorted({k for k, v in labels.items() if state.existing_anti_counts.get((k, v), 0) > 0})
+        if keys:
+            return (f"{reason}: a pod in the node's {', '.join(keys)} domain refuses this pod "
+                    "(its required anti-affinity)")
+    return reason
