@@ -489,8 +489,45 @@ class NodeAffinity(Loose):
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
 
 
+class LabelSelectorRequirement(Loose):
+    key: str = ""
+    operator: str = ""
+    values: list[str] = []
+
+
+class LabelSelector(Loose):
+    """``metav1.LabelSelector``: every ``matchLabels`` pair and ``matchExpressions`` requirement must hold; an empty
+    selector selects everything, an absent one (None where it is used) nothing."""
+
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class PodAffinityTerm(Loose):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = []
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = []
+    mismatch_label_keys: list[str] = []
+
+
+class WeightedPodAffinityTerm(Loose):
+    weight: Int32 = 0
+    pod_affinity_term: PodAffinityTerm = msgspec.field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(Loose):
+    """``podAffinity`` and ``podAntiAffinity`` alike."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
 class Affinity(Loose):
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
 
 
 class PodSchedulingGate(Loose):

@@ -59,6 +59,8 @@ from kubedra.scheduler.extended import (
     extended_requests,
     node_batch,
 )
+from kubedra.scheduler.interpodaffinity import INTER_POD_REASONS, AffinityFilter, describe
+from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodefit import NOT_PINNED, claim_rejecting, node_fit_reason, pinned_nodes, reasons_of
 from kubedra.scheduler.prefilter import prefilter_claims
 
@@ -256,6 +258,7 @@ class _Attempt:
     extended: list[ExtendedRequest]
     mapping: ExtendedResourceMap
     usage_without_pod: str = ""  # node whose usage excludes the pod (a running pod's own node)
+    inter_pod: AffinityFilter | None = None  # InterPodAffinity's PreFilter state, the pod itself left out
 
 
 def _device_check(
@@ -338,6 +341,7 @@ class _Explainer:
         classes = list(state.classes.values()) if allocator.features.extended_resource else []
         self.mapping = ExtendedResourceMap(classes)
         self.owners = owners_of(list(state.allocated_claims()))
+        self.pod_affinity = BoundAffinity(state, watch=False)  # explaining changes nothing
 
     def check_node(self, attempt: _Attempt, node: Node) -> tuple[str, list[Issue]]:
         """The first failing check on one node and its explanation, or (``fits``, [])."""
@@ -352,8 +356,11 @@ class _Explainer:
         if pinned is not None and name not in pinned:  # left out by NodeAffinity's PreFilter, as a DaemonSet pins
             shown = ", ".join(sorted(pinned))
             return "node", [Issue("", "", f"{NOT_PINNED}: the pod is pinned to {shown} (matchFields metadata.name)")]
-        reason = node_fit_reason(record.pod, record.requests, node, usage, served, ports=record.host_ports)
+        reason = node_fit_reason(record.pod, record.requests, node, usage, served, ports=record.host_ports,
+                                 inter_pod=attempt.inter_pod)
         if reason:
+            if attempt.inter_pod is not None and reason in INTER_POD_REASONS:
+                return "node", [Issue("", "", describe(attempt.inter_pod, node, reason))]
             return "node", [Issue("", "", _node_detail(reason, record, node))]
         rejecting = claim_rejecting(attempt.claims, node)
         if rejecting is not None:
@@ -377,7 +384,7 @@ class _Explainer:
     def attempt(self, record: PodRecord, claims: list[ResourceClaim], own_node: str = "") -> _Attempt:
         extended = extended_requests(record.pod) if self.mapping else []
         return _Attempt(record, claims, [c for c in claims if c.status.allocation is None], extended, self.mapping,
-                        own_node)
+                        own_node, self.pod_affinity.prefilter(record.pod, skip=record.key))
 
 
 def _allocated_on(allocation: AllocationResult) -> str:

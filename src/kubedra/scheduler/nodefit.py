@@ -14,6 +14,7 @@ from kubedra.cluster.usage import ZERO, HostPort, NodeUsage, ports_conflict
 from kubedra.objects.model import Node, Pod, ResourceClaim, Taint
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import node_selector_matches, toleration_tolerates
+from kubedra.scheduler.interpodaffinity import AffinityFilter
 
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 # Resources every pod has and that are not extended resources.
@@ -161,9 +162,11 @@ def node_fit_reason(
     dra_extended: frozenset[str] = frozenset(),
     *,
     ports: tuple[HostPort, ...] = (),
+    inter_pod: AffinityFilter | None = None,
 ) -> str | None:
     """All node-level checks in kube-scheduler's filter order; the first failure is the reason. ``ports``: the
-    pod's host ports (``host_ports``), for NodePorts."""
+    pod's host ports (``host_ports``), for NodePorts; ``inter_pod``: InterPodAffinity's PreFilter state (None where
+    it skips), after NodeResourcesFit."""
     if pod.spec.node_name and pod.spec.node_name != node.metadata.name:
         return NODE_NAME_MISMATCH
     return (
@@ -171,6 +174,7 @@ def node_fit_reason(
         or taint_reason(pod, node)
         or (PORTS_REASON if ports and ports_conflict(ports, usage.ports) else None)
         or resources_reason(requests, node, usage, dra_extended)
+        or (inter_pod.reason(node) if inter_pod is not None else None)
     )
 
 

@@ -21,10 +21,11 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import ZERO, NodeUsage
 from kubedra.objects.model import Node
 from kubedra.objects.quantity import Quantity
+from kubedra.scheduler.interpodaffinity import ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON, has_pod_affinity
 from kubedra.scheduler.nodefit import PORTS_REASON, is_extended_resource, reasons_of, resources_reason
 from kubedra.scheduler.victims import UnitsOf, Victim, flatten, importance, pod_units
 
-RESOLVABLE = ("Insufficient ", "Too many pods", PORTS_REASON)
+RESOLVABLE = ("Insufficient ", "Too many pods", PORTS_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON)
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
@@ -186,6 +187,9 @@ def preempt(
     if not_helpful:
         statuses[NOT_HELPFUL] = not_helpful
     found: list[tuple[str, list[PodRecord], int]] = []
+    # InterPodAffinity may refuse the node too: then only the whole Filter tells the victims (once per attempt).
+    by_filter = bool(candidates) and (has_pod_affinity(record.pod) or any(
+        has_pod_affinity(r.pod) for pods in state.bound.values() for r in pods.values()))
     for node in sorted(candidates):
         lower = [
             unit for unit in units(r for r in state.bound.get(node, {}).values() if r.key not in going)
@@ -196,7 +200,8 @@ def preempt(
             continue
         ordered = sorted(lower, key=importance)
         violating, fine = split_by_budgets(ordered, budgets) if budgets else ([], ordered)
-        victims, failure, violations = _victims_on(state, record, node, (violating, fine), fits_on)
+        victims, failure, violations = _victims_on(state, record, node, (violating, fine), fits_on,
+                                                    by_filter=by_filter)
         if victims:
             found.append((node, flatten(victims), violations))
         else:
@@ -234,6 +239,8 @@ def _victims_on(
     node: str,
     parts: tuple[Sequence[tuple[Victim, int]], Sequence[Victim]],
     fits_on: FitsOn,
+    *,
+    by_filter: bool = False,
 ) -> tuple[list[Victim], str, int]:
     """``SelectVictimsOnNode`` over the lower-priority units, most important first within each part: ([], Filter's
     reason, 0) when the pod does not fit even with all of them gone; else the victims and how many of their pods
@@ -242,7 +249,9 @@ def _victims_on(
     violating, fine = parts
     lower = [*(unit for unit, _ in violating), *fine]
     counts = [count for _, count in violating]
-    if record.pod.spec.resource_claims or record.host_ports or any(is_extended_resource(n) for n in record.requests):
+    if by_filter or record.pod.spec.resource_claims or record.host_ports or any(
+        is_extended_resource(n) for n in record.requests
+    ):
         return _victims_by_filter(state, record, node, lower, fits_on, counts=counts)
     # Only NodeResourcesFit can still refuse (the checks before it passed on a candidate): count on a scratch copy.
     target = state.nodes[node]

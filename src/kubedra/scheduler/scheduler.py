@@ -39,6 +39,8 @@ from kubedra.scheduler.extended import (
     request_mappings,
 )
 from kubedra.scheduler.fgd import TraceScorer
+from kubedra.scheduler.interpodaffinity import AffinityFilter
+from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodefit import (
     NOT_PINNED,
     claim_rejecting,
@@ -144,6 +146,7 @@ class Scheduler:
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName
         self._next_start = 0
         self.prefilter = PreFilter(state)
+        self.pod_affinity = BoundAffinity(state)
         # Pods that fit nowhere, by what Filter reads of them: the outcome holds until the cluster changes. A full
         # cluster refuses every later replica of a Deployment with the same walk over every node.
         self._version = 0
@@ -180,6 +183,7 @@ class Scheduler:
             to_allocate=to_allocate,
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
+            inter_pod=self.pod_affinity.prefilter(record.pod),
         )
         refusal_key = self._refusal_key(attempt)
         if refusal_key is not None:
@@ -219,6 +223,7 @@ class Scheduler:
             to_allocate=to_allocate,
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
+            inter_pod=self.pod_affinity.prefilter(record.pod),
         )
         node = self.state.nodes[node_name]
         verdict = self._filter_node(attempt, node)
@@ -240,7 +245,10 @@ class Scheduler:
         ranked = self.kube is not None and any(
             r.exactly is None for c in attempt.to_allocate for r in c.spec.devices.requests
         )
-        walked = attempt.record.host_ports or pinned_nodes(attempt.record.pod) is not None  # rare: host ports, pins
+        # Rare: host ports, pins, inter-pod affinity that scores (the fast path filters it as a bitset).
+        pod = attempt.record.pod
+        walked = (attempt.record.host_ports or pinned_nodes(pod) is not None
+                  or (self.pod_affinity.active(pod) and not self.pod_affinity.neutral(pod)))
         if self.sets is not None and not ranked and not walked:
             fast = self._schedule_fast(attempt, self.sets)
             if fast is not None:
@@ -267,9 +275,13 @@ class Scheduler:
         # (An init container's restartPolicy too: a sidecar's devices are its own, a plain init container's reused.)
         containers = [(c.name, c.resources, c.restart_policy) for c in (*spec.init_containers, *spec.containers)] if (
             attempt.extended) else []
+        # InterPodAffinity reads the pod's labels, namespace and terms (all else it reads changes the version).
+        inter_pod = msgspec.json.encode((pod.metadata.namespace, pod.metadata.labels, spec.affinity)) if (
+            self.pod_affinity.active(pod)) else b""
         return (
             attempt.record.requests_key,
             attempt.record.host_ports,  # NodePorts
+            inter_pod,
             msgspec.json.encode((spec.node_name, spec.node_selector, required, spec.tolerations, containers)),
             tuple([self._spec_key(claim.spec) for claim in attempt.claims]),
         )
@@ -410,6 +422,8 @@ class Scheduler:
             node = state.nodes[name]
             if not passing >> i & 1:  # Filter's order: the node-level checks, then NodeResourcesFit
                 reason = static_reasons.get(i) or fit_reasons.get(i)
+            elif attempt.inter_pod is not None and (refused := attempt.inter_pod.reason(node)) is not None:
+                reason = refused  # InterPodAffinity, before DynamicResources
             elif claim_rejecting(attempt.claims, node) is not None:
                 reason = CLAIM_NOT_ON_NODE
             elif not free >> i & 1:
@@ -460,6 +474,8 @@ class Scheduler:
                 return None  # device plugins serve some of it on some nodes: per-node batches
             served = dra_served_resources(attempt.extended, self.state.nodes[sets.names[0]], self.extended_map)
         mask = sets.static_mask(record.pod) & sets.fit_mask(record.requests, served, record.requests_key)
+        if attempt.inter_pod is not None:
+            mask &= self.pod_affinity.feasible_mask(attempt.inter_pod, sets.names)
         for claim in attempt.claims:
             allocation = claim.status.allocation
             if allocation is not None and allocation.node_selector is not None:
@@ -559,7 +575,7 @@ class Scheduler:
             dra_served_resources(attempt.extended, node, self.extended_map) if attempt.extended else frozenset()
         )
         reason = node_fit_reason(record.pod, record.requests, node, self.state.usage[name], served,
-                                 ports=record.host_ports)
+                                 ports=record.host_ports, inter_pod=attempt.inter_pod)
         if reason:
             return reason
         if claim_rejecting(attempt.claims, node) is not None:
@@ -633,6 +649,7 @@ class _Attempt(msgspec.Struct):
     to_allocate: list[ResourceClaim]
     extended: list[ExtendedRequest]
     allocator: NodeAllocator | None
+    inter_pod: AffinityFilter | None = None  # InterPodAffinity's PreFilter state (None: it skips)
     # Per set of DRA-served extended resources (most pods: only the empty one), made when first asked.
     _batches: dict[frozenset[str], tuple[list[ResourceClaim], ResourceClaim | None]] | None = None
 

@@ -5,10 +5,11 @@ normalisation and weights (``apis/config/v1/default_plugins.go``): TaintTolerati
 tolerated, normalised in reverse), NodeAffinity x2 (weights of the preferred terms a node matches, normalised),
 NodeResourcesFit x1 (LeastAllocated on cpu and memory counting "non-zero" requests), PodTopologySpread x2 (the
 system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods a ReplicaSet or StatefulSet controls),
-InterPodAffinity x2, NodeResourcesBalancedAllocation x1 (1.37's form: the change in balance the pod makes),
-ImageLocality x1 and DynamicResources x2 (which ranks only ``firstAvailable`` sub-requests: 8 minus the index of each
-sub-request allocated). Pod affinity terms and node images are not read by kubedra, so InterPodAffinity and
-ImageLocality score 0 on every node, as they do upstream in a cluster with neither.
+InterPodAffinity x2 (preferred terms both ways and the hard-affinity weight, ``scheduler/interpodaffinity.py``),
+NodeResourcesBalancedAllocation x1 (1.37's form: the change in balance the pod makes), ImageLocality x1 and
+DynamicResources x2 (which ranks only ``firstAvailable`` sub-requests: 8 minus the index of each sub-request
+allocated). Node images are not read by kubedra, so ImageLocality scores 0 on every node, as it does upstream in a
+cluster without them.
 
 Ties are not drawn at random: without extenders every node's ``Randomizer`` is 0, and the winner is the root of the
 max-heap that ``NewSortedScoredNodes`` builds (``container/heap.Init``) over the feasible list in the order Filter
@@ -36,6 +37,7 @@ from kubedra.objects.model import AllocationResult, Node, Pod, PreferredScheduli
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
+from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.resource_scores import ResourceScores
 from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, OwnerKey, SpreadCounts, owner_key, zone_of
 
@@ -417,6 +419,7 @@ class KubeScorer:
         self._taint_partitions: dict[bytes, list[tuple[int, int]]] = {}
         self._affinity_partitions: dict[bytes, list[tuple[int, int]]] = {}
         self.spread = SpreadCounts(state, self._pos)
+        self.pod_affinity = BoundAffinity(state)
         state.watchers.append(self._touch)
 
     def allocatable(self, name: str) -> tuple[int, int]:
@@ -486,7 +489,7 @@ class KubeScorer:
         resources = [self.resources(self._resource_key(name), wants) for name in names]
         plugins["NodeResourcesFit"] = [fit for fit, _ in resources]
         plugins["PodTopologySpread"] = self._spread(pod, nodes)
-        plugins["InterPodAffinity"] = [0] * len(nodes)
+        plugins["InterPodAffinity"] = self.pod_affinity.scores(pod, nodes)
         plugins["DynamicResources"] = self._dynamic_resources(claims, candidates)
         plugins["NodeResourcesBalancedAllocation"] = [balanced for _, balanced in resources]
         plugins["ImageLocality"] = [0] * len(nodes)
