@@ -10,6 +10,7 @@ its references cross documents) → decode into the model (:mod:`.decode`) → v
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -457,6 +458,23 @@ class Inputs:
     notes: list[str] = field(default_factory=list)  # directory entries not read
 
 
+_SURROGATE_PAIR = re.compile(r"(?<!\\)((?:\\\\)*)\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})")
+
+
+def _joined_json_surrogates(text: str, json_file: bool = False) -> str:
+    """JSON writes a character beyond U+FFFF as an escaped surrogate pair (``\\ud800\\udc00``); a JSON reader joins
+    it, a YAML reader keeps two code points no YAML reader takes back. Every command reads the same text, so the pair
+    is written as its character once, here, for JSON input (a backslash escaped itself is left alone)."""
+    if "\\u" not in text or not (json_file or text.lstrip()[:1] == "{"):
+        return text
+
+    def join(match: re.Match[str]) -> str:
+        high, low = int(match.group(2), 16), int(match.group(3), 16)
+        return match.group(1) + chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+
+    return _SURROGATE_PAIR.sub(join, text)
+
+
 def read_inputs(
     paths: Sequence[str],
     *,
@@ -473,7 +491,7 @@ def read_inputs(
         if path == "-":
             text = _read_stdin(stdin if stdin is not None else sys.stdin, bounds, read.problems)
             if text is not None:
-                read.texts.append(Input("<stdin>", text))
+                read.texts.append(Input("<stdin>", _joined_json_surrogates(text)))
             continue
         for file in _files(path, read.problems, recursive, read.notes):
             try:
@@ -488,7 +506,8 @@ def read_inputs(
                 continue
             text = _decode_text(data, file, read.problems)
             if text is not None:
-                read.texts.append(Input(file, text, True if file.lower().endswith(".json") else None))
+                json_file = file.lower().endswith(".json")
+                read.texts.append(Input(file, _joined_json_surrogates(text, json_file), True if json_file else None))
     return read
 
 
