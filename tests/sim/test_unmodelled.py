@@ -1,5 +1,5 @@
 """Fields kube-scheduler reads that kubedra does not model yet are said, in simulate and validate (issue 38: "said,
-never silent"): before, explicit topologySpreadConstraints and PVC volumes were dropped without a word."""
+never silent"): before, explicit topologySpreadConstraints were dropped without a word."""
 
 from __future__ import annotations
 
@@ -28,9 +28,6 @@ def test_each_unmodelled_field_is_named_once_with_its_pods() -> None:
         "2 pods (e.g. Pod default/a) set spec.topologySpreadConstraints, which kubedra does not read yet: "
         "kube-scheduler filters and scores them with PodTopologySpread's explicit constraints (kubedra applies only "
         "the system-default spreading), so their placements may differ from kube-scheduler's",
-        "1 pod (e.g. Pod default/b) set persistentVolumeClaim or ephemeral volumes, which kubedra does not read yet: "
-        "kube-scheduler filters and scores them with the volume plugins (VolumeBinding, VolumeZone, "
-        "VolumeRestrictions, NodeVolumeLimits), so their placements may differ from kube-scheduler's",
     ]
 
 

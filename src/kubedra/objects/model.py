@@ -567,10 +567,9 @@ class PodSpec(Loose):
     overhead: dict[str, str] = {}
     resources: ResourceRequirements | None = None  # pod-level resources (PodLevelResources, on since 1.34)
     scheduling_gates: list[PodSchedulingGate] = []
-    # Read only to say that kubedra does not model them yet (``sim.unmodelled``): kube-scheduler's PodTopologySpread
-    # and volume plugins read these.
+    # Read only to say that kubedra does not model it yet (``sim.unmodelled``): kube-scheduler's PodTopologySpread
+    # reads it. (Volumes are not read at all: a live mirror's slim pods drop them, most of a pod's size.)
     topology_spread_constraints: list[dict[str, Any]] = []
-    volumes: list[dict[str, Any]] = []
 
 
 class PodResourceClaimStatus(Loose):

@@ -1,9 +1,9 @@
 """Fields kube-scheduler reads that kubedra does not model yet: said once per field, never silently ignored.
 
 A pod with explicit ``topologySpreadConstraints`` is filtered and scored by PodTopologySpread (kubedra applies only
-the system-default spreading); a pod with a PersistentVolumeClaim or generic ephemeral volume goes through
-VolumeBinding, VolumeZone, VolumeRestrictions and NodeVolumeLimits. kubedra places such pods as if those fields were
-absent, so where they matter its placements can differ from kube-scheduler's: the note says which pods.
+the system-default spreading). kubedra places such pods as if the field were absent, so where it matters its
+placements can differ from kube-scheduler's: the note says which pods. (Volumes, which the volume plugins read, are
+not in the model at all yet: the live mirror drops them to keep pods small.)
 """
 
 from __future__ import annotations
@@ -15,22 +15,12 @@ from kubedra.objects.model import Pod
 
 def unmodelled_fields(pods: Iterable[Pod]) -> list[str]:
     """One sentence per field some pod sets that the simulation does not read."""
-    spread: list[str] = []
-    volumes: list[str] = []
-    for pod in pods:
-        key = f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
-        if pod.spec.topology_spread_constraints:
-            spread.append(key)
-        if any("persistentVolumeClaim" in v or "ephemeral" in v for v in pod.spec.volumes):
-            volumes.append(key)
-    notes = []
-    if spread:
-        notes.append(_sentence(spread, "spec.topologySpreadConstraints", "PodTopologySpread's explicit constraints "
-                               "(kubedra applies only the system-default spreading)"))
-    if volumes:
-        notes.append(_sentence(volumes, "persistentVolumeClaim or ephemeral volumes", "the volume plugins "
-                               "(VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits)"))
-    return notes
+    spread = [f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}" for pod in pods
+              if pod.spec.topology_spread_constraints]
+    if not spread:
+        return []
+    return [_sentence(spread, "spec.topologySpreadConstraints", "PodTopologySpread's explicit constraints (kubedra "
+                      "applies only the system-default spreading)")]
 
 
 def _sentence(keys: list[str], field: str, plugins: str) -> str:
