@@ -17,7 +17,16 @@ from typing import Any
 import pytest
 import yaml
 from tests.controlplane.fixture import ControlPlane, running_control_plane
-from tests.kube.vs_kube_scheduler import DRIVER, PATHS, TIMEOUT_SECONDS, _decided, _path, _settled
+from tests.kube.vs_kube_scheduler import (
+    DRIVER,
+    PATHS,
+    TIMEOUT_SECONDS,
+    _decided,
+    _path,
+    _settled,
+    namespace_claims,
+    pending_message,
+)
 
 from kubedra.objects.load import load_text
 from kubedra.objects.model import to_dict
@@ -83,8 +92,7 @@ def run_real(plane: ControlPlane, docs: list[dict[str, Any]], namespace: str) ->
 
     plane.wait_for(synced, timeout=TIMEOUT_SECONDS, what="the DaemonSet controller's pods")
     pods = _settled(plane, pods_path)
-    claims = {c["metadata"]["name"]: c for c in plane.get(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/"
-                                                             "resourceclaims")["items"]}
+    claims = namespace_claims(plane, namespace)
     out: Outcome = {}
     for pod in pods:
         node = pod["spec"].get("nodeName") or None
@@ -94,9 +102,7 @@ def run_real(plane: ControlPlane, docs: list[dict[str, Any]], namespace: str) ->
             allocation = claims.get(claim_status.get("resourceClaimName", ""), {}).get("status", {}).get("allocation")
             if node is not None and allocation is not None:
                 devices += [(r["pool"], r["device"]) for r in allocation["devices"]["results"]]
-        scheduled = [c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"]
-        message = scheduled[0].get("message", "") if scheduled and node is None else ""
-        out[_target(pod)] = _shape(pod, node, devices, message)
+        out[_target(pod)] = _shape(pod, node, devices, pending_message(pod))
     plane.request("DELETE", daemonsets + "/agent", {"propagationPolicy": "Orphan"})
     plane.request("DELETE", pods_path, {"gracePeriodSeconds": 0})
     for doc in docs:

@@ -35,7 +35,6 @@ from tests.kube.vs_kube_scheduler import (
     SETTLE_SECONDS,
     TIMEOUT_SECONDS,
     Comparison,
-    Devices,
     Outcome,
     Placed,
     Scenario,
@@ -44,7 +43,9 @@ from tests.kube.vs_kube_scheduler import (
     _start_scheduler,
     _stop_scheduler,
     compare,
+    namespace_claims,
     prepare,
+    real_placed,
     run_kubedra,
 )
 
@@ -149,23 +150,8 @@ def _settled(plane: ControlPlane, pods_path: str, settle: float, deleted: dict[s
 def _outcome(
     plane: ControlPlane, namespace: str, pods: Sequence[Mapping[str, Any]], deleted: Mapping[str, bool]
 ) -> Outcome:
-    claims = {c["metadata"]["name"]: c for c in plane.get(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/"
-                                                             "resourceclaims")["items"]}
-    out: Outcome = {}
-    for pod in pods:
-        node = pod["spec"].get("nodeName") or None
-        status = pod.get("status", {})
-        generated = {s["name"]: s.get("resourceClaimName") for s in status.get("resourceClaimStatuses", [])}
-        devices: Devices = {}
-        for claim in pod["spec"].get("resourceClaims", []):
-            allocation = claims.get(claim.get("resourceClaimName") or generated.get(claim["name"]) or "", {}).get(
-                "status", {}).get("allocation")
-            if node is not None and allocation is not None:
-                devices[claim["name"]] = [(r["request"], r["pool"], r["device"])
-                                          for r in allocation["devices"]["results"]]
-        scheduled = [c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"]
-        message = scheduled[0].get("message", "") if scheduled and node is None else ""
-        out[pod["metadata"]["name"]] = Placed(node, devices, message)
+    claims = namespace_claims(plane, namespace)
+    out: Outcome = {pod["metadata"]["name"]: real_placed(pod, claims) for pod in pods}
     for name, preempted in deleted.items():
         if name not in out:
             out[name] = Placed(PREEMPTED if preempted else DELETED)

@@ -303,30 +303,45 @@ def run_real(
             _start_scheduler(plane, parallelism, verbosity)
     pods = _settled(plane, pods_path)
     present = {p["metadata"]["name"] for p in pods}
-    claims = {c["metadata"]["name"]: c for c in plane.get(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/"
-                                                             "resourceclaims")["items"]}
-    out: Outcome = {}
-    for pod in pods:
-        node = pod["spec"].get("nodeName") or None
-        status = pod.get("status", {})
-        generated = {s["name"]: s.get("resourceClaimName") for s in status.get("resourceClaimStatuses", [])}
-        names = {c["name"]: c.get("resourceClaimName") or generated.get(c["name"])
-                 for c in pod["spec"].get("resourceClaims", [])}
-        if "extendedResourceClaimStatus" in status:
-            names[EXTENDED] = status["extendedResourceClaimStatus"]["resourceClaimName"]
-        devices: Devices = {}
-        for pod_claim, claim_name in names.items():
-            allocation = claims.get(claim_name or "", {}).get("status", {}).get("allocation")
-            if node is not None and allocation is not None:
-                devices[pod_claim] = [(r["request"], r["pool"], r["device"]) for r in allocation["devices"]["results"]]
-        scheduled = [c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"]
-        message = scheduled[0].get("message", "") if scheduled and node is None else ""
-        out[pod["metadata"]["name"]] = Placed(node, devices, message)
+    claims = namespace_claims(plane, namespace)
+    out: Outcome = {pod["metadata"]["name"]: real_placed(pod, claims) for pod in pods}
     for doc in created:
         if doc["kind"] == "Pod" and doc["metadata"]["name"] not in present:
             out[doc["metadata"]["name"]] = Placed(PREEMPTED)  # deleted by the scheduler's preemption
     _clean_up(plane, namespace, created)
     return out
+
+
+def namespace_claims(plane: ControlPlane, namespace: str) -> dict[str, dict[str, Any]]:
+    """The namespace's ResourceClaims on the real API server, by name."""
+    listed = plane.get(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims")["items"]
+    return {c["metadata"]["name"]: c for c in listed}
+
+
+def pending_message(pod: Mapping[str, Any]) -> str:
+    """An unbound pod's PodScheduled message (what the scheduler or the API server wrote); "" once bound."""
+    if pod["spec"].get("nodeName"):
+        return ""
+    scheduled = [c for c in pod.get("status", {}).get("conditions", []) if c.get("type") == "PodScheduled"]
+    return str(scheduled[0].get("message", "")) if scheduled else ""
+
+
+def real_placed(pod: Mapping[str, Any], claims: Mapping[str, Mapping[str, Any]]) -> Placed:
+    """Where the real control plane put ``pod``: its node, each pod claim's allocated devices (the extended-resource
+    claim under ``EXTENDED``) and, while unbound, its message."""
+    node = pod["spec"].get("nodeName") or None
+    status = pod.get("status", {})
+    generated = {s["name"]: s.get("resourceClaimName") for s in status.get("resourceClaimStatuses", [])}
+    names = {c["name"]: c.get("resourceClaimName") or generated.get(c["name"])
+             for c in pod["spec"].get("resourceClaims", [])}
+    if "extendedResourceClaimStatus" in status:
+        names[EXTENDED] = status["extendedResourceClaimStatus"]["resourceClaimName"]
+    devices: Devices = {}
+    for pod_claim, claim_name in names.items():
+        allocation = claims.get(claim_name or "", {}).get("status", {}).get("allocation")
+        if node is not None and allocation is not None:
+            devices[pod_claim] = [(r["request"], r["pool"], r["device"]) for r in allocation["devices"]["results"]]
+    return Placed(node, devices, pending_message(pod))
 
 
 def _claims_made(pod: Mapping[str, Any]) -> bool:
