@@ -1,7 +1,8 @@
 """The real Alibaba "openb" GPU trace replayed through `kubedra simulate`, whole process, the default policy first.
 
-Run: ``python benchmarks/openb.py [-n RUNS] [--policy P ...] [--write DIR]``. Reads ``../shared/data/openb/`` (or
-``--data``); ``--write DIR`` only writes the manifests.
+Run: ``python benchmarks/openb.py [-n RUNS] [--policy P ...] [--write DIR] [--quick] [--save]``. Reads
+``../shared/data/openb/`` (or ``--data``); ``--write DIR`` only writes the manifests; ``--save`` writes
+``benchmarks/results/openb.json``.
 
 The replay follows the FGD artifact (``../shared/data/openb/README.md``): the default pod list shuffled with seed 42,
 then pods drawn at random (same seed) and appended until the summed GPU requests would pass 1.3 x the cluster's GPU
@@ -32,6 +33,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import RESULTS, ROOT, Recorder, figure
 from shapes import POLICIES, run_once
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "openb"
@@ -41,11 +43,11 @@ SEED = 42
 Doc = dict[str, Any]
 
 
-def _nodes(data: Path) -> tuple[list[Doc], int]:
+def _nodes(data: Path, limit: int | None = None) -> tuple[list[Doc], int]:
     docs: list[Doc] = []
     gpus = 0
     with (data / "openb_node_list_gpu_node.csv").open() as f:
-        for row in csv.DictReader(f):
+        for row in list(csv.DictReader(f))[:limit]:
             name, count = row["sn"], int(row["gpu"])
             gpus += count
             docs.append({"apiVersion": "v1", "kind": "Node",
@@ -88,12 +90,16 @@ def _pods(data: Path, gpus: int) -> list[dict[str, str]]:
     return order
 
 
-def documents(data: Path) -> list[Doc]:
-    nodes, gpus = _nodes(data)
+def documents(data: Path, limit: int | None = None) -> list[Doc]:
+    """The replay's manifests; ``limit`` keeps the first nodes only, and ten arrivals per node."""
+    nodes, gpus = _nodes(data, limit)
     templates: dict[tuple[int, int, str], str] = {}
     docs: list[Doc] = [*nodes]
     pods: list[Doc] = []
-    for i, row in enumerate(_pods(data, gpus)):
+    arrivals = _pods(data, gpus)
+    if limit is not None:
+        arrivals = arrivals[:10 * limit]  # the cut's share of the trace: its pods would outnumber its nodes' room
+    for i, row in enumerate(arrivals):
         count, share, spec = int(row["num_gpu"]), int(row["gpu_milli"]), row["gpu_spec"]
         pod_spec: Doc = {"containers": [{"name": "main", "image": "task", "resources": {
             "requests": {"cpu": f"{row['cpu_milli']}m", "memory": f"{row['memory_mib']}Mi"}}}]}
@@ -120,16 +126,24 @@ def documents(data: Path) -> list[Doc]:
     return docs + pods
 
 
+QUICK_NODES = 30  # --quick: the first 30 nodes and 300 arrivals; checks the script, not the speed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-n", "--runs", type=int, default=1)
+    parser.add_argument("-n", "--runs", type=int, default=1, help="runs per policy; pages show their median")
     parser.add_argument("--policy", action="append", choices=POLICIES)
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--write", type=Path, help="only write the manifests into this directory")
+    parser.add_argument("--quick", action="store_true", help="a small cut, one run: checks the script, not the speed")
+    parser.add_argument("--save", type=Path, nargs="?", const=RESULTS, metavar="DIR",
+                        help=f"write DIR/openb.json (default DIR: {RESULTS.relative_to(ROOT)}), read by the docs")
     args = parser.parse_args()
-    docs = documents(args.data)
+    runs = 1 if args.quick else args.runs
+    docs = documents(args.data, QUICK_NODES if args.quick else None)
     arrivals = sum(1 for d in docs if d["kind"] == "Pod")
     nodes = sum(1 for d in docs if d["kind"] == "Node")
+    recorder = Recorder("openb", {"runs": runs, "quick": args.quick, "nodes": nodes, "arrivals": arrivals})
     with tempfile.TemporaryDirectory() as tmp:
         out = args.write or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
@@ -139,13 +153,20 @@ def main() -> None:
             print(f"{path}: {nodes} nodes, {arrivals} arrivals")
             return
         print(f"# openb: {nodes:,} nodes, {arrivals:,} arrivals; {os.cpu_count()} cores, "
-              f"load average {os.getloadavg()[0]:.1f} at start, best of {args.runs}")
+              f"load average {os.getloadavg()[0]:.1f} at start, median of {runs}")
         print("| policy | wall s | CPU s | pods/s (wall) | peak RSS MB |")
         print("|---|---:|---:|---:|---:|")
         for policy in args.policy or POLICIES:
-            wall, cpu, rss = min(run_once(path, policy) for _ in range(args.runs))
-            print(f"| {policy} | {wall:.1f} | {cpu:.1f} | {arrivals / wall:,.0f} | {rss} |", flush=True)
+            measured = [run_once(path, policy) for _ in range(runs)]
+            row = {"policy": policy, "wall_s": figure([m[0] for m in measured]),
+                   "cpu_s": figure([m[1] for m in measured]), "rss_mb": figure([m[2] for m in measured])}
+            recorder.add(row)
+            wall = row["wall_s"]["median"]
+            print(f"| {policy} | {wall:.1f} | {row['cpu_s']['median']:.1f} | {arrivals / wall:,.0f} | "
+                  f"{row['rss_mb']['median']:.0f} |", flush=True)
         print(f"# load average {os.getloadavg()[0]:.1f} at end")
+    if args.save:
+        print(f"# wrote {recorder.save(args.save)}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Cost per pod against cluster size, with the default policy: a Deployment filling clusters of 500 to 10,000 nodes.
 
-Run: ``python benchmarks/scaling.py [--nodes N ...] [--policy P]``. Each size runs in a fresh process: NodePools of 8
-A100s (128 cpu, 1Ti), one Deployment of 10 one-GPU replicas per node (8 per node fit; the other 2 stay pending, so
+Run: ``python benchmarks/scaling.py [--nodes N ...] [--policy P] [-n RUNS] [--quick] [--save]``. Each size runs
+in a fresh process: NodePools of 8 A100s (128 cpu, 1Ti), one Deployment of 10 one-GPU replicas per node (8 per node fit; the other 2 stay pending, so
 refusals are part of the cost, as in a full cluster). Printed per size: CPU seconds of building the cluster
 (load, NodePools, workloads, indexes) and of ``Simulation.run()``, CPU microseconds per pod of the run, the whole
 process's CPU seconds and peak RSS. A cost per pod that does not grow with the cluster is the goal.
@@ -16,10 +16,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import RESULTS, ROOT, Recorder, figure
 from shapes import ENV, _controller, _pool, _template
 
 SIZES = (500, 1000, 2000, 5000, 10000)
@@ -45,28 +47,52 @@ print(json.dumps({"build": t1 - t0, "run": t2 - t1, "pods": len(result.state.pod
 """
 
 
+QUICK_SIZES = (10, 20)  # --quick: proves the script works, not how it scales
+
+
+def _one(path: Path, policy: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", CHILD, str(path), policy], capture_output=True, text=True,
+                          check=True, env=ENV)
+    got: dict[str, Any] = json.loads(done.stdout)
+    return got
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, action="append", help="repeatable (default: 500 to 10,000)")
     parser.add_argument("--policy", default="kube-scheduler")
+    parser.add_argument("-n", "--runs", type=int, default=1, help="runs per size; pages show their median")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, one run: checks the script, not the speed")
+    parser.add_argument("--save", type=Path, nargs="?", const=RESULTS, metavar="DIR",
+                        help=f"write DIR/scaling.json (default DIR: {RESULTS.relative_to(ROOT)}), read by the docs")
     args = parser.parse_args()
-    print(f"# {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start, policy {args.policy}")
+    sizes, runs = (QUICK_SIZES, 1) if args.quick else (tuple(args.nodes or SIZES), args.runs)
+    recorder = Recorder("scaling", {"policy": args.policy, "runs": runs, "quick": args.quick})
+    print(f"# {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start, policy {args.policy}, "
+          f"median of {runs}")
     print("| nodes | GPUs | pods (running) | build CPU s | run CPU s | run µs per pod | process CPU s | peak RSS MB |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
-        for nodes in args.nodes or SIZES:
+        for nodes in sizes:
             docs = [_pool("a100", nodes, "A100-80GB", 8), _template("one-gpu"),
                     _controller("Deployment", "inference", 10 * nodes, "one-gpu", pod={"cpu": 1, "memory": "4Gi"})]
             path = Path(tmp) / f"scaling-{nodes}.yaml"
             path.write_text(yaml.safe_dump_all(docs))
-            done = subprocess.run([sys.executable, "-c", CHILD, str(path), args.policy], capture_output=True,
-                                  text=True, check=True, env=ENV)
-            got = json.loads(done.stdout)
-            total = got["build"] + got["run"]
-            print(f"| {nodes:,} | {8 * nodes:,} | {got['pods']:,} ({got['running']:,}) | {got['build']:.1f} | "
-                  f"{got['run']:.1f} | {got['run'] / got['pods'] * 1e6:.0f} | {total:.1f} | {got['rss']:,} |",
+            measured = [_one(path, args.policy) for _ in range(runs)]
+            pods, running = measured[0]["pods"], measured[0]["running"]
+            row = {"nodes": nodes, "gpus": 8 * nodes, "pods": pods, "running": running,
+                   "build_cpu_s": figure([m["build"] for m in measured]),
+                   "run_cpu_s": figure([m["run"] for m in measured]),
+                   "run_us_per_pod": figure([m["run"] / pods * 1e6 for m in measured]),
+                   "rss_mb": figure([m["rss"] for m in measured])}
+            recorder.add(row)
+            build, run = row["build_cpu_s"]["median"], row["run_cpu_s"]["median"]
+            print(f"| {nodes:,} | {8 * nodes:,} | {pods:,} ({running:,}) | {build:.1f} | {run:.1f} | "
+                  f"{row['run_us_per_pod']['median']:.0f} | {build + run:.1f} | {row['rss_mb']['median']:,.0f} |",
                   flush=True)
     print(f"# load average {os.getloadavg()[0]:.1f} at end")
+    if args.save:
+        print(f"# wrote {recorder.save(args.save)}")
 
 
 if __name__ == "__main__":

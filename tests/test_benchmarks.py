@@ -1,6 +1,6 @@
 """The benchmark scripts cannot rot unnoticed (issue 39, a first step): every script in benchmarks/ imports with the
 current code, and each one with a command line answers ``--help``. A ``--quick`` run of each, with its output's shape
-checked, is the next step (the scripts take minutes at their sizes)."""
+checked, for the scripts whose results the docs render (shapes, scaling, openb)."""
 
 from __future__ import annotations
 
@@ -45,3 +45,37 @@ def test_each_command_line_answers_help(script: Path) -> None:
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage:")
+
+
+QUICK = {  # script -> the rows its --quick results file must hold
+    "shapes": 6,
+    "scaling": 2,
+    "openb": 3,
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUICK))
+def test_each_results_benchmark_runs_quick_and_saves_its_figures(name: str, tmp_path: Path) -> None:
+    """The scripts whose results files the docs render run end to end at tiny sizes, and save what figures.py
+    reads: every figure a median beside its runs, with the commit and machine."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick", "--save", str(tmp_path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    saved = json.loads((tmp_path / f"{name}.json").read_text())
+    assert saved["settings"]["quick"] is True and saved["commit"] and saved["machine"]["cores"] >= 1
+    assert len(saved["rows"]) == QUICK[name]
+
+    def figures_in(value: object) -> list[dict[str, object]]:
+        if isinstance(value, dict):
+            if "median" in value:
+                return [value]
+            return [f for v in value.values() for f in figures_in(v)]
+        if isinstance(value, list):
+            return [f for v in value for f in figures_in(v)]
+        return []
+
+    found = figures_in(saved["rows"])
+    assert found and all(f["runs"] and f["median"] in f["runs"] for f in found)

@@ -1,0 +1,156 @@
+"""The documentation's performance tables, rendered from ``benchmarks/results/*.json``, never typed by hand.
+
+Run: ``python benchmarks/figures.py`` rewrites every section of the pages below that sits between
+``<!-- BEGIN figures:NAME ... -->`` and ``<!-- END figures:NAME -->`` from ``benchmarks/results/NAME.json``
+(``--check`` only reports the stale ones and exits 1). ``benchmarks/run`` measures and then calls this;
+``tests/docs/test_figures.py`` fails when a page differs from what its results file renders. Each section says the
+commit and machine its figures came from; a ``--quick`` results file is refused (it proves a script runs, not a speed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import RESULTS, ROOT, load
+
+PAGES = (ROOT / "docs" / "performance.md", ROOT / "benchmarks" / "README.md")
+POLICIES = ("kube-scheduler", "least-allocated", "first-fit")
+SHAPE_NAMES = {
+    "deployment": "Deployment, 1 GPU per replica",
+    "statefulset": "StatefulSet, 2 GPUs per replica",
+    "job": "Job, parallelism 2,000, 30-minute pods",
+    "bare": "bare pods",
+    "mixed": "mixed: Deployment, StatefulSet, Job, pods on H100 and A100",
+    "shares": "consumable shares (`sharing.shares: 4`), a Deployment",
+    "large": "a Deployment on 10,000 nodes x 8 GPUs",
+}
+BEGIN = re.compile(r"^<!-- BEGIN figures:(?P<name>[a-z0-9-]+) .*-->\n", re.M)
+
+
+def _median(cell: dict[str, Any]) -> float:
+    return float(cell["median"])
+
+
+def _spread(cell: dict[str, Any]) -> str:
+    runs = cell["runs"]
+    return "" if len(runs) < 2 else f" ({min(runs):.2f}-{max(runs):.2f})"
+
+
+def provenance(document: dict[str, Any]) -> str:
+    machine, load_avg = document["machine"], document["load"]
+    dirty = " plus uncommitted changes" if document["dirty"] else ""
+    count = document["settings"]["runs"]
+    runs = "one run" if count == 1 else f"medians of {count} runs"
+    return (f"*Measured {document['date']} at commit `{document['commit']}`{dirty} on {machine['cores']} cores "
+            f"({machine['cpu']}, Python {machine['python']}), load average {load_avg['before']:.1f} before and "
+            f"{load_avg['after']:.1f} after; `{document['command']}`; {runs}.*\n")
+
+
+def shapes(document: dict[str, Any]) -> str:
+    lines = ["| workload | nodes | pods | kube-scheduler (default) | least-allocated | first-fit | default / "
+             "least-allocated |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for row in document["rows"]:
+        cells = []
+        by_policy = row["policies"]
+        for policy in POLICIES:
+            cell = by_policy.get(policy)
+            if cell is None:
+                cells.append("")
+                continue
+            wall = _median(cell["wall_s"])
+            text = f"{wall:.2f} s{_spread(cell['wall_s'])}"
+            if policy == "kube-scheduler":
+                text += f", {row['pods'] / wall:,.0f} pods/s, {_median(cell['rss_mb']):,.0f} MB"
+            cells.append(text)
+        ratio = ""
+        if {"kube-scheduler", "least-allocated"} <= by_policy.keys():
+            default, least = (_median(by_policy[p]["wall_s"]) for p in ("kube-scheduler", "least-allocated"))
+            ratio = f"{default / least:.2f}x"
+        lines.append(f"| {SHAPE_NAMES.get(row['shape'], row['shape'])} | {row['nodes']:,} | {row['pods']:,} | "
+                     + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+def scaling(document: dict[str, Any]) -> str:
+    lines = [f"Policy `{document['settings']['policy']}`.", "",
+             "| nodes | GPUs | pods (running) | run µs per pod | build CPU s | run CPU s | peak RSS MB |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in document["rows"]:
+        lines.append(f"| {row['nodes']:,} | {row['gpus']:,} | {row['pods']:,} ({row['running']:,}) | "
+                     f"{_median(row['run_us_per_pod']):.0f} | {_median(row['build_cpu_s']):.1f} | "
+                     f"{_median(row['run_cpu_s']):.1f} | {_median(row['rss_mb']):,.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def openb(document: dict[str, Any]) -> str:
+    settings = document["settings"]
+    walls = {row["policy"]: _median(row["wall_s"]) for row in document["rows"]}
+    first_fit = walls.get("first-fit")
+    lines = [f"{settings['nodes']:,} nodes, {settings['arrivals']:,} arrivals.", "",
+             "| policy | wall s | CPU s | arrivals/s | peak RSS MB | x first-fit |", "|---|---:|---:|---:|---:|---:|"]
+    for row in document["rows"]:
+        wall = _median(row["wall_s"])
+        ratio = f"{wall / first_fit:.2f}x" if first_fit else ""
+        lines.append(f"| {row['policy']} | {wall:.1f}{_spread(row['wall_s'])} | {_median(row['cpu_s']):.1f} | "
+                     f"{settings['arrivals'] / wall:,.0f} | {_median(row['rss_mb']):,.0f} | {ratio} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"shapes": shapes, "scaling": scaling, "openb": openb}
+
+
+def render(name: str, directory: Path = RESULTS) -> str:
+    """A section's body: the provenance line, a blank line, the table."""
+    if name not in RENDERERS:
+        raise LookupError(f"no renderer for figures:{name} (known: {', '.join(sorted(RENDERERS))})")
+    document = load(name, directory)
+    if document["settings"].get("quick"):
+        raise ValueError(f"{directory / name}.json is a --quick run: measure it at full size before rendering")
+    return provenance(document) + "\n" + RENDERERS[name](document)
+
+
+def sections(text: str) -> list[tuple[str, int, int]]:
+    """(name, body start, body end) of each figures section of a page."""
+    found = []
+    for match in BEGIN.finditer(text):
+        name = match["name"]
+        end = text.find(f"<!-- END figures:{name} -->", match.end())
+        if end < 0:
+            raise LookupError(f"figures:{name} has no END marker")
+        found.append((name, match.end(), end))
+    return found
+
+
+def rendered(text: str, directory: Path = RESULTS) -> str:
+    """The page with every figures section rendered from its results file."""
+    for name, start, end in reversed(sections(text)):
+        text = text[:start] + render(name, directory) + text[end:]
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when a page is stale")
+    args = parser.parse_args()
+    stale = []
+    for page in PAGES:
+        text = page.read_text()
+        new = rendered(text)
+        if new != text:
+            stale.append(page.relative_to(ROOT))
+            if not args.check:
+                page.write_text(new)
+    verb = "stale" if args.check else "rewrote"
+    print("\n".join(f"{verb} {p}" for p in stale) or "every page is current")
+    if args.check and stale:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
