@@ -1,10 +1,11 @@
 """Cost per pod against cluster size, with the default policy: a Deployment filling clusters of 500 to 10,000 nodes.
 
 Run: ``python benchmarks/scaling.py [--nodes N ...] [--policy P] [-n RUNS] [--quick] [--save]``. Each size runs
-in a fresh process: NodePools of 8 A100s (128 cpu, 1Ti), one Deployment of 10 one-GPU replicas per node (8 per node fit; the other 2 stay pending, so
-refusals are part of the cost, as in a full cluster). Printed per size: CPU seconds of building the cluster
-(load, NodePools, workloads, indexes) and of ``Simulation.run()``, CPU microseconds per pod of the run, the whole
-process's CPU seconds and peak RSS. A cost per pod that does not grow with the cluster is the goal.
+in a fresh process: NodePools of 8 A100s (128 cpu, 1Ti), one Deployment of 10 one-GPU replicas per node (8 per node
+fit; the other 2 stay pending, so refusals are part of the cost, as in a full cluster). Printed per size: CPU seconds
+of building the cluster (load, NodePools, workloads, indexes) and of ``Simulation.run()``, CPU microseconds per pod of
+the run, the whole process's CPU seconds and peak RSS. A cost per pod that does not grow with the cluster is the goal;
+``--save`` writes ``benchmarks/results/scaling.json``.
 """
 
 from __future__ import annotations

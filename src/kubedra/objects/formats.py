@@ -77,7 +77,8 @@ def dns_label(value: str) -> tuple[str, ...]:
     if len(value) > limits.DNS1123LabelMaxLength:
         out.append(invalid(value, f"must be no more than {limits.DNS1123LabelMaxLength} characters"))
     if not _LABEL.match(value):
-        out.append(invalid(value, LABEL_MSG))
+        # apimachinery's IsDNS1123Label: a valid subdomain within the length can only be failing for its dots
+        out.append(invalid(value, "must not contain dots" if _SUBDOMAIN.match(value) else LABEL_MSG))
     return tuple(out)
 
 
@@ -89,6 +90,10 @@ def dns_subdomain(value: str, max_length: int = limits.DNS1123SubdomainMaxLength
     if not _SUBDOMAIN.match(value):
         out.append(invalid(value, SUBDOMAIN_MSG))
     return tuple(out)
+
+
+def is_dns_subdomain(value: str) -> bool:
+    return _SUBDOMAIN.match(value) is not None
 
 
 @functools.lru_cache(maxsize=16384)

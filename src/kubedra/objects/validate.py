@@ -7,13 +7,14 @@ update/immutability rules, which need a server. ``validate(obj)`` returns (field
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 
 from kubedra.objects import formats as f
 from kubedra.objects import limits as lim
 from kubedra.objects import model as m
+from kubedra.objects import validate_affinity
 from kubedra.objects.quantity import Quantity
 
 FieldProblem = tuple[str, str]
@@ -479,7 +480,7 @@ def _resources(e: _Errors, path: str, resources: m.ResourceRequirements) -> None
             e.add(f"{path}.requests", f.invalid(str(request_q), detail))
 
 
-def _pod_spec(e: _Errors, path: str, spec: m.PodSpec) -> None:
+def _pod_spec(e: _Errors, path: str, spec: m.PodSpec, labels: Mapping[str, str] | None) -> None:
     claims = spec.resource_claims
     e.unique(f"{path}.resourceClaims", [c.name for c in claims])
     for i, claim in enumerate(claims):
@@ -503,18 +504,25 @@ def _pod_spec(e: _Errors, path: str, spec: m.PodSpec) -> None:
                         f"Not found: {f.show(ref.name)}: must be the name of an entry in pod.spec.resourceClaims",
                     )
             _resources(e, f"{path}.{section}[{i}].resources", container.resources)
+    found: list[tuple[str, str]] = []
+    validate_affinity.affinity(lambda at, messages: found.extend(
+        (at, message) for message in ([messages] if isinstance(messages, str) else messages)
+    ), f"{path}.affinity", spec.affinity, labels)
+    for at, message in dict.fromkeys(found):  # the API server answers a repeated (field, message) once
+        e.add(at, message)
 
 
-def validate_pod_spec(spec: m.PodSpec, path: str) -> list[FieldProblem]:
-    """The pod spec checks kubedra makes, at ``path`` (``spec`` of a Pod, ``spec.template.spec`` of a workload)."""
+def validate_pod_spec(spec: m.PodSpec, path: str, labels: Mapping[str, str] | None = None) -> list[FieldProblem]:
+    """The pod spec checks kubedra makes, at ``path`` (``spec`` of a Pod, ``spec.template.spec`` of a workload);
+    ``labels``: the pod's (a template's), which some checks read."""
     e = _Errors()
-    _pod_spec(e, path, spec)
+    _pod_spec(e, path, spec, labels)
     return e.items
 
 
 def _pod(e: _Errors, obj: m.Pod) -> None:
     _metadata(e, obj.metadata, namespaced=True, name_check=f.dns_subdomain)
-    _pod_spec(e, "spec", obj.spec)
+    _pod_spec(e, "spec", obj.spec, obj.metadata.labels)
 
 
 def _node(e: _Errors, obj: m.Node) -> None:

@@ -110,7 +110,7 @@ class WorkloadChecks:
             template, template_path = doc.spec.template, "spec.template.spec"
         found = [
             *validate_metadata(doc.metadata, label=isinstance(doc, StatefulSetDoc)),
-            *validate_pod_spec(template.spec, template_path),
+            *validate_pod_spec(template.spec, template_path, template.metadata.labels),
         ]
         for path, message in found:
             self.bad(where, path, message)
