@@ -15,6 +15,11 @@ returned as a :class:`JobRun` - its pods in creation order, at most ``parallelis
 when each starts depends on when earlier ones finish. Pods of long-running controllers (restartPolicy
 Always) with ``run-for`` are removed after that time, as a scale-down would.
 
+A CronJob is returned as a :class:`CronJobRun`: its schedule, policies and a maker of the Job for each scheduled
+time; :mod:`kubedra.sim.cronjobs` runs its controller during the simulation. Its wall clock (simulated time 0 is its
+``kubedra.io/simulation-start``, default 2026-01-01T00:00:00Z), its creation (its own ``kubedra.io/start-after``) and
+its horizon (its own ``kubedra.io/run-for``; else the other workloads' known span; else a day) are documented there.
+
 Pods of one workload share their template's lists (containers, resourceClaims): treat them as immutable.
 """
 
