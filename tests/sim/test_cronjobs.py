@@ -5,12 +5,14 @@ API server's checks of the schedule, the zone and the policy."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from fixtures.scenarios import Run, nodepool, pod_spec, run
 
+from kubedra.cli import main
 from kubedra.objects.errors import InvalidInputError
 from kubedra.objects.load import load_text
 from kubedra.sim.cron import controller_schedule, parse_standard
@@ -185,3 +187,13 @@ def test_most_recent_schedule_time_is_the_controllers() -> None:
     assert most_recent(every5, START, START + 300) == (START + 300, False, False)
     assert most_recent(every5, START, START + 3 * 3600 + 1) == (START + 3 * 3600, True, False)
     assert most_recent(parse_standard("0 0 30 2 *"), START, START + 10**8) == (None, False, True)
+
+
+def test_simulate_refuses_a_bad_schedule_with_exit_2_naming_file_object_and_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cron.yaml"
+    path.write_text(yaml.safe_dump(cronjob(schedule="*/5 * * 13 *")))
+    assert main(["simulate", "-f", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f'{path}[0]: CronJob/tick: spec.schedule: Invalid value: "*/5 * * 13 *": end of range (13) above maximum ' \
+           "(12): 13" in " ".join(err.split())

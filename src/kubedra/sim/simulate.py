@@ -111,12 +111,13 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
 def _sampler(
     scenario: Scenario, state: ClusterState, backend: AllocatorBackend, index: DeviceIndex | None, samples: int
 ) -> Sampler:
-    """Samples spread over the time the workload is known to span (the last arrival plus its run time), and one at
-    the end of the run."""
+    """Samples spread over the time the workload is known to span (the last arrival plus its run time; a CronJob's
+    horizon plus its Jobs' run time), and one at the end of the run."""
     from kubedra.scheduler.explain import ClaimsFit
 
     ends = [a.arrive_at + (a.run_for or 0.0) for a in scenario.workloads.arrivals]
     ends += [j.arrive_at + (j.run_for or 0.0) for j in scenario.workloads.jobs]
+    ends += [(c.until or 0.0) + (c.sample().run_for or 0.0) for c in scenario.workloads.cronjobs]  # its last Job's
     span = max(ends, default=0.0)
     return Sampler(state, ClaimsFit(state, backend.allocator, index), span / samples)
 
