@@ -360,7 +360,7 @@ def test_decoder_never_raises_on_odd_values() -> None:
         assert obj is not None or problems
 
 
-def test_a_cronjob_is_checked_by_the_scenario_and_noted_as_not_simulated() -> None:
+def test_a_cronjob_is_checked_by_the_scenario_and_simulated() -> None:
     job_spec = deployment({"nvidia.com/gpu": 1})["spec"]["template"]
     job_spec["spec"]["restartPolicy"] = "OnFailure"
     cron = {
@@ -370,7 +370,8 @@ def test_a_cronjob_is_checked_by_the_scenario_and_noted_as_not_simulated() -> No
         "spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": job_spec}}},
     }
     scenario = build_scenario(load_text(yaml.safe_dump(cron), source="in.yaml"))
-    assert scenario.notes == ["in.yaml[0]: CronJob/nightly: batch/v1 CronJob is not simulated; ignored"]
+    assert [c.owner for c in scenario.workloads.cronjobs] == ["CronJob/default/nightly"]
+    assert not any("CronJob" in note for note in scenario.notes)
     job_spec["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "one"}
     assert _scenario_problems([cron]) == [
         "in.yaml[0]: CronJob/nightly: spec.jobTemplate.spec.template.spec.containers[0].resources."

@@ -5,6 +5,7 @@ module kubedra/tests/oracle
 go 1.26.0
 
 require (
+	github.com/robfig/cron/v3 v3.0.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/apiserver v0.37.2

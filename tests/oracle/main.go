@@ -69,6 +69,9 @@ func run(argv []string) int {
 	if len(argv) > 0 && argv[0] == "heap-root" {
 		return runHeapRoot(argv[1:])
 	}
+	if len(argv) > 0 && argv[0] == "cron-next" {
+		return runCronNext(argv[1:])
+	}
 	fs := flag.NewFlagSet("oracle", flag.ContinueOnError)
 	var files fileList
 	fs.Var(&files, "f", "input YAML file, or a conformance case folder (input.yaml + args.json); repeatable")

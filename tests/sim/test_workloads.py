@@ -319,7 +319,7 @@ def bad_annotation(key: str, value: str, on_template: bool) -> dict[str, Any]:
             {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}},
             [
                 "w.yaml[0]: Service/s: kind: 'Service' is not a workload kubedra expands "
-                "(Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, Pod)"
+                "(Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod)"
             ],
         ),
         ({**apps("Deployment"), "metadata": {}}, ["w.yaml[0]: Deployment: metadata.name: Required value"]),
@@ -462,8 +462,13 @@ def cronjob(**template_limits: Any) -> dict[str, Any]:
     }
 
 
-def test_cronjobs_are_read_and_checked_but_not_simulated() -> None:
-    assert expand(cronjob(**{"nvidia.com/gpu": 1})).arrivals == []
+def test_cronjobs_are_read_and_checked_and_expanded_to_their_controller() -> None:
+    expanded = expand(cronjob(**{"nvidia.com/gpu": 1}))
+    assert expanded.arrivals == [] and expanded.jobs == []  # their Jobs are made during the run
+    (cron,) = expanded.cronjobs
+    assert (cron.name, cron.policy, cron.schedule_text) == ("nightly", "Forbid", "0 3 * * *")
+    first = cron.sample()
+    assert first.name == f"nightly-{(1767225600 + 3 * 3600) // 60}"  # 2026-01-01T03:00:00Z in minutes
     assert problems(cronjob(**{"nvidia.com/gpu": 0.5})) == [
         "w.yaml[0]: CronJob/nightly: spec.jobTemplate.spec.template.spec.containers[0].resources."
         'limits[nvidia.com/gpu]: Invalid value: "0.5": must be an integer'

@@ -199,7 +199,20 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
 
     arrivals = [replace(a, pod=admit(a.pod, a.owner)) for a in workloads.arrivals]
     jobs = [_job(j, admit) for j in workloads.jobs]
-    return Workloads(arrivals=arrivals, jobs=jobs)
+    cronjobs = [replace(c, make_job=_admitted_jobs(c.make_job, admit)) for c in workloads.cronjobs]
+    return Workloads(arrivals=arrivals, jobs=jobs, cronjobs=cronjobs)
+
+
+def _admitted_jobs(make_job: Callable[[int], JobRun], admit: Callable[[Pod, str], Pod]) -> Callable[[int], JobRun]:
+    """A CronJob's Job maker whose Jobs' pods are admitted as the others' are (the same Job each time)."""
+    made: dict[int, JobRun] = {}
+
+    def make(scheduled: int) -> JobRun:
+        if scheduled not in made:
+            made[scheduled] = _job(make_job(scheduled), admit)
+        return made[scheduled]
+
+    return make
 
 
 def _job(job: JobRun, admit: Callable[[Pod, str], Pod]) -> JobRun:

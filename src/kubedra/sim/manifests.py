@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from kubedra.cluster.nodepool import Strict
-from kubedra.objects.model import Int32, ObjectMeta, PodSpec
+from kubedra.objects.model import Int32, Int64, ObjectMeta, PodSpec
 
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 
@@ -98,10 +98,10 @@ class JobTemplate(Strict, kw_only=True):
 class CronJobSpec(Strict, kw_only=True):
     schedule: str
     job_template: JobTemplate
-    time_zone: Any = None
-    starting_deadline_seconds: Any = None
-    concurrency_policy: Any = None
-    suspend: Any = None
+    time_zone: str | None = None
+    starting_deadline_seconds: Int64 | None = None
+    concurrency_policy: str | None = None  # the API server's default: Allow
+    suspend: bool | None = None
     successful_jobs_history_limit: Any = None
     failed_jobs_history_limit: Any = None
 
@@ -134,7 +134,7 @@ class JobDoc(_Doc, kw_only=True):
 
 
 class CronJobDoc(_Doc, kw_only=True):
-    """Read and checked (its pod template as any other), not simulated: kubedra has no clock for schedules."""
+    """Read, checked as the API server checks it, and run by the CronJob controller (:mod:`kubedra.sim.cronjobs`)."""
 
     spec: CronJobSpec
 

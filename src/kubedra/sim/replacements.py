@@ -133,6 +133,7 @@ class Replacements:
             grace = record.pod.spec.termination_grace_period_seconds
             self.sim.delete(record, f"Job {name} failed: {reason}",
                             DEFAULT_GRACE_SECONDS if grace is None else float(grace))
+        self.sim.job_ended(job)
 
     @staticmethod
     def _job_name(victim: PodRecord) -> str:

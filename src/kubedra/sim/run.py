@@ -45,15 +45,18 @@ from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedula
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
 from kubedra.sim.gates import GATED_MESSAGE, GATED_REASON, ungate_after
-from kubedra.sim.replacements import JobRules
+from kubedra.sim.replacements import JobRules, job_rules
 
 if TYPE_CHECKING:
+    from kubedra.sim.cronjobs import CronController
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
+    from kubedra.sim.workloads import CronJobRun, JobRun
 
 ARRIVE = 0
 FINISH = 1
 EVICT = 2  # a preemption victim's grace period is over
 UNGATE = 3  # a gated pod's scheduling gates are removed (``sim.gates``)
+CRON = 4  # a CronJob's controller syncs it (``sim.cronjobs``); the key is the CronJob's
 DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/", "DaemonSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 PROGRESS_EVERY = 64  # pods bound between progress reports inside one instant
@@ -100,6 +103,7 @@ class JobProgress:
     rules: JobRules = field(default_factory=JobRules)  # what a deleted pod costs it (``sim.replacements``)
     failed: int = 0  # pods counted as failed (status.failed)
     failed_since_success: int = 0  # the back-off's count
+    cron: str | None = None  # the CronJob that made the Job ("CronJob/ns/name"), told when it finishes
 
 
 @dataclass
@@ -134,6 +138,8 @@ class Simulation:
     # hold a claim the controller made whose pod's status does not name it yet. Made at the first arrival.
     _owned_before: dict[str, list[ResourceClaim]] | None = None
     sampler: Sampler | None = None  # fragmentation over time; None: not sampled
+    _crons: dict[str, CronController] = field(default_factory=dict)  # by "CronJob/ns/name"
+    gangs_on: bool = False  # GenericWorkload: pods made during the run join their PodGroups
 
     @property
     def node_sizes(self) -> NodeSizes:
@@ -188,12 +194,47 @@ class Simulation:
 
     def add_job(
         self, records: Sequence[PodRecord], parallelism: int, work_queue: bool, rules: JobRules | None = None
-    ) -> None:
+    ) -> JobProgress:
         """A Job: ``parallelism`` pods arrive together, each later one when a running one succeeds."""
         progress = JobProgress(waiting=list(records[parallelism:]), work_queue=work_queue, rules=rules or JobRules())
         for record in records[:parallelism]:
             self.add(record)
             self._jobs[record.key] = progress
+        return progress
+
+    def add_cronjob(self, run: CronJobRun) -> None:
+        """A CronJob: its controller syncs it first when it is created."""
+        from kubedra.sim.cronjobs import CronController
+
+        controller = CronController(self, run)
+        self._crons[controller.key] = controller
+        controller.wake_at(run.created_at)
+
+    def wake_cron(self, time: float, key: str) -> None:
+        """A sync of the CronJob ``key`` at ``time`` (its controller asks once per instant)."""
+        self._push(time, CRON, key)
+
+    def start_job(self, job: JobRun, cron: str | None = None) -> JobProgress:
+        """A Job made now (a CronJob's): its pods arrive after the template's ``start-after``; a suspended Job makes
+        none and stays active."""
+        records = [job_record(pod, self._now + job.arrive_at, job.run_for, job.owner, self.gangs_on)
+                   for pod in job.pods]
+        if job.suspended:
+            progress = JobProgress(waiting=records, work_queue=job.completions is None)
+        else:
+            rules = job_rules(job.spec) if job.spec is not None else None
+            progress = self.add_job(records, job.parallelism, work_queue=job.completions is None, rules=rules)
+        progress.cron = cron
+        return progress
+
+    def job_active(self, job: JobProgress) -> bool:
+        """Whether a Job has pods still to run: ones made and not finished, or ones not yet made."""
+        return any(progress is job for progress in self._jobs.values()) or (bool(job.waiting) and not job.done)
+
+    def job_ended(self, job: JobProgress) -> None:
+        """A Job may have finished (its pod succeeded, or it failed): its CronJob's controller hears of it."""
+        if job.cron is not None and not self.job_active(job):
+            self._crons[job.cron].job_finished(job)
 
     def job_of(self, key: str) -> JobProgress | None:
         """The Job a running or pending pod belongs to."""
@@ -223,16 +264,7 @@ class Simulation:
             while i < len(events):  # events made at this instant while it is processed join it (a Job's next pod)
                 kind, key = events[i]
                 i += 1
-                if kind == ARRIVE:
-                    self._arrival(key)
-                elif kind == FINISH:
-                    if self._finishes(pods[key]):
-                        self._finish(pods[key])
-                        freed = True
-                elif kind == UNGATE:
-                    self._ungate(pods[key])
-                else:
-                    freed = self._evict(pods[key]) or freed
+                freed = self._event(kind, key) or freed
             heapq.heappop(self._instants)
             del self._at[now]  # what binding schedules for this instant (run-for 0) is the next instant
             if freed:
@@ -253,6 +285,23 @@ class Simulation:
             self.sampler.points if self.sampler is not None else [],
         )
 
+    def _event(self, kind: int, key: str) -> bool:
+        """One event; whether it freed room (a pod finished or a victim left)."""
+        pods = self.state.pods
+        if kind == ARRIVE:
+            self._arrival(key)
+        elif kind == FINISH:
+            if self._finishes(pods[key]):
+                self._finish(pods[key])
+                return True
+        elif kind == UNGATE:
+            self._ungate(pods[key])
+        elif kind == CRON:
+            self._crons[key].sync()
+        else:
+            return self._evict(pods[key])
+        return False
+
     def _finishes(self, record: PodRecord) -> bool:
         """Whether a FINISH event at this instant is the end of ``record``'s run: not for a pod deleted before (a
         preemption victim), nor for the pod a StatefulSet made again under the victim's name."""
@@ -261,8 +310,9 @@ class Simulation:
         return record.run_for is not None and record.started_at + record.run_for == self._now
 
     def _replaced(self) -> int:
-        """Pods controllers made for preemption victims so far (not known up front)."""
-        return self.evictions.replacements.made if self.evictions is not None else 0
+        """Pods controllers made for preemption victims and CronJobs so far (not known up front)."""
+        made = sum(cron.made for cron in self._crons.values())
+        return made + (self.evictions.replacements.made if self.evictions is not None else 0)
 
     # ------------------------------------------------------------------------------------------ lifecycle
 
@@ -571,6 +621,7 @@ class Simulation:
                 successor.arrive_at = self._now
                 self.add(successor)
                 self._jobs[successor.key] = job
+            self.job_ended(job)
 
     def _release_claims(self, record: PodRecord, node: str) -> None:
         gangs = self._gangs if record.group else None
@@ -590,3 +641,14 @@ class Simulation:
                                          message="generated claim of a finished pod"))
             else:
                 self.state.put_claim(outcome.claim)
+
+
+def job_record(pod: Pod, arrive_at: float, run_for: float | None, owner: str, gangs: bool = False) -> PodRecord:
+    """The run's record of a workload's pod (a PodGroup member's group key set where gangs are on)."""
+    from kubedra.cluster.usage import pod_requests
+    from kubedra.sim.groups import group_key
+
+    record = PodRecord(pod=pod, requests=pod_requests(pod), arrive_at=arrive_at, run_for=run_for, owner=owner)
+    if gangs and pod.spec.scheduling_group is not None:
+        record.group = group_key(pod)
+    return record

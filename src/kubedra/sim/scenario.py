@@ -29,7 +29,7 @@ from kubedra.sim.gates import gate_problems
 from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
 from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.unmodelled import unmodelled_fields
-from kubedra.sim.workloads import Workloads, expand_workloads, is_checked_only, is_workload
+from kubedra.sim.workloads import Workloads, expand_workloads, is_workload
 
 
 @dataclass
@@ -114,13 +114,13 @@ def build_scenario(
     ``generic_workload``, ``workload_claims``: the GenericWorkload and DRAWorkloadResourceClaims gates, only for the
     notes saying what is ignored without them."""
     pool_docs: list[RawLike] = [r for r in loaded.raw if is_nodepool(r.data)]
-    workload_docs = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
+    workload_docs = [r for r in loaded.raw if is_workload(r.data)]
     notes = [
         f"{r.location}: {_describe(r.data)} is not simulated; ignored"
         for r in loaded.raw
         if not is_nodepool(r.data) and not is_workload(r.data) and not is_scheduling_object(r.data)
         and not is_budget(r.data)
-    ]  # a CronJob among them: its pod template is checked all the same
+    ]
     problems: list[Problem] = []
     try:
         pool_nodes, pool_slices = expand_nodepools(pool_docs)
@@ -146,7 +146,7 @@ def build_scenario(
     classes = merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass))
     notes.extend(unpublished_requests(nodes, classes, workload_pods(workloads)))
     notes.extend(unmodelled_fields(workload_pods(workloads)))
-    if not nodes and (workloads.arrivals or workloads.jobs):
+    if not nodes and (workloads.arrivals or workloads.jobs or workloads.cronjobs):
         notes.append("the input has no Node and no NodePool: every pod stays pending (kube-scheduler: no nodes "
                      "available to schedule pods)")
     if groups.pod_groups and not generic_workload:

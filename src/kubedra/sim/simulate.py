@@ -84,11 +84,13 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         allocator=backend.allocator,
     )
     gangs = features.generic_workload
+    simulation.gangs_on = gangs
     if gangs:
         simulation.pod_groups = dict(scenario.groups.pod_groups)
         simulation.workload_claims = features.workload_resource_claims
     priorities = {a.pod.spec.priority or 0 for a in scenario.workloads.arrivals}
     priorities |= {p.spec.priority or 0 for j in scenario.workloads.jobs for p in j.pods}
+    priorities |= {p.spec.priority or 0 for c in scenario.workloads.cronjobs for p in c.sample().pods}
     if len(priorities) > 1:
         simulation.evictions = Evictions(simulation, scenario.budgets)
     for arrival in scenario.workloads.arrivals:
@@ -99,6 +101,8 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs) for pod in job.pods]
         rules = job_rules(job.spec) if job.spec is not None else None
         simulation.add_job(records, job.parallelism, work_queue=job.completions is None, rules=rules)
+    for cron in scenario.workloads.cronjobs:
+        simulation.add_cronjob(cron)
     if options.fragmentation_samples > 0:
         simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation
@@ -107,12 +111,13 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
 def _sampler(
     scenario: Scenario, state: ClusterState, backend: AllocatorBackend, index: DeviceIndex | None, samples: int
 ) -> Sampler:
-    """Samples spread over the time the workload is known to span (the last arrival plus its run time), and one at
-    the end of the run."""
+    """Samples spread over the time the workload is known to span (the last arrival plus its run time; a CronJob's
+    horizon plus its Jobs' run time), and one at the end of the run."""
     from kubedra.scheduler.explain import ClaimsFit
 
     ends = [a.arrive_at + (a.run_for or 0.0) for a in scenario.workloads.arrivals]
     ends += [j.arrive_at + (j.run_for or 0.0) for j in scenario.workloads.jobs]
+    ends += [(c.until or 0.0) + (c.sample().run_for or 0.0) for c in scenario.workloads.cronjobs]  # its last Job's
     span = max(ends, default=0.0)
     return Sampler(state, ClaimsFit(state, backend.allocator, index), span / samples)
 

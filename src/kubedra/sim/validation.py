@@ -34,7 +34,7 @@ from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.references import reference_problems
 from kubedra.sim.scenario import duplicate_nodes, in_input_order
 from kubedra.sim.unmodelled import unmodelled_fields
-from kubedra.sim.workloads import expand_workloads, is_checked_only, is_workload
+from kubedra.sim.workloads import expand_workloads, is_workload
 
 _WITH_SELECTORS = (DeviceClass, ResourceClaim, ResourceClaimTemplate, DeviceTaintRule)
 TOO_COMPLEX = "Forbidden: too complex, exceeds cost limit"
@@ -100,7 +100,7 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
     except InvalidInputError as error:
         problems.extend(error.problems)
     # The expansion validates each pod template as the API server validates the pods made from it.
-    workloads = [r for r in loaded.raw if is_workload(r.data) or is_checked_only(r.data)]
+    workloads = [r for r in loaded.raw if is_workload(r.data)]
     try:
         expanded = expand_workloads(
             workloads, loaded.of_kind(Pod), locate=loaded.location_of, nodes=[*loaded.of_kind(Node), *pool_nodes]
@@ -115,7 +115,6 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
                                      *unmodelled_fields(workload_pods(expanded))])
     problems.extend(reference_problems(loaded, features))
     unchecked = [r for r in loaded.raw if not is_nodepool(r.data) and not is_workload(r.data)]
-    unchecked = [r for r in unchecked if not is_checked_only(r.data)]
     if not loaded.objects and not loaded.raw:
         problems.append(Problem(Location(", ".join(sources)), NO_OBJECTS))
     ordered = in_input_order(loaded, problems)

@@ -1,4 +1,4 @@
-"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, Pod) expanded into the pods
+"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod) expanded into the pods
 controllers create.
 
 Names follow the controllers: a Deployment's pods are ``<name>-<pod-template-hash>-<5 chars>`` (through its
@@ -15,13 +15,19 @@ returned as a :class:`JobRun` - its pods in creation order, at most ``parallelis
 when each starts depends on when earlier ones finish. Pods of long-running controllers (restartPolicy
 Always) with ``run-for`` are removed after that time, as a scale-down would.
 
+A CronJob is returned as a :class:`CronJobRun`: its schedule, policies and a maker of the Job for each scheduled
+time; :mod:`kubedra.sim.cronjobs` runs its controller during the simulation. Its wall clock (simulated time 0 is its
+``kubedra.io/simulation-start``, default 2026-01-01T00:00:00Z), its creation (its own ``kubedra.io/start-after``) and
+its horizon (its own ``kubedra.io/run-for``; else the other workloads' known span; else a day) are documented there.
+
 Pods of one workload share their template's lists (containers, resourceClaims): treat them as immutable.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
@@ -30,6 +36,7 @@ from kubedra.cluster.gpuslices import name_suffix, stable_uid
 from kubedra.cluster.nodepool import RawLike, convert_strict, object_location
 from kubedra.objects.errors import InvalidInputError, Location
 from kubedra.objects.model import Node, ObjectMeta, OwnerReference, Pod, PodStatus
+from kubedra.sim.cron import Schedule
 from kubedra.sim.daemonsets import TEMPLATE_GENERATION, daemon_specs
 from kubedra.sim.manifests import (
     DOCUMENTS,
@@ -44,18 +51,20 @@ from kubedra.sim.manifests import (
     StatefulSetDoc,
     template_hash,
 )
-from kubedra.sim.workload_checks import WorkloadChecks
+from kubedra.sim.workload_checks import RUN_FOR, WorkloadChecks
 
 DEFAULT_NAMESPACE = "default"
+DEFAULT_CRON_HORIZON = 86400.0  # a CronJob's schedules stop a day after its creation when nothing else bounds the run
+MAX_CRON_JOBS = 10_000  # Jobs one CronJob may schedule in a run
 WORKLOAD_KINDS = {
     "Deployment": "apps/v1",
     "StatefulSet": "apps/v1",
     "ReplicaSet": "apps/v1",
     "DaemonSet": "apps/v1",
     "Job": "batch/v1",
+    "CronJob": "batch/v1",
     "Pod": "v1",
 }
-CHECKED_KINDS = {"CronJob": "batch/v1"}  # read and validated like the others, but not simulated
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,19 +95,59 @@ class JobRun:
 
 
 @dataclass(frozen=True, slots=True)
+class CronJobRun:
+    """A CronJob as its controller sees it (:mod:`kubedra.sim.cronjobs` runs it): created at ``created_at``, it
+    schedules Jobs until ``until`` (simulated seconds); ``origin`` is the Unix time of simulated time 0, and
+    ``make_job(scheduled)`` the Job for a scheduled Unix time (the same one each time it is asked)."""
+
+    name: str
+    namespace: str
+    uid: str
+    schedule: Schedule
+    schedule_text: str
+    time_zone: str
+    created_at: float
+    until: float | None  # None until ``expand_workloads`` puts the default horizon in
+    origin: int
+    policy: str  # Allow | Forbid | Replace
+    deadline: int | None  # startingDeadlineSeconds
+    suspended: bool
+    make_job: Callable[[int], JobRun]
+    where: Location = field(default_factory=Location)
+
+    @property
+    def owner(self) -> str:
+        return f"CronJob/{self.namespace}/{self.name}"
+
+    def sample(self) -> JobRun:
+        """Its first Job (or the one it would make at its creation): what its Jobs' pods look like."""
+        times = self.activations(1)
+        return self.make_job(times[0] if times else self.origin + int(self.created_at // 1))
+
+    def activations(self, limit: int) -> list[int]:
+        """Its scheduled times (Unix seconds) from its creation to ``until``, at most ``limit`` of them."""
+        end = self.origin + (self.until or 0.0)
+        times: list[int] = []
+        t: float = self.origin + self.created_at
+        while len(times) < limit:
+            found = self.schedule.next(t)
+            if found is None or found > end:
+                break
+            times.append(found)
+            t = found
+        return times
+
+
+@dataclass(frozen=True, slots=True)
 class Workloads:
     arrivals: list[PodArrival] = field(default_factory=list)
     jobs: list[JobRun] = field(default_factory=list)
+    cronjobs: list[CronJobRun] = field(default_factory=list)
 
 
 def is_workload(data: dict[str, Any]) -> bool:
     """Whether a raw document is a kind this module expands."""
     return data.get("kind") in WORKLOAD_KINDS
-
-
-def is_checked_only(data: dict[str, Any]) -> bool:
-    """Whether a raw document is a kind this module checks but does not expand (CronJob)."""
-    return data.get("kind") in CHECKED_KINDS and str(data.get("apiVersion", "")).startswith("batch/")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -112,6 +161,7 @@ class _Expander(WorkloadChecks):
         self.nodes = nodes
         self.arrivals: list[tuple[float, int, PodArrival]] = []
         self.jobs: list[tuple[float, int, JobRun]] = []
+        self.cronjobs: list[CronJobRun] = []
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
         self.sequence = 0
@@ -237,29 +287,51 @@ class _Expander(WorkloadChecks):
 
     def job(self, where: Location, doc: JobDoc, namespace: str) -> None:
         name, spec = doc.metadata.name, doc.spec
-        ok = self.check_template(where, "Job", spec.template, ("OnFailure", "Never"))
+        shape = self.job_shape(where, spec, "spec.")
         arrive_at, run_for = self.timing(where, doc.metadata, spec.template.metadata, "spec.template.")
+        if shape is None:
+            return
+        uid = doc.metadata.uid or stable_uid("Job", namespace, name)
+        run = self.job_run(name, namespace, uid, spec, shape, timing=(arrive_at, run_for))
+        self.jobs.append((arrive_at, self.sequence, run))
+        self.sequence += 1
+
+    def job_shape(self, where: Location, spec: JobSpec, prefix: str) -> tuple[int, int | None, bool] | None:
+        """A Job spec's parallelism, completions and whether it is Indexed, checked as the API server does (fields
+        under ``prefix``); None after a problem."""
+        ok = self.check_template(where, "Job", spec.template, ("OnFailure", "Never"), prefix)
         parallelism = 1 if spec.parallelism is None else spec.parallelism
         completions = spec.completions
         if spec.parallelism is None and completions is None:
             completions = 1
-        for field_, value in (("spec.parallelism", parallelism), ("spec.completions", completions)):
-            if value is not None and not self.count_ok(where, field_, value):
+        for field_, value in (("parallelism", parallelism), ("completions", completions)):
+            if value is not None and not self.count_ok(where, prefix + field_, value):
                 ok = False
         indexed = spec.completion_mode == "Indexed"
         if spec.completion_mode not in ("NonIndexed", "Indexed"):
             self.bad(
                 where,
-                "spec.completionMode",
+                f"{prefix}completionMode",
                 f'Unsupported value: "{spec.completion_mode}": supported values: "NonIndexed", "Indexed"',
             )
             ok = False
         elif indexed and completions is None:
-            self.bad(where, "spec.completions", "Required value: when completion mode is Indexed")
+            self.bad(where, f"{prefix}completions", "Required value: when completion mode is Indexed")
             ok = False
-        if not ok:
-            return
-        uid = doc.metadata.uid or stable_uid("Job", namespace, name)
+        return (parallelism, completions, indexed) if ok else None
+
+    def job_run(
+        self,
+        name: str,
+        namespace: str,
+        uid: str,
+        spec: JobSpec,
+        shape: tuple[int, int | None, bool],
+        *,
+        timing: tuple[float, float | None],
+    ) -> JobRun:
+        """The Job's pods, named and labelled as the Job controller makes them."""
+        parallelism, completions, indexed = shape
         ref = OwnerReference(
             api_version="batch/v1", kind="Job", name=name, uid=uid, controller=True, block_owner_deletion=True
         )
@@ -280,20 +352,62 @@ class _Expander(WorkloadChecks):
             if indexed:
                 pod.metadata.annotations["batch.kubernetes.io/job-completion-index"] = str(i)
             pods.append(pod)
-        run = JobRun(
+        return JobRun(
             name,
             namespace,
             f"Job/{namespace}/{name}",
-            arrive_at,
-            run_for,
+            timing[0],
+            timing[1],
             parallelism,
             completions,
             tuple(pods),
             spec.suspend,
             spec,
         )
-        self.jobs.append((arrive_at, self.sequence, run))
-        self.sequence += 1
+
+    def cronjob(self, where: Location, doc: CronJobDoc, namespace: str) -> None:
+        """A CronJob: its schedule and policies, and a maker of the Job for each scheduled time (run by
+        :mod:`kubedra.sim.cronjobs`)."""
+        name, spec = doc.metadata.name, doc.spec
+        schedule = self.cron_schedule(where, doc)
+        template = spec.job_template
+        shape = self.job_shape(where, template.spec, "spec.jobTemplate.spec.")
+        timing = self.timing(where, template.metadata, template.spec.template.metadata,
+                             "spec.jobTemplate.spec.template.", "spec.jobTemplate.")
+        created_at, until = self.timing(where, doc.metadata, doc.metadata, "")
+        origin = self.clock(where, doc.metadata)
+        if schedule is None or shape is None or origin is None:
+            return
+        uid = doc.metadata.uid or stable_uid("CronJob", namespace, name)
+        made: dict[int, JobRun] = {}
+
+        def make_job(scheduled: int) -> JobRun:
+            """The Job for ``scheduled`` (Unix seconds): ``<cronjob>-<minutes since the epoch>``, as
+            ``getJobFromTemplate2`` names it; its pods arrive ``start-after`` (the template's) after it is made."""
+            run = made.get(scheduled)
+            if run is None:
+                job_name = f"{name}-{scheduled // 60}"
+                run = self.job_run(job_name, namespace, stable_uid("Job", namespace, job_name), template.spec,
+                                   shape, timing=timing)
+                made[scheduled] = run
+            return run
+
+        self.cronjobs.append(CronJobRun(
+            name=name,
+            namespace=namespace,
+            uid=uid,
+            schedule=schedule,
+            schedule_text=spec.schedule,
+            time_zone=spec.time_zone or "UTC",
+            created_at=created_at,
+            until=until,
+            origin=origin,
+            policy=spec.concurrency_policy or "Allow",
+            deadline=spec.starting_deadline_seconds,
+            suspended=bool(spec.suspend),
+            make_job=make_job,
+            where=where,
+        ))
 
     def bare(self, where: Location, pod: Pod) -> None:
         meta = pod.metadata
@@ -323,7 +437,7 @@ class _Expander(WorkloadChecks):
     def raw(self, raw: RawLike) -> None:
         kind = raw.data.get("kind")
         where = object_location(raw, str(kind or "object"))
-        versions = {**WORKLOAD_KINDS, **CHECKED_KINDS}
+        versions = WORKLOAD_KINDS
         if kind not in versions:
             self.bad(where, "kind", f"{kind!r} is not a workload kubedra expands ({', '.join(WORKLOAD_KINDS)})")
             return
@@ -347,10 +461,10 @@ class _Expander(WorkloadChecks):
             return
         assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | DaemonSetDoc | JobDoc | CronJobDoc)
         self.check_object(where, doc)
-        if isinstance(doc, CronJobDoc):
-            return
         namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
-        if isinstance(doc, JobDoc):
+        if isinstance(doc, CronJobDoc):
+            self.cronjob(where, doc, namespace)
+        elif isinstance(doc, JobDoc):
             self.job(where, doc, namespace)
         elif isinstance(doc, DaemonSetDoc):  # hostNetwork is not modelled; it adds a toleration
             self.daemonset(where, doc, namespace, (raw.data["spec"]["template"].get("spec") or {}).get("hostNetwork"))
@@ -381,8 +495,30 @@ def expand_workloads(
         expander.bare(Location(where.file, where.document, f"Pod/{name}"), pod)
     for raw in raw_objects:
         expander.raw(raw)
-    if expander.problems:
-        raise InvalidInputError(expander.problems)
     arrivals = [a for _, _, a in sorted(expander.arrivals, key=lambda t: (t[0], t[1]))]
     jobs = [j for _, _, j in sorted(expander.jobs, key=lambda t: (t[0], t[1]))]
-    return Workloads(arrivals, jobs)
+    cronjobs = [_bounded(c, known_span(arrivals, jobs), expander) for c in expander.cronjobs]
+    if expander.problems:
+        raise InvalidInputError(expander.problems)
+    return Workloads(arrivals, jobs, cronjobs)
+
+
+def known_span(arrivals: Iterable[PodArrival], jobs: Iterable[JobRun]) -> float:
+    """When the workload is known to end: the last arrival plus its run time (a Job: its first pods')."""
+    ends = [a.arrive_at + (a.run_for or 0.0) for a in arrivals]
+    ends += [j.arrive_at + (j.run_for or 0.0) for j in jobs]
+    return max(ends, default=0.0)
+
+
+def _bounded(cron: CronJobRun, span: float, checks: WorkloadChecks) -> CronJobRun:
+    """The CronJob with its horizon: its own ``run-for``, else the other workloads' known span, else a day; a
+    problem where it would make more Jobs than kubedra simulates."""
+    until = cron.created_at + cron.until if cron.until is not None else (
+        span if span > cron.created_at else cron.created_at + DEFAULT_CRON_HORIZON)
+    cron = replace(cron, until=until)
+    if not cron.suspended and len(cron.activations(MAX_CRON_JOBS + 1)) > MAX_CRON_JOBS:
+        checks.bad(cron.where, "spec.schedule",
+                   f"Invalid value: {json.dumps(cron.schedule_text)}: schedules more than {MAX_CRON_JOBS} Jobs by "
+                   f"{until:g}s of simulated time; kubedra simulates at most {MAX_CRON_JOBS} per CronJob (set "
+                   f"{RUN_FOR} on the CronJob to stop it sooner)")
+    return cron
