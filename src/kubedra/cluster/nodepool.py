@@ -17,7 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 import msgspec
 
-from kubedra.cluster import catalogue
+from kubedra.cluster import catalogue, hosts
 from kubedra.cluster.gpuslices import GpuNodeLayout, SliceFactory, stable_uid
 from kubedra.objects import formats
 from kubedra.objects.decode import decode
@@ -300,12 +300,12 @@ def _check(pool: NodePool, where: Location) -> tuple[list[Problem], catalogue.Gp
 POOL_LABEL = "kubedra.io/nodepool"  # which NodePool a node came from: reports group GPUs by it
 
 
-def _node(name: str, spec: NodePoolSpec, pool: str) -> Node:
+def _node(name: str, spec: NodePoolSpec, pool: str, defaults: dict[str, str] | None = None) -> Node:
     labels = {"kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
     labels[POOL_LABEL] = pool
     labels.update(spec.labels)
     labels["kubernetes.io/hostname"] = name
-    allocatable = dict(spec.allocatable)
+    allocatable = dict(spec.allocatable or defaults or {})
     allocatable.setdefault("pods", DEFAULT_PODS)
     if spec.device_plugin and spec.gpu is not None:
         allocatable["nvidia.com/gpu"] = str(spec.gpu.count)
@@ -316,8 +316,11 @@ def _node(name: str, spec: NodePoolSpec, pool: str) -> Node:
     )
 
 
-def expand_nodepools(raw_objects: list[RawLike]) -> tuple[list[Node], list[ResourceSlice]]:
-    """Nodes and ResourceSlices for every NodePool, in document then index order.
+def expand_nodepools(
+    raw_objects: list[RawLike], notes: list[str] | None = None
+) -> tuple[list[Node], list[ResourceSlice]]:
+    """Nodes and ResourceSlices for every NodePool, in document then index order. A GPU pool without
+    ``spec.allocatable`` gets its model's host (:mod:`kubedra.cluster.hosts`), said in ``notes``.
 
     Raises InvalidInputError listing every problem (all pools are checked before any is expanded). Two pools of
     one name are the loader's to refuse, as for every kind.
@@ -342,8 +345,14 @@ def expand_nodepools(raw_objects: list[RawLike]) -> tuple[list[Node], list[Resou
         factory = None
         if model is not None and spec.gpu is not None and not spec.device_plugin:
             factory = SliceFactory(_layout(spec, spec.gpu, model))
+        defaults = None
+        shape = hosts.default_shape(model.name) if model is not None and not spec.allocatable else None
+        if shape is not None and spec.gpu is not None:
+            defaults = shape.allocatable(spec.gpu.count)
+            if notes is not None:
+                notes.append(hosts.note(pool.metadata.name, model.name if model else "", spec.gpu.count, shape))
         for index in range(spec.count):
-            node = _node(f"{pool.metadata.name}-{index}", spec, pool.metadata.name)
+            node = _node(f"{pool.metadata.name}-{index}", spec, pool.metadata.name, defaults)
             nodes.append(node)
             if factory is not None:
                 slices.extend(factory.node_slices(node.metadata.name, node.metadata.uid))

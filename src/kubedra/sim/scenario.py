@@ -123,7 +123,7 @@ def build_scenario(
     ]
     problems: list[Problem] = []
     try:
-        pool_nodes, pool_slices = expand_nodepools(pool_docs)
+        pool_nodes, pool_slices = expand_nodepools(pool_docs, notes)
     except InvalidInputError as error:  # report the workloads' problems too, in one go
         problems.extend(error.problems)
         pool_nodes, pool_slices = [], []
