@@ -49,6 +49,7 @@ from kubedra.scheduler.nodefit import (
     pinned_nodes,
     reasons_of,
 )
+from kubedra.scheduler.podtopologyspread import SpreadFilter, has_constraints, prefilter_in
 from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
@@ -184,6 +185,7 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
             inter_pod=self.pod_affinity.prefilter(record.pod),
+            spread=prefilter_in(self.state, record.pod),
         )
         refusal_key = self._refusal_key(attempt)
         if refusal_key is not None:
@@ -224,6 +226,7 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
             inter_pod=self.pod_affinity.prefilter(record.pod),
+            spread=prefilter_in(self.state, record.pod),
         )
         node = self.state.nodes[node_name]
         verdict = self._filter_node(attempt, node)
@@ -245,9 +248,10 @@ class Scheduler:
         ranked = self.kube is not None and any(
             r.exactly is None for c in attempt.to_allocate for r in c.spec.devices.requests
         )
-        # Rare: host ports, pins, inter-pod affinity that scores (the fast path filters it as a bitset).
+        # Rare: host ports, pins, explicit topology spread constraints, inter-pod affinity that scores (the fast path
+        # filters it as a bitset).
         pod = attempt.record.pod
-        walked = (attempt.record.host_ports or pinned_nodes(pod) is not None
+        walked = (attempt.record.host_ports or pinned_nodes(pod) is not None or has_constraints(pod)
                   or (self.pod_affinity.active(pod) and not self.pod_affinity.neutral(pod)))
         if self.sets is not None and not ranked and not walked:
             fast = self._schedule_fast(attempt, self.sets)
@@ -278,10 +282,14 @@ class Scheduler:
         # InterPodAffinity reads the pod's labels, namespace and terms (all else it reads changes the version).
         inter_pod = msgspec.json.encode((pod.metadata.namespace, pod.metadata.labels, spec.affinity)) if (
             self.pod_affinity.active(pod)) else b""
+        # PodTopologySpread reads the explicit constraints with the pod's labels and namespace (and node rules).
+        spread = msgspec.json.encode((pod.metadata.namespace, pod.metadata.labels, spec.topology_spread_constraints,
+                                      spec.affinity)) if spec.topology_spread_constraints else b""
         return (
             attempt.record.requests_key,
             attempt.record.host_ports,  # NodePorts
             inter_pod,
+            spread,
             msgspec.json.encode((spec.node_name, spec.node_selector, required, spec.tolerations, containers)),
             tuple([self._spec_key(claim.spec) for claim in attempt.claims]),
         )
@@ -575,7 +583,7 @@ class Scheduler:
             dra_served_resources(attempt.extended, node, self.extended_map) if attempt.extended else frozenset()
         )
         reason = node_fit_reason(record.pod, record.requests, node, self.state.usage[name], served,
-                                 ports=record.host_ports, inter_pod=attempt.inter_pod)
+                                 ports=record.host_ports, inter_pod=attempt.inter_pod, spread=attempt.spread)
         if reason:
             return reason
         if claim_rejecting(attempt.claims, node) is not None:
@@ -650,6 +658,7 @@ class _Attempt(msgspec.Struct):
     extended: list[ExtendedRequest]
     allocator: NodeAllocator | None
     inter_pod: AffinityFilter | None = None  # InterPodAffinity's PreFilter state (None: it skips)
+    spread: SpreadFilter | None = None  # PodTopologySpread's, for explicit DoNotSchedule constraints (None: it skips)
     # Per set of DRA-served extended resources (most pods: only the empty one), made when first asked.
     _batches: dict[frozenset[str], tuple[list[ResourceClaim], ResourceClaim | None]] | None = None
 

@@ -4,7 +4,9 @@
 normalisation and weights (``apis/config/v1/default_plugins.go``): TaintToleration x3 (PreferNoSchedule taints not
 tolerated, normalised in reverse), NodeAffinity x2 (weights of the preferred terms a node matches, normalised),
 NodeResourcesFit x1 (LeastAllocated on cpu and memory counting "non-zero" requests), PodTopologySpread x2 (the
-system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods a ReplicaSet or StatefulSet controls),
+system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods a ReplicaSet or StatefulSet controls
+and that set no constraint of their own; a pod's explicit ScheduleAnyway constraints otherwise,
+``scheduler/podtopologyspread.py``),
 InterPodAffinity x2 (preferred terms both ways and the hard-affinity weight, ``scheduler/interpodaffinity.py``),
 NodeResourcesBalancedAllocation x1 (1.37's form: the change in balance the pod makes), ImageLocality x1 and
 DynamicResources x2 (which ranks only ``firstAvailable`` sub-requests: 8 minus the index of each sub-request
@@ -38,6 +40,8 @@ from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
+from kubedra.scheduler.podtopologyspread import cluster_nodes, has_constraints
+from kubedra.scheduler.podtopologyspread import scores_for as explicit_spread_scores
 from kubedra.scheduler.resource_scores import ResourceScores
 from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, OwnerKey, SpreadCounts, owner_key, zone_of
 
@@ -673,7 +677,13 @@ class KubeScorer:
         return default_normalize(raw, False)
 
     def _spread(self, pod: Pod, nodes: Sequence[Node]) -> list[int]:
-        """PodTopologySpread's Score and NormalizeScore with the system default constraints."""
+        """PodTopologySpread's Score and NormalizeScore: the pod's explicit ScheduleAnyway constraints where it sets
+        any constraint, else the system default constraints."""
+        if has_constraints(pod):
+            bound = self.state.bound
+            pods_on = {node.metadata.name: [r.pod for r in bound[node.metadata.name].values()]
+                       for node in nodes if node.metadata.name in bound}
+            return explicit_spread_scores(pod, cluster_nodes(self.state), nodes, pods_on)
         owner = owner_key(pod)
         if owner is None or not nodes:
             return [0] * len(nodes)  # no selector: PreScore skips
