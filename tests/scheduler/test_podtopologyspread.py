@@ -23,11 +23,13 @@ from kubedra.scheduler.podtopologyspread import (
     DO_NOT_SCHEDULE,
     MISSING_LABEL_REASON,
     SCHEDULE_ANYWAY,
+    cluster_nodes,
     constraints_of,
     normalize,
     prefilter,
     scores_for,
 )
+from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.preemption import resolvable
 from kubedra.scheduler.scheduler import Placement, Scheduler
 from kubedra.scheduler.scoring import KubeScorer, Policy
@@ -224,3 +226,54 @@ def test_validation_as_the_api_server() -> None:
         (f"{path}[6].matchLabelKeys", "Forbidden: must not be specified when labelSelector is not set"),
         (f"{path}[7].matchLabelKeys[0]", 'Invalid value: "app": exists in both matchLabelKeys and labelSelector'),
     ]
+
+
+def _bind_random(rng: random.Random, state: ClusterState, records: list[tuple[PodRecord, str]], name: str) -> None:
+    pod = _pod(name, {"app": rng.choice(["a", "b"])}, namespace=rng.choice(["default", "default", "other"]))
+    record = PodRecord(pod=pod, requests=pod_requests(pod))
+    node = rng.choice(list(state.nodes))
+    state.bind(record, node)
+    records.append((record, node))
+
+
+def test_kept_counts_agree_with_the_scan_as_pods_bind_and_leave() -> None:
+    """``SpreadIndex`` (counts kept as pods bind and leave) against ``prefilter``/``scores_for`` (every bound pod
+    walked) on random clusters, constraints, policies and bound pods."""
+    rng = random.Random(11)
+    apps = ["a", "b"]
+    taint = [{"key": "t", "value": "x", "effect": "NoSchedule"}]
+    for _ in range(120):
+        nodes = [_node(f"n{i}", rng.choice(["x", "y", "z", None]), taint if rng.random() < 0.3 else None,
+                       **({"pool": "p"} if rng.random() < 0.6 else {})) for i in range(rng.randint(1, 7))]
+        state = ClusterState.build(nodes=nodes, slices=[], classes=[])
+        index = SpreadIndex(state)
+        records: list[tuple[PodRecord, str]] = []
+
+        for j in range(rng.randint(0, 6)):
+            _bind_random(rng, state, records, f"e{j}")
+        constraints = [_tsc(rng.choice([Z, H]), rng.randint(1, 2), rng.choice([DO_NOT_SCHEDULE, SCHEDULE_ANYWAY]),
+                            rng.choice(apps), minDomains=rng.choice([None, 2]) if rng.random() < 0.5 else None,
+                            nodeAffinityPolicy=rng.choice([None, "Ignore"]),
+                            nodeTaintsPolicy=rng.choice([None, "Honor"]))
+                       for _ in range(rng.randint(1, 2))]
+        for c in constraints:
+            if c["whenUnsatisfiable"] != DO_NOT_SCHEDULE or c["minDomains"] is None:
+                del c["minDomains"]
+        keyed = {(c["topologyKey"], c["whenUnsatisfiable"]): c for c in constraints}  # as validation allows
+        pod = _pod("in", {"app": rng.choice(apps)}, *keyed.values(),
+                   **({"nodeSelector": {"pool": "p"}} if rng.random() < 0.5 else {}))
+        for step in range(4):
+            everything = cluster_nodes(state)
+            kept, fresh = index.prefilter(pod), prefilter(pod, everything)
+            assert (kept is None) == (fresh is None)
+            if kept is not None and fresh is not None:
+                assert kept.counts == fresh.counts and kept.minimum == fresh.minimum
+                assert [kept.reason(n) for n in nodes] == [fresh.reason(n) for n in nodes]
+            feasible = [n for n in nodes if rng.random() < 0.7]
+            pods_on = {name: [r.pod for r in recs.values()] for name, recs in state.bound.items()}
+            assert index.scores(pod, feasible) == scores_for(pod, everything, feasible, pods_on)
+            if step % 2 == 0 or not records:
+                _bind_random(rng, state, records, f"later{step}")
+            else:
+                record, node = records.pop(rng.randrange(len(records)))
+                state.unbind(record, node)

@@ -244,7 +244,7 @@ def scores_for(pod: Pod, nodes: NodePods, feasible: Sequence[Node], pods_on: Map
         {} if c.topology_key == HOSTNAME_LABEL else {node.metadata.labels[c.topology_key]: 0 for node in kept}
         for c in constraints
     ]
-    weights = [math.log((len(kept) if c.topology_key == HOSTNAME_LABEL else len(domains[i])) + 2)
+    weights = [topology_weight(len(kept) if c.topology_key == HOSTNAME_LABEL else len(domains[i]))
                for i, c in enumerate(constraints)]
     namespace = pod.metadata.namespace
     if any(domains):
@@ -261,16 +261,24 @@ def scores_for(pod: Pod, nodes: NodePods, feasible: Sequence[Node], pods_on: Map
         if skip:
             raw.append(None)
             continue
-        total = 0.0
         labels = node.metadata.labels
-        for i, c in enumerate(constraints):
-            if c.topology_key == HOSTNAME_LABEL:
-                count = count_matching(pods_on.get(node.metadata.name, ()), c, namespace)
-            else:
-                count = domains[i][labels[c.topology_key]]
-            total += float(count) * weights[i] + float(c.max_skew - 1)
-        raw.append(_round(total))
+        found = [count_matching(pods_on.get(node.metadata.name, ()), c, namespace) if c.topology_key == HOSTNAME_LABEL
+                 else domains[i][labels[c.topology_key]] for i, c in enumerate(constraints)]
+        raw.append(score_one(constraints, found, weights))
     return normalize(raw)
+
+
+def topology_weight(size: int) -> float:
+    """``topologyNormalizingWeight``: ``log(size + 2)``."""
+    return math.log(float(size + 2))
+
+
+def score_one(constraints: Sequence[Constraint], counts: Sequence[int], weights: Sequence[float]) -> int:
+    """Score on one node: ``count * weight + maxSkew - 1`` summed in float64 in the constraints' order, rounded."""
+    total = 0.0
+    for c, count, weight in zip(constraints, counts, weights, strict=True):
+        total += float(count) * weight + float(c.max_skew - 1)
+    return _round(total)
 
 
 def _round(x: float) -> int:

@@ -49,7 +49,8 @@ from kubedra.scheduler.nodefit import (
     pinned_nodes,
     reasons_of,
 )
-from kubedra.scheduler.podtopologyspread import SpreadFilter, has_constraints, prefilter_in
+from kubedra.scheduler.podtopologyspread import SpreadFilter, has_constraints
+from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
@@ -141,7 +142,8 @@ class Scheduler:
         self.policy = policy
         self.rng = rng
         self.index = index
-        self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
+        self.topology_spread = SpreadIndex(state)
+        self.kube = KubeScorer(state, self.topology_spread) if policy is Policy.KUBE_SCHEDULER else None
         self.trace = TraceScorer(state, policy.value) if policy in TRACE_POLICIES else None
         self.extended_map = ExtendedResourceMap(list(state.classes.values()) if extended_resources else [])
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName
@@ -185,7 +187,7 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
             inter_pod=self.pod_affinity.prefilter(record.pod),
-            spread=prefilter_in(self.state, record.pod),
+            spread=self.topology_spread.prefilter(record.pod),
         )
         refusal_key = self._refusal_key(attempt)
         if refusal_key is not None:
@@ -226,7 +228,7 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
             inter_pod=self.pod_affinity.prefilter(record.pod),
-            spread=prefilter_in(self.state, record.pod),
+            spread=self.topology_spread.prefilter(record.pod),
         )
         node = self.state.nodes[node_name]
         verdict = self._filter_node(attempt, node)

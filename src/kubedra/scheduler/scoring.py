@@ -40,8 +40,8 @@ from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
-from kubedra.scheduler.podtopologyspread import cluster_nodes, has_constraints
-from kubedra.scheduler.podtopologyspread import scores_for as explicit_spread_scores
+from kubedra.scheduler.podtopologyspread import has_constraints
+from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.resource_scores import ResourceScores
 from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, OwnerKey, SpreadCounts, owner_key, zone_of
 
@@ -396,8 +396,10 @@ class KubeScorer:
     result is ``choose`` on the window's nodes in walk order (a test holds them equal).
     """
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterState, topology_spread: SpreadIndex | None = None) -> None:
+        """``topology_spread``: the explicit constraints' kept counts, where the caller keeps them already."""
         self.state = state
+        self.topology_spread = topology_spread if topology_spread is not None else SpreadIndex(state)
         self._allocatable: dict[str, tuple[int, int]] = {}
         self._tied_sets: dict[str, frozenset[str]] = {}
         self._tied_masks: dict[str, int] = {}
@@ -680,10 +682,7 @@ class KubeScorer:
         """PodTopologySpread's Score and NormalizeScore: the pod's explicit ScheduleAnyway constraints where it sets
         any constraint, else the system default constraints."""
         if has_constraints(pod):
-            bound = self.state.bound
-            pods_on = {node.metadata.name: [r.pod for r in bound[node.metadata.name].values()]
-                       for node in nodes if node.metadata.name in bound}
-            return explicit_spread_scores(pod, cluster_nodes(self.state), nodes, pods_on)
+            return self.topology_spread.scores(pod, nodes)
         owner = owner_key(pod)
         if owner is None or not nodes:
             return [0] * len(nodes)  # no selector: PreScore skips
