@@ -9,6 +9,7 @@ import random
 from typing import Any
 
 import msgspec
+import pytest
 import yaml
 
 from kubedra.cluster.state import ClusterState, PodRecord
@@ -277,3 +278,36 @@ def test_kept_counts_agree_with_the_scan_as_pods_bind_and_leave() -> None:
             else:
                 record, node = records.pop(rng.randrange(len(records)))
                 state.unbind(record, node)
+
+
+def _placements(text: str) -> dict[str, str]:
+    result = simulate(build_scenario(load_text(text)), Options(policy=Policy.KUBE_SCHEDULER))
+    return {r.pod.metadata.name: r.pod.spec.node_name or r.pending_reason for r in result.state.pods.values()}
+
+
+def test_the_fast_path_filters_do_not_schedule_constraints_as_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DoNotSchedule-only pods take the node-set fast path (Filter as ``SpreadIndex.feasible_mask``, no spread
+    score); its placements and refusals are the node-by-node walk's."""
+    rng = random.Random(5)
+    for _ in range(25):
+        nodes = [{"apiVersion": "v1", "kind": "Node",
+                  "metadata": {"name": f"n{i}", "labels": {H: f"n{i}", **({Z: z} if (z := rng.choice("xyz-")) != "-"
+                                                                          else {})}},
+                  "status": {"allocatable": {"cpu": str(rng.choice([2, 4])), "memory": "8Gi", "pods": "110"}}}
+                 for i in range(rng.randint(2, 9))]
+        pods = []
+        for i in range(rng.randint(3, 14)):
+            app = rng.choice(["a", "b"])
+            constraints = [_tsc(rng.choice([Z, H]), rng.randint(1, 2), app=app,
+                                **({"minDomains": 3} if rng.random() < 0.2 else {}))]
+            owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": "", "controller": True}]
+            pods.append({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": f"p{i:02}", "labels": {"app": app}, "ownerReferences": owner},
+                         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                                  "topologySpreadConstraints": constraints if rng.random() < 0.8 else []}})
+        text = yaml.safe_dump_all([*nodes, *pods])
+        fast = _placements(text)
+        monkeypatch.setattr(Scheduler, "_schedule_fast", lambda *_: None)
+        walked = _placements(text)
+        monkeypatch.undo()
+        assert fast == walked

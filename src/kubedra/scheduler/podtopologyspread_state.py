@@ -54,6 +54,7 @@ class SpreadIndex:
     def __init__(self, state: ClusterState) -> None:
         self.state = state
         self._selectors: dict[bytes, _Selector] = {}
+        self._domains: dict[str, list[tuple[str, int]]] | None = None  # key -> (value, bitset of its nodes)
         state.pod_watchers.append(self._moved)
 
     def _moved(self, record: PodRecord, node: str, sign: int) -> None:
@@ -157,3 +158,25 @@ class SpreadIndex:
                      for i, c in enumerate(constraints)]
             raw.append(score_one(constraints, found, weights))
         return normalize(raw)
+
+    # ------------------------------------------------------------------------------------------ Filter as a bitset
+
+    def feasible_mask(self, state: SpreadFilter, names: Sequence[str]) -> int:
+        """The nodes of ``names`` (bit i: ``names[i]``, the scheduler's fixed node list) Filter lets through: what
+        ``SpreadFilter.reason`` decides node by node, domain by domain."""
+        if self._domains is None:
+            pairs: dict[str, dict[str, int]] = {}
+            for i, name in enumerate(names):
+                for key, value in self.state.nodes[name].metadata.labels.items():
+                    values = pairs.setdefault(key, {})
+                    values[value] = values.get(value, 0) | (1 << i)
+            self._domains = {key: list(values.items()) for key, values in pairs.items()}
+        ok = (1 << len(names)) - 1
+        for i, c in enumerate(state.constraints):
+            counts, limit = state.counts[i], c.max_skew - state.self_match[i] + state.minimum[i]
+            allowed = 0
+            for value, bits in self._domains.get(c.topology_key, ()):
+                if counts.get(value, 0) <= limit:
+                    allowed |= bits
+            ok &= allowed
+        return ok

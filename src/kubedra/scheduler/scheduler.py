@@ -49,7 +49,7 @@ from kubedra.scheduler.nodefit import (
     pinned_nodes,
     reasons_of,
 )
-from kubedra.scheduler.podtopologyspread import SpreadFilter, has_constraints
+from kubedra.scheduler.podtopologyspread import SCHEDULE_ANYWAY, SpreadFilter, constraints_of
 from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
@@ -250,10 +250,11 @@ class Scheduler:
         ranked = self.kube is not None and any(
             r.exactly is None for c in attempt.to_allocate for r in c.spec.devices.requests
         )
-        # Rare: host ports, pins, explicit topology spread constraints, inter-pod affinity that scores (the fast path
-        # filters it as a bitset).
+        # Rare: host ports, pins, explicit ScheduleAnyway topology spread constraints, inter-pod affinity that scores
+        # (the fast path filters DoNotSchedule constraints and required inter-pod affinity as bitsets).
         pod = attempt.record.pod
-        walked = (attempt.record.host_ports or pinned_nodes(pod) is not None or has_constraints(pod)
+        walked = (attempt.record.host_ports or pinned_nodes(pod) is not None
+                  or bool(constraints_of(pod, SCHEDULE_ANYWAY))
                   or (self.pod_affinity.active(pod) and not self.pod_affinity.neutral(pod)))
         if self.sets is not None and not ranked and not walked:
             fast = self._schedule_fast(attempt, self.sets)
@@ -432,8 +433,10 @@ class Scheduler:
             node = state.nodes[name]
             if not passing >> i & 1:  # Filter's order: the node-level checks, then NodeResourcesFit
                 reason = static_reasons.get(i) or fit_reasons.get(i)
+            elif attempt.spread is not None and (refused := attempt.spread.reason(node)) is not None:
+                reason = refused  # PodTopologySpread, then InterPodAffinity, before DynamicResources
             elif attempt.inter_pod is not None and (refused := attempt.inter_pod.reason(node)) is not None:
-                reason = refused  # InterPodAffinity, before DynamicResources
+                reason = refused
             elif claim_rejecting(attempt.claims, node) is not None:
                 reason = CLAIM_NOT_ON_NODE
             elif not free >> i & 1:
@@ -484,6 +487,8 @@ class Scheduler:
                 return None  # device plugins serve some of it on some nodes: per-node batches
             served = dra_served_resources(attempt.extended, self.state.nodes[sets.names[0]], self.extended_map)
         mask = sets.static_mask(record.pod) & sets.fit_mask(record.requests, served, record.requests_key)
+        if attempt.spread is not None:
+            mask &= self.topology_spread.feasible_mask(attempt.spread, sets.names)
         if attempt.inter_pod is not None:
             mask &= self.pod_affinity.feasible_mask(attempt.inter_pod, sets.names)
         for claim in attempt.claims:

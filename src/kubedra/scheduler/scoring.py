@@ -531,7 +531,8 @@ class KubeScorer:
         self._forget_tie(record.key)
         pod = record.pod
         terms = preferred_terms(pod)
-        owner = owner_key(pod)
+        # A pod with constraints of its own gets no system default ones (its DoNotSchedule ones do not score).
+        owner = owner_key(pod) if not has_constraints(pod) else None
         if not (self._prefer_taints or terms or owner is not None):
             best = self._best_by_resources(window, record.scoring)  # only the resource plugins tell nodes apart
         else:
