@@ -530,6 +530,20 @@ class Affinity(Loose):
     pod_anti_affinity: PodAffinity | None = None
 
 
+class TopologySpreadConstraint(Loose):
+    """``spec.topologySpreadConstraints[]``: None where the API leaves a field unset (the scheduler's defaults:
+    minDomains 1, nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore)."""
+
+    max_skew: Int32 = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: LabelSelector | None = None
+    min_domains: Int32 | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = []
+
+
 class PodSchedulingGate(Loose):
     name: str
 
@@ -567,9 +581,9 @@ class PodSpec(Loose):
     overhead: dict[str, str] = {}
     resources: ResourceRequirements | None = None  # pod-level resources (PodLevelResources, on since 1.34)
     scheduling_gates: list[PodSchedulingGate] = []
-    # Read only to say that kubedra does not model it yet (``sim.unmodelled``): kube-scheduler's PodTopologySpread
-    # reads it. (Volumes are not read at all: a live mirror's slim pods drop them, most of a pod's size.)
-    topology_spread_constraints: list[dict[str, Any]] = []
+    # PodTopologySpread's explicit constraints (``scheduler/podtopologyspread``). (Volumes are not read at all: a live
+    # mirror's slim pods drop them, most of a pod's size.)
+    topology_spread_constraints: list[TopologySpreadConstraint] = []
 
 
 class PodResourceClaimStatus(Loose):

@@ -62,6 +62,8 @@ from kubedra.scheduler.extended import (
 from kubedra.scheduler.interpodaffinity import INTER_POD_REASONS, AffinityFilter, describe
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodefit import NOT_PINNED, claim_rejecting, node_fit_reason, pinned_nodes, reasons_of
+from kubedra.scheduler.podtopologyspread import SPREAD_REASONS, SpreadFilter, prefilter_in
+from kubedra.scheduler.podtopologyspread import describe as describe_spread
 from kubedra.scheduler.prefilter import prefilter_claims
 
 FITS = "fits"
@@ -259,6 +261,7 @@ class _Attempt:
     mapping: ExtendedResourceMap
     usage_without_pod: str = ""  # node whose usage excludes the pod (a running pod's own node)
     inter_pod: AffinityFilter | None = None  # InterPodAffinity's PreFilter state, the pod itself left out
+    spread: SpreadFilter | None = None  # PodTopologySpread's (explicit constraints), the pod itself left out
 
 
 def _device_check(
@@ -357,8 +360,10 @@ class _Explainer:
             shown = ", ".join(sorted(pinned))
             return "node", [Issue("", "", f"{NOT_PINNED}: the pod is pinned to {shown} (matchFields metadata.name)")]
         reason = node_fit_reason(record.pod, record.requests, node, usage, served, ports=record.host_ports,
-                                 inter_pod=attempt.inter_pod)
+                                 inter_pod=attempt.inter_pod, spread=attempt.spread)
         if reason:
+            if attempt.spread is not None and reason in SPREAD_REASONS:
+                return "node", [Issue("", "", describe_spread(attempt.spread, node, reason))]
             if attempt.inter_pod is not None and reason in INTER_POD_REASONS:
                 return "node", [Issue("", "", describe(attempt.inter_pod, node, reason))]
             return "node", [Issue("", "", _node_detail(reason, record, node))]
@@ -384,7 +389,8 @@ class _Explainer:
     def attempt(self, record: PodRecord, claims: list[ResourceClaim], own_node: str = "") -> _Attempt:
         extended = extended_requests(record.pod) if self.mapping else []
         return _Attempt(record, claims, [c for c in claims if c.status.allocation is None], extended, self.mapping,
-                        own_node, self.pod_affinity.prefilter(record.pod, skip=record.key))
+                        own_node, self.pod_affinity.prefilter(record.pod, skip=record.key),
+                        prefilter_in(self.state, record.pod, skip=record.key))
 
 
 def _allocated_on(allocation: AllocationResult) -> str:

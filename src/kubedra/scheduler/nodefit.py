@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from kubedra.cluster.usage import ZERO, HostPort, NodeUsage, ports_conflict
 from kubedra.objects.model import Node, Pod, ResourceClaim, Taint
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import node_selector_matches, toleration_tolerates
 from kubedra.scheduler.interpodaffinity import AffinityFilter
+
+if TYPE_CHECKING:
+    from kubedra.scheduler.podtopologyspread import SpreadFilter
 
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 # Resources every pod has and that are not extended resources.
@@ -163,10 +167,11 @@ def node_fit_reason(
     *,
     ports: tuple[HostPort, ...] = (),
     inter_pod: AffinityFilter | None = None,
+    spread: SpreadFilter | None = None,
 ) -> str | None:
     """All node-level checks in kube-scheduler's filter order; the first failure is the reason. ``ports``: the
-    pod's host ports (``host_ports``), for NodePorts; ``inter_pod``: InterPodAffinity's PreFilter state (None where
-    it skips), after NodeResourcesFit."""
+    pod's host ports (``host_ports``), for NodePorts; ``spread``: PodTopologySpread's PreFilter state and
+    ``inter_pod``: InterPodAffinity's (None where they skip), in that order after NodeResourcesFit."""
     if pod.spec.node_name and pod.spec.node_name != node.metadata.name:
         return NODE_NAME_MISMATCH
     return (
@@ -174,6 +179,7 @@ def node_fit_reason(
         or taint_reason(pod, node)
         or (PORTS_REASON if ports and ports_conflict(ports, usage.ports) else None)
         or resources_reason(requests, node, usage, dra_extended)
+        or (spread.reason(node) if spread is not None else None)
         or (inter_pod.reason(node) if inter_pod is not None else None)
     )
 

@@ -23,9 +23,11 @@ from kubedra.objects.model import Node
 from kubedra.objects.quantity import Quantity
 from kubedra.scheduler.interpodaffinity import ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON, has_pod_affinity
 from kubedra.scheduler.nodefit import PORTS_REASON, is_extended_resource, reasons_of, resources_reason
+from kubedra.scheduler.podtopologyspread import CONSTRAINTS_REASON, MISSING_LABEL_REASON, has_constraints
 from kubedra.scheduler.victims import UnitsOf, Victim, flatten, importance, pod_units
 
-RESOLVABLE = ("Insufficient ", "Too many pods", PORTS_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON)
+RESOLVABLE = ("Insufficient ", "Too many pods", PORTS_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON,
+              CONSTRAINTS_REASON)
 NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NEVER = "not eligible due to preemptionPolicy=Never."
@@ -43,7 +45,7 @@ def priority_of(record: PodRecord) -> int:
 
 def resolvable(reason: str) -> bool:
     """A Filter reason preemption may resolve (``Unschedulable``, not ``UnschedulableAndUnresolvable``)."""
-    return reason.startswith(RESOLVABLE)
+    return reason.startswith(RESOLVABLE) and reason != MISSING_LABEL_REASON
 
 
 NEVER_SERVED_BY_DRA = ("cpu", "memory", "ephemeral-storage")
@@ -188,7 +190,8 @@ def preempt(
         statuses[NOT_HELPFUL] = not_helpful
     found: list[tuple[str, list[PodRecord], int]] = []
     # InterPodAffinity may refuse the node too: then only the whole Filter tells the victims (once per attempt).
-    by_filter = bool(candidates) and (has_pod_affinity(record.pod) or any(
+    # So may PodTopologySpread's explicit constraints.
+    by_filter = bool(candidates) and (has_pod_affinity(record.pod) or has_constraints(record.pod) or any(
         has_pod_affinity(r.pod) for pods in state.bound.values() for r in pods.values()))
     for node in sorted(candidates):
         lower = [

@@ -49,6 +49,8 @@ from kubedra.scheduler.nodefit import (
     pinned_nodes,
     reasons_of,
 )
+from kubedra.scheduler.podtopologyspread import SCHEDULE_ANYWAY, SpreadFilter, constraints_of
+from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
 
@@ -140,7 +142,8 @@ class Scheduler:
         self.policy = policy
         self.rng = rng
         self.index = index
-        self.kube = KubeScorer(state) if policy is Policy.KUBE_SCHEDULER else None
+        self.topology_spread = SpreadIndex(state)
+        self.kube = KubeScorer(state, self.topology_spread) if policy is Policy.KUBE_SCHEDULER else None
         self.trace = TraceScorer(state, policy.value) if policy in TRACE_POLICIES else None
         self.extended_map = ExtendedResourceMap(list(state.classes.values()) if extended_resources else [])
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName
@@ -184,6 +187,7 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
             inter_pod=self.pod_affinity.prefilter(record.pod),
+            spread=self.topology_spread.prefilter(record.pod),
         )
         refusal_key = self._refusal_key(attempt)
         if refusal_key is not None:
@@ -224,6 +228,7 @@ class Scheduler:
             extended=extended,
             allocator=self.backend.begin() if (to_allocate or extended) else None,
             inter_pod=self.pod_affinity.prefilter(record.pod),
+            spread=self.topology_spread.prefilter(record.pod),
         )
         node = self.state.nodes[node_name]
         verdict = self._filter_node(attempt, node)
@@ -245,9 +250,11 @@ class Scheduler:
         ranked = self.kube is not None and any(
             r.exactly is None for c in attempt.to_allocate for r in c.spec.devices.requests
         )
-        # Rare: host ports, pins, inter-pod affinity that scores (the fast path filters it as a bitset).
+        # Rare: host ports, pins, explicit ScheduleAnyway topology spread constraints, inter-pod affinity that scores
+        # (the fast path filters DoNotSchedule constraints and required inter-pod affinity as bitsets).
         pod = attempt.record.pod
         walked = (attempt.record.host_ports or pinned_nodes(pod) is not None
+                  or bool(constraints_of(pod, SCHEDULE_ANYWAY))
                   or (self.pod_affinity.active(pod) and not self.pod_affinity.neutral(pod)))
         if self.sets is not None and not ranked and not walked:
             fast = self._schedule_fast(attempt, self.sets)
@@ -278,10 +285,14 @@ class Scheduler:
         # InterPodAffinity reads the pod's labels, namespace and terms (all else it reads changes the version).
         inter_pod = msgspec.json.encode((pod.metadata.namespace, pod.metadata.labels, spec.affinity)) if (
             self.pod_affinity.active(pod)) else b""
+        # PodTopologySpread reads the explicit constraints with the pod's labels and namespace (and node rules).
+        spread = msgspec.json.encode((pod.metadata.namespace, pod.metadata.labels, spec.topology_spread_constraints,
+                                      spec.affinity)) if spec.topology_spread_constraints else b""
         return (
             attempt.record.requests_key,
             attempt.record.host_ports,  # NodePorts
             inter_pod,
+            spread,
             msgspec.json.encode((spec.node_name, spec.node_selector, required, spec.tolerations, containers)),
             tuple([self._spec_key(claim.spec) for claim in attempt.claims]),
         )
@@ -422,8 +433,10 @@ class Scheduler:
             node = state.nodes[name]
             if not passing >> i & 1:  # Filter's order: the node-level checks, then NodeResourcesFit
                 reason = static_reasons.get(i) or fit_reasons.get(i)
+            elif attempt.spread is not None and (refused := attempt.spread.reason(node)) is not None:
+                reason = refused  # PodTopologySpread, then InterPodAffinity, before DynamicResources
             elif attempt.inter_pod is not None and (refused := attempt.inter_pod.reason(node)) is not None:
-                reason = refused  # InterPodAffinity, before DynamicResources
+                reason = refused
             elif claim_rejecting(attempt.claims, node) is not None:
                 reason = CLAIM_NOT_ON_NODE
             elif not free >> i & 1:
@@ -474,6 +487,8 @@ class Scheduler:
                 return None  # device plugins serve some of it on some nodes: per-node batches
             served = dra_served_resources(attempt.extended, self.state.nodes[sets.names[0]], self.extended_map)
         mask = sets.static_mask(record.pod) & sets.fit_mask(record.requests, served, record.requests_key)
+        if attempt.spread is not None:
+            mask &= self.topology_spread.feasible_mask(attempt.spread, sets.names)
         if attempt.inter_pod is not None:
             mask &= self.pod_affinity.feasible_mask(attempt.inter_pod, sets.names)
         for claim in attempt.claims:
@@ -575,7 +590,7 @@ class Scheduler:
             dra_served_resources(attempt.extended, node, self.extended_map) if attempt.extended else frozenset()
         )
         reason = node_fit_reason(record.pod, record.requests, node, self.state.usage[name], served,
-                                 ports=record.host_ports, inter_pod=attempt.inter_pod)
+                                 ports=record.host_ports, inter_pod=attempt.inter_pod, spread=attempt.spread)
         if reason:
             return reason
         if claim_rejecting(attempt.claims, node) is not None:
@@ -650,6 +665,7 @@ class _Attempt(msgspec.Struct):
     extended: list[ExtendedRequest]
     allocator: NodeAllocator | None
     inter_pod: AffinityFilter | None = None  # InterPodAffinity's PreFilter state (None: it skips)
+    spread: SpreadFilter | None = None  # PodTopologySpread's, for explicit DoNotSchedule constraints (None: it skips)
     # Per set of DRA-served extended resources (most pods: only the empty one), made when first asked.
     _batches: dict[frozenset[str], tuple[list[ResourceClaim], ResourceClaim | None]] | None = None
 

@@ -4,7 +4,9 @@
 normalisation and weights (``apis/config/v1/default_plugins.go``): TaintToleration x3 (PreferNoSchedule taints not
 tolerated, normalised in reverse), NodeAffinity x2 (weights of the preferred terms a node matches, normalised),
 NodeResourcesFit x1 (LeastAllocated on cpu and memory counting "non-zero" requests), PodTopologySpread x2 (the
-system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods a ReplicaSet or StatefulSet controls),
+system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods a ReplicaSet or StatefulSet controls
+and that set no constraint of their own; a pod's explicit ScheduleAnyway constraints otherwise,
+``scheduler/podtopologyspread.py``),
 InterPodAffinity x2 (preferred terms both ways and the hard-affinity weight, ``scheduler/interpodaffinity.py``),
 NodeResourcesBalancedAllocation x1 (1.37's form: the change in balance the pod makes), ImageLocality x1 and
 DynamicResources x2 (which ranks only ``firstAvailable`` sub-requests: 8 minus the index of each sub-request
@@ -38,6 +40,8 @@ from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
+from kubedra.scheduler.podtopologyspread import has_constraints
+from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.resource_scores import ResourceScores
 from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, OwnerKey, SpreadCounts, owner_key, zone_of
 
@@ -392,8 +396,10 @@ class KubeScorer:
     result is ``choose`` on the window's nodes in walk order (a test holds them equal).
     """
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterState, topology_spread: SpreadIndex | None = None) -> None:
+        """``topology_spread``: the explicit constraints' kept counts, where the caller keeps them already."""
         self.state = state
+        self.topology_spread = topology_spread if topology_spread is not None else SpreadIndex(state)
         self._allocatable: dict[str, tuple[int, int]] = {}
         self._tied_sets: dict[str, frozenset[str]] = {}
         self._tied_masks: dict[str, int] = {}
@@ -525,7 +531,8 @@ class KubeScorer:
         self._forget_tie(record.key)
         pod = record.pod
         terms = preferred_terms(pod)
-        owner = owner_key(pod)
+        # A pod with constraints of its own gets no system default ones (its DoNotSchedule ones do not score).
+        owner = owner_key(pod) if not has_constraints(pod) else None
         if not (self._prefer_taints or terms or owner is not None):
             best = self._best_by_resources(window, record.scoring)  # only the resource plugins tell nodes apart
         else:
@@ -673,7 +680,10 @@ class KubeScorer:
         return default_normalize(raw, False)
 
     def _spread(self, pod: Pod, nodes: Sequence[Node]) -> list[int]:
-        """PodTopologySpread's Score and NormalizeScore with the system default constraints."""
+        """PodTopologySpread's Score and NormalizeScore: the pod's explicit ScheduleAnyway constraints where it sets
+        any constraint, else the system default constraints."""
+        if has_constraints(pod):
+            return self.topology_spread.scores(pod, nodes)
         owner = owner_key(pod)
         if owner is None or not nodes:
             return [0] * len(nodes)  # no selector: PreScore skips

@@ -1,26 +1,31 @@
 """Fields kube-scheduler reads that kubedra does not model yet: said once per field, never silently ignored.
 
-A pod with explicit ``topologySpreadConstraints`` is filtered and scored by PodTopologySpread (kubedra applies only
-the system-default spreading). kubedra places such pods as if the field were absent, so where it matters its
-placements can differ from kube-scheduler's: the note says which pods. (Volumes, which the volume plugins read, are
-not in the model at all yet: the live mirror drops them to keep pods small.)
+None at present: explicit ``topologySpreadConstraints``, the last, are read since issue 38
+(``scheduler/podtopologyspread.py``). A field kube-scheduler reads that a later release adds, before kubedra models
+it, goes in ``UNMODELLED``: simulate and validate then name the pods that set it. (Volumes, which the volume plugins
+read, are not in the model at all yet: the live mirror drops them to keep pods small.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kubedra.objects.model import Pod
 
+# (the field's path, the plugins that read it, whether a pod sets it)
+UNMODELLED: tuple[tuple[str, str, Callable[[Pod], bool]], ...] = ()
 
-def unmodelled_fields(pods: Iterable[Pod]) -> list[str]:
-    """One sentence per field some pod sets that the simulation does not read."""
-    spread = [f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}" for pod in pods
-              if pod.spec.topology_spread_constraints]
-    if not spread:
-        return []
-    return [_sentence(spread, "spec.topologySpreadConstraints", "PodTopologySpread's explicit constraints (kubedra "
-                      "applies only the system-default spreading)")]
+
+def unmodelled_fields(pods: Iterable[Pod], fields: Iterable[tuple[str, str, Callable[[Pod], bool]]] = UNMODELLED,
+                      ) -> list[str]:
+    """One sentence per field of ``fields`` some pod sets that the simulation does not read."""
+    pods = list(pods)
+    out = []
+    for field, plugins, sets in fields:
+        keys = [f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}" for pod in pods if sets(pod)]
+        if keys:
+            out.append(_sentence(keys, field, plugins))
+    return out
 
 
 def _sentence(keys: list[str], field: str, plugins: str) -> str:
