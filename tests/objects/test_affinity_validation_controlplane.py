@@ -1,6 +1,7 @@
-"""``validate`` judges a pod's affinity as the real kube-apiserver v1.37.2 does: for each pod, the same field paths
-with the same messages (server-side dry run; the causes of its 422 answer against ``kubedra.objects.validate``), on
-hand-picked mistakes and on Hypothesis-drawn affinities of valid and invalid parts."""
+"""``validate`` judges a pod's placement rules (``affinity``, ``topologySpreadConstraints``) as the real
+kube-apiserver v1.37.2 does: for each pod, the same field paths with the same messages (server-side dry run; the
+causes of its 422 answer against kubedra's front door), on hand-picked mistakes and on Hypothesis-drawn rules of
+valid and invalid parts."""
 
 from __future__ import annotations
 
@@ -65,10 +66,29 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
-def _pod(namespace: str, affinity: dict[str, Any]) -> dict[str, Any]:
+SPREAD_CASES: dict[str, list[dict[str, Any]]] = {
+    "skew, key, action, min domains": [
+        {"maxSkew": 0, "topologyKey": "", "whenUnsatisfiable": "Sometimes", "minDomains": 0},
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "minDomains": 2}],
+    "duplicates and policies": [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "nodeAffinityPolicy": "Always"},
+        {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "honor"},
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}],
+    "match label keys and selector": [
+        {"maxSkew": 1, "topologyKey": "not a label key!", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "x", "operator": "In"}]},
+         "matchLabelKeys": ["app", "pod-template-hash", "bad key"]},
+        {"maxSkew": 1, "topologyKey": "host", "whenUnsatisfiable": "DoNotSchedule", "matchLabelKeys": ["app"]}],
+}
+
+
+def _pod(namespace: str, affinity: dict[str, Any], spread: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "x"}], "affinity": affinity}
+    if spread is not None:
+        spec["topologySpreadConstraints"] = spread
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "namespace": namespace, "labels": {"app": "web", "pod-template-hash": "abc"}},
-            "spec": {"containers": [{"name": "c", "image": "x"}], "affinity": affinity}}
+            "spec": spec}
 
 
 def _real(plane: ControlPlane, pod: dict[str, Any]) -> list[tuple[str, str]]:
@@ -97,6 +117,15 @@ def test_each_mistake_is_named_as_the_api_server_names_it(control_plane: Control
     real = _real(control_plane, pod)
     assert _kubedra(pod) == real
     assert (case == "valid" or case.endswith("lacks a label for")) == (real == [])
+
+
+@pytest.mark.parametrize("case", sorted(SPREAD_CASES))
+def test_each_spread_mistake_is_named_as_the_api_server_names_it(control_plane: ControlPlane, namespace: str,
+                                                                 case: str) -> None:
+    pod = _pod(namespace, {}, SPREAD_CASES[case])
+    real = _real(control_plane, pod)
+    assert real
+    assert _kubedra(pod) == real
 
 
 KEYS = st.sampled_from(["app", "kubernetes.io/hostname", "topology.kubernetes.io/zone", "", "a/b/c", "/x", "-x",
@@ -141,9 +170,19 @@ AFFINITY = st.fixed_dictionaries({}, optional={
         "requiredDuringSchedulingIgnoredDuringExecution": st.lists(POD_TERMS, max_size=1)})})
 
 
+SPREAD = st.lists(st.fixed_dictionaries(
+    {"maxSkew": st.sampled_from([-1, 0, 1, 3]), "topologyKey": KEYS,
+     "whenUnsatisfiable": st.sampled_from(["DoNotSchedule", "ScheduleAnyway", "Never", ""])},
+    optional={"minDomains": st.sampled_from([-1, 0, 1, 3]), "labelSelector": SELECTOR,
+              "nodeAffinityPolicy": st.sampled_from(["Honor", "Ignore", "honor"]),
+              "nodeTaintsPolicy": st.sampled_from(["Honor", "Ignore", ""]),
+              "matchLabelKeys": st.lists(st.sampled_from(["app", "pod-template-hash", "tier", "bad key"]),
+                                         max_size=2, unique=True)}), max_size=3)
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(affinity=AFFINITY)
-def test_drawn_affinities_are_judged_alike(control_plane: ControlPlane, namespace: str,
-                                           affinity: dict[str, Any]) -> None:
-    pod = _pod(namespace, affinity)
+@given(affinity=AFFINITY, spread=SPREAD)
+def test_drawn_placement_rules_are_judged_alike(control_plane: ControlPlane, namespace: str,
+                                                affinity: dict[str, Any], spread: list[dict[str, Any]]) -> None:
+    pod = _pod(namespace, affinity, spread or None)
     assert _kubedra(pod) == _real(control_plane, pod)

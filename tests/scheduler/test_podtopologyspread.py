@@ -16,7 +16,6 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import NodeUsage, pod_requests
 from kubedra.objects.load import load_text
 from kubedra.objects.model import Node, Pod
-from kubedra.objects.validate import validate_pod_spec
 from kubedra.scheduler.explain import explain_pod
 from kubedra.scheduler.nodefit import node_fit_reason
 from kubedra.scheduler.podtopologyspread import (
@@ -207,25 +206,6 @@ def test_explain_tells_the_constraint_per_node() -> None:
     assert sorted((g["reason"], len(g["nodes"])) for g in data["groups"]) == [
         (f"{MISSING_LABEL_REASON}: the node has no {Z} label", 1),
         (f"{CONSTRAINTS_REASON}: placing the pod would make the skew of {Z} 2 (maxSkew 1)", 2),
-    ]
-
-
-def test_validation_as_the_api_server() -> None:
-    spec = _pod("p", WEB, _tsc(skew=0), _tsc(when="Sometimes"), _tsc(H, when=SCHEDULE_ANYWAY, minDomains=2),
-                _tsc(key=""), _tsc(), _tsc(H, nodeAffinityPolicy="Maybe", nodeTaintsPolicy="Honor"),
-                _tsc("k", app=None, matchLabelKeys=["v"]), _tsc("j", matchLabelKeys=["app"])).spec
-    path = "spec.topologySpreadConstraints"
-    assert validate_pod_spec(spec, "spec") == [
-        (f"{path}[0].maxSkew", "Invalid value: 0: must be greater than zero"),
-        (f"{path}[1].whenUnsatisfiable",
-         'Unsupported value: "Sometimes": supported values: "DoNotSchedule", "ScheduleAnyway"'),
-        (f"{path}[2].minDomains",
-         "Invalid value: 2: can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"),
-        (f"{path}[3].topologyKey", "Required value: can not be empty"),
-        (f"{path}[4]", f'Duplicate value: "{{{Z}, DoNotSchedule}}"'),
-        (f"{path}[5].nodeAffinityPolicy", 'Unsupported value: "Maybe": supported values: "Honor", "Ignore"'),
-        (f"{path}[6].matchLabelKeys", "Forbidden: must not be specified when labelSelector is not set"),
-        (f"{path}[7].matchLabelKeys[0]", 'Invalid value: "app": exists in both matchLabelKeys and labelSelector'),
     ]
 
 

@@ -14,7 +14,7 @@ import msgspec
 from kubedra.objects import formats as f
 from kubedra.objects import limits as lim
 from kubedra.objects import model as m
-from kubedra.objects import validate_affinity
+from kubedra.objects import validate_scheduling
 from kubedra.objects.quantity import Quantity
 
 FieldProblem = tuple[str, str]
@@ -505,63 +505,15 @@ def _pod_spec(e: _Errors, path: str, spec: m.PodSpec, labels: Mapping[str, str] 
                     )
             _resources(e, f"{path}.{section}[{i}].resources", container.resources)
     found: list[tuple[str, str]] = []
-    validate_affinity.affinity(lambda at, messages: found.extend(
-        (at, message) for message in ([messages] if isinstance(messages, str) else messages)
-    ), f"{path}.affinity", spec.affinity, labels)
+
+    def add(at: str, messages: str | Iterable[str]) -> None:
+        found.extend((at, message) for message in ([messages] if isinstance(messages, str) else messages))
+
+    validate_scheduling.affinity(add, f"{path}.affinity", spec.affinity, labels)
+    validate_scheduling.spread_constraints(add, f"{path}.topologySpreadConstraints", spec.topology_spread_constraints,
+                                           labels)
     for at, message in dict.fromkeys(found):  # the API server answers a repeated (field, message) once
         e.add(at, message)
-    _spread_constraints(e, f"{path}.topologySpreadConstraints", spec.topology_spread_constraints)
-
-
-SPREAD_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
-NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
-
-
-def _spread_constraints(e: _Errors, path: str, constraints: Sequence[m.TopologySpreadConstraint]) -> None:
-    """validateTopologySpreadConstraints: maxSkew and minDomains positive, minDomains only with DoNotSchedule, a
-    topology key, the enums, each {topologyKey, whenUnsatisfiable} once, matchLabelKeys only beside a labelSelector
-    and never naming one of its keys."""
-    seen: set[tuple[str, str]] = set()
-    for i, c in enumerate(constraints):
-        where = f"{path}[{i}]"
-        if c.max_skew <= 0:
-            e.add(f"{where}.maxSkew", f.invalid(c.max_skew, "must be greater than zero"))
-        action_ok = c.when_unsatisfiable in SPREAD_ACTIONS
-        if not action_ok:
-            e.add(f"{where}.whenUnsatisfiable", f.unsupported(c.when_unsatisfiable, SPREAD_ACTIONS))
-        if c.min_domains is not None:
-            if c.min_domains <= 0:
-                e.add(f"{where}.minDomains", f.invalid(c.min_domains, "must be greater than zero"))
-            if action_ok and c.when_unsatisfiable != "DoNotSchedule":
-                detail = f"can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {c.when_unsatisfiable}"
-                e.add(f"{where}.minDomains", f.invalid(c.min_domains, detail))
-        if not c.topology_key:
-            e.add(f"{where}.topologyKey", f.required("can not be empty"))
-        else:
-            e.add(f"{where}.topologyKey", f.label_key(c.topology_key))
-            pair = (c.topology_key, c.when_unsatisfiable)
-            if action_ok and pair in seen:
-                e.add(where, f"Duplicate value: {f.show(f'{{{pair[0]}, {pair[1]}}}')}")
-            seen.add(pair)
-        policies = (("nodeAffinityPolicy", c.node_affinity_policy), ("nodeTaintsPolicy", c.node_taints_policy))
-        for name, policy in policies:
-            if policy is not None and policy not in NODE_INCLUSION_POLICIES:
-                e.add(f"{where}.{name}", f.unsupported(policy, NODE_INCLUSION_POLICIES))
-        _match_label_keys(e, f"{where}.matchLabelKeys", c)
-
-
-def _match_label_keys(e: _Errors, path: str, c: m.TopologySpreadConstraint) -> None:
-    if not c.match_label_keys:
-        return
-    selector = c.label_selector
-    if selector is None:
-        e.add(path, "Forbidden: must not be specified when labelSelector is not set")
-        return
-    taken = {*selector.match_labels, *(r.key for r in selector.match_expressions)}
-    for j, key in enumerate(c.match_label_keys):
-        e.add(f"{path}[{j}]", f.label_key(key))
-        if key in taken:
-            e.add(f"{path}[{j}]", f.invalid(key, "exists in both matchLabelKeys and labelSelector"))
 
 
 def validate_pod_spec(spec: m.PodSpec, path: str, labels: Mapping[str, str] | None = None) -> list[FieldProblem]:

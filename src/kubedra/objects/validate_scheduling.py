@@ -1,5 +1,7 @@
-"""A pod's ``affinity`` checked as kube-apiserver v1.37 checks it (``validateAffinity`` in core/v1 validation, with
-apimachinery's label-selector and label-name rules), field path and wording alike.
+"""A pod's placement rules checked as kube-apiserver v1.37 checks them: ``affinity`` (``validateAffinity``) and
+``topologySpreadConstraints`` (``validateTopologySpreadConstraints``), with apimachinery's label-selector and
+label-name rules, field path and wording alike (proven by server-side dry runs in
+tests/objects/test_affinity_validation_controlplane.py).
 
 Kept apart from :mod:`kubedra.objects.validate` because the rules are the API server's generic ones for node
 selectors and label selectors, not DRA's. ``add(path, messages)`` receives each problem, as ``_Errors.add`` does.
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kubedra.objects import formats as f
 from kubedra.objects import model as m
@@ -147,32 +149,33 @@ def _node_affinity(add: Add, path: str, affinity: m.NodeAffinity) -> None:
         node_selector_term(add, f"{where}.preference", preferred.preference, check_values=False)
 
 
-def match_and_mismatch(add: Add, path: str, term: m.PodAffinityTerm, labels: Mapping[str, str] | None) -> None:
-    """``ValidateMatchLabelKeysAndMismatchLabelKeys``: each key a label name; no key both in matchLabelKeys and the
-    selector; none in both lists."""
-    for field, keys in (("matchLabelKeys", term.match_label_keys), ("mismatchLabelKeys", term.mismatch_label_keys)):
-        if keys and term.label_selector is None:
+def label_keys(add: Add, path: str, keys: tuple[list[str], list[str]], selector: m.LabelSelector | None,
+               labels: Mapping[str, str] | None) -> None:
+    """``ValidateMatchLabelKeysAndMismatchLabelKeys`` at ``path`` (a term or a constraint) for its matchLabelKeys and
+    mismatchLabelKeys: each key a label name, given only beside a labelSelector; no matchLabelKeys key the selector
+    already names; none in both lists."""
+    match, mismatch = keys
+    for field, named in (("matchLabelKeys", match), ("mismatchLabelKeys", mismatch)):
+        if named and selector is None:
             add(f"{path}.{field}", "Forbidden: must not be specified when labelSelector is not set")
             continue
-        for i, key in enumerate(keys):
+        for i, key in enumerate(named):
             add(f"{path}.{field}[{i}]", label_name(key))
-    # The API server first merges each matchLabelKeys and mismatchLabelKeys key the pod has a label for into the
-    # selector (``In`` / ``NotIn`` requirements, after the user's own), then refuses a matchLabelKeys key that the
-    # selector had already named by then. With the pod's labels
-    # unknown (``labels`` None) the check is left out rather than guessed.
-    selector = term.label_selector
+    # The API server first merges each key the pod has a label for into the selector (``In`` for matchLabelKeys,
+    # ``NotIn`` for mismatchLabelKeys, after the user's own requirements), then refuses a matchLabelKeys key the
+    # selector had already named by then (at ``path[i]``, upstream's path). With the pod's labels unknown
+    # (``labels`` None) this check is left out rather than guessed.
     if selector is not None and labels is not None:
         seen = set(selector.match_labels)
-        index = {key: i for i, key in enumerate(term.match_label_keys)}
-        merged = [r.key for r in selector.match_expressions]
-        merged += [k for k in (*term.match_label_keys, *term.mismatch_label_keys) if k in labels]
+        index = {key: i for i, key in enumerate(match)}
+        merged = [r.key for r in selector.match_expressions] + [k for k in (*match, *mismatch) if k in labels]
         for key in merged:
             if key in index and key in seen:
                 add(f"{path}[{index[key]}]", f.invalid(key, "exists in both matchLabelKeys and labelSelector"))
             seen.add(key)
-    mismatch = set(term.mismatch_label_keys)
-    for i, key in enumerate(term.match_label_keys):
-        if key in mismatch:
+    both = set(mismatch)
+    for i, key in enumerate(match):
+        if key in both:
             add(f"{path}.matchLabelKeys[{i}]", f.invalid(key, "exists in both matchLabelKeys and mismatchLabelKeys"))
 
 
@@ -181,7 +184,7 @@ def pod_affinity_term(add: Add, path: str, term: m.PodAffinityTerm, labels: Mapp
     label_selector(add, f"{path}.namespaceSelector", term.namespace_selector)
     for name in term.namespaces:
         add(f"{path}.namespace", f.dns_label(name))
-    match_and_mismatch(add, path, term, labels)
+    label_keys(add, path, (term.match_label_keys, term.mismatch_label_keys), term.label_selector, labels)
     if not term.topology_key:
         add(f"{path}.topologyKey", f.required("can not be empty"))
     add(f"{path}.topologyKey", label_name(term.topology_key))
@@ -207,3 +210,40 @@ def affinity(add: Add, path: str, value: m.Affinity | None, labels: Mapping[str,
         _pod_affinity(add, f"{path}.podAffinity", value.pod_affinity, labels)
     if value.pod_anti_affinity is not None:
         _pod_affinity(add, f"{path}.podAntiAffinity", value.pod_anti_affinity, labels)
+
+
+SPREAD_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+NODE_INCLUSION_POLICIES = ("Honor", "Ignore")
+NOT_POSITIVE = "must be greater than zero"
+
+
+def spread_constraints(add: Add, path: str, constraints: Sequence[m.TopologySpreadConstraint],
+                       labels: Mapping[str, str] | None = None) -> None:
+    """``validateTopologySpreadConstraints`` with v1.37's default gates (matchLabelKeys merged into the selector):
+    maxSkew and minDomains positive, minDomains only with DoNotSchedule, a topology key (any text: only its presence
+    is checked), the enums, each {topologyKey, whenUnsatisfiable} once (said at the first of two), the label
+    selector."""
+    for i, c in enumerate(constraints):
+        where = f"{path}[{i}]"
+        if c.max_skew <= 0:
+            add(f"{where}.maxSkew", f.invalid(c.max_skew, NOT_POSITIVE))
+        if not c.topology_key:
+            add(f"{where}.topologyKey", f.required("can not be empty"))
+        if c.when_unsatisfiable not in SPREAD_ACTIONS:
+            add(f"{where}.whenUnsatisfiable", f.unsupported(c.when_unsatisfiable, SPREAD_ACTIONS))
+        if any(c.topology_key == o.topology_key and c.when_unsatisfiable == o.when_unsatisfiable
+               for o in constraints[i + 1:]):
+            add(f"{where}.{{topologyKey, whenUnsatisfiable}}",
+                f"Duplicate value: {f.show(f'{{{c.topology_key}, {c.when_unsatisfiable}}}')}")
+        if c.min_domains is not None:
+            if c.min_domains <= 0:
+                add(f"{where}.minDomains", f.invalid(c.min_domains, NOT_POSITIVE))
+            if c.when_unsatisfiable != "DoNotSchedule":
+                detail = f"can only use minDomains if whenUnsatisfiable=DoNotSchedule, not {c.when_unsatisfiable}"
+                add(f"{where}.minDomains", f.invalid(c.min_domains, detail))
+        policies = (("nodeAffinityPolicy", c.node_affinity_policy), ("nodeTaintsPolicy", c.node_taints_policy))
+        for name, policy in policies:
+            if policy is not None and policy not in NODE_INCLUSION_POLICIES:
+                add(f"{where}.{name}", f.unsupported(policy, NODE_INCLUSION_POLICIES))
+        label_keys(add, where, (c.match_label_keys, []), c.label_selector, labels)
+        label_selector(add, f"{where}.labelSelector", c.label_selector)
