@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the test control plane into bin/: etcd, kube-apiserver, kube-scheduler and
-# kube-controller-manager v1.37.2, from the published Go modules pinned by go.mod.
+# Builds the test control plane into bin/: etcd, kube-apiserver, kube-scheduler,
+# kube-controller-manager and kubectl v1.37.2, from the published Go modules pinned by go.mod
+# (kubectl/kubectl.go only makes the module require what kubectl is built from).
 # Go's module and build caches make a rebuild with nothing changed take seconds; a
 # cold build takes about 10 minutes on a 2-core machine (kube-apiserver alone ~6).
 # Quiet on success; on failure Go's output is shown and the script exits non-zero.
@@ -30,3 +31,4 @@ build etcd ./etcd
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+build kubectl k8s.io/kubernetes/cmd/kubectl  # the real kubectl, which runs the kubectl-dra plugin in its tests

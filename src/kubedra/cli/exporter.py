@@ -27,7 +27,8 @@ HELP = command_help(
     "named in a warning and counted in kubedra_exporter_decode_errors_total{kind} and "
     "kubedra_exporter_undecodable_objects{kind}, and the rest stays current. Watch events update only what they "
     "touch. deploy/prometheus/dra-rules.yaml has the alerts, deploy/grafana the dashboard.",
-    "Without --kubeconfig: the in-cluster service account, then $KUBECONFIG, then ~/.kube/config. --once prints one "
+    "Without --kubeconfig, as kubectl: every file of $KUBECONFIG merged, else ~/.kube/config, else the in-cluster "
+    "service account. --once prints one "
     "exposition once synced and exits (for a look, or a cron job); objects it had to leave out are named on stderr "
     "and make the exit status 1.",
     examples=[

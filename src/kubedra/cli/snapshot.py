@@ -23,7 +23,8 @@ HELP = command_help(
     "exactly this state: bound pods stay on their nodes and allocated claims stay allocated.",
     "Without --output-dir: one multi-document YAML stream on stdout. With it: one file per kind (10-nodes.yaml ... "
     "70-pods.yaml), all written, each whole, or none.",
-    "Without --kubeconfig: the in-cluster service account, then $KUBECONFIG, then ~/.kube/config.",
+    "Without --kubeconfig, as kubectl: every file of $KUBECONFIG merged, else ~/.kube/config, else the in-cluster "
+    "service account.",
     examples=[
         "kubedra snapshot > cluster.yaml",
         "kubedra snapshot --kubeconfig ~/.kube/config --output-dir snapshot/",

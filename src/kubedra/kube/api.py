@@ -18,17 +18,16 @@ from lightkube.core.exceptions import ApiError, ConfigError
 from lightkube.core.resource import ApiInfo, ResourceDef
 from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource
 
+from kubedra.kube import kubeconfig as kc
 from kubedra.kube.kinds import Kind
-from kubedra.objects.errors import KubedraError
+from kubedra.kube.kubeconfig import KUBECONFIG_SHAPE, KubeError, read_kubeconfig
+
+__all__ = ["KUBECONFIG_SHAPE", "READ_ERRORS", "KubeError", "Listing", "connect", "read_kubeconfig"]
 
 DEFAULT_PAGE_SIZE = 500
 _VERBS = ["get", "list", "global_list", "watch", "global_watch"]
 _WRITE_VERBS = [*_VERBS, "create", "patch", "delete"]  # only the node driver writes (its ResourceSlices)
 _HTTP_NOT_FOUND = 404
-
-
-class KubeError(KubedraError):
-    """The cluster cannot be read: a bad kubeconfig, an unreachable server, a refused request."""
 
 
 MALFORMED_ANSWER: tuple[type[Exception], ...] = (ValueError, KeyError, TypeError, AttributeError, IndexError)
@@ -52,12 +51,20 @@ class Listing:
 
 
 def connect(kubeconfig: str | None = None, context: str | None = None, *, timeout: float = 30.0) -> Client:
-    """A client for ``context`` of ``kubeconfig``; without a file, lightkube's own choice: in-cluster service
-    account, then ``$KUBECONFIG``, then ``~/.kube/config``. Tokens, client certificates and exec plugins work as
-    lightkube supports them."""
+    """A client for ``context`` (default: the current one) of the kubeconfig kubectl would use: ``kubeconfig``, else
+    every file of ``$KUBECONFIG`` merged, else ``~/.kube/config``, else the pod's service account
+    (:mod:`kubedra.kube.kubeconfig`). Tokens, client certificates and exec plugins work as lightkube supports them."""
     try:
-        config = KubeConfig.from_env() if kubeconfig is None else KubeConfig.from_dict(
-            read_kubeconfig(kubeconfig), fname=kubeconfig)
+        found = kc.load(kubeconfig)
+        if found.config is None:
+            try:
+                config = KubeConfig.from_service_account()
+            except ConfigError as exc:
+                tried = ", ".join(found.files or found.missing) or "no file"
+                raise KubeError(f"no kubeconfig: tried {tried} and the in-cluster service account ({exc}); "
+                                "give --kubeconfig FILE or set $KUBECONFIG") from exc
+        else:
+            config = KubeConfig.from_dict(found.config, fname=found.files[0])
         single = config.get(context_name=context)
         # trust_env: HTTPS_PROXY and NO_PROXY apply, as they do for kubectl.
         return Client(single, timeout=httpx2.Timeout(timeout), trust_env=True)
@@ -69,49 +76,6 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: the cluster's server is not a URL ({exc})") from exc
     except OSError as exc:
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
-
-
-KUBECONFIG_SHAPE = "a kubeconfig is a mapping with apiVersion: v1, kind: Config, clusters, contexts and users"
-
-
-def read_kubeconfig(path: str) -> dict[str, Any]:
-    """The kubeconfig at ``path`` as a mapping, or KubeError saying what the file is instead (empty, binary, YAML
-    that does not parse, some other document): lightkube itself fails on those with an AttributeError."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError as exc:
-        raise KubeError(f"kubeconfig {path}: not found") from exc
-    except OSError as exc:
-        raise KubeError(f"kubeconfig {path}: {exc.strerror or exc}") from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise KubeError(f"kubeconfig {path}: not a kubeconfig: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
-                        f"offset {exc.start}); {KUBECONFIG_SHAPE}") from exc
-    try:
-        body = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None)
-        why = f" ({problem})" if problem else ""
-        raise KubeError(f"kubeconfig {path}: not a kubeconfig: invalid YAML{at}{why}; {KUBECONFIG_SHAPE}") from exc
-    if body is None:
-        raise KubeError(f"kubeconfig {path}: the file is empty: no configuration has been provided; "
-                        f"{KUBECONFIG_SHAPE}")
-    if not isinstance(body, dict):
-        raise KubeError(f"kubeconfig {path}: not a kubeconfig: a {type(body).__name__}, not a mapping; "
-                        f"{KUBECONFIG_SHAPE}")
-    if body.get("kind") not in (None, "Config") or not any(key in body for key in ("clusters", "contexts", "users")):
-        found = f"kind {body['kind']}" if "kind" in body else "no clusters, contexts or users"
-        raise KubeError(f"kubeconfig {path}: not a kubeconfig ({found}); {KUBECONFIG_SHAPE}")
-    for key in ("clusters", "contexts", "users"):
-        if body.get(key) is None:
-            body[key] = []  # kubectl reads a missing list as empty; lightkube needs the key
-        elif not isinstance(body[key], list):
-            raise KubeError(f"kubeconfig {path}: not a valid kubeconfig: {key} must be a list")
-    return body
 
 
 def limit_watch_reads(client: Client, seconds: float) -> None:
