@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any
 
 import typer
 
 from kubedra.cli.output import EXIT_INVALID_INPUT, stderr_console
+
+TIMEOUT_VARIABLE = "KUBEDRA_REQUEST_TIMEOUT"  # kubectl dra's --request-timeout: 30s, 1m, 0 for none
+DEFAULT_TIMEOUT = 30.0
+
+
+def request_timeout(environ: Mapping[str, str]) -> float | None:
+    """Seconds one API request may take (None: no limit), from ``$KUBEDRA_REQUEST_TIMEOUT`` as kubectl reads
+    ``--request-timeout``: a bare number is seconds, else a Go duration."""
+    from kubedra.kube.api import KubeError
+    from kubedra.sim.durations import DurationError, parse_duration
+
+    text = environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(text) if text.isdigit() else parse_duration(text)
+    except DurationError as exc:
+        raise KubeError(f"--request-timeout {text!r}: {exc}") from exc
+    if seconds < 0:
+        raise KubeError(f"--request-timeout {text!r}: must not be negative")
+    return None if seconds == 0 else seconds
 
 
 def read_live(kubeconfig: str | None, context: str | None) -> Any:
@@ -15,7 +38,7 @@ def read_live(kubeconfig: str | None, context: str | None) -> Any:
     from kubedra.kube.read import read_cluster
 
     try:
-        with connect(kubeconfig, context) as client:
+        with connect(kubeconfig, context, timeout=request_timeout(os.environ)) as client:
             documents = read_cluster(client)
     except KubeError as exc:
         stderr_console().print(f"error: {exc}", highlight=False, markup=False)

@@ -6,6 +6,7 @@ whatever lightkube-models knows — and is decoded once, into kubedra's model, b
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +51,7 @@ class Listing:
     resource_version: str
 
 
-def connect(kubeconfig: str | None = None, context: str | None = None, *, timeout: float = 30.0) -> Client:
+def connect(kubeconfig: str | None = None, context: str | None = None, *, timeout: float | None = 30.0) -> Client:
     """A client for ``context`` (default: the current one) of the kubeconfig kubectl would use: ``kubeconfig``, else
     every file of ``$KUBECONFIG`` merged, else ``~/.kube/config``, else the pod's service account
     (:mod:`kubedra.kube.kubeconfig`). Tokens, client certificates and exec plugins work as lightkube supports them."""
@@ -66,6 +67,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
         else:
             config = KubeConfig.from_dict(found.config, fname=found.files[0])
         single = config.get(context_name=context)
+        _files_exist(single, kubeconfig or ", ".join(found.files))
         # trust_env: HTTPS_PROXY and NO_PROXY apply, as they do for kubectl.
         return Client(single, timeout=httpx2.Timeout(timeout), trust_env=True)
     except ConfigError as exc:
@@ -74,8 +76,22 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: not a valid kubeconfig ({exc})") from exc
     except httpx2.InvalidURL as exc:  # a cluster's server that is no URL (a stray quote in the port)
         raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: the cluster's server is not a URL ({exc})") from exc
-    except OSError as exc:
-        raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
+    except OSError as exc:  # a file the kubeconfig names (a CA, a client certificate) that cannot be read
+        what = f"{exc.strerror}: {exc.filename}" if exc.filename and exc.strerror else str(exc)
+        raise KubeError(f"kubeconfig {kubeconfig or '(default)'}: {what}") from exc
+
+
+def _files_exist(single: Any, where: str) -> None:
+    """A file the chosen context names that is missing is said with its field (lightkube's own error would be a bare
+    "No such file or directory")."""
+    user = single.user
+    named = [("certificate-authority", single.cluster.certificate_auth)]
+    if user is not None:
+        named += [("client-certificate", user.client_cert), ("client-key", user.client_key),
+                  ("tokenFile", user.token_file)]
+    for field, path in named:
+        if path and not os.path.exists(path):
+            raise KubeError(f"kubeconfig {where}: context {single.context_name}: {field} {path}: not found")
 
 
 def limit_watch_reads(client: Client, seconds: float) -> None:
