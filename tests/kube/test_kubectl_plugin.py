@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tests.controlplane.fixture import BIN, ControlPlane
 from tests.kube import builders as b
 
@@ -127,3 +129,30 @@ def test_the_real_kubectl_runs_the_plugin_on_the_context(control_plane: ControlP
     assert completed.stdout.splitlines()[:2] == ["waits", ":4"], completed.stdout + completed.stderr
     usage = subprocess.run([kubectl, "dra"], env=env, capture_output=True, text=True, check=False)
     assert usage.returncode == 0 and usage.stdout.startswith("kubectl dra:")
+
+
+WORDS = st.sampled_from(["explain", "simulate", "snapshot", "validate", "pod", "p", "-n", "--namespace", "-A",
+                         "--all-namespaces", "--context", "--context=", "--kubeconfig", "--request-timeout", "5s",
+                         "-f", "x.yaml", "--", "-h", "", "=", "-n=a", "--kubeconfig=/nonexistent", "\x00", "é"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(argv=st.lists(WORDS | st.text(max_size=8), max_size=8))
+def test_any_command_line_is_translated_or_refused_with_a_message(tmp_path: Path, argv: list[str]) -> None:
+    """kubectl passes whatever the user typed: every line becomes kubedra's argv or a usage error, never a crash."""
+    try:
+        words, env = plugin.translate(argv, _kubeconfig(tmp_path))
+    except (plugin.UsageError, KubeError) as exc:
+        message = str(exc)
+        words, env = [], {}
+    else:
+        message = ""
+    if not words:
+        assert message
+        return
+    assert isinstance(words, list) and all(isinstance(w, str) for w in words)
+    assert set(env) <= {"KUBEDRA_REQUEST_TIMEOUT"}
+    for flag in ("-A", "--all-namespaces", "--request-timeout"):
+        assert flag not in words[: words.index("--")] if "--" in words else flag not in words
+    comp, directive = plugin.completions(argv)
+    assert directive in (0, 4) and all(isinstance(c, str) for c in comp)

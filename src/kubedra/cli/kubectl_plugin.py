@@ -168,9 +168,17 @@ def completions(args: Sequence[str]) -> tuple[list[str], int]:
     """Candidates for the last of ``args`` (the word being typed) and cobra's directive (4: no file names)."""
     *before, typed = list(args) or [""]
     no_files = 4
-    if before and before[-1] in VALUE_FLAGS and before[-1] not in ("-n", "--namespace", "--context"):
+    if before and before[-1] in VALUE_FLAGS:
+        if before[-1] == "--context":
+            return [c for c in _contexts() if c.startswith(typed)], no_files
+        if before[-1] in ("-n", "--namespace"):
+            return [], no_files
         return [], 0  # a file or a duration: the shell's own completion
-    words = [w for w in parse(before).words if not w.startswith("-")] if before else []
+    try:
+        parsed = parse(before)
+    except UsageError:
+        return [], no_files
+    words = [w for w in parsed.words if not w.startswith("-")]
     if typed.startswith("-"):
         flags = [*VALUE_FLAGS, *ALL_NAMESPACES, "-f", "--filename", "-o", "--output", "-h", "--help"]
         return sorted(f for f in dict.fromkeys(flags) if f.startswith(typed)), no_files
@@ -179,8 +187,19 @@ def completions(args: Sequence[str]) -> tuple[list[str], int]:
     if words[0] == "explain" and len(words) == 1:
         return [k for k in KINDS if k.startswith(typed)], no_files
     if words[0] == "explain" and len(words) == 2 and words[1] in ("pod", "pods", "po"):
-        return _live_pods(parse(before), typed), no_files
+        return _live_pods(parsed, typed), no_files
     return [], no_files
+
+
+def _contexts() -> list[str]:
+    from kubedra.kube import kubeconfig as kc
+    from kubedra.kube.api import KubeError
+
+    try:
+        config = kc.load(None).config or {}
+    except KubeError:
+        return []
+    return [str(c.get("name")) for c in config.get("contexts") or [] if c.get("name")]
 
 
 def _live_pods(parsed: Parsed, typed: str) -> list[str]:
