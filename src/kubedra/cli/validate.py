@@ -8,6 +8,7 @@ import typer
 
 from kubedra.cli.helptext import command_help
 from kubedra.cli.options import (
+    ContextOption,
     GatesOption,
     InputFiles,
     MaxFileSizeOption,
@@ -47,7 +48,8 @@ HELP = command_help(
     "custom resource against its CustomResourceDefinition when that is among the inputs, else passed through with a "
     "note. References across the inputs (a request's device class, in the inputs or installed by NVIDIA's chart or "
     "kubedra's; a pod's claim or claim template, in the pod's namespace) that do not resolve are warnings: the API "
-    "server accepts them and they may exist in the cluster (--strict-references makes them findings). Fields whose "
+    "server accepts them and they may exist in the cluster (--strict-references makes them findings; --kubeconfig or "
+    "--context resolves them against that live cluster, read only). Fields whose "
     "feature gate is off in the release are findings (the API server drops them). An input with no objects is a "
     "finding too.",
     "Beta and legacy documents are converted first; their conversion warnings go to stderr (-q drops them). "
@@ -57,6 +59,7 @@ HELP = command_help(
         "kubedra validate -f examples/allocate/h100-mig.yaml",
         "kubedra validate -f src/kubedra/data/seed -f src/kubedra/data/demo -q",
         "cat examples/allocate/l4-shares.yaml | kubedra validate -f - -o json",
+        "kubedra validate -f examples/allocate/h100-mig.yaml --kubeconfig ~/.kube/config --strict-references",
     ],
     exit_status="0 valid, 1 findings, 2 unreadable input (a file that cannot be read, YAML or JSON that does not "
     "parse).",
@@ -221,6 +224,10 @@ def register(app: typer.Typer) -> None:
                  "chart or kubedra's) is a finding (exit 1), not a warning.",
         )] = False,
         max_file_size: MaxFileSizeOption = "8Mi",
+        kubeconfig: Annotated[str | None, typer.Option(
+            "--kubeconfig", help="Also resolve references against this live cluster (read only): its DeviceClasses, "
+                                 "claims and claim templates, and its nodes for what pods can use.")] = None,
+        context: ContextOption = None,
     ) -> None:
         from kubedra.allocator import FeatureGateError, Features, parse_gates
         from kubedra.migrate import Source
@@ -248,7 +255,13 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_FINDINGS) from error
         print_warnings(loaded.warnings, quiet=quiet)
         print_warnings(loaded.notes, quiet=quiet, label="Note")
-        result = validate_inputs(loaded, features, files)
+        cluster = None
+        if kubeconfig is not None or context is not None:
+            from kubedra.cli.live import read_live
+            from kubedra.kube.read import to_loaded
+
+            cluster = to_loaded(read_live(kubeconfig, context), [])
+        result = validate_inputs(loaded, features, files, cluster=cluster)
         if strict_references:
             result.findings, result.warnings = [*result.findings, *result.warnings], []
         notes: list[tuple[Any, str]] = []

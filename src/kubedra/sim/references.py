@@ -6,16 +6,17 @@
 * a field whose feature gate is off in the chosen release (and ``--feature-gates``): the API server silently drops
   such fields on create, so the object would not do what it says.
 
-References the inputs do not resolve are ``unresolved`` findings (the API server accepts the object; the class or
-claim may exist in the cluster): ``validate`` reports them as warnings. Gated fields are errors.
+With ``validate --kubeconfig`` the live cluster's DeviceClasses, claims and claim templates resolve references too
+(:class:`Known`). References still unresolved are ``unresolved`` findings (the API server accepts the object; the
+class or claim may exist in the cluster): ``validate`` reports them as warnings. Gated fields are errors.
 
 Pure: loaded objects in, findings out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubedra.allocator import Features
@@ -38,6 +39,16 @@ _DEVICE_GATES = (("device_taints", "DRADeviceTaints", "taints"),
                  ("device_binding_conditions", "DRADeviceBindingConditions", "bindingConditions"))
 
 
+@dataclass(frozen=True)
+class Known:
+    """What a live cluster already holds that the inputs may refer to (``validate --kubeconfig``): DeviceClass names,
+    and claim and claim-template names with their namespaces."""
+
+    classes: frozenset[str] = frozenset()
+    claims: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    templates: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+
 def _gated(features: Features, feature: str, gate: str) -> str | None:
     if getattr(features, feature, True):
         return None
@@ -56,13 +67,14 @@ def _requests(spec: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
             yield f"{base}.firstAvailable[{j}]", sub
 
 
-def _claim_checks(where: Location, spec: Any, path: str, classes: set[str], features: Features) -> list[Problem]:
+def _claim_checks(where: Location, spec: Any, path: str, classes: set[str], features: Features, *,
+                  places: str = "the inputs") -> list[Problem]:
     problems = []
     for request_path, request in _requests(spec, path):
         name = request.get("deviceClassName")
         if name and name not in classes:
             problems.append(Problem(replace(where, field=f"{request_path}.deviceClassName"),
-                                    f'Not found: "{name}": no DeviceClass of this name in the inputs, nor one '
+                                    f'Not found: "{name}": no DeviceClass of this name in {places}, nor one '
                                     "NVIDIA's chart or kubedra's installs", unresolved=True))
         for feature, gate, key in _REQUEST_GATES:
             message = _gated(features, feature, gate) if request.get(key) else None
@@ -82,7 +94,8 @@ def _claim_checks(where: Location, spec: Any, path: str, classes: set[str], feat
 
 
 def _pod_claims(where: Location, pod_spec: Any, path: str, namespace: str, *,
-                claims: dict[str, set[str]], templates: dict[str, set[str]]) -> list[Problem]:
+                claims: dict[str, set[str]], templates: dict[str, set[str]],
+                places: str = "the inputs") -> list[Problem]:
     problems = []
     entries = pod_spec.get("resourceClaims") if isinstance(pod_spec, dict) else None
     for i, entry in enumerate(entries or []):
@@ -93,17 +106,20 @@ def _pod_claims(where: Location, pod_spec: Any, path: str, namespace: str, *,
                 continue
             elsewhere = sorted(known.get(name, set()))
             detail = (f"exists in namespace {', '.join(elsewhere)}, not in the pod's namespace {namespace}" if elsewhere
-                      else f"no {kind} of this name in the inputs")
+                      else f"no {kind} of this name in {places}")
             problems.append(Problem(replace(where, field=f"{path}.resourceClaims[{i}].{key}"),
                                     f'Not found: "{name}": {detail}', unresolved=True))
     return problems
 
 
-def reference_problems(loaded: Loaded, features: Features) -> list[Problem]:
-    """Every finding of the module docstring, in input order."""
-    classes = set(INSTALLED_CLASSES) | {c.metadata.name for c in loaded.of_kind(DeviceClass)}
-    claims: dict[str, set[str]] = {}
-    templates: dict[str, set[str]] = {}
+def reference_problems(loaded: Loaded, features: Features, known: Known | None = None) -> list[Problem]:
+    """Every finding of the module docstring, in input order; with ``known``, what the cluster holds resolves
+    references too."""
+    places = "the inputs" if known is None else "the inputs or the cluster"
+    known = known or Known()
+    classes = set(INSTALLED_CLASSES) | {c.metadata.name for c in loaded.of_kind(DeviceClass)} | known.classes
+    claims: dict[str, set[str]] = {name: set(spaces) for name, spaces in known.claims.items()}
+    templates: dict[str, set[str]] = {name: set(spaces) for name, spaces in known.templates.items()}
     for claim in loaded.of_kind(ResourceClaim):
         claims.setdefault(claim.metadata.name, set()).add(claim.metadata.namespace or "default")
     for template in loaded.of_kind(ResourceClaimTemplate):
@@ -113,16 +129,17 @@ def reference_problems(loaded: Loaded, features: Features) -> list[Problem]:
         where = loaded.location_of(obj)
         body = to_dict(obj)
         if isinstance(obj, ResourceClaim):
-            problems.extend(_claim_checks(where, body.get("spec"), "spec", classes, features))
+            problems.extend(_claim_checks(where, body.get("spec"), "spec", classes, features, places=places))
         elif isinstance(obj, ResourceClaimTemplate):
-            problems.extend(_claim_checks(where, body.get("spec", {}).get("spec"), "spec.spec", classes, features))
+            problems.extend(_claim_checks(where, body.get("spec", {}).get("spec"), "spec.spec", classes, features,
+                                          places=places))
         elif isinstance(obj, DeviceClass):
             message = _gated(features, "extended_resource", "DRAExtendedResource")
             if body.get("spec", {}).get("extendedResourceName") and message:
                 problems.append(Problem(replace(where, field="spec.extendedResourceName"), message))
         elif isinstance(obj, Pod):
             problems.extend(_pod_claims(where, body.get("spec"), "spec", obj.metadata.namespace or "default",
-                                        claims=claims, templates=templates))
+                                        claims=claims, templates=templates, places=places))
         else:
             problems.extend(_gated_kinds(where, body, features))
     for raw in loaded.raw:
@@ -135,7 +152,7 @@ def reference_problems(loaded: Loaded, features: Features) -> list[Problem]:
         metadata: dict[str, Any] = raw.data["metadata"] if isinstance(raw.data.get("metadata"), dict) else {}
         where = replace(raw.location, object=raw.location.object or f"{raw.data.get('kind')}/{metadata.get('name')}")
         problems.extend(_pod_claims(where, pod_spec, ".".join(path), str(metadata.get("namespace") or "default"),
-                                    claims=claims, templates=templates))
+                                    claims=claims, templates=templates, places=places))
     return problems
 
 

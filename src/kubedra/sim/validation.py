@@ -31,7 +31,7 @@ from kubedra.objects.load import Loaded, RawObject
 from kubedra.objects.model import DeviceClass, DeviceTaintRule, Node, Pod, ResourceClaim, ResourceClaimTemplate
 from kubedra.objects.validate import SelectorCheck, validate
 from kubedra.sim.published import unpublished_requests, workload_pods
-from kubedra.sim.references import reference_problems
+from kubedra.sim.references import Known, reference_problems
 from kubedra.sim.scenario import duplicate_nodes, in_input_order
 from kubedra.sim.unmodelled import unmodelled_fields
 from kubedra.sim.workloads import expand_workloads, is_workload
@@ -84,9 +84,11 @@ def selector_problems(loaded: Loaded, features: Features) -> list[Problem]:
     return problems
 
 
-def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] = ()) -> Validation:
+def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] = (), *,
+                    cluster: Loaded | None = None) -> Validation:
     """Every finding in ``loaded``, in input order per document (see the module docstring); ``sources`` (the
-    paths read) name the input when it holds no objects."""
+    paths read) name the input when it holds no objects. ``cluster``: a live cluster's objects (``validate
+    --kubeconfig``), which resolve references and whose nodes and classes count for what pods can use."""
     check = selector_check(features)
     problems: list[Problem] = []
     for obj in loaded.objects:
@@ -108,15 +110,29 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
     except InvalidInputError as error:
         problems.extend(error.problems)
     else:  # warnings as simulate's notes: the API server takes these pods, kube-scheduler never places them
-        classes = merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass))
-        nodes = [*loaded.of_kind(Node), *pool_nodes] if not problems else []
+        live = cluster.objects if cluster is not None else []
+        classes = merge_device_classes(default_device_classes(),
+                                       [*[o for o in live if isinstance(o, DeviceClass)], *loaded.of_kind(DeviceClass)])
+        nodes = [*[o for o in live if isinstance(o, Node)], *loaded.of_kind(Node), *pool_nodes] if not problems else []
         problems.extend(Problem(Location(", ".join(sources)), text, unresolved=True)
                         for text in [*unpublished_requests(nodes, classes, workload_pods(expanded)),
                                      *unmodelled_fields(workload_pods(expanded))])
-    problems.extend(reference_problems(loaded, features))
+    problems.extend(reference_problems(loaded, features, None if cluster is None else known_in(cluster)))
     unchecked = [r for r in loaded.raw if not is_nodepool(r.data) and not is_workload(r.data)]
     if not loaded.objects and not loaded.raw:
         problems.append(Problem(Location(", ".join(sources)), NO_OBJECTS))
     ordered = in_input_order(loaded, problems)
     return Validation([p for p in ordered if not p.unresolved], len(loaded.objects) + len(loaded.raw) - len(unchecked),
                       unchecked, [p for p in ordered if p.unresolved])
+
+
+def known_in(cluster: Loaded) -> Known:
+    """The names a live cluster's objects resolve: DeviceClasses, claims and claim templates (with namespaces)."""
+    claims: dict[str, set[str]] = {}
+    templates: dict[str, set[str]] = {}
+    for claim in cluster.of_kind(ResourceClaim):
+        claims.setdefault(claim.metadata.name, set()).add(claim.metadata.namespace or "default")
+    for template in cluster.of_kind(ResourceClaimTemplate):
+        templates.setdefault(template.metadata.name, set()).add(template.metadata.namespace or "default")
+    return Known(frozenset(c.metadata.name for c in cluster.of_kind(DeviceClass)),
+                 {k: frozenset(v) for k, v in claims.items()}, {k: frozenset(v) for k, v in templates.items()})
