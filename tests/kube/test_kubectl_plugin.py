@@ -48,7 +48,8 @@ def test_kubectl_flags_anywhere_become_kubedras(tmp_path: Path) -> None:
     assert plugin.translate(["explain", "pod", "p", "-A"], env)[0] == ["explain", "pod", "p", "--context", "work"]
     assert plugin.translate(["simulate", "-f", "x.yaml", "--request-timeout", "5s"], env) == (
         ["simulate", "-f", "x.yaml", "--context", "work"], {"KUBEDRA_REQUEST_TIMEOUT": "5s"})
-    assert plugin.translate(["validate", "-f", "x.yaml"], env)[0] == ["validate", "-f", "x.yaml"]
+    assert plugin.translate(["validate", "-f", "x.yaml"], env)[0] == ["validate", "-f", "x.yaml", "--context", "work"]
+    assert plugin.translate(["migrate", "x.yaml"], env)[0] == ["migrate", "x.yaml"]
     assert plugin.translate([], env)[0] == ["--kubectl-dra-usage"]
 
 
@@ -56,7 +57,8 @@ def test_kubectl_flags_anywhere_become_kubedras(tmp_path: Path) -> None:
     (["explain", "pod", "p", "-n"], "flag needs an argument: -n"),
     (["explain", "pod", "p", "-n", "a", "-A"], "give -n or -A, not both"),
     (["simulate", "-n", "a"], "covers every namespace"),
-    (["validate", "-f", "x", "--context", "c"], "reads files, not the cluster"),
+    (["migrate", "x", "--context", "c"], "reads files, not the cluster"),
+    (["validate", "-f", "x", "-n", "a"], "covers every namespace"),
 ])
 def test_flags_that_do_not_fit_are_usage_errors(tmp_path: Path, argv: list[str], message: str) -> None:
     with pytest.raises(plugin.UsageError, match=message):

@@ -4,8 +4,8 @@ kubectl runs ``kubectl-dra`` (found on ``$PATH``) with the words after ``dra`` a
 turns kubectl's conventions into kubedra's command line and runs it:
 
 * ``--kubeconfig``, ``--context`` and ``$KUBECONFIG`` (several files merged) choose the cluster as kubectl does;
-  ``explain``, ``simulate`` and ``snapshot`` read that live cluster without being told (``-f`` files are applied on
-  top of it, as a what-if);
+  ``explain``, ``simulate``, ``snapshot`` and ``validate`` read that live cluster without being told (``-f`` files
+  are applied on top of it, as a what-if; ``validate`` resolves the files' references in it);
 * ``-n/--namespace`` defaults to the context's namespace (``default`` without one), as ``kubectl get``;
   ``-A/--all-namespaces`` looks in every namespace;
 * ``--request-timeout`` (``30s``, ``1m``; ``0`` for none) bounds each API request.
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from kubedra.cli.live import TIMEOUT_VARIABLE
 from kubedra.cli.output import EXIT_INVALID_INPUT
 
-LIVE = ("explain", "simulate", "snapshot")
-COMMANDS = (*LIVE, "validate", "migrate", "convert", "allocate", "cel", "plan", "trace")
+LIVE = ("explain", "simulate", "snapshot", "validate")
+COMMANDS = (*LIVE, "migrate", "convert", "allocate", "cel", "plan", "trace")
 KINDS = ("pod", "claim", "deployment", "statefulset", "replicaset", "daemonset", "job")
 VALUE_FLAGS = {"-n": "namespace", "--namespace": "namespace", "--context": "context", "--kubeconfig": "kubeconfig",
                "--request-timeout": "request_timeout"}
@@ -38,7 +38,9 @@ Usage:
   kubectl dra explain KIND NAME [-n NAMESPACE | -A]   why a pod is pending, where it runs, what would make it fit
   kubectl dra simulate [-f CHANGES.yaml ...]          a what-if on the live cluster's state (nothing is written)
   kubectl dra snapshot [--output-dir DIR]             the cluster's DRA objects as files simulate reads
-  kubectl dra validate|migrate|convert|allocate ...   the file commands, as kubedra runs them
+  kubectl dra validate -f FILE ...                    what the API server would reject; references looked up in
+                                                      the cluster too
+  kubectl dra migrate|convert|allocate ...            the file commands, as kubedra runs them
 
 kubectl's flags, anywhere on the line:
   -n, --namespace NAME      the namespace (default: the context's, else "default")
