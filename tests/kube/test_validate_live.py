@@ -66,3 +66,33 @@ def test_an_unreachable_cluster_is_exit_2(tmp_path: Path, capsys: pytest.Capture
     inputs.write_text(yaml.safe_dump(b.pod("p", "default")))
     code, out = _validate(capsys, "-f", str(inputs), "--kubeconfig", str(tmp_path / "missing"))
     assert code == 2 and "not found" in out
+
+
+def test_a_server_dry_run_reports_what_the_server_refuses_and_stores_nothing(
+        control_plane: ControlPlane, namespace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    device_class = f"{namespace}-gpu"
+    control_plane.create(b.device_class(device_class, f"{namespace}.example.com"))
+    inputs = tmp_path / "inputs.yaml"
+    inputs.write_text(yaml.safe_dump_all([
+        b.claim("fine", namespace, device_class),
+        b.pod("nowhere", f"{namespace}-absent"),  # a namespace the cluster lacks: only the server knows
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": namespace},
+         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                  "template": {"metadata": {"labels": {"app": "web"}},
+                               "spec": {"containers": [{"name": "c", "image": "x"}]}}}},
+        {"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "l4"},
+         "spec": {"count": 1, "gpu": {"model": "L4", "count": 1}}},
+    ]))
+    code, offline = _validate(capsys, "-f", str(inputs))
+    assert code == 0, offline
+    code, out = _validate(capsys, "-f", str(inputs), "--kubeconfig", str(control_plane.kubeconfig),
+                          "--dry-run", "server")
+    assert code == 1, out
+    refused = [line for line in out.splitlines() if "the API server refuses it (dry run)" in line]
+    assert len(refused) == 1 and "Pod/nowhere" in refused[0] and f'"{namespace}-absent" not found' in refused[0]
+    assert "NodePool/l4: not sent to the server: NodePool is kubedra's own kind" in out
+    stored = control_plane.get(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims")["items"]
+    assert stored == []
+    assert control_plane.get(f"/apis/apps/v1/namespaces/{namespace}/deployments")["items"] == []
+    code, out = _validate(capsys, "-f", str(inputs), "--dry-run", "maybe")
+    assert code == 2 and "--dry-run" in out

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
@@ -209,6 +212,41 @@ def _merge(schema: list[Any], others: list[Any]) -> list[Any]:
     return sorted([*others, *kept], key=lambda p: (files[p.location.file], p.location.document or 0))
 
 
+def _server_findings(sources: list[Any], kubeconfig: str | None, context: str | None,
+                     notes: list[tuple[Any, str]]) -> list[Any]:
+    """What the live API server refuses of each document, sent as written with dryRun=All; documents it cannot be
+    sent go to ``notes``."""
+    from kubedra.cli.live import request_timeout
+    from kubedra.kube.api import KubeError, connect
+    from kubedra.kube.dryrun import dry_run
+    from kubedra.migrate.documents import parse
+    from kubedra.objects.errors import Location, Problem
+
+    documents: list[tuple[Location, dict[str, Any]]] = []
+    for source in sources:
+        for document in parse(source)[0]:
+            data = document.data
+            if not isinstance(data, dict):
+                continue
+            plain: dict[str, Any] = json.loads(json.dumps(data, default=str))  # ruamel's maps as plain JSON
+            metadata = plain.get("metadata") if isinstance(plain.get("metadata"), dict) else {}
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            documents.append((Location(source.name, document.index, f"{plain.get('kind')}/{name}"), plain))
+    try:
+        with connect(kubeconfig, context, timeout=request_timeout(os.environ)) as client:
+            verdicts = dry_run(client, [d for _, d in documents])
+    except KubeError as exc:
+        stderr_console().print(f"error: {exc}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_INVALID_INPUT) from exc
+    found = []
+    for (where, _), verdict in zip(documents, verdicts, strict=True):
+        if verdict.skipped:
+            notes.append((where, f"not sent to the server: {verdict.skipped}"))
+        found += [Problem(replace(where, field=r.field), f"the API server refuses it (dry run): {r.message}")
+                  for r in verdict.refusals]
+    return found
+
+
 def register(app: typer.Typer) -> None:
     @app.command("validate", help=HELP, no_args_is_help=True)
     def validate(
@@ -228,6 +266,11 @@ def register(app: typer.Typer) -> None:
             "--kubeconfig", help="Also resolve references against this live cluster (read only): its DeviceClasses, "
                                  "claims and claim templates, and its nodes for what pods can use.")] = None,
         context: ContextOption = None,
+        dry_run: Annotated[str, typer.Option(
+            "--dry-run", metavar="none|client|server",
+            help="server: also send each document to the live cluster with dryRun=All (as kubectl apply "
+                 "--dry-run=server: the server's validation and admission, nothing stored) and report what it "
+                 "refuses; needs create permission. client or none: only kubedra's own checks.")] = "none",
     ) -> None:
         from kubedra.allocator import FeatureGateError, Features, parse_gates
         from kubedra.migrate import Source
@@ -255,8 +298,12 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_FINDINGS) from error
         print_warnings(loaded.warnings, quiet=quiet)
         print_warnings(loaded.notes, quiet=quiet, label="Note")
+        if dry_run not in ("none", "client", "server"):
+            stderr_console().print(f'error: --dry-run {dry_run!r}: must be "none", "client" or "server"',
+                                   highlight=False, markup=False)
+            raise typer.Exit(EXIT_INVALID_INPUT)
         cluster = None
-        if kubeconfig is not None or context is not None:
+        if kubeconfig is not None or context is not None or dry_run == "server":
             from kubedra.cli.live import read_live
             from kubedra.kube.read import to_loaded
 
@@ -266,6 +313,8 @@ def register(app: typer.Typer) -> None:
             result.findings, result.warnings = [*result.findings, *result.warnings], []
         notes: list[tuple[Any, str]] = []
         result.findings = _merge(schema_findings(sources, kubernetes_version, notes), result.findings)
+        if dry_run == "server":
+            result.findings = [*result.findings, *_server_findings(sources, kubeconfig, context, notes)]
         custom = {str(where) for where, _ in notes}  # noted: not "unchecked" a second time
         unchecked = [str(r.location) for r in result.unchecked if str(r.location) not in custom]
         _report(result.findings, result.checked, unchecked, fmt, sources if result.findings or result.warnings else [],

@@ -27,7 +27,8 @@ __all__ = ["KUBECONFIG_SHAPE", "READ_ERRORS", "KubeError", "Listing", "connect",
 
 DEFAULT_PAGE_SIZE = 500
 _VERBS = ["get", "list", "global_list", "watch", "global_watch"]
-_WRITE_VERBS = [*_VERBS, "create", "patch", "delete"]  # only the node driver writes (its ResourceSlices)
+# The writers: the node driver (its ResourceSlices), validate --dry-run server (post with dryRun=All).
+_WRITE_VERBS = [*_VERBS, "create", "post", "patch", "delete"]
 _HTTP_NOT_FOUND = 404
 
 
