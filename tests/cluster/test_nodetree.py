@@ -74,3 +74,24 @@ def test_cluster_state_keeps_nodes_in_node_tree_order() -> None:
     again = ClusterState.build(nodes=[*state.nodes.values(), node("b2", "b"), node("c1", "c")], slices=[], classes=[])
     assert list(again.nodes) == ["a1", "b1", "c1", "a2", "b2", "a3"]
     assert [n.metadata.name for n in tree_order(nodes)] == list(state.nodes)
+
+
+def _node_doc(name: str, zone: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}}
+
+
+def test_the_live_state_keeps_the_order_a_full_read_builds() -> None:
+    """A full read adds nodes by name (the API's list order); nodes the watches add or remove later leave the state
+    as a full read of the same documents would build it."""
+    from kubedra.kube.mirror import Changes
+    from kubedra.kube.read import decode_cluster
+    from kubedra.metrics.live import LiveState
+
+    live = LiveState(decode_cluster)
+    docs = {n: _node_doc(n, z) for n, z in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c")]}
+    live.apply(Changes(1, {"Node": dict(docs)}, complete=True))
+    assert list(live.state.nodes) == ["a1", "b1", "c1", "a2"]
+    live.apply(Changes(2, {"Node": {"b0": _node_doc("b0", "b"), "a1": None}}, complete=False))
+    assert list(live.state.nodes) == ["a2", "b0", "c1", "b1"]
+    assert set(live.state.usage) == set(live.state.nodes)
