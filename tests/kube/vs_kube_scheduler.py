@@ -275,10 +275,11 @@ def run_real(
     """Place the scenario's pods with the real scheduler and read back where they went and with which devices.
 
     By default a fresh scheduler watches everything being created, and pods are created one at a time, each once the
-    one before is bound or Unschedulable: its node list and its queue are then in document order, as the simulator's
-    are. With ``backlog`` everything is created while the scheduler is stopped (template claims made too), then it
-    starts and sees every pod at once: the queue orders them by priority. Its informers list objects in no fixed
-    order, so pods of equal priority (and ties between nodes) are then not comparable one by one.
+    one before is bound or Unschedulable: its cache adds the nodes in document order (its NodeTree then lists them
+    zones round-robin, as the simulator's ``ClusterState`` keeps them) and its queue is in document order. With
+    ``backlog`` everything is created while the scheduler is stopped (template claims made too), then it starts and
+    sees every pod at once: the queue orders them by priority. Its informers list objects in no fixed order, so pods
+    of equal priority (and ties between nodes) are then not comparable one by one.
     """
     _stop_scheduler(plane)
     if not backlog:

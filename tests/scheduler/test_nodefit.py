@@ -84,7 +84,7 @@ def test_node_selector_and_required_affinity() -> None:
 def test_taints_need_tolerations_except_prefer_no_schedule() -> None:
     n = node(spec={"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
                               {"key": "soft", "effect": "PreferNoSchedule"}]})
-    assert fit(pod({}), n) == "node(s) had untolerated taint {nvidia.com/gpu: present}"
+    assert fit(pod({}), n) == "node(s) had untolerated taint(s)"
     tolerant = pod({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]})
     assert fit(tolerant, n) is None
     wrong_value = pod({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "x"}]})
@@ -93,10 +93,20 @@ def test_taints_need_tolerations_except_prefer_no_schedule() -> None:
     assert fit(everything, n) is None
 
 
+def test_filter_order_is_upstreams_node_name_unschedulable_taints_then_affinity() -> None:
+    """v1.37.2's default plugins: NodeName, NodeUnschedulable, TaintToleration, NodeAffinity; the first failure is
+    the node's reason."""
+    tainted = node(spec={"unschedulable": True, "taints": [{"key": "k", "effect": "NoSchedule"}]})
+    selective = pod({"nodeSelector": {"gpu": "h100"}})
+    assert fit(selective, tainted) == "node(s) were unschedulable"
+    tainted = node(spec={"taints": [{"key": "k", "effect": "NoExecute"}]})
+    assert fit(selective, tainted) == "node(s) had untolerated taint(s)"
+
+
 def test_unschedulable_node_and_node_name() -> None:
-    assert fit(pod({}), node(spec={"unschedulable": True})) == (
-        "node(s) had untolerated taint {node.kubernetes.io/unschedulable}"
-    )
+    assert fit(pod({}), node(spec={"unschedulable": True})) == "node(s) were unschedulable"
+    cordon_tolerant = pod({"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]})
+    assert fit(cordon_tolerant, node(spec={"unschedulable": True})) is None
     assert fit(pod({"nodeName": "other"}), node()) == "node(s) didn't match the requested node name"
 
 

@@ -1,8 +1,10 @@
 """The cluster as data: every object the scheduler reads, indexed once and kept up to date incrementally.
 
-``ClusterState`` is the in-memory stand-in for the API server plus the scheduler's informers: nodes in inventory
-order, slices, classes, taint rules, claims, templates and pods, and the indexes the scheduler needs (slices per node,
-devices in use). It is mutated only through its methods, so the indexes never drift from the objects.
+``ClusterState`` is the in-memory stand-in for the API server plus the scheduler's informers: nodes in the order
+kube-scheduler's NodeTree lists them when added in inventory order (zones round-robin, see ``cluster.nodetree``; the
+order Filter walks and ties break in), slices, classes, taint rules, claims, templates and pods, and the indexes the
+scheduler needs (slices per node, devices in use). It is mutated only through its methods, so the indexes never
+drift from the objects.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from kubedra.cluster.devices import DeviceTable
+from kubedra.cluster.nodetree import tree_order
 from kubedra.cluster.usage import HostPort, NodeUsage, ScoringRequests, host_ports, scoring_requests
 from kubedra.objects.model import (
     DeviceClass,
@@ -103,10 +106,11 @@ class ClusterState:
         templates: Iterable[ResourceClaimTemplate] = (),
         consumable_capacity: bool = True,
     ) -> ClusterState:
-        """``consumable_capacity``: whether results with a shareID count as shares (the DRAConsumableCapacity gate),
+        """``nodes``: in the order the scheduler's cache adds them (kept in NodeTree order). ``consumable_capacity``:
+        whether results with a shareID count as shares (the DRAConsumableCapacity gate),
         as the allocator's ``AllocatedState`` counts them."""
         state = cls()
-        for node in nodes:
+        for node in tree_order(nodes):
             state.nodes[node.metadata.name] = node
             state.usage[node.metadata.name] = NodeUsage()
         state.slices = list(slices)

@@ -19,6 +19,7 @@ from typing import Any
 
 from kubedra.allocator import Features
 from kubedra.cluster.devices import DeviceTable
+from kubedra.cluster.nodetree import tree_order
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import NodeUsage
 from kubedra.kube.mirror import Backoff, Changes, NotSyncedError
@@ -156,6 +157,12 @@ class LiveState:
                             state.usage.setdefault(name, NodeUsage())
                         else:
                             state.usage.pop(name, None)
+                    # A full read adds the nodes by name and keeps them in NodeTree order (``ClusterState.build``).
+                    by_name = dict(sorted(target.items()))
+                    self._put(by_name, docs, new)
+                    target.clear()
+                    target.update((node.metadata.name, node) for node in tree_order(by_name.values()))
+                    continue
                 self._put(target, docs, new)
         if changes.documents.get("ResourceSlice"):
             self._index_devices()

@@ -1,4 +1,4 @@
-"""Node sets as bitsets (bit i = the i-th node in inventory order), kept up to date as pods and devices move.
+"""Node sets as bitsets (bit i = the i-th node in the state's NodeTree order), kept up to date as pods and devices move.
 
 The scheduler's Filter walks nodes from a rotating start until it has ``numFeasibleNodesToFind`` feasible ones;
 Score then picks the best, ties sampled. Done node by node in Python that is milliseconds per pod. Here each check is
@@ -244,7 +244,7 @@ class NodeSets:
                 if spec.node_name and spec.node_name != name:
                     reasons[i] = NODE_NAME_MISMATCH
                     continue
-                reason = affinity_reason(pod, node) or taint_reason(pod, node)
+                reason = taint_reason(pod, node) or affinity_reason(pod, node)
                 if reason is None:
                     mask |= 1 << i
                 else:

@@ -61,7 +61,16 @@ from kubedra.scheduler.extended import (
 )
 from kubedra.scheduler.interpodaffinity import INTER_POD_REASONS, AffinityFilter, describe
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
-from kubedra.scheduler.nodefit import NOT_PINNED, claim_rejecting, node_fit_reason, pinned_nodes, reasons_of
+from kubedra.scheduler.nodefit import (
+    NOT_PINNED,
+    TAINT_REASON,
+    UNSCHEDULABLE_REASON,
+    claim_rejecting,
+    node_fit_reason,
+    pinned_nodes,
+    reasons_of,
+    untolerated_taint,
+)
 from kubedra.scheduler.podtopologyspread import SPREAD_REASONS, SpreadFilter, prefilter_in
 from kubedra.scheduler.podtopologyspread import describe as describe_spread
 from kubedra.scheduler.prefilter import prefilter_claims
@@ -309,6 +318,14 @@ def _reason_detail(reason: str, record: PodRecord, node: Node) -> str:
         return f"{reason} (the pod requests {want}; node allocatable {have})"
     if reason == "Too many pods":
         return f"{reason} (node allocatable pods {_quantity(node.status.allocatable.get('pods'))})"
+    if reason == UNSCHEDULABLE_REASON:
+        return f"{reason}: spec.unschedulable (cordoned), node.kubernetes.io/unschedulable:NoSchedule not tolerated"
+    if reason == TAINT_REASON:
+        taint = untolerated_taint(pod, node)
+        if taint is None:
+            return reason
+        shown = f"{taint.key}={taint.value}" if taint.value else taint.key
+        return f"{reason}: {shown}:{taint.effect}"
     if "node affinity/selector" in reason:
         labels = node.metadata.labels
         wrong = [f"{k}={v} (node: {labels.get(k, 'unset')})"

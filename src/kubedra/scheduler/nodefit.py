@@ -1,7 +1,7 @@
 """The node-level rules a GPU user writes, as kube-scheduler's plugins check them.
 
-NodeUnschedulable, NodeName, NodeAffinity (``nodeSelector`` and required affinity), TaintToleration (NoSchedule and
-NoExecute) and NodeResourcesFit (cpu, memory, pods, device-plugin extended resources). Each check returns ``None``
+NodeName, NodeUnschedulable, TaintToleration (NoSchedule and NoExecute), NodeAffinity (``nodeSelector`` and required
+affinity) and NodeResourcesFit (cpu, memory, pods, device-plugin extended resources). Each check returns ``None``
 when the node fits or the reason in kube-scheduler's words, so pending pods explain themselves.
 """
 
@@ -40,29 +40,41 @@ def is_extended_resource(name: str) -> bool:
     return bool(domain) and not domain.endswith("kubernetes.io")
 
 
-def taint_reason(pod: Pod, node: Node) -> str | None:
-    """The first NoSchedule/NoExecute taint of the node that the pod does not tolerate."""
-    taints = list(node.spec.taints)
-    if node.spec.unschedulable:
-        taints.append(UNSCHEDULABLE_TAINT)
-    for taint in taints:
-        if taint.effect not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(
-            toleration_tolerates(
-                key=t.key,
-                operator=t.operator,
-                value=t.value,
-                effect=t.effect,
-                taint_key=taint.key,
-                taint_value=taint.value,
-                taint_effect=taint.effect,
-            )
-            for t in pod.spec.tolerations
-        ):
-            shown = f"{taint.key}: {taint.value}" if taint.value else taint.key
-            return f"node(s) had untolerated taint {{{shown}}}"
+TAINT_REASON = "node(s) had untolerated taint(s)"  # TaintToleration (UnschedulableAndUnresolvable)
+UNSCHEDULABLE_REASON = "node(s) were unschedulable"  # NodeUnschedulable (UnschedulableAndUnresolvable)
+
+
+def _tolerated(pod: Pod, taint: Taint) -> bool:
+    return any(
+        toleration_tolerates(
+            key=t.key,
+            operator=t.operator,
+            value=t.value,
+            effect=t.effect,
+            taint_key=taint.key,
+            taint_value=taint.value,
+            taint_effect=taint.effect,
+        )
+        for t in pod.spec.tolerations
+    )
+
+
+def untolerated_taint(pod: Pod, node: Node) -> Taint | None:
+    """The first NoSchedule/NoExecute taint of the node that the pod does not tolerate (TaintToleration's
+    ``FindMatchingUntoleratedTaint``), which upstream only logs; explanations show it."""
+    for taint in node.spec.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not _tolerated(pod, taint):
+            return taint
     return None
+
+
+def taint_reason(pod: Pod, node: Node) -> str | None:
+    """NodeUnschedulable then TaintToleration, in kube-scheduler's words: a cordoned node the pod does not tolerate
+    (as the ``node.kubernetes.io/unschedulable:NoSchedule`` taint), then any NoSchedule/NoExecute taint of the node
+    left untolerated. Upstream's message names no taint; ``untolerated_taint`` says which one."""
+    if node.spec.unschedulable and not _tolerated(pod, UNSCHEDULABLE_TAINT):
+        return UNSCHEDULABLE_REASON
+    return TAINT_REASON if untolerated_taint(pod, node) is not None else None
 
 
 def affinity_reason(pod: Pod, node: Node) -> str | None:
@@ -169,14 +181,15 @@ def node_fit_reason(
     inter_pod: AffinityFilter | None = None,
     spread: SpreadFilter | None = None,
 ) -> str | None:
-    """All node-level checks in kube-scheduler's filter order; the first failure is the reason. ``ports``: the
+    """All node-level checks in kube-scheduler's filter order (NodeName, NodeUnschedulable, TaintToleration,
+    NodeAffinity, NodePorts, NodeResourcesFit, ...); the first failure is the reason. ``ports``: the
     pod's host ports (``host_ports``), for NodePorts; ``spread``: PodTopologySpread's PreFilter state and
     ``inter_pod``: InterPodAffinity's (None where they skip), in that order after NodeResourcesFit."""
     if pod.spec.node_name and pod.spec.node_name != node.metadata.name:
         return NODE_NAME_MISMATCH
     return (
-        affinity_reason(pod, node)
-        or taint_reason(pod, node)
+        taint_reason(pod, node)
+        or affinity_reason(pod, node)
         or (PORTS_REASON if ports and ports_conflict(ports, usage.ports) else None)
         or resources_reason(requests, node, usage, dra_extended)
         or (spread.reason(node) if spread is not None else None)

@@ -19,7 +19,7 @@ found them — the first node of that list when all tie, not always the first ti
 
 ``least-allocated`` is kubedra's earlier approximation: LeastAllocated on cpu and memory plus the share of the node's
 DRA devices that stay free, ties sampled from a seeded RNG; ``most-allocated`` is its bin-packing mirror image;
-``first-fit`` takes the first feasible node in inventory order and never looks further.
+``first-fit`` takes the first feasible node in node (NodeTree) order and never looks further.
 """
 
 from __future__ import annotations
@@ -389,7 +389,7 @@ class KubeScorer:
     """kube-scheduler's default-profile Score and selectHost over a ``ClusterState``; see the module docstring.
 
     ``choose_window`` (the fast path's) scores groups of nodes, not nodes: the window is cut by the classes of nodes
-    alike in allocatable and requests (kept as bitsets over inventory order like the scheduler's node sets), then by
+    alike in allocatable and requests (kept as bitsets over node order like the scheduler's node sets), then by
     each other input a score reads where the pod makes it vary — PreferNoSchedule taints not tolerated, preferred
     node-affinity weight, the pods of its controller on the node (``SpreadCounts``, kept as pods bind and leave) and
     the node's zone. Every node of a group scores the same, so its cost grows with the groups, not the nodes; the
@@ -743,7 +743,7 @@ def _split(groups: list[_Group], partition: Sequence[tuple[Any, int]], field: st
 
 
 def _partition(values: Iterable[int]) -> list[tuple[int, int]]:
-    """Value -> bitset of the nodes (in inventory order) with that value."""
+    """Value -> bitset of the nodes (in node order) with that value."""
     members: dict[int, int] = {}
     for i, value in enumerate(values):
         members[value] = members.get(value, 0) | (1 << i)
