@@ -230,14 +230,15 @@ def test_node_rules_are_explained_with_what_was_compared() -> None:
     text = (CLASS + node("n1", cpu="1") + tainted + labelled
             + pod("waiting", spec="nodeSelector: {zone: a}", cpu="2"))
     data = explain(text)
-    assert sorted(reasons(data)) == [
+    assert sorted(reasons(data)) == [  # TaintToleration filters before NodeAffinity: n2 is refused for its taint
         "node(s) didn't match Pod's node affinity/selector: nodeSelector zone=a (node: b)",
         "node(s) didn't match Pod's node affinity/selector: nodeSelector zone=a (node: unset)",
+        "node(s) had untolerated taint(s): {maintenance}",
     ]
     no_selector = CLASS + node("n1", cpu="1") + tainted + pod("waiting", cpu="2")
     assert sorted(reasons(explain(no_selector))) == [
         "Insufficient cpu (the pod requests 2; node allocatable 1)",
-        "node(s) had untolerated taint {maintenance}",
+        "node(s) had untolerated taint(s): {maintenance}",  # kube-scheduler's words, then the taint
     ]
 
 

@@ -84,7 +84,7 @@ def test_node_selector_and_required_affinity() -> None:
 def test_taints_need_tolerations_except_prefer_no_schedule() -> None:
     n = node(spec={"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
                               {"key": "soft", "effect": "PreferNoSchedule"}]})
-    assert fit(pod({}), n) == "node(s) had untolerated taint {nvidia.com/gpu: present}"
+    assert fit(pod({}), n) == "node(s) had untolerated taint(s)"  # v1.37's words: the taint is not named
     tolerant = pod({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]})
     assert fit(tolerant, n) is None
     wrong_value = pod({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "x"}]})
@@ -94,10 +94,21 @@ def test_taints_need_tolerations_except_prefer_no_schedule() -> None:
 
 
 def test_unschedulable_node_and_node_name() -> None:
-    assert fit(pod({}), node(spec={"unschedulable": True})) == (
-        "node(s) had untolerated taint {node.kubernetes.io/unschedulable}"
-    )
+    assert fit(pod({}), node(spec={"unschedulable": True})) == "node(s) were unschedulable"
+    cordon = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
+    assert fit(pod({"tolerations": [cordon]}), node(spec={"unschedulable": True})) is None
     assert fit(pod({"nodeName": "other"}), node()) == "node(s) didn't match the requested node name"
+
+
+def test_filter_order_is_the_default_profiles() -> None:
+    """NodeUnschedulable, then TaintToleration, then NodeAffinity: a node failing several gives the first's reason,
+    as kube-scheduler v1.37.2 reports it (seen against the real scheduler: a cordoned node whose labels the pod's
+    nodeSelector misses is "were unschedulable", a tainted one "had untolerated taint(s)")."""
+    selective = pod({"nodeSelector": {"zone": "elsewhere"}})
+    taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+    assert fit(selective, node(spec={"unschedulable": True, "taints": [taint]})) == "node(s) were unschedulable"
+    assert fit(selective, node(spec={"taints": [taint]})) == "node(s) had untolerated taint(s)"
+    assert fit(selective, node()) == "node(s) didn't match Pod's node affinity/selector"
 
 
 def test_extended_resource_names() -> None:

@@ -190,7 +190,7 @@ def test_taints_block_pods_that_do_not_tolerate_them() -> None:
     )
     assert sim.node_of("tolerant") == "tainted-0"
     assert sim.pending_reason("intolerant") == (
-        "0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        "0/1 nodes are available: 1 node(s) had untolerated taint(s). preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
     # The claim of the pending pod exists but is not allocated.
     assert "allocation" not in sim.claims[claim_of(sim, "intolerant")].get("status", {})

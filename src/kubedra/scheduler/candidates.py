@@ -244,7 +244,7 @@ class NodeSets:
                 if spec.node_name and spec.node_name != name:
                     reasons[i] = NODE_NAME_MISMATCH
                     continue
-                reason = affinity_reason(pod, node) or taint_reason(pod, node)
+                reason = taint_reason(pod, node) or affinity_reason(pod, node)
                 if reason is None:
                     mask |= 1 << i
                 else:

@@ -61,7 +61,15 @@ from kubedra.scheduler.extended import (
 )
 from kubedra.scheduler.interpodaffinity import INTER_POD_REASONS, AffinityFilter, describe
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
-from kubedra.scheduler.nodefit import NOT_PINNED, claim_rejecting, node_fit_reason, pinned_nodes, reasons_of
+from kubedra.scheduler.nodefit import (
+    NOT_PINNED,
+    TAINT_REASON,
+    claim_rejecting,
+    node_fit_reason,
+    pinned_nodes,
+    reasons_of,
+    untolerated_taint,
+)
 from kubedra.scheduler.prefilter import prefilter_claims
 
 FITS = "fits"
@@ -311,6 +319,10 @@ def _reason_detail(reason: str, record: PodRecord, node: Node) -> str:
         wrong = [f"{k}={v} (node: {labels.get(k, 'unset')})"
                  for k, v in pod.spec.node_selector.items() if labels.get(k) != v]
         return f"{reason}: nodeSelector {', '.join(wrong)}" if wrong else f"{reason}: required node affinity"
+    if reason == TAINT_REASON:
+        taint = untolerated_taint(pod, node)
+        if taint is not None:
+            return f"{reason}: {{{taint.key}: {taint.value}}}" if taint.value else f"{reason}: {{{taint.key}}}"
     return reason
 
 

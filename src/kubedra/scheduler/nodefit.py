@@ -1,8 +1,9 @@
 """The node-level rules a GPU user writes, as kube-scheduler's plugins check them.
 
-NodeUnschedulable, NodeName, NodeAffinity (``nodeSelector`` and required affinity), TaintToleration (NoSchedule and
-NoExecute) and NodeResourcesFit (cpu, memory, pods, device-plugin extended resources). Each check returns ``None``
-when the node fits or the reason in kube-scheduler's words, so pending pods explain themselves.
+NodeUnschedulable, NodeName, TaintToleration (NoSchedule and NoExecute), NodeAffinity (``nodeSelector`` and required
+affinity) and NodeResourcesFit (cpu, memory, pods, device-plugin extended resources), in the default profile's Filter
+order (the first that fails is the node's reason). Each check returns ``None`` when the node fits or the reason in
+kube-scheduler's words, so pending pods explain themselves.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ NATIVE_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 
 
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
+UNSCHEDULABLE_REASON = "node(s) were unschedulable"  # NodeUnschedulable's ErrReasonUnschedulable
+TAINT_REASON = "node(s) had untolerated taint(s)"  # TaintToleration's ErrReasonNotMatch: v1.37 names no taint
 PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"  # NodePorts (Unschedulable)
 IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
@@ -37,28 +40,34 @@ def is_extended_resource(name: str) -> bool:
 
 
 def taint_reason(pod: Pod, node: Node) -> str | None:
-    """The first NoSchedule/NoExecute taint of the node that the pod does not tolerate."""
-    taints = list(node.spec.taints)
-    if node.spec.unschedulable:
-        taints.append(UNSCHEDULABLE_TAINT)
-    for taint in taints:
-        if taint.effect not in ("NoSchedule", "NoExecute"):
-            continue
-        if not any(
-            toleration_tolerates(
-                key=t.key,
-                operator=t.operator,
-                value=t.value,
-                effect=t.effect,
-                taint_key=taint.key,
-                taint_value=taint.value,
-                taint_effect=taint.effect,
-            )
-            for t in pod.spec.tolerations
-        ):
-            shown = f"{taint.key}: {taint.value}" if taint.value else taint.key
-            return f"node(s) had untolerated taint {{{shown}}}"
+    """NodeUnschedulable (a cordoned node, unless the pod tolerates its ``node.kubernetes.io/unschedulable`` taint),
+    then TaintToleration (a NoSchedule or NoExecute taint the pod does not tolerate)."""
+    if node.spec.unschedulable and not _tolerated(pod, UNSCHEDULABLE_TAINT):
+        return UNSCHEDULABLE_REASON
+    return TAINT_REASON if untolerated_taint(pod, node) is not None else None
+
+
+def untolerated_taint(pod: Pod, node: Node) -> Taint | None:
+    """The first NoSchedule or NoExecute taint of the node the pod does not tolerate (what explain names)."""
+    for taint in node.spec.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not _tolerated(pod, taint):
+            return taint
     return None
+
+
+def _tolerated(pod: Pod, taint: Taint) -> bool:
+    return any(
+        toleration_tolerates(
+            key=t.key,
+            operator=t.operator,
+            value=t.value,
+            effect=t.effect,
+            taint_key=taint.key,
+            taint_value=taint.value,
+            taint_effect=taint.effect,
+        )
+        for t in pod.spec.tolerations
+    )
 
 
 def affinity_reason(pod: Pod, node: Node) -> str | None:
@@ -170,8 +179,8 @@ def node_fit_reason(
     if pod.spec.node_name and pod.spec.node_name != node.metadata.name:
         return NODE_NAME_MISMATCH
     return (
-        affinity_reason(pod, node)
-        or taint_reason(pod, node)
+        taint_reason(pod, node)
+        or affinity_reason(pod, node)
         or (PORTS_REASON if ports and ports_conflict(ports, usage.ports) else None)
         or resources_reason(requests, node, usage, dra_extended)
         or (inter_pod.reason(node) if inter_pod is not None else None)
