@@ -124,8 +124,8 @@ def test_incremental_scores_equal_a_from_scratch_computation() -> None:
     for seed in range(60):
         rng = random.Random(seed)
         nodes = [_node(rng, i) for i in range(rng.randint(2, 14))]
-        names = [n.metadata.name for n in nodes]
         state = ClusterState.build(nodes=nodes, slices=[], classes=[])
+        names = list(state.nodes)  # the scheduler's node list: zone by zone (``node_tree_order``)
         placed: list[tuple[PodRecord, str]] = []
         serial = 0
         # Some pods are already bound when the scorer starts (a live cluster's state): counted from state.bound.
@@ -176,7 +176,7 @@ def test_counts_by_node_and_zone_are_the_bound_pods_recounted() -> None:
         for api_version, kind, name in [o for o in OWNERS if o is not None]:
             owner = (namespace, kind, name)
             occupied, by_count = scorer.spread.by_count(owner)
-            for i, node in enumerate(nodes):
+            for i, node in enumerate(state.nodes.values()):  # bit i: the scheduler's i-th node
                 expected = sum(
                     1 for r in state.bound.get(node.metadata.name, {}).values()
                     if r.pod.metadata.namespace == namespace and r.pod.metadata.deletion_timestamp is None

@@ -1,8 +1,9 @@
 """The cluster as data: every object the scheduler reads, indexed once and kept up to date incrementally.
 
-``ClusterState`` is the in-memory stand-in for the API server plus the scheduler's informers: nodes in inventory
-order, slices, classes, taint rules, claims, templates and pods, and the indexes the scheduler needs (slices per node,
-devices in use). It is mutated only through its methods, so the indexes never drift from the objects.
+``ClusterState`` is the in-memory stand-in for the API server plus the scheduler's informers: nodes in the order
+kube-scheduler lists them (``node_tree_order``: inventory order, interleaved zone by zone), slices, classes, taint
+rules, claims, templates and pods, and the indexes the scheduler needs (slices per node, devices in use). It is
+mutated only through its methods, so the indexes never drift from the objects.
 """
 
 from __future__ import annotations
@@ -23,9 +24,37 @@ from kubedra.objects.model import (
 )
 from kubedra.objects.quantity import Quantity
 
+BETA_ZONE, ZONE = "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone"
+BETA_REGION, REGION = "failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"
+
 
 def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
+
+
+def zone_key(node: Node) -> str:
+    """kube-scheduler's zone of a node (``utilnode.GetZoneKey``): region and zone, the deprecated beta labels first
+    where present; "" without either."""
+    labels = node.metadata.labels
+    zone = labels[BETA_ZONE] if BETA_ZONE in labels else labels.get(ZONE, "")
+    region = labels[BETA_REGION] if BETA_REGION in labels else labels.get(REGION, "")
+    return "" if not region and not zone else f"{region}:\x00:{zone}"
+
+
+def node_tree_order(nodes: Iterable[Node]) -> list[Node]:
+    """The nodes in the order kube-scheduler's snapshot lists them, which is the order Filter walks (from
+    ``nextStartNodeIndex``) and selectHost's heap is built over: its ``nodeTree`` keeps each zone's nodes in the
+    order they were added, zones in the order first seen, and ``list()`` takes the first node of every zone, then
+    the second of every zone, and so on. Without zone labels that is the nodes' own order."""
+    zones: dict[str, list[Node]] = {}
+    for node in nodes:
+        zones.setdefault(zone_key(node), []).append(node)
+    if len(zones) <= 1:
+        return next(iter(zones.values()), [])
+    out: list[Node] = []
+    for i in range(max(len(members) for members in zones.values())):
+        out.extend(members[i] for members in zones.values() if i < len(members))
+    return out
 
 
 @dataclass
@@ -106,7 +135,7 @@ class ClusterState:
         """``consumable_capacity``: whether results with a shareID count as shares (the DRAConsumableCapacity gate),
         as the allocator's ``AllocatedState`` counts them."""
         state = cls()
-        for node in nodes:
+        for node in node_tree_order(nodes):
             state.nodes[node.metadata.name] = node
             state.usage[node.metadata.name] = NodeUsage()
         state.slices = list(slices)
