@@ -16,12 +16,13 @@ from collections.abc import Iterator
 import pytest
 from tests import fidelity
 from tests.controlplane.fixture import ControlPlane, running_control_plane
-from tests.kube.random_scenarios import random_scenario
+from tests.kube.random_scenarios import random_scenario, random_user_scenario
 from tests.kube.vs_kube_scheduler import (
     DEFAULT_PARALLELISM,
     DRIVER,
     PARALLELISM,
     RANDOM_SEEDS,
+    USER_SEEDS,
     Comparison,
     Scenario,
     compare,
@@ -82,6 +83,35 @@ def test_a_fresh_random_gpu_cluster_places_exactly_alike(plane: ControlPlane) ->
     seed = secrets.randbelow(2**32)
     result = run_scenario(plane, random_scenario(seed))[0]
     assert result.problems == [], f"random_scenario({seed})"
+    assert result.exact_checked == len(result.real)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(USER_SEEDS))
+def test_random_user_workloads_place_exactly_alike(plane: ControlPlane, seed: int) -> None:
+    """Held-out random clusters in zones running ReplicaSets', StatefulSets', Jobs' and bare pods
+    (``random_user_scenario``): every pod's node and devices, the pending set and every pending message from kubedra's
+    default run, whose fast path (``KubeScorer.choose_window``, ``SpreadCounts``, ``ResourceScores``) makes the choices.
+
+    Its scores are held to the real scheduler's log too (``compare_window``), as far as it computes them: it scores
+    groups of nodes alike in every input, and sums NodeResourcesFit and NodeResourcesBalancedAllocation; with neither
+    PreferNoSchedule taints, preferred node affinity nor an owner to spread by, it computes only that sum
+    (TaintToleration, NodeAffinity and PodTopologySpread, which it takes to score every node alike, are then checked
+    to do so in the log, and no total is computed: the best nodes are checked instead). InterPodAffinity and
+    DynamicResources are never computed there (a pod they would score takes the node-by-node path). The owners make
+    no pods themselves: the control plane runs no replicaset, statefulset or job controller (nor the garbage
+    collector), so the real scheduler sees exactly the pods kubedra does."""
+    result = _result(plane, random_user_scenario(seed))
+    assert result.problems == []
+    assert result.exact_checked == len(result.real)
+
+
+@pytest.mark.slow
+def test_a_fresh_random_user_workload_places_exactly_alike(plane: ControlPlane) -> None:
+    """One random user-shaped cluster drawn anew each run (the seed is in the failure message)."""
+    seed = secrets.randbelow(2**32)
+    result = run_scenario(plane, random_user_scenario(seed))[0]
+    assert result.problems == [], f"random_user_scenario({seed})"
     assert result.exact_checked == len(result.real)
 
 
