@@ -133,14 +133,16 @@ def _pod_shape(rng: random.Random, templates: int, shared: bool) -> dict[str, An
     return spec
 
 
-def random_user_scenario(seed: int) -> Scenario:
+def random_user_scenario(seed: int, nodes: tuple[int, int] = (3, 8)) -> Scenario:
     """A random GPU cluster in zones, and the pods users' workloads make: ReplicaSets' and StatefulSets' (which the
     system-default PodTopologySpread spreads over hostnames and zones by their controllers' selectors), Jobs' (which it
     does not) and bare pods, interleaved as they would arrive. The owners are in the API with no pods of their own to
     make (``replicas: 0``, ``parallelism: 0``; the test control plane runs no replicaset, statefulset or job
     controller), their pods written as the controllers write them: the template's labels and spec, a controller
     ownerReference (its uid the owner's, see ``vs_kube_scheduler._for_api``), the controllers' names. Every pod's
-    node and devices, the pending set and every pending message are compared (``exact: all``, ``messages: true``)."""
+    node and devices, the pending set and every pending message are compared (``exact: all``, ``messages: true``).
+    ``nodes``: how many nodes, at least and at most (beyond 100 the scheduler scores a window of the feasible nodes,
+    ``numFeasibleNodesToFind``, from where the last pod's search stopped)."""
     rng = random.Random(seed)
     docs: list[dict[str, Any]] = [{
         "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
@@ -148,7 +150,7 @@ def random_user_scenario(seed: int) -> Scenario:
                  "extendedResourceName": "example.com/gpu"},
     }]
     zones = rng.sample(ZONES, rng.randint(2, 3))
-    for i in range(rng.randint(3, 8)):
+    for i in range(rng.randint(*nodes)):
         cpu, memory = rng.choice(SIZES[:6])  # with repeats: nodes alike in size (one resource class)
         name = f"n{i}"
         labels = {"kubernetes.io/hostname": name, "pool": rng.choice(["a", "a", "b"])}
@@ -232,5 +234,6 @@ def random_user_scenario(seed: int) -> Scenario:
         docs.append(queues[owner_name].pop(0))
         if not queues[owner_name]:
             del queues[owner_name]
-    return Scenario(f"user-{seed}", docs, {"exact": "all", "messages": True},
+    name = f"user-{seed}" if nodes == (3, 8) else f"user-{seed}-nodes-{nodes[0]}-{nodes[1]}"
+    return Scenario(name, docs, {"exact": "all", "messages": True},
                     f"random user-shaped workloads in zones, seed {seed}")

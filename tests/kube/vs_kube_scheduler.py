@@ -72,6 +72,8 @@ DEFAULT_PARALLELISM = 16  # v1.37.2's default (apis/config/v1/defaults.go): Filt
 SCORE_VERBOSITY = 10  # prioritizeNodes logs each plugin's weighted score and each node's total at -v=10
 RANDOM_SEEDS = 6  # the random scenarios CI compares (seeds 0..5) and docs/fidelity.md's table shows
 USER_SEEDS = 6  # likewise the random user-shaped ones (``random_user_scenario``, seeds 0..5)
+LARGE_USER_SEEDS = 2  # and user-shaped ones on more than 100 nodes (Filter's window, ``LARGE_USER_NODES``)
+LARGE_USER_NODES = (105, 130)
 # Creation order: what others refer to first.
 KIND_ORDER = ["PriorityClass", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "ReplicaSet",
               "StatefulSet", "Job", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup",
@@ -619,11 +621,18 @@ def tie_picks(plane: ControlPlane, scenario: Scenario, parallelism: int = DEFAUL
 
 def page_scenarios() -> list[Scenario]:
     """What CI compares and the page reports: every fixed scenario, then the random ones of ``RANDOM_SEEDS`` and the
-    random user-shaped ones of ``USER_SEEDS``."""
-    from tests.kube.random_scenarios import random_scenario, random_user_scenario
+    random user-shaped ones (``user_scenarios``)."""
+    from tests.kube.random_scenarios import random_scenario
 
-    return (load_scenarios() + [random_scenario(seed) for seed in range(RANDOM_SEEDS)]
-            + [random_user_scenario(seed) for seed in range(USER_SEEDS)])
+    return load_scenarios() + [random_scenario(seed) for seed in range(RANDOM_SEEDS)] + user_scenarios()
+
+
+def user_scenarios() -> list[Scenario]:
+    """The random user-shaped scenarios CI compares: ``USER_SEEDS`` small clusters, ``LARGE_USER_SEEDS`` large."""
+    from tests.kube.random_scenarios import random_user_scenario
+
+    return ([random_user_scenario(seed) for seed in range(USER_SEEDS)]
+            + [random_user_scenario(seed, LARGE_USER_NODES) for seed in range(LARGE_USER_SEEDS)])
 
 
 def page_section() -> str:
