@@ -9,6 +9,7 @@ see ``vs_kube_scheduler``), and every bound pod's scores.
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -92,3 +93,147 @@ def random_scenario(seed: int) -> Scenario:
             spec["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
         docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i:02d}"}, "spec": spec})
     return Scenario(f"random-{seed}", docs, {"exact": "all"}, f"random GPU cluster, seed {seed}")
+
+
+# ---------------------------------------------------------------------------------------------- user-shaped
+
+ZONES = ["zone-a", "zone-b", "zone-c"]
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # utilrand's alphabet, as controllers' generateName suffixes use
+
+
+def _suffix(rng: random.Random) -> str:
+    return "".join(rng.choice(NAME_ALPHABET) for _ in range(5))
+
+
+def _pod_shape(rng: random.Random, templates: int, shared: bool) -> dict[str, Any]:
+    """A pod spec: cpu and memory, maybe a GPU (template claim, shared claim or extended
+    resource), a pool selector, a preferred pool, the taint tolerated."""
+    requests = {"cpu": f"{rng.choice([500, 1000, 2000, 3000, 4000, 6000])}m",
+                "memory": f"{rng.choice([1, 2, 4, 8, 16, 24])}Gi"}
+    container: dict[str, Any] = {"name": "c", "image": IMAGE, "resources": {"requests": requests}}
+    spec: dict[str, Any] = {"containers": [container]}
+    roll = rng.random()
+    if roll < 0.45:
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": f"t{rng.randrange(templates)}"}]
+    elif roll < 0.5 and shared:
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
+    elif roll < 0.6:
+        container["resources"]["limits"] = {"example.com/gpu": str(rng.choice([1, 2]))}
+    if "resourceClaims" in spec:
+        container["resources"]["claims"] = [{"name": "gpu"}]
+    if rng.random() < 0.2:
+        spec["nodeSelector"] = {"pool": rng.choice(["a", "b"])}
+    if rng.random() < 0.2:
+        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": rng.choice([1, 10, 50]),
+             "preference": {"matchExpressions": [{"key": "pool", "operator": "In", "values": [rng.choice("ab")]}]}},
+        ]}}
+    if rng.random() < 0.3:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    return spec
+
+
+def random_user_scenario(seed: int, nodes: tuple[int, int] = (3, 8)) -> Scenario:
+    """A random GPU cluster in zones, and the pods users' workloads make: ReplicaSets' and StatefulSets' (which the
+    system-default PodTopologySpread spreads over hostnames and zones by their controllers' selectors), Jobs' (which it
+    does not) and bare pods, interleaved as they would arrive. The owners are in the API with no pods of their own to
+    make (``replicas: 0``, ``parallelism: 0``; the test control plane runs no replicaset, statefulset or job
+    controller), their pods written as the controllers write them: the template's labels and spec, a controller
+    ownerReference (its uid the owner's, see ``vs_kube_scheduler._for_api``), the controllers' names. Every pod's
+    node and devices, the pending set and every pending message are compared (``exact: all``, ``messages: true``).
+    ``nodes``: how many nodes, at least and at most (beyond 100 the scheduler scores a window of the feasible nodes,
+    ``numFeasibleNodesToFind``, from where the last pod's search stopped)."""
+    rng = random.Random(seed)
+    docs: list[dict[str, Any]] = [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+                 "extendedResourceName": "example.com/gpu"},
+    }]
+    zones = rng.sample(ZONES, rng.randint(2, 3))
+    for i in range(rng.randint(*nodes)):
+        cpu, memory = rng.choice(SIZES[:6])  # with repeats: nodes alike in size (one resource class)
+        name = f"n{i}"
+        labels = {"kubernetes.io/hostname": name, "pool": rng.choice(["a", "a", "b"])}
+        if rng.random() < 0.9:
+            labels["topology.kubernetes.io/zone"] = rng.choice(zones)
+        node: dict[str, Any] = {
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"cpu": str(cpu), "memory": f"{memory}Gi", "pods": "110"}},
+        }
+        taint = rng.random()
+        if taint < 0.15:
+            node["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
+        elif taint < 0.3:
+            node["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "PreferNoSchedule"}]}
+        docs.append(node)
+        gpus = rng.choice([0, 2, 4, 4, 8])
+        if gpus:
+            docs.append({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
+                "spec": {"driver": DRIVER, "nodeName": name,
+                         "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                         "devices": _devices(rng, gpus)},
+            })
+    templates = rng.randint(1, 3)
+    docs += [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": f"t{t}"},
+              "spec": {"spec": {"devices": _request(rng)}}} for t in range(templates)]
+    shared = rng.random() < 0.4
+    if shared:
+        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "shared"},
+                     "spec": {"devices": _request(rng)}})
+    # Each owner: its object, and its pods (names, labels and ownerReference as its controller writes them), all
+    # from the one template.
+    pods: list[dict[str, Any]] = []
+    for kind, count in (("ReplicaSet", rng.randint(1, 3)), ("StatefulSet", rng.randint(0, 2)),
+                        ("Job", rng.randint(0, 1))):
+        for k in range(count):
+            name = {"ReplicaSet": f"web{k}-{rng.randrange(16**8):08x}", "StatefulSet": f"db{k}",
+                    "Job": f"train{k}"}[kind]
+            spec = _pod_shape(rng, templates, shared)
+            if kind == "Job":
+                spec["restartPolicy"] = "Never"
+                labels = {"batch.kubernetes.io/job-name": name, "job-name": name}
+                owner: dict[str, Any] = {
+                    "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+                    "spec": {"parallelism": 0, "template": {"metadata": {"labels": dict(labels)},
+                                                            "spec": spec}},
+                }
+            else:
+                labels = {"app": name}
+                owner = {
+                    "apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name},
+                    "spec": {"replicas": 0, "selector": {"matchLabels": dict(labels)},
+                             "template": {"metadata": {"labels": dict(labels)}, "spec": spec}},
+                }
+                if kind == "StatefulSet":
+                    owner["spec"]["serviceName"] = name
+            docs.append(owner)
+            api = "batch/v1" if kind == "Job" else "apps/v1"
+            for ordinal in range(rng.randint(2, 6)):
+                pod_name = f"{name}-{ordinal}" if kind == "StatefulSet" else f"{name}-{_suffix(rng)}"
+                pod_labels = dict(labels)
+                if kind == "StatefulSet":
+                    pod_labels["statefulset.kubernetes.io/pod-name"] = pod_name
+                pods.append({
+                    "apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": pod_name, "labels": pod_labels, "ownerReferences": [
+                        {"apiVersion": api, "kind": kind, "name": name, "uid": "", "controller": True,
+                         "blockOwnerDeletion": True}]},
+                    "spec": copy.deepcopy(spec),
+                })
+    for i in range(rng.randint(1, 5)):
+        spec = _pod_shape(rng, templates, shared)
+        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"bare-{i}"}, "spec": spec})
+    # Arrival order: each workload's pods in order, the workloads interleaved.
+    queues: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        refs = pod["metadata"].get("ownerReferences", [{"name": pod["metadata"]["name"]}])
+        queues.setdefault(refs[0]["name"], []).append(pod)
+    while queues:
+        owner_name = rng.choice(sorted(queues))
+        docs.append(queues[owner_name].pop(0))
+        if not queues[owner_name]:
+            del queues[owner_name]
+    name = f"user-{seed}" if nodes == (3, 8) else f"user-{seed}-nodes-{nodes[0]}-{nodes[1]}"
+    return Scenario(name, docs, {"exact": "all", "messages": True},
+                    f"random user-shaped workloads in zones, seed {seed}")

@@ -16,10 +16,11 @@ from collections.abc import Iterator
 import pytest
 from tests import fidelity
 from tests.controlplane.fixture import ControlPlane, running_control_plane
-from tests.kube.random_scenarios import random_scenario
+from tests.kube.random_scenarios import random_scenario, random_user_scenario
 from tests.kube.vs_kube_scheduler import (
     DEFAULT_PARALLELISM,
     DRIVER,
+    LARGE_USER_NODES,
     PARALLELISM,
     RANDOM_SEEDS,
     Comparison,
@@ -32,6 +33,7 @@ from tests.kube.vs_kube_scheduler import (
     run_scenario,
     summary,
     tie_picks,
+    user_scenarios,
 )
 
 from kubedra.scheduler.scoring import Policy
@@ -39,6 +41,7 @@ from kubedra.scheduler.scoring import Policy
 pytestmark = pytest.mark.controlplane
 
 SCENARIOS = {s.name: s for s in load_scenarios()}
+USER_SCENARIOS = {s.name: s for s in user_scenarios()}
 TIE_ROUNDS = 2  # runs of the ties scenario at the default parallelism (12 tied picks each)
 RESULTS: dict[str, list[Comparison]] = {}  # scenario -> one comparison per policy (the kube-scheduler one first)
 POLICIES = list(Policy)
@@ -82,6 +85,39 @@ def test_a_fresh_random_gpu_cluster_places_exactly_alike(plane: ControlPlane) ->
     seed = secrets.randbelow(2**32)
     result = run_scenario(plane, random_scenario(seed))[0]
     assert result.problems == [], f"random_scenario({seed})"
+    assert result.exact_checked == len(result.real)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(USER_SCENARIOS))
+def test_random_user_workloads_place_exactly_alike(plane: ControlPlane, name: str) -> None:
+    """Held-out random clusters in zones running ReplicaSets', StatefulSets', Jobs' and bare pods
+    (``random_user_scenario``): every pod's node and devices, the pending set and every pending message from kubedra's
+    default run, whose fast path (``KubeScorer.choose_window``, ``SpreadCounts``, ``ResourceScores``) makes the choices.
+
+    Its scores are held to the real scheduler's log too (``compare_window``), as far as it computes them: it scores
+    groups of nodes alike in every input, and sums NodeResourcesFit and NodeResourcesBalancedAllocation; with neither
+    PreferNoSchedule taints, preferred node affinity nor an owner to spread by, it computes only that sum
+    (TaintToleration, NodeAffinity and PodTopologySpread, which it takes to score every node alike, are then checked
+    to do so in the log, and no total is computed: the best nodes are checked instead). InterPodAffinity and
+    DynamicResources are never computed there (a pod they would score takes the node-by-node path). The owners make
+    no pods themselves: the control plane runs no replicaset, statefulset or job controller (nor the garbage
+    collector), so the real scheduler sees exactly the pods kubedra does. The large ones (more than 100 nodes) have
+    Filter stop at ``numFeasibleNodesToFind`` feasible nodes, the fast path's window, from a rotating start."""
+    result = _result(plane, USER_SCENARIOS[name])
+    assert result.problems == []
+    assert result.exact_checked == len(result.real)
+
+
+@pytest.mark.slow
+def test_a_fresh_random_user_workload_places_exactly_alike(plane: ControlPlane) -> None:
+    """One random user-shaped cluster drawn anew each run, small and large (the seed is in the failure message)."""
+    seed = secrets.randbelow(2**32)
+    result = run_scenario(plane, random_user_scenario(seed))[0]
+    assert result.problems == [], f"random_user_scenario({seed})"
+    assert result.exact_checked == len(result.real)
+    result = run_scenario(plane, random_user_scenario(seed, LARGE_USER_NODES))[0]
+    assert result.problems == [], f"random_user_scenario({seed}, {LARGE_USER_NODES})"
     assert result.exact_checked == len(result.real)
 
 

@@ -52,7 +52,8 @@ from tests.controlplane.fixture import ControlPlane, running_control_plane
 from kubedra.allocator import Features
 from kubedra.cluster.state import PodRecord
 from kubedra.objects.load import load_text
-from kubedra.scheduler.scoring import WEIGHTS, Candidate, NodeScores, Policy
+from kubedra.scheduler.bitsets import positions
+from kubedra.scheduler.scoring import RESOURCES, WEIGHTS, Candidate, GroupScores, NodeScores, Policy
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options
 from kubedra.sim.simulate import prepare as prepare_simulation
@@ -70,9 +71,13 @@ PARALLELISM = 1  # KubeSchedulerConfiguration.parallelism for the comparison: Fi
 DEFAULT_PARALLELISM = 16  # v1.37.2's default (apis/config/v1/defaults.go): Filter's list in completion order
 SCORE_VERBOSITY = 10  # prioritizeNodes logs each plugin's weighted score and each node's total at -v=10
 RANDOM_SEEDS = 6  # the random scenarios CI compares (seeds 0..5) and docs/fidelity.md's table shows
+USER_SEEDS = 6  # likewise the random user-shaped ones (``random_user_scenario``, seeds 0..5)
+LARGE_USER_SEEDS = 2  # and user-shaped ones on more than 100 nodes (Filter's window, ``LARGE_USER_NODES``)
+LARGE_USER_NODES = (105, 130)
 # Creation order: what others refer to first.
 KIND_ORDER = ["PriorityClass", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "ReplicaSet",
-              "StatefulSet", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup", "PodDisruptionBudget", "Pod"]
+              "StatefulSet", "Job", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup",
+              "PodDisruptionBudget", "Pod"]
 PATHS = {
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
@@ -81,6 +86,7 @@ PATHS = {
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "Job": ("/apis/batch/v1", "jobs", True),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
     "Workload": ("/apis/scheduling.k8s.io/v1beta1", "workloads", True),
@@ -101,6 +107,7 @@ class Placed:
 
 Outcome = dict[str, Placed]  # pod name -> where it went
 Scores = dict[str, dict[str, int]]  # node -> score plugin (weighted) and "total"
+RESOURCE_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation")  # summed as the fast path's ``RESOURCES``
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,7 @@ class Comparison:
     exact_checked: int = 0
     exact_agreed: int = 0
     scored: int = 0  # bound pods the real scheduler scored (two feasible nodes or more), their scores compared
+    window_scored: int = 0  # of those, the pods the default run's fast path scored by groups (``compare_window``)
     real_seconds: float = 0.0
 
     @property
@@ -190,17 +198,37 @@ def run_kubedra(
     return out, tied
 
 
-def kubedra_scores(docs: Sequence[Mapping[str, Any]]) -> dict[str, Scores]:
+@dataclass(frozen=True)
+class WindowScores:
+    """What the fast path's ``KubeScorer.choose_window`` computed for one pod (``scoring.GroupScores``): per node of
+    the window, the weighted scores of the plugins it told nodes apart by (the two resource plugins as one sum,
+    ``RESOURCES``) and the total where it computed one; and the nodes it found best."""
+
+    nodes: dict[str, dict[str, int]]
+    best: frozenset[str]
+
+
+def kubedra_scores(
+    docs: Sequence[Mapping[str, Any]], *, fast_path: bool = False, gates: Mapping[str, bool] | None = None
+) -> dict[str, Scores | WindowScores]:
     """The scores kubedra's kube-scheduler scorer gave each pod's feasible nodes, in the last cycle that scored it,
-    weighted as kube-scheduler logs them (plugins that scored 0 left out, as the log leaves out skipped ones). The
-    simulation runs node by node (``fast_path`` off) so that every choice among several nodes goes through
-    ``KubeScorer.score``."""
-    scenario = build_scenario(load_text(yaml.safe_dump_all([dict(d) for d in docs])))
-    simulation = prepare_simulation(scenario, Options(policy=Policy.KUBE_SCHEDULER, fast_path=False))
+    weighted as kube-scheduler logs them (plugins that scored 0 left out, as the log leaves out skipped ones).
+
+    With ``fast_path`` off the simulation runs node by node, so that every choice among several nodes goes through
+    ``KubeScorer.score``: every plugin on every node. With it on (the default run, whose placements are compared), a
+    pod the fast path scores by groups of alike nodes (``choose_window``) gets what that computed, a
+    ``WindowScores``; one it scores node by node (``KubeScorer.choose``) gets every plugin as above."""
+    features = Features.for_release().with_gates(dict(gates or {}))
+    scenario = build_scenario(load_text(yaml.safe_dump_all([dict(d) for d in docs])),
+                              generic_workload=features.generic_workload)
+    simulation = prepare_simulation(
+        scenario, Options(policy=Policy.KUBE_SCHEDULER, features=features, fast_path=fast_path)
+    )
     kube = simulation.scheduler.kube
     assert kube is not None
-    scored: dict[str, Scores] = {}
+    scored: dict[str, Scores | WindowScores] = {}
     score = kube.score
+    names = list(simulation.state.nodes)
 
     def recording(record: PodRecord, candidates: Sequence[Candidate], claims: Sequence[Any] = ()) -> list[NodeScores]:
         out = score(record, candidates, claims)
@@ -209,7 +237,16 @@ def kubedra_scores(docs: Sequence[Mapping[str, Any]]) -> dict[str, Scores]:
         }
         return out
 
+    def observing(record: PodRecord, window: int, groups: list[GroupScores], best: int) -> None:
+        nodes: dict[str, dict[str, int]] = {}
+        for group in groups:
+            for i in positions(group.nodes):
+                nodes[names[i]] = dict(group.scores)
+        assert set(nodes) == {names[i] for i in positions(window)}, (record.key, nodes)
+        scored[record.pod.metadata.name] = WindowScores(nodes, frozenset(names[i] for i in positions(best)))
+
     kube.score = recording  # type: ignore[method-assign]
+    kube.observe = observing
     simulation.run()
     return scored
 
@@ -458,18 +495,60 @@ def run_scenario(
         comparison.real_seconds = seconds
         out.append(comparison)
     if policies and policies[0] is Policy.KUBE_SCHEDULER:
-        compare_scores(out[0], logged, kubedra_scores(docs))
+        gates = scenario.expect.get("gates")
+        compare_scores(out[0], logged, kubedra_scores(docs, gates=gates))
+        compare_scores(out[0], logged, kubedra_scores(docs, fast_path=True, gates=gates), fast_path=True)
     return out
 
 
-def compare_scores(result: Comparison, logged: Mapping[str, Scores], scored: Mapping[str, Scores]) -> None:
-    """Every bound pod the real scheduler scored: kubedra's scores of the same nodes, plugin by plugin."""
+def compare_scores(
+    result: Comparison, logged: Mapping[str, Scores], scored: Mapping[str, Scores | WindowScores], *,
+    fast_path: bool = False,
+) -> None:
+    """Every bound pod the real scheduler scored: kubedra's scores of the same nodes, plugin by plugin (for a pod the
+    fast path scored by groups, see ``compare_window``). Counted in ``scored``, or with ``fast_path`` in
+    ``window_scored`` (pods whose fast-path scores came from ``choose_window``)."""
     for pod in sorted(logged):
         if result.real.get(pod, Placed(None)).node is None:
             continue  # scored in a cycle that did not bind it (it stayed pending): not one kubedra need repeat
-        result.scored += 1
-        if without_zeros(logged[pod]) != scored.get(pod):
-            result.problems.append(f"{pod}'s scores: real {without_zeros(logged[pod])}, kubedra {scored.get(pod)}")
+        got = scored.get(pod)
+        side = "kubedra's fast path" if fast_path else "kubedra"
+        if isinstance(got, WindowScores):
+            result.window_scored += 1
+            result.problems.extend(f"{pod}'s scores ({side}): {p}" for p in compare_window(logged[pod], got))
+            continue
+        if not fast_path:
+            result.scored += 1
+        if without_zeros(logged[pod]) != got:
+            result.problems.append(f"{pod}'s scores ({side}): real {without_zeros(logged[pod])}, kubedra {got}")
+
+
+def compare_window(real: Mapping[str, Mapping[str, int]], window: WindowScores) -> list[str]:
+    """The fast path's group scores against the real log, as far as they go: the same nodes scored; on each node,
+    every score it computed (``RESOURCES`` against the sum of the two resource plugins, a plugin the log skipped
+    as 0); every plugin it did not compute (nor the total) scoring the window's nodes alike, as its premise is; and
+    the nodes of the highest real total its best."""
+    problems = []
+    if set(real) != set(window.nodes):
+        return [f"nodes scored: real {sorted(real)}, kubedra {sorted(window.nodes)}"]
+    computed: set[str] = set()
+    for node, scores in sorted(window.nodes.items()):
+        computed |= set(scores)
+        logged = real[node]
+        for key, value in sorted(scores.items()):
+            want = sum(logged.get(p, 0) for p in RESOURCE_PLUGINS) if key == RESOURCES else logged.get(key, 0)
+            if want != value:
+                problems.append(f"{key} on {node}: real {want}, kubedra {value}")
+    plugins = {p for scores in real.values() for p in scores} - computed - set(RESOURCE_PLUGINS) - {"total"}
+    for plugin in sorted(plugins):
+        values = {node: real[node].get(plugin, 0) for node in sorted(real)}
+        if len(set(values.values())) > 1:
+            problems.append(f"{plugin}, not computed, differs between nodes: real {values}")
+    high = max(s["total"] for s in real.values())
+    top = frozenset(node for node, s in real.items() if s["total"] == high)
+    if top != window.best:
+        problems.append(f"best nodes: real {sorted(top)}, kubedra {sorted(window.best)}")
+    return problems
 
 
 # ---------------------------------------------------------------------------------------------- ties at random
@@ -542,10 +621,19 @@ def tie_picks(plane: ControlPlane, scenario: Scenario, parallelism: int = DEFAUL
 
 
 def page_scenarios() -> list[Scenario]:
-    """What CI compares and the page reports: every fixed scenario, then the random ones of ``RANDOM_SEEDS``."""
+    """What CI compares and the page reports: every fixed scenario, then the random ones of ``RANDOM_SEEDS`` and the
+    random user-shaped ones (``user_scenarios``)."""
     from tests.kube.random_scenarios import random_scenario
 
-    return load_scenarios() + [random_scenario(seed) for seed in range(RANDOM_SEEDS)]
+    return load_scenarios() + [random_scenario(seed) for seed in range(RANDOM_SEEDS)] + user_scenarios()
+
+
+def user_scenarios() -> list[Scenario]:
+    """The random user-shaped scenarios CI compares: ``USER_SEEDS`` small clusters, ``LARGE_USER_SEEDS`` large."""
+    from tests.kube.random_scenarios import random_user_scenario
+
+    return ([random_user_scenario(seed) for seed in range(USER_SEEDS)]
+            + [random_user_scenario(seed, LARGE_USER_NODES) for seed in range(LARGE_USER_SEEDS)])
 
 
 def page_section() -> str:
@@ -575,8 +663,11 @@ def summary(results: Sequence[Sequence[Comparison]], policies: Sequence[Policy])
     on the same real outcomes."""
     lines = [table([r[0] for r in results]), ""]
     scored = sum(r[0].scored for r in results)
+    windows = sum(r[0].window_scored for r in results)
     lines.append(f"- scores: {scored} bound pods that had two feasible nodes or more, every score plugin's weighted "
                  "score on every node as the real scheduler logged it at `-v=10`")
+    lines.append(f"- the default run's fast path: {windows} of those pods scored by groups of alike nodes, every score "
+                 "it computed on every node, the rest scoring alike and its best nodes the real ones")
     for i, policy in enumerate(policies):
         agreed = sum(r[i].agrees for r in results)
         pods = sum(r[i].exact_agreed for r in results)
@@ -587,19 +678,21 @@ def summary(results: Sequence[Sequence[Comparison]], policies: Sequence[Policy])
 
 
 def main(argv: Sequence[str]) -> int:
-    """``python -m tests.kube.vs_kube_scheduler [ROUNDS [RANDOM]]``: the scenarios ROUNDS times (default 1) and RANDOM
-    random ones (seeds 0..RANDOM-1, default 0); the table for the kube-scheduler policy, and how often each policy
-    agreed on the same real outcomes."""
-    from tests.kube.random_scenarios import random_scenario
+    """``python -m tests.kube.vs_kube_scheduler [ROUNDS [RANDOM [USER]]]``: the scenarios ROUNDS times (default 1),
+    RANDOM random ones (seeds 0..RANDOM-1, default 0) and USER random user-shaped ones (seeds 0..USER-1, default 0);
+    the table for the kube-scheduler policy, and how often each policy agreed on the same real outcomes."""
+    from tests.kube.random_scenarios import random_scenario, random_user_scenario
 
     rounds = int(argv[0]) if argv else 1
     randoms = int(argv[1]) if len(argv) > 1 else 0
+    users = int(argv[2]) if len(argv) > 2 else 0
     policies = list(Policy)
     results: list[list[Comparison]] = []
     with running_control_plane() as plane:
         for _ in range(rounds):
             results.extend(run_scenario(plane, s, policies) for s in load_scenarios())
         results.extend(run_scenario(plane, random_scenario(seed), policies) for seed in range(randoms))
+        results.extend(run_scenario(plane, random_user_scenario(seed), policies) for seed in range(users))
     print(summary(results, policies))
     return 0 if all(r[0].agrees for r in results) else 1
 

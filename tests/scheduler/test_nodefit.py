@@ -110,6 +110,17 @@ def test_unschedulable_node_and_node_name() -> None:
     assert fit(pod({"nodeName": "other"}), node()) == "node(s) didn't match the requested node name"
 
 
+def test_filter_order_is_the_default_profiles() -> None:
+    """NodeUnschedulable, then TaintToleration, then NodeAffinity: a node failing several gives the first's reason,
+    as kube-scheduler v1.37.2 reports it (seen against the real scheduler: a cordoned node whose labels the pod's
+    nodeSelector misses is "were unschedulable", a tainted one "had untolerated taint(s)")."""
+    selective = pod({"nodeSelector": {"zone": "elsewhere"}})
+    taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+    assert fit(selective, node(spec={"unschedulable": True, "taints": [taint]})) == "node(s) were unschedulable"
+    assert fit(selective, node(spec={"taints": [taint]})) == "node(s) had untolerated taint(s)"
+    assert fit(selective, node()) == "node(s) didn't match Pod's node affinity/selector"
+
+
 def test_extended_resource_names() -> None:
     assert is_extended_resource("nvidia.com/gpu")
     assert is_extended_resource("deviceclass.resource.kubernetes.io/gpu.nvidia.com")

@@ -17,7 +17,15 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import pod_requests
 from kubedra.objects.model import Node, Pod
 from kubedra.scheduler.nodefit import affinity_reason
-from kubedra.scheduler.scoring import Candidate, KubeScorer, go_round, spread_normalize
+from kubedra.scheduler.scoring import (
+    RESOURCES,
+    WEIGHTS,
+    Candidate,
+    GroupScores,
+    KubeScorer,
+    go_round,
+    spread_normalize,
+)
 from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, controller_of
 
 ZONES = ["z1", "z2", "z3"]
@@ -116,8 +124,26 @@ def _check(rng: random.Random, state: ClusterState, scorer: KubeScorer, names: l
     assert [s.plugins["PodTopologySpread"] for s in scores] == expected_spread
     expected = order[scorer.choose(probe, candidates)]
     tied = scorer.tied.get(probe.key)
+    seen: list[tuple[int, list[GroupScores], int]] = []
+    scorer.observe = lambda _record, w, groups, best: seen.append((w, groups, best))
     assert scorer.choose_window(probe, window, start) == expected
+    scorer.observe = None
     assert scorer.tied.get(probe.key) == tied
+    # What the window reported (for the comparison with kube-scheduler's log) is the node-by-node scores, summed as
+    # it sums them: every node of the window once, and its best the nodes of the highest total.
+    [(seen_window, groups, best)] = seen
+    assert seen_window == window
+    by_node = {s.node: s for s in scores}
+    reported = {names[i]: g.scores for g in groups for i in range(n) if g.nodes >> i & 1}
+    assert sorted(reported) == sorted(by_node) and sum(g.nodes.bit_count() for g in groups) == len(by_node)
+    for node, got in reported.items():
+        plugins = by_node[node].plugins
+        weighted = {p: WEIGHTS[p] * v for p, v in plugins.items()}
+        weighted[RESOURCES] = weighted["NodeResourcesFit"] + weighted["NodeResourcesBalancedAllocation"]
+        weighted["total"] = by_node[node].total
+        assert got == {k: weighted[k] for k in got}, (node, got, weighted)
+    high = max(s.total for s in scores)
+    assert {names[i] for i in range(n) if best >> i & 1} == {s.node for s in scores if s.total == high}
 
 
 def test_incremental_scores_equal_a_from_scratch_computation() -> None:

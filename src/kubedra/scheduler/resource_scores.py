@@ -62,6 +62,10 @@ class ResourceScores(Generic[Key]):
                 return inside
         return 0
 
+    def totals(self, wants: ScoringRequests) -> Sequence[int]:
+        """Every node's total for ``wants`` as of the last ``best`` for it (read by cross-checks)."""
+        return self._shapes[wants].totals
+
     def _build(self, wants: ScoringRequests, now: int) -> _Shape:
         total = self._total
         totals = [total(key, wants) for key in self._keys]

@@ -330,17 +330,22 @@ class Scheduler:
             reasons[NOT_PINNED] = [n for n in every if n not in names]
         feasible: list[_Feasible] = []
         processed = 0
+        # kube-scheduler's Filter cancels at the feasible node after the ``wanted``-th, which it does not count: the
+        # nodes that failed before it are processed, and the start moves past them (``findNodesThatPassFilters``).
         for offset in range(len(names)):
             node_name = names[(start + offset) % len(names)]
-            processed += 1
             verdict = self._filter_node(attempt, self.state.nodes[node_name])
             if isinstance(verdict, Failed):
                 return verdict
             if isinstance(verdict, str):
+                processed += 1
                 reasons.setdefault(verdict, []).append(node_name)
                 continue
-            feasible.append(verdict)
             if len(feasible) >= wanted:
+                break
+            processed += 1
+            feasible.append(verdict)
+            if self.policy is Policy.FIRST_FIT:
                 break
         if self.policy is not Policy.FIRST_FIT and names:  # the start moves over all nodes, by those processed
             self._next_start = (self._next_start + processed) % len(every)
@@ -374,8 +379,10 @@ class Scheduler:
         start = 0 if first_fit else self._next_start % max(1, sets.count)
         batch, special = attempt.batch_for(served, self.extended_map)
         while True:
-            # First-fit walks from node 0 and wants one node: the window is the lowest feasible one.
-            window, processed = (mask & -mask, 0) if first_fit else sets.window(mask, start, wanted)
+            # First-fit walks from node 0 and wants one node: the window is the lowest feasible one. Otherwise the
+            # window reaches one feasible node beyond those wanted, where kube-scheduler's Filter cancels (see
+            # ``_walk``): the failed nodes before it count as processed, it is dropped below.
+            window, processed = (mask & -mask, 0) if first_fit else sets.window(mask, start, wanted + 1)
             unknown = window & undecided & ~verdicts.ok if verdicts is not None else 0
             if not unknown:
                 break
@@ -408,6 +415,7 @@ class Scheduler:
         if not window:
             return self._fast_refusal(attempt, sets, verdicts, served, 0 if first_fit else start)
         if not first_fit:
+            window, processed = _cancelled(sets, window, start, wanted, processed)
             self._next_start = (start + processed) % sets.count
         return self._fast_choose(attempt, sets, window, start, _Feasible("", None, special, served, batch))
 
@@ -645,6 +653,14 @@ def feasible_nodes_to_find(node_count: int) -> int:
         return node_count
     percentage = max(MIN_FEASIBLE_PERCENTAGE, 50 - node_count // 125)
     return max(MIN_FEASIBLE_NODES_TO_FIND, node_count * percentage // 100)
+
+
+def _cancelled(sets: NodeSets, window: int, start: int, wanted: int, processed: int) -> tuple[int, int]:
+    """A window reaching one feasible node beyond ``wanted`` without it (Filter cancels there), and the nodes
+    processed before it."""
+    if window.bit_count() <= wanted:
+        return window, processed
+    return window & ~(1 << sets.kth_rotated(window, start, wanted)), processed - 1
 
 
 class _Feasible(msgspec.Struct):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 import math
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -359,6 +359,22 @@ class NodeScores:
 ResourceKey = tuple[tuple[int, int], ScoringRequests]  # a node's allocatable and what its pods request
 MAX_CACHED_SCORES = 65536
 MAX_CACHED_PARTITIONS = 256
+RESOURCES = "NodeResourcesFit+NodeResourcesBalancedAllocation"  # the two resource plugins as the fast path sums them
+
+
+@dataclass(frozen=True)
+class GroupScores:
+    """What ``choose_window`` computed for some nodes of a window, for cross-checks with kube-scheduler's log: the
+    weighted scores of the plugins it told those nodes apart by (the two resource plugins as one sum, ``RESOURCES``)
+    and, where it computed one, the weighted ``"total"``. A plugin it did not compute scores the window's nodes
+    alike, by the fast path's premise."""
+
+    nodes: int  # bitset over inventory order
+    scores: dict[str, int]
+
+
+# pod, window (bitset), its groups, the best nodes (bitset): called by ``choose_window`` when set
+WindowObserver = Callable[[PodRecord, int, list[GroupScores], int], None]
 # A node's topology for default spreading: has the hostname label, has the zone label, its zone ("" without).
 Topology = tuple[bool, bool, str]
 
@@ -427,6 +443,8 @@ class KubeScorer:
         self.spread = SpreadCounts(state, self._pos)
         self.pod_affinity = BoundAffinity(state)
         state.watchers.append(self._touch)
+        self.observe: WindowObserver | None = None  # see ``GroupScores``; off in simulations
+        self._observed: list[GroupScores] | None = None
 
     def allocatable(self, name: str) -> tuple[int, int]:
         """Node allocatable cpu (milli) and memory (bytes); 0 when not published."""
@@ -533,10 +551,15 @@ class KubeScorer:
         terms = preferred_terms(pod)
         # A pod with constraints of its own gets no system default ones (its DoNotSchedule ones do not score).
         owner = owner_key(pod) if not has_constraints(pod) else None
+        if self.observe is not None:
+            self._observed = []
         if not (self._prefer_taints or terms or owner is not None):
             best = self._best_by_resources(window, record.scoring)  # only the resource plugins tell nodes apart
         else:
             best = self._best_by_groups(record, window, terms, owner)
+        if self.observe is not None and self._observed is not None:
+            self.observe(record, window, self._observed, best)
+            self._observed = None
         if best & (best - 1) == 0:
             return best.bit_length() - 1
         self._tied_masks[record.key] = best
@@ -565,7 +588,11 @@ class KubeScorer:
             partition.append((0, ~occupied))
             groups = _split(groups, partition, "host")
             groups = _split(groups, self._topologies, "topology")
-        return groups[0].nodes if len(groups) == 1 else self._best(groups, pod, window, spreading)
+        if len(groups) == 1:
+            if self._observed is not None:
+                self._observed.append(GroupScores(groups[0].nodes, {RESOURCES: groups[0].resources}))
+            return groups[0].nodes
+        return self._best(groups, pod, window, spreading)
 
     def _best_by_resources(self, window: int, wants: ScoringRequests) -> int:
         """The window's nodes of the highest NodeResourcesFit + BalancedAllocation (every other plugin scores all
@@ -576,12 +603,18 @@ class KubeScorer:
                 inside = members & window
                 if inside:
                     total = self._resource_total(key, wants)
+                    if self._observed is not None:
+                        self._observed.append(GroupScores(inside, {RESOURCES: total}))
                     if total > best_total:
                         best_total, best = total, inside
                     elif total == best_total:
                         best |= inside
             return best
-        return self._per_node.best(window, wants)  # nodes whose usage is their own: kept per node and shape
+        best = self._per_node.best(window, wants)  # nodes whose usage is their own: kept per node and shape
+        if self._observed is not None:
+            totals = self._per_node.totals(wants)
+            self._observed.extend(GroupScores(1 << i, {RESOURCES: totals[i]}) for i in positions(window))
+        return best
 
     def _resource_total(self, key: ResourceKey, wants: ScoringRequests) -> int:
         cache_key = (key, wants)
@@ -640,12 +673,19 @@ class KubeScorer:
             taint = MAX_NODE_SCORE - go_div(MAX_NODE_SCORE * g.taint, taint_high) if taint_high else MAX_NODE_SCORE
             affinity = go_div(MAX_NODE_SCORE * g.affinity, affinity_high) if affinity_high else g.affinity
             total = WEIGHTS["TaintToleration"] * taint + WEIGHTS["NodeAffinity"] * affinity + g.resources
+            normalised = 0
             if spreading:
                 raw = spread[i]
                 normalised = (
                     MAX_NODE_SCORE * (spread_high + spread_low - raw) // spread_high if spread_high else MAX_NODE_SCORE
                 )
                 total += WEIGHTS["PodTopologySpread"] * normalised
+            if self._observed is not None:
+                scores = {"TaintToleration": WEIGHTS["TaintToleration"] * taint,
+                          "NodeAffinity": WEIGHTS["NodeAffinity"] * affinity, RESOURCES: g.resources, "total": total}
+                if spreading:
+                    scores["PodTopologySpread"] = WEIGHTS["PodTopologySpread"] * normalised
+                self._observed.append(GroupScores(g.nodes, scores))
             if total > best_total:
                 best_total, best = total, g.nodes
             elif total == best_total:
