@@ -311,7 +311,8 @@ def register(app: typer.Typer) -> None:
         result = validate_inputs(loaded, features, files, cluster=cluster)
         if strict_references:
             result.findings, result.warnings = [*result.findings, *result.warnings], []
-        notes: list[tuple[Any, str]] = []
+        # what NVIDIA's driver accepts only if its deployment allows it (feature gates); -q drops these notes
+        notes: list[tuple[Any, str]] = [] if quiet else [(p.location, p.message) for p in result.notes]
         result.findings = _merge(schema_findings(sources, kubernetes_version, notes), result.findings)
         if dry_run == "server":
             result.findings = [*result.findings, *_server_findings(sources, kubeconfig, context, notes)]
