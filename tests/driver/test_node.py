@@ -158,7 +158,8 @@ def test_claim_config_wins_over_class_config_and_a_bad_config_is_refused(dirs: D
     assert runner.commands[-1][-1] == "2"
     bad = _ref(claims.add(claim("bad", ["gpu-1"], config=[_gpuconfig({"strategy": "Sometimes"})])))
     assert driver.prepare([bad])[bad.uid].error == (
-        "claim default/bad: GpuConfig: sharing.strategy: unknown GPU sharing strategy: Sometimes"
+        "claim default/bad: GpuConfig: sharing.strategy: unknown GPU sharing strategy: Sometimes, supported GPU sharing "
+        "strategies: TimeSlicing, MPS"
     )
 
 

@@ -90,7 +90,7 @@ def _claim_spec() -> dict[str, Any]:
                 },
             ],
             "constraints": [{"requests": ["gpu", "nic/big"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}],
-            "config": [{"requests": ["gpu"], "opaque": {"driver": NVIDIA, "parameters": {"kind": "GpuConfig"}}}],
+            "config": [{"requests": ["gpu"], "opaque": {"driver": NVIDIA, "parameters": {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"}}}],
         }
     }
 

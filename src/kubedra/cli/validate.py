@@ -53,8 +53,10 @@ HELP = command_help(
     "kubedra's; a pod's claim or claim template, in the pod's namespace) that do not resolve are warnings: the API "
     "server accepts them and they may exist in the cluster (--strict-references makes them findings; --kubeconfig or "
     "--context resolves them against that live cluster, read only). Fields whose "
-    "feature gate is off in the release are findings (the API server drops them). An input with no objects is a "
-    "finding too.",
+    "feature gate is off in the release are findings (the API server drops them). Opaque parameters for NVIDIA's "
+    "drivers (gpu.nvidia.com, compute-domain.nvidia.com) are decoded strictly and checked as NVIDIA's driver checks "
+    "them at NodePrepareResources; what only its deployment decides (its TimeSlicingSettings and MPSSupport feature "
+    "gates) is a note (-q drops these notes). An input with no objects is a finding too.",
     "Beta and legacy documents are converted first; their conversion warnings go to stderr (-q drops them). "
     "-o json prints {findings: [{file, document, object, field, line, message}], warnings: [...], notes, checked, "
     "unchecked}.",
@@ -311,7 +313,8 @@ def register(app: typer.Typer) -> None:
         result = validate_inputs(loaded, features, files, cluster=cluster)
         if strict_references:
             result.findings, result.warnings = [*result.findings, *result.warnings], []
-        notes: list[tuple[Any, str]] = []
+        # what NVIDIA's driver accepts only if its deployment allows it (feature gates); -q drops these notes
+        notes: list[tuple[Any, str]] = [] if quiet else [(p.location, p.message) for p in result.notes]
         result.findings = _merge(schema_findings(sources, kubernetes_version, notes), result.findings)
         if dry_run == "server":
             result.findings = [*result.findings, *_server_findings(sources, kubeconfig, context, notes)]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubedra.objects import formats
+from kubedra.objects.nvidia_params import GPU_DRIVER, TIME_SLICE_INTERVALS, check_opaque
 
 MAX_PODS_ANNOTATION = "kubedra.io/max-pods-per-device"
 GPU_CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
@@ -258,7 +259,7 @@ def read_gpu_config(doc: dict[str, Any]) -> GpuRequirements:
 # ------------------------------------------------------------------------------------------------------------
 # The opaque GpuConfig itself, as NVIDIA's driver decodes it from a claim (strict: unknown fields are errors)
 
-TIME_SLICE_LEVELS = {"Default": 0, "Short": 1, "Medium": 2, "Long": 3}  # nvidia-smi compute-policy values
+TIME_SLICE_LEVELS = {name: level for level, name in enumerate(TIME_SLICE_INTERVALS)}  # nvidia-smi compute-policy
 
 
 @dataclass(frozen=True)
@@ -276,60 +277,28 @@ class GpuConfigError(ValueError):
     """A GpuConfig the driver must refuse; the message names the field."""
 
 
-def _only(data: dict[str, Any], allowed: set[str], path: str) -> None:
-    unknown = sorted(set(data) - allowed)
-    if unknown:
-        raise GpuConfigError(f'{path}: unknown field "{unknown[0]}"')
-
-
 def parse_gpu_config(parameters: Any) -> GpuSharing:
-    """The sharing a ``resource.nvidia.com/v1beta1`` ``GpuConfig`` asks for; GpuConfigError when invalid."""
-    if not isinstance(parameters, dict):
-        raise GpuConfigError("parameters: must be an object")
-    if parameters.get("apiVersion") != GPU_CONFIG_API_VERSION or parameters.get("kind") != "GpuConfig":
-        raise GpuConfigError(
-            f"parameters: expected apiVersion {GPU_CONFIG_API_VERSION} kind GpuConfig, got "
-            f"{parameters.get('apiVersion')!r} {parameters.get('kind')!r}"
-        )
-    _only(parameters, {"apiVersion", "kind", "sharing"}, "parameters")
+    """The sharing a ``resource.nvidia.com/v1beta1`` ``GpuConfig`` asks for; GpuConfigError when NVIDIA's driver
+    would refuse it (:func:`kubedra.objects.nvidia_params.check_opaque`, the rules ``kubedra validate`` reports) or
+    when it is another of NVIDIA's kinds, which kubedra's node driver does not apply."""
+    checked = check_opaque(GPU_DRIVER, parameters, base="")
+    if checked.problems:
+        where, message = checked.problems[0]
+        raise GpuConfigError(f"{where or 'parameters'}: {message}")
+    if parameters.get("kind") != "GpuConfig":
+        raise GpuConfigError(f"parameters: kubedra's node driver applies only GpuConfig, not {parameters.get('kind')}")
     sharing = parameters.get("sharing")
     if sharing is None:
         return GpuSharing()
-    if not isinstance(sharing, dict):
-        raise GpuConfigError("sharing: must be an object")
-    _only(sharing, {"strategy", "timeSlicingConfig", "mpsConfig"}, "sharing")
-    strategy = sharing.get("strategy")
-    if strategy == "TimeSlicing":
-        slicing = sharing.get("timeSlicingConfig") or {}
-        if not isinstance(slicing, dict):
-            raise GpuConfigError("sharing.timeSlicingConfig: must be an object")
-        _only(slicing, {"interval"}, "sharing.timeSlicingConfig")
-        interval = slicing.get("interval", "Default")
-        if interval not in TIME_SLICE_LEVELS:
-            raise GpuConfigError(f"sharing.timeSlicingConfig.interval: unknown time-slice interval: {interval}")
+    if sharing["strategy"] == "TimeSlicing":
+        interval = (sharing.get("timeSlicingConfig") or {}).get("interval", "Default")
         return GpuSharing("TimeSlicing", time_slice_level=TIME_SLICE_LEVELS[interval])
-    if strategy == "MPS":
-        mps = sharing.get("mpsConfig") or {}
-        if not isinstance(mps, dict):
-            raise GpuConfigError("sharing.mpsConfig: must be an object")
-        keys = {"defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit", "defaultPerDevicePinnedMemoryLimit"}
-        _only(mps, keys | {"multiUser"}, "sharing.mpsConfig")
-        percentage = mps.get("defaultActiveThreadPercentage")
-        if percentage is not None and (isinstance(percentage, bool) or not isinstance(percentage, int)
-                                       or not 0 <= percentage <= 100):
-            raise GpuConfigError(
-                "sharing.mpsConfig.defaultActiveThreadPercentage: active thread percentage must be between 0 and 100"
-            )
-        limit = mps.get("defaultPinnedDeviceMemoryLimit")
-        if limit is not None and not _quantity_ok(str(limit)):
-            raise GpuConfigError(f"sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: not a quantity: {limit}")
-        per_device = mps.get("defaultPerDevicePinnedMemoryLimit") or {}
-        if not isinstance(per_device, dict) or not all(_quantity_ok(str(v)) for v in per_device.values()):
-            raise GpuConfigError("sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit: must map devices to quantities")
-        return GpuSharing(
-            "MPS",
-            mps_active_thread_percentage=percentage,
-            mps_pinned_memory_limit=None if limit is None else str(limit),
-            mps_per_device_pinned_memory_limit={str(k): str(v) for k, v in per_device.items()},
-        )
-    raise GpuConfigError(f"sharing.strategy: unknown GPU sharing strategy: {strategy}")
+    mps = sharing.get("mpsConfig") or {}
+    limit = mps.get("defaultPinnedDeviceMemoryLimit")
+    per_device = mps.get("defaultPerDevicePinnedMemoryLimit") or {}
+    return GpuSharing(
+        "MPS",
+        mps_active_thread_percentage=mps.get("defaultActiveThreadPercentage"),
+        mps_pinned_memory_limit=None if limit is None else str(limit),
+        mps_per_device_pinned_memory_limit={str(k): str(v) for k, v in per_device.items()},
+    )

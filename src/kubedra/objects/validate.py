@@ -15,6 +15,7 @@ from kubedra.objects import formats as f
 from kubedra.objects import limits as lim
 from kubedra.objects import model as m
 from kubedra.objects import validate_scheduling
+from kubedra.objects.nvidia_params import check_opaque
 from kubedra.objects.quantity import Quantity
 
 FieldProblem = tuple[str, str]
@@ -32,6 +33,7 @@ SelectorCheck = Callable[[str], Iterable[str]]
 class _Errors:
     def __init__(self, cel: SelectorCheck | None = None) -> None:
         self.items: list[FieldProblem] = []
+        self.notes: list[FieldProblem] = []  # what holds only if the deployment allows it (NVIDIA's feature gates)
         self.cel = cel
 
     def add(self, path: str, messages: str | Iterable[str]) -> None:
@@ -103,6 +105,11 @@ def _opaque(e: _Errors, path: str, opaque: m.OpaqueDeviceConfiguration | None) -
         e.add(f"{path}.parameters", f.invalid("<value omitted>", "parameters must be a valid JSON object"))
     elif len(msgspec.json.encode(opaque.parameters)) > lim.OpaqueParametersMaxLength:
         e.add(f"{path}.parameters", f.too_long(lim.OpaqueParametersMaxLength))
+    else:  # NVIDIA's drivers decode their own parameters strictly and refuse what they cannot use
+        checked = check_opaque(opaque.driver, opaque.parameters, f"{path}.parameters")
+        for where, message in checked.problems:
+            e.add(where, message)
+        e.notes.extend(checked.notes)
 
 
 def _node_selector(e: _Errors, path: str, selector: m.NodeSelector) -> None:
@@ -550,8 +557,16 @@ _CHECKS: dict[type, Callable[[_Errors, object], None]] = {
 def validate(obj: m.KubeObject, *, cel: SelectorCheck | None = None) -> list[FieldProblem]:
     """Every problem in ``obj`` as (field path, message), in field order; empty when valid. With ``cel``, every
     selector expression is also compiled, as the API server does (this package knows no CEL environment)."""
+    return validate_with_notes(obj, cel=cel)[0]
+
+
+def validate_with_notes(
+    obj: m.KubeObject, *, cel: SelectorCheck | None = None
+) -> tuple[list[FieldProblem], list[FieldProblem]]:
+    """:func:`validate`'s problems, and notes on what only the deployment decides: NVIDIA's driver refuses
+    TimeSlicing and MPS sharing unless its own feature gates are on (:mod:`kubedra.objects.nvidia_params`)."""
     e = _Errors(cel)
     check = _CHECKS.get(type(obj))
     if check is not None:
         check(e, obj)
-    return e.items
+    return e.items, e.notes

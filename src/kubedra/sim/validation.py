@@ -11,6 +11,8 @@
   each pod template as the API server validates a pod (a container's ``resources.claims[].name`` must name an entry
   of ``spec.resourceClaims``, claim sources, quantities);
 * references across objects and fields the release has gated off (:mod:`kubedra.sim.references`);
+* NVIDIA's opaque parameters as NVIDIA's driver decodes them (:mod:`kubedra.objects.nvidia_params`), with notes on
+  what its deployment decides (the feature gates that allow TimeSlicing and MPS sharing);
 * an input with no objects at all.
 
 Pure: loaded objects in, findings out. Reading the files, and telling unreadable input apart, is the loader's job.
@@ -29,7 +31,7 @@ from kubedra.objects import formats
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded, RawObject
 from kubedra.objects.model import DeviceClass, DeviceTaintRule, Node, Pod, ResourceClaim, ResourceClaimTemplate
-from kubedra.objects.validate import SelectorCheck, validate
+from kubedra.objects.validate import SelectorCheck, validate, validate_with_notes
 from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.references import Known, reference_problems
 from kubedra.sim.scenario import duplicate_nodes, in_input_order
@@ -50,6 +52,8 @@ class Validation:
     checked: int = 0
     unchecked: list[RawObject] = field(default_factory=list)
     warnings: list[Problem] = field(default_factory=list)
+    # What only the deployment decides (NVIDIA's driver refuses TimeSlicing and MPS unless its feature gates are on)
+    notes: list[Problem] = field(default_factory=list)
 
 
 def selector_check(features: Features) -> SelectorCheck:
@@ -91,9 +95,12 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
     --kubeconfig``), which resolve references and whose nodes and classes count for what pods can use."""
     check = selector_check(features)
     problems: list[Problem] = []
+    notes: list[Problem] = []
     for obj in loaded.objects:
         where = loaded.location_of(obj)
-        problems.extend(Problem(replace(where, field=path), message) for path, message in validate(obj, cel=check))
+        found, noted = validate_with_notes(obj, cel=check)
+        problems.extend(Problem(replace(where, field=path), message) for path, message in found)
+        notes.extend(Problem(replace(where, field=path), message) for path, message in noted)
     # The expansions simulate runs; a refusal lists every problem, which become findings.
     pool_nodes: list[Node] = []
     try:
@@ -123,7 +130,7 @@ def validate_inputs(loaded: Loaded, features: Features, sources: Sequence[str] =
         problems.append(Problem(Location(", ".join(sources)), NO_OBJECTS))
     ordered = in_input_order(loaded, problems)
     return Validation([p for p in ordered if not p.unresolved], len(loaded.objects) + len(loaded.raw) - len(unchecked),
-                      unchecked, [p for p in ordered if p.unresolved])
+                      unchecked, [p for p in ordered if p.unresolved], notes)
 
 
 def known_in(cluster: Loaded) -> Known:
