@@ -39,6 +39,29 @@ def _request(rng: random.Random) -> dict[str, Any]:
     return devices
 
 
+def _node_slices(rng: random.Random, name: str) -> list[dict[str, Any]]:
+    """The node's GPUs (none, or 2-8 of one model on PCIe roots of two) as one ResourceSlice."""
+    gpus = rng.choice([0, 2, 4, 4, 8])
+    if not gpus:
+        return []
+    return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
+             "spec": {"driver": DRIVER, "nodeName": name,
+                      "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                      "devices": _devices(rng, gpus)}}]
+
+
+def _claim_sources(rng: random.Random, docs: list[dict[str, Any]], *, shared_chance: float) -> tuple[int, bool]:
+    """1-3 claim templates t0.. and, with ``shared_chance``, a claim "shared", appended to ``docs``."""
+    templates = rng.randint(1, 3)
+    docs += [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": f"t{t}"},
+              "spec": {"spec": {"devices": _request(rng)}}} for t in range(templates)]
+    shared = rng.random() < shared_chance
+    if shared:
+        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "shared"},
+                     "spec": {"devices": _request(rng)}})
+    return templates, shared
+
+
 def random_scenario(seed: int) -> Scenario:
     rng = random.Random(seed)
     docs: list[dict[str, Any]] = [{
@@ -58,21 +81,8 @@ def random_scenario(seed: int) -> Scenario:
         if rng.random() < 0.2:
             node["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
         docs.append(node)
-        gpus = rng.choice([0, 2, 4, 4, 8])
-        if gpus:
-            docs.append({
-                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
-                "spec": {"driver": DRIVER, "nodeName": name,
-                         "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                         "devices": _devices(rng, gpus)},
-            })
-    templates = rng.randint(1, 3)
-    docs += [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": f"t{t}"},
-              "spec": {"spec": {"devices": _request(rng)}}} for t in range(templates)]
-    shared = rng.random() < 0.5
-    if shared:
-        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "shared"},
-                     "spec": {"devices": _request(rng)}})
+        docs += _node_slices(rng, name)
+    templates, shared = _claim_sources(rng, docs, shared_chance=0.5)
     for i in range(rng.randint(6, 14)):
         requests = {"cpu": f"{rng.choice([500, 1000, 2000, 3000, 4000, 6000])}m",
                     "memory": f"{rng.choice([1, 2, 4, 8, 16, 24])}Gi"}
@@ -166,21 +176,8 @@ def random_user_scenario(seed: int, nodes: tuple[int, int] = (3, 8)) -> Scenario
         elif taint < 0.3:
             node["spec"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "PreferNoSchedule"}]}
         docs.append(node)
-        gpus = rng.choice([0, 2, 4, 4, 8])
-        if gpus:
-            docs.append({
-                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-gpus"},
-                "spec": {"driver": DRIVER, "nodeName": name,
-                         "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                         "devices": _devices(rng, gpus)},
-            })
-    templates = rng.randint(1, 3)
-    docs += [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": f"t{t}"},
-              "spec": {"spec": {"devices": _request(rng)}}} for t in range(templates)]
-    shared = rng.random() < 0.4
-    if shared:
-        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "shared"},
-                     "spec": {"devices": _request(rng)}})
+        docs += _node_slices(rng, name)
+    templates, shared = _claim_sources(rng, docs, shared_chance=0.4)
     # Each owner: its object, and its pods (names, labels and ownerReference as its controller writes them), all
     # from the one template.
     pods: list[dict[str, Any]] = []
