@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.scenarios import Run, nodepool, pod_spec, run, text_of
+from fixtures.scenarios import Run, claim_template, nodepool, pod, pod_spec, run, text_of
 
 from kubedra.cli import main
 from kubedra.objects.errors import InvalidInputError
@@ -47,7 +47,7 @@ def pool(count: int = 5, **kwargs: Any) -> dict[str, Any]:
 
 
 def of_job(sim: Run, job: str) -> list[str]:
-    return sorted(n for n, p in sim.pods.items() if p["metadata"]["labels"].get("job-name") == job)
+    return sorted(n for n, p in sim.pods.items() if p["metadata"].get("labels", {}).get("job-name") == job)
 
 
 def test_replicated_jobs_become_jobs_whose_pods_carry_the_controllers_labels_and_complete() -> None:
@@ -75,6 +75,16 @@ def test_replicated_jobs_become_jobs_whose_pods_carry_the_controllers_labels_and
     assert set(sim.times("Pod", "Finished").values()) == {600.0}
 
 
+def test_pods_claiming_eight_gpus_from_a_template_get_a_whole_node_each() -> None:
+    workers = replicated("workers", 2, 2)
+    workers["template"]["spec"]["template"]["spec"] = pod_spec(template="eight-gpus")
+    sim = run(nodepool("dra", 4, gpus=8, model="H100-80GB"), claim_template("eight-gpus", count=8),
+              jobset("train", workers))
+    assert len(sim.pods) == 4
+    assert len({sim.node_of(name) for name in sim.pods}) == 4
+    assert {sim.phase(name) for name in sim.pods} == {"Succeeded"}
+
+
 def test_pods_wait_for_gpus_when_the_pool_is_short() -> None:
     sim = run(pool(3), jobset())
     assert sorted(sim.times("Pod", "Scheduled").values()) == [0.0, 0.0, 0.0, 600.0, 600.0]
@@ -92,12 +102,17 @@ def test_in_order_startup_makes_a_replicated_jobs_jobs_once_the_ones_before_are_
 
 
 def test_in_order_waits_while_the_first_jobs_pods_cannot_run() -> None:
-    # 3 nodes: the 1 driver pod and 2 pods of workers run; with InOrder the workers wait for the driver's Job only.
-    sim = run(pool(1), jobset("train", replicated("driver", run_for="5m"), replicated("workers", 1, 1),
-                              startupPolicy={"startupPolicyOrder": "InOrder"}))
-    assert sim.times("Job", "Created") == {"train-workers-0": 0.0}
+    # One 8-GPU node, held for 5 minutes by another pod: the driver runs 5m-10m, and only then are the workers' Jobs
+    # made (InOrder); they run after it. AnyOrder makes them at 0.
+    blocker = pod("blocker", run_for="5m", requests=GPUS8, limits=GPUS8)
+    jobs = (replicated("driver", run_for="5m"), replicated("workers", 1, 1))
+    sim = run(pool(1), blocker, jobset("train", *jobs, startupPolicy={"startupPolicyOrder": "InOrder"}))
+    assert sim.times("Job", "Created") == {"train-workers-0": 300.0}
     worker = of_job(sim, "train-workers-0")[0]
-    assert sim.timeline(f"Pod {worker}")[-2:] == [(300.0, "Scheduled"), (900.0, "Finished")]
+    assert sim.timeline(f"Pod {worker}")[-2:] == [(600.0, "Scheduled"), (1200.0, "Finished")]
+    any_order = run(pool(1), blocker, jobset("train", *jobs))
+    assert any_order.times("Job", "Created") == {}
+    assert len(any_order.pods) == 3
 
 
 def test_suspend_makes_no_pods() -> None:
