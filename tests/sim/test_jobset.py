@@ -210,3 +210,32 @@ def load_docs(text: str) -> list[dict[str, Any]]:
     import yaml
 
     return list(yaml.safe_load_all(text))
+
+
+def test_network_fields_are_read_with_their_api_names() -> None:
+    doc = jobset(network={"enableDNSHostnames": True, "subdomain": "train-net", "publishNotReadyAddresses": False})
+    assert len(run(pool(), doc).pods) == 5
+    bad = jobset(network={"subdomain": "Not_A_Label"})
+    with pytest.raises(InvalidInputError, match=r"spec.network.subdomain: Invalid value: \"Not_A_Label\""):
+        build_scenario(load_text(text_of(pool(), bad)))
+
+
+MIRROR = Path("/work/.mirror/kubernetes-sigs+jobset/repo")
+EXAMPLES = ["simple/exclusive-placement", "simple/success-policy", "simple/failure-policy", "simple/group",
+            "simple/jobset-with-network", "simple/coordinator", "startup-policy/startup-driver-ready",
+            "pytorch/resnet-cifar10/resnet", "pytorch/cnn-mnist/mnist", "tensorflow/mnist"]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_published_examples_simulate_when_the_mirror_is_present(example: str) -> None:
+    import subprocess
+
+    if not MIRROR.exists():
+        pytest.skip(f"no kubernetes-sigs/jobset mirror at {MIRROR}")
+    text = subprocess.run(["git", "-C", str(MIRROR), "show", f"HEAD:site/static/examples/{example}.yaml"],
+                          capture_output=True, text=True, check=True).stdout
+    pool_doc = nodepool("p", 4, gpus=8, model="H100-80GB", device_plugin=True,
+                        labels={"cloud.google.com/gke-nodepool": "p"})
+    scenario = build_scenario(load_text(text_of(pool_doc) + "---\n" + text))
+    assert not [n for n in scenario.notes if "not simulated" in n]
+    assert scenario.workloads.all_jobs()

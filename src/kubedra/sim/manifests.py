@@ -148,7 +148,7 @@ class ReplicatedJob(Strict, kw_only=True):
 
 
 class JobSetNetwork(Strict, kw_only=True):
-    enable_dns_hostnames: bool | None = None  # the webhook's default: true
+    enable_dns_hostnames: bool | None = msgspec.field(default=None, name="enableDNSHostnames")  # webhook: true
     subdomain: str = ""
     publish_not_ready_addresses: bool | None = None
 
