@@ -386,7 +386,7 @@ def register(app: typer.Typer) -> None:
         print_warnings(loaded.warnings, quiet=quiet, summarize=summarize)
         print_warnings([*loaded.notes, *scenario.notes], quiet=quiet, label="Note")
         options = Options(policy=policy, seed=seed, features=features, fast_path=not exact)
-        pods = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.jobs)
+        pods = len(scenario.workloads.arrivals) + sum(len(j.pods) for j in scenario.workloads.all_jobs())
         show = stderr_console().is_terminal and pods >= PROGRESS_FROM
         with batch_collection():  # what is loaded and what the run makes live until the end
             if serve:

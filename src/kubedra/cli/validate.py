@@ -179,7 +179,12 @@ def schema_findings(sources: list[Any], release: str, notes: list[tuple[Any, str
                 unchecked = len(checker.custom_unchecked)
                 found.extend((index, obj, within, problem) for problem in checker.check(item))
                 if notes is not None and len(checker.custom_unchecked) > unchecked:
+                    from kubedra.sim.jobsets import API_VERSION as JOBSET
+
                     notes.append((Location(source.name, index, obj, within=within),
+                                  "a JobSet: checked field by field as kubedra reads it and as JobSet's webhook "
+                                  "validates it; its CustomResourceDefinition's schema is not among the inputs"
+                                  if (item.get("apiVersion"), item.get("kind")) == (JOBSET, "JobSet") else
                                   f"a custom resource ({item.get('apiVersion')}): passed through unchecked, its "
                                   "CustomResourceDefinition is not among the inputs"))
         if not found:

@@ -139,6 +139,55 @@ class CronJobDoc(_Doc, kw_only=True):
     spec: CronJobSpec
 
 
+class ReplicatedJob(Strict, kw_only=True):
+    name: str = ""
+    group_name: str = "default"  # the CRD's default
+    template: JobTemplate
+    replicas: Int32 = 1  # the CRD's default
+    depends_on: Any = None
+
+
+class JobSetNetwork(Strict, kw_only=True):
+    enable_dns_hostnames: bool | None = msgspec.field(default=None, name="enableDNSHostnames")  # webhook: true
+    subdomain: str = ""
+    publish_not_ready_addresses: bool | None = None
+
+
+class JobSetSuccessPolicy(Strict, kw_only=True):
+    operator: str = "All"
+    target_replicated_jobs: list[str] = []
+
+
+class JobSetStartupPolicy(Strict, kw_only=True):
+    startup_policy_order: str = "AnyOrder"
+
+
+class JobSetFailurePolicy(Strict, kw_only=True):
+    max_restarts: Int32 = 0
+    restart_strategy: str = "Recreate"
+    rules: Any = None
+
+
+class JobSetSpec(Strict, kw_only=True):
+    replicated_jobs: list[ReplicatedJob] = []
+    network: JobSetNetwork | None = None
+    success_policy: JobSetSuccessPolicy | None = None
+    failure_policy: JobSetFailurePolicy | None = None
+    startup_policy: JobSetStartupPolicy | None = None
+    suspend: bool | None = None
+    coordinator: Any = None
+    managed_by: str | None = None
+    ttl_seconds_after_finished: Any = None
+    volume_claim_policies: Any = None
+
+
+class JobSetDoc(_Doc, kw_only=True):
+    """``jobset.x-k8s.io/v1alpha2`` JobSet: expanded into its Jobs as the JobSet controller makes them
+    (:mod:`kubedra.sim.jobsets`)."""
+
+    spec: JobSetSpec
+
+
 DOCUMENTS: dict[str, type[_Doc]] = {
     "Deployment": DeploymentDoc,
     "ReplicaSet": ReplicaSetDoc,
@@ -146,6 +195,7 @@ DOCUMENTS: dict[str, type[_Doc]] = {
     "DaemonSet": DaemonSetDoc,
     "Job": JobDoc,
     "CronJob": CronJobDoc,
+    "JobSet": JobSetDoc,
 }
 
 

@@ -52,7 +52,7 @@ def _positive(text: str) -> bool:
 def workload_pods(workloads: Workloads) -> Iterable[Pod]:
     """Every pod a scenario will create: the arrivals, each Job's pods and a CronJob's first Job's."""
     yield from (arrival.pod for arrival in workloads.arrivals)
-    for job in workloads.jobs:
+    for job in workloads.all_jobs():
         yield from job.pods
     for cron in workloads.cronjobs:  # one Job stands for all: they share the template
         yield from cron.sample().pods

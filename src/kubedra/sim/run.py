@@ -50,6 +50,7 @@ from kubedra.sim.replacements import JobRules, job_rules
 if TYPE_CHECKING:
     from kubedra.sim.cronjobs import CronController
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
+    from kubedra.sim.jobsets import InOrderController, JobSetRun
     from kubedra.sim.workloads import CronJobRun, JobRun
 
 ARRIVE = 0
@@ -140,6 +141,8 @@ class Simulation:
     sampler: Sampler | None = None  # fragmentation over time; None: not sampled
     _crons: dict[str, CronController] = field(default_factory=dict)  # by "CronJob/ns/name"
     gangs_on: bool = False  # GenericWorkload: pods made during the run join their PodGroups
+    _in_order: list[InOrderController] = field(default_factory=list)  # InOrder JobSets with Jobs still to make
+    _jobsets_made: int = 0  # pods of the Jobs InOrder JobSets made so far
 
     @property
     def node_sizes(self) -> NodeSizes:
@@ -210,6 +213,23 @@ class Simulation:
         self._crons[controller.key] = controller
         controller.wake_at(run.created_at)
 
+    def add_jobset(self, run: JobSetRun) -> None:
+        """An InOrder JobSet (``sim.jobsets``): its first replicated job's Jobs are among the Jobs already added; the
+        rest are made, one replicated job at a time, as the ones before become ready."""
+        from kubedra.sim.jobsets import InOrderController
+
+        self._in_order.append(InOrderController(self, run))
+
+    def _jobset_steps(self) -> None:
+        """The InOrder JobSets' controllers after an instant: each makes its next Jobs once the last are ready."""
+        still = []
+        for controller in self._in_order:
+            before = controller.made
+            if controller.step():
+                still.append(controller)
+            self._jobsets_made += controller.made - before
+        self._in_order = still
+
     def wake_cron(self, time: float, key: str) -> None:
         """A sync of the CronJob ``key`` at ``time`` (its controller asks once per instant)."""
         self._push(time, CRON, key)
@@ -271,6 +291,8 @@ class Simulation:
                 self._active.extend(self._unschedulable)
                 self._unschedulable.clear()
             done += self._drain()
+            if self._in_order:
+                self._jobset_steps()
             if self.sampler is not None:
                 self.sampler.sample(now, (pods[key] for key in self._order))
             if progress is not None:
@@ -311,7 +333,7 @@ class Simulation:
 
     def _replaced(self) -> int:
         """Pods controllers made for preemption victims and CronJobs so far (not known up front)."""
-        made = sum(cron.made for cron in self._crons.values())
+        made = sum(cron.made for cron in self._crons.values()) + self._jobsets_made
         return made + (self.evictions.replacements.made if self.evictions is not None else 0)
 
     # ------------------------------------------------------------------------------------------ lifecycle

@@ -89,7 +89,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         simulation.pod_groups = dict(scenario.groups.pod_groups)
         simulation.workload_claims = features.workload_resource_claims
     priorities = {a.pod.spec.priority or 0 for a in scenario.workloads.arrivals}
-    priorities |= {p.spec.priority or 0 for j in scenario.workloads.jobs for p in j.pods}
+    priorities |= {p.spec.priority or 0 for j in scenario.workloads.all_jobs() for p in j.pods}
     priorities |= {p.spec.priority or 0 for c in scenario.workloads.cronjobs for p in c.sample().pods}
     if len(priorities) > 1:
         simulation.evictions = Evictions(simulation, scenario.budgets)
@@ -103,6 +103,8 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         simulation.add_job(records, job.parallelism, work_queue=job.completions is None, rules=rules)
     for cron in scenario.workloads.cronjobs:
         simulation.add_cronjob(cron)
+    for jobset in scenario.workloads.jobsets:
+        simulation.add_jobset(jobset)
     if options.fragmentation_samples > 0:
         simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation

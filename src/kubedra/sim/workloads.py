@@ -1,5 +1,5 @@
-"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, Pod) expanded into the pods
-controllers create.
+"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, Pod) expanded into the
+pods controllers create.
 
 Names follow the controllers: a Deployment's pods are ``<name>-<pod-template-hash>-<5 chars>`` (through its
 ReplicaSet ``<name>-<hash>``; the hash is an FNV-32a of the template, shaped like Kubernetes' but not
@@ -20,6 +20,10 @@ time; :mod:`kubedra.sim.cronjobs` runs its controller during the simulation. Its
 ``kubedra.io/simulation-start``, default 2026-01-01T00:00:00Z), its creation (its own ``kubedra.io/start-after``) and
 its horizon (its own ``kubedra.io/run-for``; else the other workloads' known span; else a day) are documented there.
 
+A JobSet (``jobset.x-k8s.io/v1alpha2``) is expanded into its Jobs ``<jobset>-<replicatedJob>-<index>``, each a
+:class:`JobRun`; with ``startupPolicy: InOrder`` the replicated jobs after the first are a :class:`JobSetRun` whose
+controller (:mod:`kubedra.sim.jobsets`) makes them during the run.
+
 Pods of one workload share their template's lists (containers, resourceClaims): treat them as immutable.
 """
 
@@ -36,8 +40,12 @@ from kubedra.cluster.gpuslices import name_suffix, stable_uid
 from kubedra.cluster.nodepool import RawLike, convert_strict, object_location
 from kubedra.objects.errors import InvalidInputError, Location
 from kubedra.objects.model import Node, ObjectMeta, OwnerReference, Pod, PodStatus
+from kubedra.objects.validate import validate_metadata, validate_pod_spec
 from kubedra.sim.cron import Schedule
 from kubedra.sim.daemonsets import TEMPLATE_GENERATION, daemon_specs
+from kubedra.sim.jobsets import API_VERSION as JOBSET_API_VERSION
+from kubedra.sim.jobsets import EXCLUSIVE_KEY, JOB_KEY, PREFIX, PRIORITY_KEY, JobSetRun, exclusive_affinity, job_key
+from kubedra.sim.jobsets import webhook_problems as jobset_problems
 from kubedra.sim.manifests import (
     DOCUMENTS,
     AppsSpec,
@@ -45,13 +53,15 @@ from kubedra.sim.manifests import (
     DaemonSetDoc,
     DeploymentDoc,
     JobDoc,
+    JobSetDoc,
     JobSpec,
     PodTemplate,
     ReplicaSetDoc,
+    ReplicatedJob,
     StatefulSetDoc,
     template_hash,
 )
-from kubedra.sim.workload_checks import RUN_FOR, WorkloadChecks
+from kubedra.sim.workload_checks import RUN_FOR, START_AFTER, WorkloadChecks
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_CRON_HORIZON = 86400.0  # a CronJob's schedules stop a day after its creation when nothing else bounds the run
@@ -63,6 +73,7 @@ WORKLOAD_KINDS = {
     "DaemonSet": "apps/v1",
     "Job": "batch/v1",
     "CronJob": "batch/v1",
+    "JobSet": JOBSET_API_VERSION,
     "Pod": "v1",
 }
 
@@ -143,6 +154,11 @@ class Workloads:
     arrivals: list[PodArrival] = field(default_factory=list)
     jobs: list[JobRun] = field(default_factory=list)
     cronjobs: list[CronJobRun] = field(default_factory=list)
+    jobsets: list[JobSetRun] = field(default_factory=list)  # InOrder JobSets' Jobs after their first replicated job
+
+    def all_jobs(self) -> list[JobRun]:
+        """The Jobs made at the start and those InOrder JobSets make later."""
+        return [*self.jobs, *(job for run in self.jobsets for stage in run.stages for job in stage)]
 
 
 def is_workload(data: dict[str, Any]) -> bool:
@@ -162,6 +178,7 @@ class _Expander(WorkloadChecks):
         self.arrivals: list[tuple[float, int, PodArrival]] = []
         self.jobs: list[tuple[float, int, JobRun]] = []
         self.cronjobs: list[CronJobRun] = []
+        self.jobsets: list[JobSetRun] = []
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
         self.sequence = 0
@@ -409,6 +426,51 @@ class _Expander(WorkloadChecks):
             where=where,
         ))
 
+    def jobset(self, where: Location, doc: JobSetDoc, namespace: str, raw_spec: dict[str, Any]) -> None:
+        """A JobSet's Jobs as the JobSet controller makes them (:mod:`kubedra.sim.jobsets`), after its webhook's
+        defaults and checks."""
+        name, spec = doc.metadata.name, doc.spec
+        for path, message in [*jobset_problems(name, spec, raw_spec), *validate_metadata(doc.metadata)]:
+            self.bad(where, path, message)
+        self.timing(where, doc.metadata, doc.metadata, "")  # its own annotations checked; a template's come first
+        in_order = spec.startup_policy is not None and spec.startup_policy.startup_policy_order == "InOrder"
+        raw_jobs = raw_spec.get("replicatedJobs") or []
+        counts = _JobSetCounts(spec.replicated_jobs)
+        stages: list[tuple[JobRun, ...]] = []
+        for i, rjob in enumerate(spec.replicated_jobs):
+            prefix = f"spec.replicatedJobs[{i}].template.spec."
+            raw_job = ((raw_jobs[i] if i < len(raw_jobs) else {}).get("template") or {}).get("spec") or {}
+            job_spec = _jobset_defaults(rjob.template.spec, "completionMode" in raw_job)
+            shape = self.job_shape(where, job_spec, prefix)
+            for path, message in validate_pod_spec(job_spec.template.spec, prefix + "template.spec",
+                                                   job_spec.template.metadata.labels):
+                self.bad(where, path, message)
+            template_meta = job_spec.template.metadata
+            start, run_for = self.timing(where, doc.metadata, template_meta, prefix + "template.")
+            own = start if START_AFTER in template_meta.annotations else 0.0  # a later InOrder stage's delay
+            if shape is None or rjob.replicas < 0 or self.problems:
+                continue
+            exclusive = rjob.template.metadata.annotations.get(EXCLUSIVE_KEY, doc.metadata.annotations.get(
+                EXCLUSIVE_KEY))
+            jobs = []
+            for index in range(rjob.replicas):
+                job_name = f"{name}-{rjob.name}-{index}"
+                marks = counts.marks(doc, namespace, rjob, index)
+                one = _jobset_job(job_spec, marks, exclusive, bool(spec.suspend))
+                delay = own if in_order and stages else start
+                jobs.append(self.job_run(job_name, namespace, stable_uid("Job", namespace, job_name), one, shape,
+                                         timing=(delay, run_for)))
+            stages.append(tuple(jobs))
+        if self.problems or not stages:
+            return
+        if not in_order or spec.suspend:
+            stages = [tuple(job for stage in stages for job in stage)]
+        for job in stages[0]:
+            self.jobs.append((job.arrive_at, self.sequence, job))
+            self.sequence += 1
+        if len(stages) > 1:
+            self.jobsets.append(JobSetRun(name, namespace, tuple(stages[1:]), stages[0]))
+
     def bare(self, where: Location, pod: Pod) -> None:
         meta = pod.metadata
         namespace = meta.namespace or DEFAULT_NAMESPACE
@@ -459,9 +521,12 @@ class _Expander(WorkloadChecks):
         if not doc.metadata.name:
             self.bad(where, "metadata.name", "Required value")
             return
+        namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
+        if isinstance(doc, JobSetDoc):
+            self.jobset(where, doc, namespace, raw.data.get("spec") or {})
+            return
         assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc | DaemonSetDoc | JobDoc | CronJobDoc)
         self.check_object(where, doc)
-        namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
         if isinstance(doc, CronJobDoc):
             self.cronjob(where, doc, namespace)
         elif isinstance(doc, JobDoc):
@@ -471,6 +536,66 @@ class _Expander(WorkloadChecks):
         else:
             assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc)
             self.apps(where, doc, namespace)
+
+
+class _JobSetCounts:
+    """The counts ``labelAndAnnotateObject`` writes: every replicated job's replicas, per group and before each."""
+
+    def __init__(self, replicated: Sequence[ReplicatedJob]) -> None:
+        self.total = sum(max(r.replicas, 0) for r in replicated)
+        self.groups: dict[str, int] = {}
+        self.before: dict[str, tuple[int, int]] = {}  # replicated job -> (global, in its group) index of its Job 0
+        done = 0
+        for rjob in replicated:
+            self.before.setdefault(rjob.name, (done, self.groups.get(rjob.group_name, 0)))
+            self.groups[rjob.group_name] = self.groups.get(rjob.group_name, 0) + max(rjob.replicas, 0)
+            done += max(rjob.replicas, 0)
+
+    def marks(self, doc: JobSetDoc, namespace: str, rjob: ReplicatedJob, index: int) -> dict[str, str]:
+        """The labels (and, the same, annotations) of Job ``index`` of ``rjob`` and of its pods."""
+        name = doc.metadata.name
+        job_name = f"{name}-{rjob.name}-{index}"
+        global_before, group_before = self.before[rjob.name]
+        return {
+            PREFIX + "jobset-name": name,
+            PREFIX + "jobset-uid": doc.metadata.uid or stable_uid("JobSet", namespace, name),
+            PREFIX + "replicatedjob-name": rjob.name,
+            PREFIX + "restart-attempt": "0",
+            PREFIX + "replicatedjob-replicas": str(rjob.replicas),
+            PREFIX + "global-replicas": str(self.total),
+            PREFIX + "job-index": str(index),
+            JOB_KEY: job_key(namespace, job_name),
+            PREFIX + "job-global-index": str(global_before + index),
+            PREFIX + "group-name": rjob.group_name,
+            PREFIX + "group-replicas": str(self.groups[rjob.group_name]),
+            PREFIX + "job-group-index": str(group_before + index),
+        }
+
+
+def _jobset_defaults(spec: JobSpec, mode_set: bool) -> JobSpec:
+    """The JobSet webhook's defaults on a replicated job's Job: ``completionMode: Indexed`` where it was not written,
+    ``restartPolicy: OnFailure`` where empty."""
+    if not mode_set:
+        spec = msgspec.structs.replace(spec, completion_mode="Indexed")
+    if not spec.template.spec.restart_policy:
+        pod_spec = msgspec.structs.replace(spec.template.spec, restart_policy="OnFailure")
+        spec = msgspec.structs.replace(spec, template=msgspec.structs.replace(spec.template, spec=pod_spec))
+    return spec
+
+
+def _jobset_job(spec: JobSpec, marks: dict[str, str], exclusive: str | None, suspended: bool) -> JobSpec:
+    """``constructJob``'s Job spec: the marks on the pod template (its pods get ``jobset.sigs.k8s.io/priority`` from
+    the pod webhook), exclusive placement's affinities where asked for, suspended with the JobSet."""
+    meta = spec.template.metadata
+    pod_spec = spec.template.spec
+    labels = {**meta.labels, **marks, PRIORITY_KEY: str(pod_spec.priority or 0)}
+    annotations = {**meta.annotations, **marks}
+    if exclusive is not None:
+        annotations[EXCLUSIVE_KEY] = exclusive
+        pod_spec = msgspec.structs.replace(pod_spec, affinity=exclusive_affinity(pod_spec.affinity, labels, exclusive))
+    meta = msgspec.structs.replace(meta, labels=labels, annotations=annotations)
+    template = msgspec.structs.replace(spec.template, metadata=meta, spec=pod_spec)
+    return msgspec.structs.replace(spec, template=template, suspend=suspended)
 
 
 def expand_workloads(
@@ -500,7 +625,7 @@ def expand_workloads(
     cronjobs = [_bounded(c, known_span(arrivals, jobs), expander) for c in expander.cronjobs]
     if expander.problems:
         raise InvalidInputError(expander.problems)
-    return Workloads(arrivals, jobs, cronjobs)
+    return Workloads(arrivals, jobs, cronjobs, expander.jobsets)
 
 
 def known_span(arrivals: Iterable[PodArrival], jobs: Iterable[JobRun]) -> float:

@@ -1,0 +1,257 @@
+"""JobSet (``jobset.x-k8s.io/v1alpha2``) as the JobSet controller and its webhooks act, read from
+kubernetes-sigs/jobset at 08dfbdfd (v0.13.0-devel): ``api/jobset/v1alpha2/jobset_types.go``,
+``pkg/controllers/jobset_controller.go`` (``constructJob``, ``labelAndAnnotateObject``, ``reconcileReplicatedJobs``),
+``pkg/webhooks/jobset_webhook.go`` (defaults, ``ValidateCreate``) and ``pod_webhook.go`` (exclusive placement).
+
+**Expansion.** Each ``spec.replicatedJobs[i]`` makes ``replicas`` Jobs ``<jobset>-<replicatedJob>-<index>``, each
+run as kubedra runs any Job (parallelism, completions, restartPolicy, the template's ``kubedra.io/run-for``). The
+webhook's defaults apply first: ``completionMode: Indexed`` and ``restartPolicy: OnFailure`` where unset,
+``successPolicy.operator: All``, ``startupPolicy: AnyOrder``. Jobs and their pods get the controller's labels and
+annotations (``jobset.sigs.k8s.io/jobset-name``, ``jobset-uid``, ``replicatedjob-name``, ``replicatedjob-replicas``,
+``global-replicas``, ``job-index``, ``job-global-index``, ``job-key`` (SHA-1 of ``<namespace>/<job>``),
+``group-name``, ``group-replicas``, ``job-group-index``, ``restart-attempt`` 0). kubedra's pod model has no
+``hostname``/``subdomain``: the DNS hostnames (``<job>-<index>`` under subdomain ``<jobset>``) are not carried.
+
+**Startup.** ``AnyOrder``: every Job is made when the JobSet is (its ``kubedra.io/start-after``). ``InOrder``: a
+replicated job's Jobs are made only once each Job of the one before is ready (its running plus succeeded pods reach
+``min(parallelism, completions)``), as ``reconcileReplicatedJobs`` waits. ``spec.suspend``: its Jobs are made
+suspended, so no pod is made.
+
+**Exclusive placement.** ``alpha.jobset.sigs.k8s.io/exclusive-topology: <key>`` on the JobSet or a replicated job's
+template: the pod webhook gives the leader pod (completion index 0) required pod affinity to its own ``job-key`` and
+anti-affinity to other Jobs' ``job-key`` (same ``jobset.sigs.k8s.io/priority``) over ``<key>``, and pins followers
+to the leader's domain; kubedra gives every pod of the Job the leader's two terms, which InterPodAffinity decides
+the same way (followers land with the leader, no other Job in the domain). The node-selector strategy
+(``alpha.jobset.sigs.k8s.io/node-selector``) is not modelled.
+
+**Not modelled.** Success and failure policies end nothing early and restart nothing: kubedra's Jobs succeed at the
+end of ``run-for`` and never fail, so a JobSet completes when its Jobs do and ``failurePolicy.maxRestarts`` is
+never reached (both are validated). ``dependsOn``, coordinator, TTL, volume claim policies and ``managedBy`` are
+read and ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from kubedra.objects.model import Affinity, LabelSelector, LabelSelectorRequirement, PodAffinity, PodAffinityTerm
+
+if TYPE_CHECKING:
+    from kubedra.sim.run import Simulation
+    from kubedra.sim.workloads import JobRun
+
+API_VERSION = "jobset.x-k8s.io/v1alpha2"
+PREFIX = "jobset.sigs.k8s.io/"
+EXCLUSIVE_KEY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+NODE_SELECTOR_STRATEGY_KEY = "alpha.jobset.sigs.k8s.io/node-selector"
+JOB_KEY = PREFIX + "job-key"
+PRIORITY_KEY = PREFIX + "priority"
+DNS1035_MAX = 63
+_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+               "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex "
+               "used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+SUCCESS_OPERATORS = ("All", "Any")
+STARTUP_ORDERS = ("AnyOrder", "InOrder")
+RESTART_STRATEGIES = ("Recreate", "BlockingRecreate", "InPlaceRestart")
+MAX_INT32 = 2**31 - 1
+
+
+def dns1035(value: str) -> list[str]:
+    """``validation.IsDNS1035Label``'s messages."""
+    out = []
+    if len(value) > DNS1035_MAX:
+        out.append(f"must be no more than {DNS1035_MAX} characters")
+    if not _DNS1035.fullmatch(value):
+        out.append(DNS1035_MSG)
+    return out
+
+
+def job_key(namespace: str, job: str) -> str:
+    """``jobHashKey``: SHA-1 of ``<namespace>/<job>``, hex."""
+    return hashlib.sha1(f"{namespace}/{job}".encode()).hexdigest()  # noqa: S324 - the controller's label value
+
+
+def quote(text: object) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def webhook_problems(name: str, spec: Any, raw_spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """``ValidateCreate`` and the CRD's schema on a JobSet spec (after the webhook's defaults): (field, message)."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    raw_jobs = raw_spec.get("replicatedJobs") or []
+    if not spec.replicated_jobs:
+        out.append(("spec.replicatedJobs", "Required value: a JobSet needs at least one replicated job"))
+    for i, rjob in enumerate(spec.replicated_jobs):
+        path = f"spec.replicatedJobs[{i}]"
+        if not rjob.name:
+            out.append((f"{path}.name", "Required value"))
+            continue
+        if rjob.name in seen:
+            out.append((f"{path}.name", f'Duplicate value: {{"name":{quote(rjob.name)}}}'))
+        seen.add(rjob.name)
+        if rjob.replicas < 0:
+            out.append((f"{path}.replicas", f"Invalid value: {rjob.replicas}: should be greater than or equal to 0"))
+            continue
+        if i == 0 and rjob.depends_on:
+            out.append((f"{path}.dependsOn", "DependsOn can't be set for the first ReplicatedJob"))
+        raw = ((raw_jobs[i] if i < len(raw_jobs) else {}).get("template") or {}).get("spec") or {}
+        out += _replicated_problems(name, path, rjob, raw.get("completionMode", "Indexed") == "Indexed")
+    return out + _policy_problems(spec, seen)
+
+
+def _dns(field: str, value: str, too_long: str, shown: str | None = None) -> list[tuple[str, str]]:
+    """IsDNS1035Label's messages for ``value`` at ``field``, the length one replaced by the webhook's own."""
+    return [(field, f"Invalid value: {quote(value if shown is None else shown)}: "
+                    f"{too_long if 'no more than' in message else message}") for message in dns1035(value)]
+
+
+def _replicated_problems(name: str, path: str, rjob: Any, indexed: bool) -> list[tuple[str, str]]:
+    """One replicated job's checks: the product of replicas and parallelism, the group name, and the longest Job
+    and pod names it makes as DNS-1035 labels."""
+    out: list[tuple[str, str]] = []
+    parallelism = 1 if rjob.template.spec.parallelism is None else rjob.template.spec.parallelism
+    if parallelism * rjob.replicas > MAX_INT32:
+        out.append((f"{path}.replicas", f"the product of replicas and parallelism must not exceed {MAX_INT32} "
+                                        f"for replicatedJob '{rjob.name}'"))
+    out += _dns(f"{path}.groupName", rjob.group_name,
+                ".spec.replicatedJob[].groupName is too long, must be less than 63 characters")
+    longest_job = f"{name}-{rjob.name}-{max(rjob.replicas - 1, 0)}"
+    out += _dns(f"{path}.name", longest_job,
+                "JobSet name is too long, job names generated for this JobSet will exceed 63 characters")
+    completions = rjob.template.spec.completions
+    if indexed and completions is not None:
+        longest_pod = f"{longest_job}-{completions - 1}-abcde"
+        out += _dns(f"{path}.name", longest_pod,
+                    "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters",
+                    shown=longest_job)
+    return out
+
+
+def _policy_problems(spec: Any, names: set[str]) -> list[tuple[str, str]]:
+    """The network subdomain, success, startup and failure policies."""
+    out: list[tuple[str, str]] = []
+    network = spec.network
+    if network is not None and network.subdomain:
+        out += _dns("spec.network.subdomain", network.subdomain,
+                    ".spec.network.subdomain is too long, must be less than 63 characters")
+    success = spec.success_policy
+    if success is not None:
+        if success.operator not in SUCCESS_OPERATORS:
+            out.append(("spec.successPolicy.operator", _unsupported(success.operator, SUCCESS_OPERATORS)))
+        out += [("spec.successPolicy.targetReplicatedJobs",
+                 f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs")
+                for target in success.target_replicated_jobs if target not in names]
+    startup = spec.startup_policy
+    if startup is not None:
+        if startup.startup_policy_order not in STARTUP_ORDERS:
+            out.append(("spec.startupPolicy.startupPolicyOrder",
+                        _unsupported(startup.startup_policy_order, STARTUP_ORDERS)))
+        elif startup.startup_policy_order == "InOrder" and any(r.depends_on for r in spec.replicated_jobs):
+            out.append(("spec", "StartupPolicy and DependsOn APIs are mutually exclusive"))
+    failure = spec.failure_policy
+    if failure is not None:
+        if failure.restart_strategy not in RESTART_STRATEGIES:
+            out.append(("spec.failurePolicy.restartStrategy",
+                        _unsupported(failure.restart_strategy, RESTART_STRATEGIES)))
+        elif failure.restart_strategy == "InPlaceRestart":
+            out.append(("spec.failurePolicy.restartStrategy", "InPlaceRestart restart strategy cannot be set when "
+                                                              "InPlaceRestart feature gate is disabled"))
+        if failure.max_restarts < 0:
+            out.append(("spec.failurePolicy.maxRestarts",
+                        f"Invalid value: {failure.max_restarts}: should be greater than or equal to 0"))
+    return out
+
+
+def _unsupported(value: str, supported: Sequence[str]) -> str:
+    return f"Unsupported value: {quote(value)}: supported values: {', '.join(quote(s) for s in supported)}"
+
+
+def exclusive_affinity(affinity: Affinity | None, labels: dict[str, str], topology_key: str) -> Affinity:
+    """``setExclusiveAffinities``: required affinity to the pod's own ``job-key`` and anti-affinity to any other
+    Job's (of the same ``jobset.sigs.k8s.io/priority``) over ``topology_key``, added to what the pod has."""
+    own = labels[JOB_KEY]
+    same = LabelSelectorRequirement(key=JOB_KEY, operator="In", values=[own])
+    together = PodAffinityTerm(
+        label_selector=LabelSelector(match_expressions=[same]),
+        topology_key=topology_key, namespace_selector=LabelSelector())
+    apart = PodAffinityTerm(
+        label_selector=LabelSelector(match_expressions=[
+            LabelSelectorRequirement(key=JOB_KEY, operator="Exists"),
+            LabelSelectorRequirement(key=JOB_KEY, operator="NotIn", values=[own]),
+            LabelSelectorRequirement(key=PRIORITY_KEY, operator="In", values=[labels.get(PRIORITY_KEY, "")]),
+        ]),
+        topology_key=topology_key, namespace_selector=LabelSelector())
+    base = affinity or Affinity()
+    pod_affinity = base.pod_affinity or PodAffinity()
+    anti = base.pod_anti_affinity or PodAffinity()
+    return msgspec.structs.replace(
+        base,
+        pod_affinity=msgspec.structs.replace(pod_affinity, required_during_scheduling_ignored_during_execution=[
+            *pod_affinity.required_during_scheduling_ignored_during_execution, together]),
+        pod_anti_affinity=msgspec.structs.replace(anti, required_during_scheduling_ignored_during_execution=[
+            *anti.required_during_scheduling_ignored_during_execution, apart]),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class JobSetRun:
+    """A JobSet whose Jobs the controller makes in order (``startupPolicy: InOrder``): ``stages`` are its replicated
+    jobs' Jobs after the first (which is among the workload's Jobs); each is made once every Job of the one before
+    it (``waits_on``) is ready."""
+
+    name: str
+    namespace: str
+    stages: tuple[tuple[JobRun, ...], ...]
+    first: tuple[JobRun, ...]
+
+    @property
+    def owner(self) -> str:
+        return f"JobSet/{self.namespace}/{self.name}"
+
+
+def job_ready(sim: Simulation, job: JobRun) -> bool:
+    """The JobSet controller's ready Job: running (bound) plus succeeded pods reach min(parallelism, completions)."""
+    want = job.parallelism if job.completions is None else min(job.parallelism, job.completions)
+    pods = sim.state.pods
+    have = 0
+    for pod in job.pods:
+        record = pods.get(f"{pod.metadata.namespace}/{pod.metadata.name}")
+        if record is not None and record.started_at is not None and not record.deleted:
+            have += 1
+    return have >= want
+
+
+class InOrderController:
+    """One InOrder JobSet: after each instant, the next replicated job's Jobs are made once the last ones are
+    ready."""
+
+    def __init__(self, sim: Simulation, run: JobSetRun) -> None:
+        self.sim = sim
+        self.run = run
+        self.waiting = list(run.stages)
+        self.current = run.first
+        self.made = 0
+
+    def step(self) -> bool:
+        """Make the next stage's Jobs if the current one is ready; whether any remain."""
+        from kubedra.sim.run import Event
+
+        sim = self.sim
+        while self.waiting and all(job_ready(sim, job) for job in self.current):
+            self.current = self.waiting.pop(0)
+            for job in self.current:
+                sim.events.append(Event(sim.now, "Created", f"Job {job.namespace}/{job.name}",
+                                        message=f"JobSet {self.run.namespace}/{self.run.name}: startupPolicy InOrder, "
+                                                "the replicated job before it is ready"))
+                sim.start_job(job)
+                self.made += len(job.pods)
+        return bool(self.waiting)
