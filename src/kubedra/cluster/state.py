@@ -9,12 +9,12 @@ drift from the objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kubedra.cluster.devices import DeviceTable
 from kubedra.cluster.nodetree import tree_order
-from kubedra.cluster.usage import HostPort, NodeUsage, ScoringRequests, host_ports, scoring_requests
+from kubedra.cluster.usage import HostPort, NodeUsage, ScoringRequests, host_ports, pod_requests, scoring_requests
 from kubedra.objects.model import (
     DeviceClass,
     DeviceTaintRule,
@@ -29,6 +29,39 @@ from kubedra.objects.quantity import Quantity
 
 def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
+
+
+@dataclass(frozen=True)
+class SpecDerived:
+    """What a record derives from its pod's spec alone (requests as NodeResourcesFit sums them, the scorers' cpu and
+    memory, host ports): the replicas of one template share it, so a 100,000-replica Deployment works it out once."""
+
+    requests: Mapping[str, Quantity]
+    scoring: ScoringRequests
+    usage_scoring: ScoringRequests
+    host_ports: tuple[HostPort, ...]
+    requests_key: tuple[tuple[str, Quantity], ...]
+
+    @classmethod
+    def of(cls, pod: Pod, requests: Mapping[str, Quantity] | None = None) -> SpecDerived:
+        asked = pod_requests(pod) if requests is None else requests
+        scoring = scoring_requests(pod, incoming=True)
+        return cls(asked, scoring, scoring if pod.spec.resources is None else scoring_requests(pod), host_ports(pod),
+                   tuple(sorted(asked.items())))
+
+
+class SpecCache:
+    """``SpecDerived`` by pod spec object: pods expanded from one template share their spec object. Held by one
+    caller for one build (the spec is kept, so its identity cannot be reused while cached)."""
+
+    def __init__(self) -> None:
+        self._by_spec: dict[int, tuple[object, SpecDerived]] = {}
+
+    def derived(self, pod: Pod) -> SpecDerived:
+        hit = self._by_spec.get(id(pod.spec))
+        if hit is None or hit[0] is not pod.spec:
+            hit = self._by_spec[id(pod.spec)] = (pod.spec, SpecDerived.of(pod))
+        return hit[1]
 
 
 @dataclass
@@ -65,12 +98,14 @@ class PodRecord:
     host_ports: tuple[HostPort, ...] = field(init=False, repr=False, compare=False)  # NodePorts' (mostly none)
     requests_key: tuple[tuple[str, Quantity], ...] = field(init=False, repr=False, compare=False)  # sorted requests
 
+    derived: SpecDerived | None = field(default=None, repr=False, compare=False)  # shared by one template's pods
+
     def __post_init__(self) -> None:
         self.key = _key(self.pod.metadata.namespace, self.pod.metadata.name)
-        self.scoring = scoring_requests(self.pod, incoming=True)
-        self.usage_scoring = self.scoring if self.pod.spec.resources is None else scoring_requests(self.pod)
-        self.host_ports = host_ports(self.pod)
-        self.requests_key = tuple(sorted(self.requests.items()))
+        derived = self.derived if self.derived is not None else SpecDerived.of(self.pod, self.requests)
+        self.scoring, self.usage_scoring = derived.scoring, derived.usage_scoring
+        self.host_ports, self.requests_key = derived.host_ports, derived.requests_key
+        self.derived = None  # the pod may be replaced later; keep nothing that could go stale
 
 
 @dataclass

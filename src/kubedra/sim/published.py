@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from kubedra.cluster.usage import pod_requests
+from kubedra.cluster.state import SpecCache
 from kubedra.objects.model import DeviceClass, Node, Pod
 from kubedra.objects.quantity import Quantity, QuantityError
 from kubedra.sim.workloads import Workloads
@@ -29,8 +29,9 @@ def unpublished_requests(nodes: Sequence[Node], classes: Iterable[DeviceClass], 
         published.update(name for name, text in node.status.allocatable.items() if _positive(str(text)))
     served = {c.spec.extended_resource_name for c in classes if c.spec.extended_resource_name}
     asking: dict[str, list[str]] = {}
+    specs = SpecCache()  # replicas of one template share their spec: sum it once
     for pod in pods:
-        for name, amount in pod_requests(pod).items():
+        for name, amount in specs.derived(pod).requests.items():
             if amount.is_zero() or name in published or name in served or name.startswith(IMPLICIT_PREFIX):
                 continue
             asking.setdefault(name, []).append(f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}")

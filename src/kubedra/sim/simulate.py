@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 
 from kubedra.allocator import Features
 from kubedra.cel import CompileCache
-from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.cluster.usage import pod_requests
+from kubedra.cluster.state import ClusterState, PodRecord, SpecCache
 from kubedra.objects.model import Pod
 from kubedra.scheduler.device_index import CapacityRules, DeviceIndex
 from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend, seeded_share_ids
@@ -38,8 +37,12 @@ class Options:
     fragmentation_samples: int = 20  # points of the fragmentation series over the arrivals' span (0: none)
 
 
-def _record(pod: Pod, arrive_at: float, run_for: float | None, owner: str, gangs: bool = False) -> PodRecord:
-    record = PodRecord(pod=pod, requests=pod_requests(pod), arrive_at=arrive_at, run_for=run_for, owner=owner)
+def _record(
+    pod: Pod, arrive_at: float, run_for: float | None, owner: str, *, gangs: bool, specs: SpecCache
+) -> PodRecord:
+    derived = specs.derived(pod)
+    record = PodRecord(pod=pod, requests=dict(derived.requests), arrive_at=arrive_at, run_for=run_for, owner=owner,
+                       derived=derived)
     if gangs and pod.spec.scheduling_group is not None:
         record.group = group_key(pod)
     return record
@@ -93,12 +96,15 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     priorities |= {p.spec.priority or 0 for c in scenario.workloads.cronjobs for p in c.sample().pods}
     if len(priorities) > 1:
         simulation.evictions = Evictions(simulation, scenario.budgets)
+    specs = SpecCache()
     for arrival in scenario.workloads.arrivals:
-        simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs))
+        simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs=gangs,
+                               specs=specs))
     for job in scenario.workloads.jobs:
         if job.suspended:
             continue
-        records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs) for pod in job.pods]
+        records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs=gangs, specs=specs)
+                   for pod in job.pods]
         rules = job_rules(job.spec) if job.spec is not None else None
         simulation.add_job(records, job.parallelism, work_queue=job.completions is None, rules=rules)
     for cron in scenario.workloads.cronjobs:

@@ -39,7 +39,7 @@ import msgspec
 from kubedra.cluster.gpuslices import name_suffix, stable_uid
 from kubedra.cluster.nodepool import RawLike, convert_strict, object_location
 from kubedra.objects.errors import InvalidInputError, Location
-from kubedra.objects.model import Node, ObjectMeta, OwnerReference, Pod, PodStatus
+from kubedra.objects.model import Node, ObjectMeta, OwnerReference, Pod, PodSpec, PodStatus
 from kubedra.objects.validate import validate_metadata, validate_pod_spec
 from kubedra.sim.cron import Schedule
 from kubedra.sim.daemonsets import TEMPLATE_GENERATION, daemon_specs
@@ -182,6 +182,9 @@ class _Expander(WorkloadChecks):
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
         self.sequence = 0
+        # One pod spec per template, shared by its replicas (pod specs are never changed in place: a bind or an
+        # update replaces them), so what is derived from a spec is worked out once per template.
+        self._specs: dict[int, tuple[PodSpec, PodSpec]] = {}
 
     def unique(self, namespace: str, prefix: str, owner: str) -> str:
         """``prefix`` + 5 name characters drawn from (seed, owner, attempt), free in the namespace."""
@@ -196,9 +199,12 @@ class _Expander(WorkloadChecks):
     def pod(
         self, name: str, namespace: str, template: PodTemplate, labels: dict[str, str], owner: OwnerReference | None
     ) -> Pod:
-        spec = msgspec.structs.replace(template.spec, node_name="")
-        if not spec.restart_policy:
-            spec.restart_policy = "Always"
+        shared = self._specs.get(id(template.spec))
+        if shared is None or shared[0] is not template.spec:
+            prepared = msgspec.structs.replace(template.spec, node_name="",
+                                               restart_policy=template.spec.restart_policy or "Always")
+            shared = self._specs[id(template.spec)] = (template.spec, prepared)
+        spec = shared[1]
         annotations = dict(template.metadata.annotations)
         return Pod(
             metadata=ObjectMeta(
