@@ -200,7 +200,7 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
     arrivals = [replace(a, pod=admit(a.pod, a.owner)) for a in workloads.arrivals]
     jobs = [_job(j, admit) for j in workloads.jobs]
     cronjobs = [replace(c, make_job=_admitted_jobs(c.make_job, admit)) for c in workloads.cronjobs]
-    return Workloads(arrivals=arrivals, jobs=jobs, cronjobs=cronjobs)
+    return Workloads(arrivals=arrivals, jobs=jobs, cronjobs=cronjobs, controllers=workloads.controllers)
 
 
 def _admitted_jobs(make_job: Callable[[int], JobRun], admit: Callable[[Pod, str], Pod]) -> Callable[[int], JobRun]:

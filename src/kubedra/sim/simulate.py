@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from kubedra.allocator import Features
 from kubedra.cel import CompileCache
-from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.state import ClusterState, PodRecord, SpreadSources
 from kubedra.cluster.usage import pod_requests
 from kubedra.objects.model import Pod
 from kubedra.scheduler.device_index import CapacityRules, DeviceIndex
@@ -57,6 +57,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         templates=scenario.templates,
         consumable_capacity=features.consumable_capacity,
     )
+    state.spread_sources = SpreadSources(scenario.services, scenario.workloads.controllers)
     cel = CompileCache(features.cel_options())
     index = (
         DeviceIndex(
