@@ -4,9 +4,9 @@
 normalisation and weights (``apis/config/v1/default_plugins.go``): TaintToleration x3 (PreferNoSchedule taints not
 tolerated, normalised in reverse), NodeAffinity x2 (weights of the preferred terms a node matches, normalised),
 NodeResourcesFit x1 (LeastAllocated on cpu and memory counting "non-zero" requests), PodTopologySpread x2 (the
-system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods a ReplicaSet or StatefulSet controls
-and that set no constraint of their own; a pod's explicit ScheduleAnyway constraints otherwise,
-``scheduler/podtopologyspread.py``),
+system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods that set no constraint of their own,
+with the selector of the Services selecting the pod and of its ReplicaSet or StatefulSet, ``scheduler/spreading.py``;
+a pod's explicit ScheduleAnyway constraints otherwise, ``scheduler/podtopologyspread.py``),
 InterPodAffinity x2 (preferred terms both ways and the hard-affinity weight, ``scheduler/interpodaffinity.py``),
 NodeResourcesBalancedAllocation x1 (1.37's form: the change in balance the pod makes), ImageLocality x1 and
 DynamicResources x2 (which ranks only ``firstAvailable`` sub-requests: 8 minus the index of each sub-request
@@ -407,9 +407,9 @@ class KubeScorer:
     ``choose_window`` (the fast path's) scores groups of nodes, not nodes: the window is cut by the classes of nodes
     alike in allocatable and requests (kept as bitsets over node order like the scheduler's node sets), then by
     each other input a score reads where the pod makes it vary — PreferNoSchedule taints not tolerated, preferred
-    node-affinity weight, the pods of its controller on the node (``SpreadCounts``, kept as pods bind and leave) and
-    the node's zone. Every node of a group scores the same, so its cost grows with the groups, not the nodes; the
-    result is ``choose`` on the window's nodes in walk order (a test holds them equal).
+    node-affinity weight, the pods its default spreading selects on the node (``SpreadCounts``, kept as pods bind and
+    leave) and the node's zone. Every node of a group scores the same, so its cost grows with the groups, not the
+    nodes; the result is ``choose`` on the window's nodes in walk order (a test holds them equal).
     """
 
     def __init__(self, state: ClusterState, topology_spread: SpreadIndex | None = None) -> None:
