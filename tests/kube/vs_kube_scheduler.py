@@ -61,6 +61,7 @@ from kubedra.sim.simulate import prepare as prepare_simulation
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 WORKLOAD_SCENARIOS = Path(__file__).resolve().parent / "scenarios-workloads"
 WORKLOAD_GATES = "GenericWorkload=true,DRAWorkloadResourceClaims=true"
+MISSING_OWNER_UID = "00000000-0000-0000-0000-000000000000"
 PREEMPTED = "<preempted>"
 DELETED = "<deleted>"  # deleted by its controller (a failed Job's pods), not by preemption (``vs_controllers``)
 DRIVER = "gpu.example.com"
@@ -75,7 +76,7 @@ USER_SEEDS = 6  # likewise the random user-shaped ones (``random_user_scenario``
 LARGE_USER_SEEDS = 2  # and user-shaped ones on more than 100 nodes (Filter's window, ``LARGE_USER_NODES``)
 LARGE_USER_NODES = (105, 130)
 # Creation order: what others refer to first.
-KIND_ORDER = ["PriorityClass", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "ReplicaSet",
+KIND_ORDER = ["PriorityClass", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "Service", "ReplicaSet",
               "StatefulSet", "Job", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup",
               "PodDisruptionBudget", "Pod"]
 PATHS = {
@@ -84,6 +85,7 @@ PATHS = {
     "DeviceTaintRule": ("/apis/resource.k8s.io/v1", "devicetaintrules", False),
     "Node": ("/api/v1", "nodes", False),
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    "Service": ("/api/v1", "services", True),
     "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
     "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
     "Job": ("/apis/batch/v1", "jobs", True),
@@ -282,12 +284,12 @@ def _start_scheduler(plane: ControlPlane, parallelism: int = PARALLELISM, verbos
 
 def _for_api(doc: dict[str, Any], uids: Mapping[tuple[str, str], str]) -> dict[str, Any]:
     """What the API server is given: no ``spec.priority`` (admission computes it from ``priorityClassName``), owner
-    references with the owners' real uids."""
+    references with the owners' real uids (a made-up one for an owner the scenario does not create)."""
     body = copy.deepcopy(doc)
     if body["kind"] == "Pod":
         body["spec"].pop("priority", None)
         for ref in body["metadata"].get("ownerReferences", []):
-            ref["uid"] = uids[(ref["kind"], ref["name"])]
+            ref["uid"] = uids.get((ref["kind"], ref["name"]), MISSING_OWNER_UID)
     return body
 
 

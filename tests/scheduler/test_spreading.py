@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from kubedra.cluster.state import ClusterState, PodRecord
+from kubedra.cluster.state import ClusterState, PodRecord, SpreadSources
 from kubedra.cluster.usage import pod_requests
 from kubedra.objects.model import Node, Pod
 from kubedra.scheduler.nodefit import affinity_reason
@@ -26,11 +26,59 @@ from kubedra.scheduler.scoring import (
     go_round,
     spread_normalize,
 )
-from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, controller_of
+from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, controller_of, controller_ref
 
 ZONES = ["z1", "z2", "z3"]
 OWNERS = [("apps/v1", "ReplicaSet", "web"), ("apps/v1", "ReplicaSet", "api"), ("apps/v1", "StatefulSet", "db"),
           ("batch/v1", "Job", "train"), None]
+APPS = ["web", "api", "db"]
+# Services (namespace, selector) and the controllers that exist, as a simulation's input gives them: a Service
+# broader than a ReplicaSet, one selecting bare pods, one in another namespace; "api" has no ReplicaSet object.
+SOURCES = SpreadSources(
+    services=(
+        ("default", (("app", "web"),)), ("default", (("app", "db"), ("tier", "back"))), ("team", (("tier", "back"),))
+    ),
+    controllers={
+        ("default", "ReplicaSet", "web"): (("app", "In", ("web",)), ("rev", "In", ("1",))),
+        ("team", "ReplicaSet", "web"): (("app", "In", ("web",)),),
+        ("default", "StatefulSet", "db"): (("app", "In", ("db",)), ("rev", "NotIn", ("2",))),
+        ("team", "StatefulSet", "db"): (("tier", "Exists", ()),),
+    },
+)
+
+
+def _requirement_holds(key: str, operator: str, values: tuple[str, ...], labels: dict[str, str]) -> bool:
+    return {
+        "In": key in labels and labels[key] in values,
+        "NotIn": key not in labels or labels[key] not in values,
+        "Exists": key in labels,
+        "DoesNotExist": key not in labels,
+    }[operator]
+
+
+def _selector_by_definition(pod: Pod, sources: SpreadSources) -> Any:
+    """``helper.DefaultSelector`` written out: a predicate on other pods, or None where it is empty."""
+    namespace, labels = pod.metadata.namespace, pod.metadata.labels
+    pairs: dict[str, str] = {}
+    for service_namespace, selector in sources.services:
+        if service_namespace == namespace and all(labels.get(k) == v for k, v in selector):
+            pairs.update(selector)
+    requirements = [(k, "In", (v,)) for k, v in pairs.items()]
+    ref = controller_ref(pod)
+    owner = None
+    if ref is not None and ref.api_version == "apps/v1" and ref.kind in ("ReplicaSet", "StatefulSet"):
+        if sources.controllers is None:
+            owner = (ref.kind, ref.name)
+        else:
+            requirements += sources.controllers.get((namespace, ref.kind, ref.name), ())
+    if not requirements and owner is None:
+        return None
+
+    def counted(other: Pod) -> bool:
+        return (other.metadata.namespace == namespace and other.metadata.deletion_timestamp is None
+                and (owner is None or controller_of(other) == owner)
+                and all(_requirement_holds(k, op, v, other.metadata.labels) for k, op, v in requirements))
+    return counted
 
 
 def _node(rng: random.Random, i: int) -> Node:
@@ -54,7 +102,12 @@ def _node(rng: random.Random, i: int) -> Node:
 
 def _pod(rng: random.Random, name: str) -> Pod:
     owner = rng.choice(OWNERS)
-    meta: dict[str, Any] = {"name": name, "namespace": rng.choice(["default", "default", "team"])}
+    labels = {"app": rng.choice(APPS)} if rng.random() < 0.8 else {}
+    if rng.random() < 0.5:
+        labels["tier"] = rng.choice(["back", "front"])
+    if rng.random() < 0.5:
+        labels["rev"] = rng.choice(["1", "2"])
+    meta: dict[str, Any] = {"name": name, "namespace": rng.choice(["default", "default", "team"]), "labels": labels}
     if owner is not None:
         meta["ownerReferences"] = [{"apiVersion": owner[0], "kind": owner[1], "name": owner[2],
                                     "controller": rng.random() < 0.9}]
@@ -79,14 +132,9 @@ def _pod(rng: random.Random, name: str) -> Pod:
 
 def _spread_from_scratch(state: ClusterState, pod: Pod, nodes: list[Node]) -> list[int]:
     """PodTopologySpread's Score and NormalizeScore by definition: every bound pod rescanned for every node."""
-    controller = controller_of(pod)
-    if controller is None or not nodes:
+    counted = _selector_by_definition(pod, state.spread_sources)
+    if counted is None or not nodes:
         return [0] * len(nodes)
-    namespace = pod.metadata.namespace
-
-    def counted(other: Pod) -> bool:
-        return (other.metadata.namespace == namespace and other.metadata.deletion_timestamp is None
-                and controller_of(other) == controller)
 
     per_node = {name: sum(1 for r in bound.values() if counted(r.pod)) for name, bound in state.bound.items()}
     zones = {n.metadata.labels.get(ZONE_LABEL, "") for n in nodes}
@@ -151,6 +199,8 @@ def test_incremental_scores_equal_a_from_scratch_computation() -> None:
         rng = random.Random(seed)
         nodes = [_node(rng, i) for i in range(rng.randint(2, 14))]
         state = ClusterState.build(nodes=nodes, slices=[], classes=[])
+        if seed % 2:  # a simulation's input: Services and controllers; else a live state's (controllers not read)
+            state.spread_sources = SOURCES
         names = list(state.nodes)  # positions are the NodeTree order the state keeps
         placed: list[tuple[PodRecord, str]] = []
         serial = 0
@@ -184,30 +234,34 @@ def test_incremental_scores_equal_a_from_scratch_computation() -> None:
 
 
 def test_counts_by_node_and_zone_are_the_bound_pods_recounted() -> None:
-    rng = random.Random(99)
-    nodes = [_node(rng, i) for i in range(10)]
-    state = ClusterState.build(nodes=nodes, slices=[], classes=[])
-    scorer = KubeScorer(state)
-    placed: list[tuple[PodRecord, str]] = []
-    for step in range(400):
-        if rng.random() < 0.6 or not placed:
-            record = _record(_pod(rng, f"p{step}"))
-            node = rng.choice(nodes).metadata.name
-            state.bind(record, node)
-            placed.append((record, node))
-        else:
-            record, node = placed.pop(rng.randrange(len(placed)))
-            state.unbind(record, node)
-    for namespace in ("default", "team"):
-        for api_version, kind, name in [o for o in OWNERS if o is not None]:
-            owner = (namespace, kind, name)
-            occupied, by_count = scorer.spread.by_count(owner)
+    for sources in (SpreadSources(), SOURCES):
+        rng = random.Random(99)
+        nodes = [_node(rng, i) for i in range(10)]
+        state = ClusterState.build(nodes=nodes, slices=[], classes=[])
+        state.spread_sources = sources
+        scorer = KubeScorer(state)
+        probes = [_pod(rng, f"probe{i}") for i in range(40)]
+        for probe in probes[:20]:  # selectors asked for before the pods bind, the rest after
+            scorer.spread.key_for(probe)
+        placed: list[tuple[PodRecord, str]] = []
+        for step in range(400):
+            if rng.random() < 0.6 or not placed:
+                record = _record(_pod(rng, f"p{step}"))
+                node = rng.choice(nodes).metadata.name
+                state.bind(record, node)
+                placed.append((record, node))
+            else:
+                record, node = placed.pop(rng.randrange(len(placed)))
+                state.unbind(record, node)
+        for probe in probes:
+            key = scorer.spread.key_for(probe)
+            counted = _selector_by_definition(probe, sources)
+            assert (key is None) == (counted is None)
+            if key is None:
+                continue
+            occupied, by_count = scorer.spread.by_count(key)
             for i, node in enumerate(state.nodes.values()):  # positions: the state's (NodeTree) order
-                expected = sum(
-                    1 for r in state.bound.get(node.metadata.name, {}).values()
-                    if r.pod.metadata.namespace == namespace and r.pod.metadata.deletion_timestamp is None
-                    and controller_of(r.pod) == (kind, name) and api_version.startswith("apps")
-                )
-                assert scorer.spread.count(owner, node.metadata.name) == expected
+                expected = sum(1 for r in state.bound.get(node.metadata.name, {}).values() if counted(r.pod))
+                assert scorer.spread.count(key, node.metadata.name) == expected
                 assert bool(occupied >> i & 1) == (expected > 0)
                 assert all(bool(mask >> i & 1) == (count == expected) for count, mask in by_count.items())

@@ -26,6 +26,22 @@ from kubedra.objects.model import (
 )
 from kubedra.objects.quantity import Quantity
 
+# A label selector's requirement as default spreading reads it: (key, operator, values sorted); ``matchLabels`` pairs
+# are (key, "In", (value,)).
+Requirement = tuple[str, str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class SpreadSources:
+    """What PodTopologySpread's system-default constraints build their selector from (``helper.DefaultSelector``):
+    the Services, as (namespace, selector pairs) for each one with a selector, and the ReplicaSets and StatefulSets
+    that exist, (namespace, kind, name) -> their selector's requirements. ``controllers`` None: they were not read
+    (a live cluster's state): a pod's controlling ReplicaSet or StatefulSet then stands for a selector of exactly its
+    own pods, as kubedra's workloads make them."""
+
+    services: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    controllers: Mapping[tuple[str, str, str], tuple[Requirement, ...]] | None = None
+
 
 def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
@@ -128,6 +144,8 @@ class ClusterState:
     watchers: list[Callable[[str], None]] = field(default_factory=list)
     # Called with the pod, its node and +1 (bound) or -1 (left), before ``watchers`` (the spreading counts listen).
     pod_watchers: list[Callable[[PodRecord, str, int], None]] = field(default_factory=list)
+    # Services and controllers, for the system-default spreading's selector (set before the scheduler is made).
+    spread_sources: SpreadSources = field(default_factory=SpreadSources)
 
     @classmethod
     def build(

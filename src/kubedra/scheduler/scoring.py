@@ -4,9 +4,9 @@
 normalisation and weights (``apis/config/v1/default_plugins.go``): TaintToleration x3 (PreferNoSchedule taints not
 tolerated, normalised in reverse), NodeAffinity x2 (weights of the preferred terms a node matches, normalised),
 NodeResourcesFit x1 (LeastAllocated on cpu and memory counting "non-zero" requests), PodTopologySpread x2 (the
-system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods a ReplicaSet or StatefulSet controls
-and that set no constraint of their own; a pod's explicit ScheduleAnyway constraints otherwise,
-``scheduler/podtopologyspread.py``),
+system default constraints — hostname maxSkew 3, zone maxSkew 5 — for pods that set no constraint of their own,
+with the selector of the Services selecting the pod and of its ReplicaSet or StatefulSet, ``scheduler/spreading.py``;
+a pod's explicit ScheduleAnyway constraints otherwise, ``scheduler/podtopologyspread.py``),
 InterPodAffinity x2 (preferred terms both ways and the hard-affinity weight, ``scheduler/interpodaffinity.py``),
 NodeResourcesBalancedAllocation x1 (1.37's form: the change in balance the pod makes), ImageLocality x1 and
 DynamicResources x2 (which ranks only ``firstAvailable`` sub-requests: 8 minus the index of each sub-request
@@ -43,7 +43,7 @@ from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.podtopologyspread import has_constraints
 from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.resource_scores import ResourceScores
-from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, OwnerKey, SpreadCounts, owner_key, zone_of
+from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, SelectorKey, SpreadCounts, zone_of
 
 MAX_NODE_SCORE = 100
 SCORED_RESOURCES = ("cpu", "memory")
@@ -407,9 +407,9 @@ class KubeScorer:
     ``choose_window`` (the fast path's) scores groups of nodes, not nodes: the window is cut by the classes of nodes
     alike in allocatable and requests (kept as bitsets over node order like the scheduler's node sets), then by
     each other input a score reads where the pod makes it vary — PreferNoSchedule taints not tolerated, preferred
-    node-affinity weight, the pods of its controller on the node (``SpreadCounts``, kept as pods bind and leave) and
-    the node's zone. Every node of a group scores the same, so its cost grows with the groups, not the nodes; the
-    result is ``choose`` on the window's nodes in walk order (a test holds them equal).
+    node-affinity weight, the pods its default spreading selects on the node (``SpreadCounts``, kept as pods bind and
+    leave) and the node's zone. Every node of a group scores the same, so its cost grows with the groups, not the
+    nodes; the result is ``choose`` on the window's nodes in walk order (a test holds them equal).
     """
 
     def __init__(self, state: ClusterState, topology_spread: SpreadIndex | None = None) -> None:
@@ -550,7 +550,7 @@ class KubeScorer:
         pod = record.pod
         terms = preferred_terms(pod)
         # A pod with constraints of its own gets no system default ones (its DoNotSchedule ones do not score).
-        owner = owner_key(pod) if not has_constraints(pod) else None
+        owner = self.spread.key_for(pod) if not has_constraints(pod) else None
         if self.observe is not None:
             self._observed = []
         if not (self._prefer_taints or terms or owner is not None):
@@ -573,7 +573,7 @@ class KubeScorer:
         return (nth_bit(walk, rank) + start) % n
 
     def _best_by_groups(
-        self, record: PodRecord, window: int, terms: Sequence[PreferredSchedulingTerm], owner: OwnerKey | None
+        self, record: PodRecord, window: int, terms: Sequence[PreferredSchedulingTerm], owner: SelectorKey | None
     ) -> int:
         pod = record.pod
         groups = self._resource_groups(window, record.scoring)
@@ -581,7 +581,6 @@ class KubeScorer:
             groups = _split(groups, self._taint_partition(pod), "taint")
         if terms:
             groups = _split(groups, self._affinity_partition(terms), "affinity")
-        spreading = owner is not None
         if owner is not None:
             occupied, counts = self.spread.by_count(owner)
             partition = [(count, mask) for count, mask in counts.items()]
@@ -592,7 +591,7 @@ class KubeScorer:
             if self._observed is not None:
                 self._observed.append(GroupScores(groups[0].nodes, {RESOURCES: groups[0].resources}))
             return groups[0].nodes
-        return self._best(groups, pod, window, spreading)
+        return self._best(groups, pod, window, owner)
 
     def _best_by_resources(self, window: int, wants: ScoringRequests) -> int:
         """The window's nodes of the highest NodeResourcesFit + BalancedAllocation (every other plugin scores all
@@ -644,15 +643,14 @@ class KubeScorer:
                 groups.append(_Group(inside, self._resource_total(key, wants)))
         return groups
 
-    def _best(self, groups: list[_Group], pod: Pod, window: int, spreading: bool) -> int:
+    def _best(self, groups: list[_Group], pod: Pod, window: int, owner: SelectorKey | None) -> int:
         """The nodes of the highest weighted total: the plugins' normalisations over the groups (the same highest
-        and lowest as over the nodes), then the weights."""
+        and lowest as over the nodes), then the weights; ``owner``: the pod's default spreading selector, if any."""
+        spreading = owner is not None
         taint_high = max(g.taint for g in groups)
         affinity_high = max(g.affinity for g in groups)
         spread: list[int] = []
-        if spreading:
-            owner = owner_key(pod)
-            assert owner is not None
+        if owner is not None:
             zones = {g.topology[2] for g in groups}
             sums = self.spread.zone_sums(owner, pod)
             host_weight = math.log(window.bit_count() + 2)
@@ -724,7 +722,7 @@ class KubeScorer:
         any constraint, else the system default constraints."""
         if has_constraints(pod):
             return self.topology_spread.scores(pod, nodes)
-        owner = owner_key(pod)
+        owner = self.spread.key_for(pod)
         if owner is None or not nodes:
             return [0] * len(nodes)  # no selector: PreScore skips
         zones = {zone_of(n) for n in nodes}

@@ -1,11 +1,18 @@
 """PodTopologySpread's pod counts for its system-default constraints, kept as pods bind and leave.
 
-kube-scheduler's PreScore counts, for the pod being scheduled, the pods on every node that its controller's selector
-matches (same namespace, not terminating); done from scratch that is every bound pod for every pod scheduled, which
-makes a Deployment's replicas cost quadratic time. Here the counts are kept per controlling ReplicaSet or StatefulSet
-(its selector matches exactly its own pods in kubedra's workloads): per node, as bitsets of the nodes holding each
-count, and per zone — for each distinct nodeSelector / required node affinity of the pods asking, since the zone
-constraint counts only pods on nodes that pass it (``nodeAffinityPolicy: Honor``).
+The constraints' selector is ``helper.DefaultSelector``'s: the selectors of the Services in the pod's namespace that
+select it, merged, and the selector of its controlling ReplicaSet or StatefulSet where that object exists (a
+ReplicationController: kubedra has none), all ANDed; an empty one gives the pod no default spreading. kube-scheduler's
+PreScore then counts, on every node, the pods the selector matches (same namespace, not terminating); done from
+scratch that is every bound pod for every pod scheduled, which makes a Deployment's replicas cost quadratic time.
+Here the counts are kept per distinct selector (the pods of one workload share one), a selector registered when a
+pod first asks for it (its bound pods counted then, found through an index of bound pods by controller and label)
+and every bound pod counted into each registered selector it matches as it binds: per node, as bitsets of the
+nodes holding each count, and per zone — for each distinct nodeSelector / required node affinity of the pods
+asking, since the zone constraint counts only pods on nodes that pass it (``nodeAffinityPolicy: Honor``).
+
+Where the controllers were not read (``SpreadSources.controllers`` None: a live cluster's state), a pod's controlling
+ReplicaSet or StatefulSet stands for a selector of exactly its own pods, as kubedra's workloads make them.
 """
 
 from __future__ import annotations
@@ -14,8 +21,8 @@ from collections.abc import Callable, Mapping
 
 import msgspec
 
-from kubedra.cluster.state import ClusterState, PodRecord
-from kubedra.objects.model import Node, Pod
+from kubedra.cluster.state import ClusterState, PodRecord, Requirement
+from kubedra.objects.model import Node, OwnerReference, Pod
 from kubedra.scheduler.nodefit import affinity_reason
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -23,21 +30,96 @@ ZONE_LABEL = "topology.kubernetes.io/zone"
 SPREAD_OWNERS = frozenset({("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")})
 MAX_FILTERS = 64  # node filters whose zone sums are kept; beyond that they start over (bounded memory, still exact)
 
-OwnerKey = tuple[str, str, str]  # namespace, kind, name of the controller
+# The default selector: namespace, requirements (sorted, no duplicates), and the controller (kind, name) standing
+# for the selector of its own pods where controllers were not read (else None).
+SelectorKey = tuple[str, tuple[Requirement, ...], tuple[str, str] | None]
 FilterKey = bytes  # the pod's nodeSelector and required node affinity, encoded
+# What the bound-pod index is keyed by: ("owner", ns, kind, name), ("label", ns, key, value) or ("ns", ns).
+Anchor = tuple[str, ...]
+
+
+def controller_ref(pod: Pod) -> OwnerReference | None:
+    """``metav1.GetControllerOf``: the first owner reference with ``controller: true``."""
+    for ref in pod.metadata.owner_references:
+        if ref.controller:
+            return ref
+    return None
 
 
 def controller_of(pod: Pod) -> tuple[str, str] | None:
     """(kind, name) of the ReplicaSet or StatefulSet controlling the pod, whose selector default spreading uses."""
-    for ref in pod.metadata.owner_references:
-        if ref.controller and (ref.api_version, ref.kind) in SPREAD_OWNERS:
-            return ref.kind, ref.name
+    ref = controller_ref(pod)
+    if ref is not None and (ref.api_version, ref.kind) in SPREAD_OWNERS:
+        return ref.kind, ref.name
     return None
 
 
-def owner_key(pod: Pod) -> OwnerKey | None:
-    controller = controller_of(pod)
-    return None if controller is None else (pod.metadata.namespace, controller[0], controller[1])
+def default_selector(
+    pod: Pod,
+    services: Mapping[str, list[tuple[tuple[str, str], ...]]],
+    controllers: Mapping[tuple[str, str, str], tuple[Requirement, ...]] | None,
+) -> SelectorKey | None:
+    """``helper.DefaultSelector`` for ``pod``: ``services`` by namespace, ``controllers`` as ``SpreadSources``'; None
+    where it is empty (no default spreading)."""
+    namespace, labels = pod.metadata.namespace, pod.metadata.labels
+    requirements: set[Requirement] = set()
+    for pairs in services.get(namespace, ()):
+        if all(labels.get(k) == v for k, v in pairs):
+            requirements.update((k, "In", (v,)) for k, v in pairs)
+    owner = controller_of(pod)
+    if owner is not None and controllers is not None:
+        requirements.update(controllers.get((namespace, owner[0], owner[1]), ()))
+        owner = None
+    if not requirements and owner is None:
+        return None
+    return namespace, tuple(sorted(requirements)), owner
+
+
+def _holds(requirement: Requirement, labels: Mapping[str, str]) -> bool:
+    key, operator, values = requirement
+    value = labels.get(key)
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    return False
+
+
+def selects(key: SelectorKey, pod: Pod) -> bool:
+    """Whether default spreading with selector ``key`` counts ``pod`` (``countPodsMatchSelector``)."""
+    namespace, requirements, owner = key
+    meta = pod.metadata
+    if meta.namespace != namespace or meta.deletion_timestamp is not None:
+        return False
+    if owner is not None and controller_of(pod) != owner:
+        return False
+    labels = meta.labels
+    return all(_holds(r, labels) for r in requirements)
+
+
+def _anchor(key: SelectorKey) -> Anchor:
+    """Where the bound pods ``key`` may match are indexed: its controller's, else one label pair it requires."""
+    namespace, requirements, owner = key
+    if owner is not None:
+        return ("owner", namespace, *owner)
+    for k, operator, values in requirements:
+        if operator == "In" and len(values) == 1:
+            return ("label", namespace, k, values[0])
+    return ("ns", namespace)
+
+
+def _anchors_of(pod: Pod) -> list[Anchor]:
+    namespace = pod.metadata.namespace
+    out: list[Anchor] = [("ns", namespace)]
+    owner = controller_of(pod)
+    if owner is not None:
+        out.append(("owner", namespace, *owner))
+    out.extend(("label", namespace, k, v) for k, v in pod.metadata.labels.items())
+    return out
 
 
 def node_filter_key(pod: Pod) -> FilterKey | None:
@@ -59,70 +141,109 @@ def zone_of(node: Node) -> str:
 class _Filter(msgspec.Struct):
     passes: Callable[[Node], bool]
     verdicts: dict[str, bool]  # node name -> passes, worked out on first use (nodes never change in a run)
-    sums: dict[OwnerKey, dict[str, int]]  # owner -> zone -> pods on passing nodes
+    sums: dict[SelectorKey, dict[str, int]]  # selector -> zone -> pods on passing nodes
 
 
 class SpreadCounts:
     """See the module docstring. Listens to the cluster state's binds and unbinds."""
 
     def __init__(self, state: ClusterState, positions: Mapping[str, int]) -> None:
+        self._state = state
         self._nodes = state.nodes
         self._positions = positions
-        self._per_node: dict[OwnerKey, dict[str, int]] = {}
-        self._by_count: dict[OwnerKey, dict[int, int]] = {}  # owner -> count (> 0) -> bitset of nodes with it
-        self._occupied: dict[OwnerKey, int] = {}  # owner -> bitset of nodes with a count above 0
-        self._zone_sums: dict[OwnerKey, dict[str, int]] = {}  # unfiltered
+        self._services: dict[str, list[tuple[tuple[str, str], ...]]] | None = None  # by namespace, on first use
+        self._keyed: dict[Anchor, list[SelectorKey]] = {}  # the registered selectors, by anchor
+        self._keys: set[SelectorKey] = set()
+        # bound pods (not terminating) by anchor: (pod key, node) -> record
+        self._members: dict[Anchor, dict[tuple[str, str], PodRecord]] = {}
+        self._per_node: dict[SelectorKey, dict[str, int]] = {}
+        self._by_count: dict[SelectorKey, dict[int, int]] = {}  # selector -> count (> 0) -> bitset of nodes with it
+        self._occupied: dict[SelectorKey, int] = {}  # selector -> bitset of nodes with a count above 0
+        self._zone_sums: dict[SelectorKey, dict[str, int]] = {}  # unfiltered
         self._filters: dict[FilterKey, _Filter] = {}
-        # (pod key, node) -> owner, as counted at bind: mirrors ``ClusterState.bound`` (a pod is there once per node)
-        self._counted: dict[tuple[str, str], OwnerKey] = {}
+        # (pod key, node) -> its anchors and the selectors it is counted in: mirrors ``ClusterState.bound`` (a pod
+        # is there once per node)
+        self._counted: dict[tuple[str, str], tuple[list[Anchor], list[SelectorKey]]] = {}
         for node, pods in state.bound.items():
             for record in pods.values():
                 self.changed(record, node, +1)
         state.pod_watchers.append(self.changed)
 
+    def key_for(self, pod: Pod) -> SelectorKey | None:
+        """The pod's default selector (None: no default spreading), its counts kept from now on."""
+        if self._services is None:
+            self._services = {}
+            for namespace, pairs in self._state.spread_sources.services:
+                self._services.setdefault(namespace, []).append(pairs)
+        key = default_selector(pod, self._services, self._state.spread_sources.controllers)
+        if key is not None and key not in self._keys:
+            self._keys.add(key)
+            anchor = _anchor(key)
+            self._keyed.setdefault(anchor, []).append(key)
+            for (pod_key, node), record in self._members.get(anchor, {}).items():
+                if selects(key, record.pod):
+                    self._counted[pod_key, node][1].append(key)
+                    self._add(key, node, +1)
+        return key
+
     def changed(self, record: PodRecord, node: str, delta: int) -> None:
         """A pod bound to (+1) or left (-1) ``node``."""
+        at = (record.key, node)
         if delta > 0:
             pod = record.pod
-            if pod.metadata.deletion_timestamp is not None or not pod.metadata.owner_references:
+            if pod.metadata.deletion_timestamp is not None or at in self._counted:
                 return
-            owner = owner_key(pod)
-            if owner is None or (record.key, node) in self._counted:
-                return
-            self._counted[record.key, node] = owner
-        else:
-            found = self._counted.pop((record.key, node), None)
-            if found is None:
-                return
-            owner = found
-        per = self._per_node.setdefault(owner, {})
+            anchors = _anchors_of(pod)
+            keys: list[SelectorKey] = []
+            self._counted[at] = (anchors, keys)
+            for anchor in anchors:
+                self._members.setdefault(anchor, {})[at] = record
+                for key in self._keyed.get(anchor, ()):
+                    if selects(key, pod):
+                        keys.append(key)
+                        self._add(key, node, +1)
+            return
+        found = self._counted.pop(at, None)
+        if found is None:
+            return
+        anchors, keys = found
+        for anchor in anchors:
+            members = self._members[anchor]
+            del members[at]
+            if not members:
+                del self._members[anchor]
+        for key in keys:
+            self._add(key, node, -1)
+
+    def _add(self, key: SelectorKey, node: str, delta: int) -> None:
+        per = self._per_node.setdefault(key, {})
         old = per.get(node, 0)
         new = old + delta
         if new:
             per[node] = new
         else:
             del per[node]
-        self._move_bit(owner, node, old, new)
+        self._move_bit(key, node, old, new)
         zone = zone_of(self._nodes[node])
-        sums = self._zone_sums.setdefault(owner, {})
+        sums = self._zone_sums.setdefault(key, {})
         sums[zone] = sums.get(zone, 0) + delta
         for entry in self._filters.values():
-            filtered = entry.sums.get(owner)
+            filtered = entry.sums.get(key)
             if filtered is not None and self._passes(entry, node):
                 filtered[zone] = filtered.get(zone, 0) + delta
         if not per:
             for table in (self._per_node, self._by_count, self._occupied, self._zone_sums):
-                table.pop(owner, None)
+                table.pop(key, None)
             for entry in self._filters.values():
-                entry.sums.pop(owner, None)
+                entry.sums.pop(key, None)
 
-    def _move_bit(self, owner: OwnerKey, node: str, old: int, new: int) -> None:
+    def _move_bit(self, key: SelectorKey, node: str, old: int, new: int) -> None:
         """The node's bit from the bitset of count ``old`` to that of ``new``."""
         i = self._positions.get(node)
         if i is None:
             return
         bit = 1 << i
-        masks = self._by_count.setdefault(owner, {})
+        masks = self._by_count.setdefault(key, {})
         if old:
             rest = masks[old] & ~bit
             if rest:
@@ -131,33 +252,33 @@ class SpreadCounts:
                 del masks[old]
         if new:
             masks[new] = masks.get(new, 0) | bit
-            self._occupied[owner] = self._occupied.get(owner, 0) | bit
+            self._occupied[key] = self._occupied.get(key, 0) | bit
         else:
-            self._occupied[owner] &= ~bit
+            self._occupied[key] &= ~bit
 
-    def count(self, owner: OwnerKey, node: str) -> int:
-        """Pods of ``owner`` on ``node``."""
-        per = self._per_node.get(owner)
+    def count(self, key: SelectorKey, node: str) -> int:
+        """Pods ``key`` selects on ``node``."""
+        per = self._per_node.get(key)
         return per.get(node, 0) if per else 0
 
-    def by_count(self, owner: OwnerKey) -> tuple[int, Mapping[int, int]]:
-        """The bitset of nodes holding some pod of ``owner``, and count -> bitset of the nodes holding that many."""
-        return self._occupied.get(owner, 0), self._by_count.get(owner, {})
+    def by_count(self, key: SelectorKey) -> tuple[int, Mapping[int, int]]:
+        """The bitset of nodes holding some pod ``key`` selects, and count -> bitset of the nodes holding that many."""
+        return self._occupied.get(key, 0), self._by_count.get(key, {})
 
-    def zone_sums(self, owner: OwnerKey, pod: Pod) -> Mapping[str, int]:
-        """Zone -> pods of ``owner`` on the nodes of that zone that pass ``pod``'s node filter."""
-        key = node_filter_key(pod)
-        if key is None:
-            return self._zone_sums.get(owner, {})
-        entry = self._filters.get(key)
+    def zone_sums(self, key: SelectorKey, pod: Pod) -> Mapping[str, int]:
+        """Zone -> pods ``key`` selects on the nodes of that zone that pass ``pod``'s node filter."""
+        filter_key = node_filter_key(pod)
+        if filter_key is None:
+            return self._zone_sums.get(key, {})
+        entry = self._filters.get(filter_key)
         if entry is None:
             if len(self._filters) >= MAX_FILTERS:
                 self._filters.clear()
-            entry = self._filters[key] = _Filter(lambda node: affinity_reason(pod, node) is None, {}, {})
-        sums = entry.sums.get(owner)
+            entry = self._filters[filter_key] = _Filter(lambda node: affinity_reason(pod, node) is None, {}, {})
+        sums = entry.sums.get(key)
         if sums is None:
-            sums = entry.sums[owner] = {}
-            for node, count in self._per_node.get(owner, {}).items():
+            sums = entry.sums[key] = {}
+            for node, count in self._per_node.get(key, {}).items():
                 if self._passes(entry, node):
                     zone = zone_of(self._nodes[node])
                     sums[zone] = sums.get(zone, 0) + count

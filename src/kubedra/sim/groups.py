@@ -203,7 +203,8 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
     jobsets = [replace(r, first=tuple(_job(j, admit) for j in r.first),
                        stages=tuple(tuple(_job(j, admit) for j in stage) for stage in r.stages))
                for r in workloads.jobsets]
-    return Workloads(arrivals=arrivals, jobs=jobs, cronjobs=cronjobs, jobsets=jobsets)
+    return Workloads(arrivals=arrivals, jobs=jobs, cronjobs=cronjobs, jobsets=jobsets,
+                     controllers=workloads.controllers)
 
 
 def _admitted_jobs(make_job: Callable[[int], JobRun], admit: Callable[[Pod, str], Pod]) -> Callable[[int], JobRun]:

@@ -28,6 +28,7 @@ from kubedra.sim.budgets import PodDisruptionBudget, is_budget, read_budgets
 from kubedra.sim.gates import gate_problems
 from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
 from kubedra.sim.published import unpublished_requests, workload_pods
+from kubedra.sim.services import is_service, read_services
 from kubedra.sim.unmodelled import unmodelled_fields
 from kubedra.sim.workloads import Workloads, expand_workloads, is_workload
 
@@ -44,6 +45,8 @@ class Scenario:
     notes: list[str] = field(default_factory=list)
     groups: Groups = field(default_factory=Groups)  # PriorityClasses, Workloads, PodGroups
     budgets: list[PodDisruptionBudget] = field(default_factory=list)  # read by preemption
+    # (namespace, selector pairs) of the Services with a selector: read by the system-default spreading only
+    services: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
 
 Namespaced = TypeVar("Namespaced", ResourceClaim, ResourceClaimTemplate)
@@ -119,7 +122,7 @@ def build_scenario(
         f"{r.location}: {_describe(r.data)} is not simulated; ignored"
         for r in loaded.raw
         if not is_nodepool(r.data) and not is_workload(r.data) and not is_scheduling_object(r.data)
-        and not is_budget(r.data)
+        and not is_budget(r.data) and not is_service(r.data)
     ]
     problems: list[Problem] = []
     try:
@@ -137,6 +140,7 @@ def build_scenario(
         problems.extend(error.problems)
     groups = read_groups([r for r in loaded.raw if is_scheduling_object(r.data)], notes, problems)
     budgets = read_budgets([r for r in loaded.raw if is_budget(r.data)], problems)
+    services = read_services([r for r in loaded.raw if is_service(r.data)], problems)
     if problems:
         raise InvalidInputError(in_input_order(loaded, problems))
     workloads = join_pods(workloads, groups, notes)
@@ -170,4 +174,5 @@ def build_scenario(
         notes=notes,
         groups=groups,
         budgets=budgets,
+        services=services,
     )

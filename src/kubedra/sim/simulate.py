@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from kubedra.allocator import Features
 from kubedra.cel import CompileCache
-from kubedra.cluster.state import ClusterState, PodRecord, SpecCache
+from kubedra.cluster.state import ClusterState, PodRecord, SpecCache, SpreadSources
 from kubedra.objects.model import Pod
 from kubedra.scheduler.device_index import CapacityRules, DeviceIndex
 from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET, AllocatorBackend, seeded_share_ids
@@ -60,6 +60,11 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         templates=scenario.templates,
         consumable_capacity=features.consumable_capacity,
     )
+    # Inputs with no ReplicaSet, Deployment or StatefulSet at all (pods only: a `kubedra snapshot` carries pods, not
+    # their controllers) are read as a live cluster is: a pod's controlling owner exists and selects its own pods.
+    # Where the inputs hold controllers, an owner missing from them does not exist, as the scheduler's informer says.
+    controllers = scenario.workloads.controllers or None
+    state.spread_sources = SpreadSources(scenario.services, controllers)
     cel = CompileCache(features.cel_options())
     index = (
         DeviceIndex(

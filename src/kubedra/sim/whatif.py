@@ -139,6 +139,7 @@ def _copy(
         taint_rules=state.taint_rules, claims=kept, templates=state.templates.values(),
         consumable_capacity=inputs.features.consumable_capacity,
     )
+    copy.spread_sources = state.spread_sources
     for key, record in state.pods.items():
         if key not in ended:
             copy.add_pod(record)

@@ -38,6 +38,7 @@ import msgspec
 
 from kubedra.cluster.gpuslices import name_suffix, stable_uid
 from kubedra.cluster.nodepool import RawLike, convert_strict, object_location
+from kubedra.cluster.state import Requirement
 from kubedra.objects.errors import InvalidInputError, Location
 from kubedra.objects.model import Node, ObjectMeta, OwnerReference, Pod, PodSpec, PodStatus
 from kubedra.objects.validate import validate_metadata, validate_pod_spec
@@ -55,6 +56,7 @@ from kubedra.sim.manifests import (
     JobDoc,
     JobSetDoc,
     JobSpec,
+    LabelSelector,
     PodTemplate,
     ReplicaSetDoc,
     ReplicatedJob,
@@ -155,10 +157,25 @@ class Workloads:
     jobs: list[JobRun] = field(default_factory=list)
     cronjobs: list[CronJobRun] = field(default_factory=list)
     jobsets: list[JobSetRun] = field(default_factory=list)  # InOrder JobSets' Jobs after their first replicated job
+    # The ReplicaSets (a Deployment's too) and StatefulSets that exist, (namespace, kind, name) -> their selector's
+    # requirements: what the system-default spreading's selector takes from a pod's controller.
+    controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = field(default_factory=dict)
 
     def all_jobs(self) -> list[JobRun]:
         """The Jobs made at the start and those InOrder JobSets make later."""
         return [*self.jobs, *(job for run in self.jobsets for stage in run.stages for job in stage)]
+
+
+def selector_requirements(
+    selector: LabelSelector | None, extra: dict[str, str] | None = None
+) -> tuple[Requirement, ...]:
+    """A workload's ``spec.selector`` (plus ``extra`` matchLabels) as requirements, sorted."""
+    if selector is None:
+        return ()
+    pairs = {**selector.match_labels, **(extra or {})}
+    out: set[Requirement] = {(k, "In", (v,)) for k, v in pairs.items()}
+    out |= {(r.key, r.operator, tuple(sorted(set(r.values)))) for r in selector.match_expressions}
+    return tuple(sorted(out))
 
 
 def is_workload(data: dict[str, Any]) -> bool:
@@ -179,6 +196,7 @@ class _Expander(WorkloadChecks):
         self.jobs: list[tuple[float, int, JobRun]] = []
         self.cronjobs: list[CronJobRun] = []
         self.jobsets: list[JobSetRun] = []
+        self.controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = {}
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
         self.sequence = 0
@@ -244,6 +262,7 @@ class _Expander(WorkloadChecks):
         uid = doc.metadata.uid or stable_uid(kind, namespace, name)
         owner_name = f"{kind}/{namespace}/{name}"
         if isinstance(doc, StatefulSetDoc):
+            self.controllers[namespace, "StatefulSet", name] = selector_requirements(spec.selector)
             self.statefulset(where, doc, namespace, uid, (arrive_at, run_for))
             return
         labels: dict[str, str] = {}
@@ -252,6 +271,8 @@ class _Expander(WorkloadChecks):
             hash_ = template_hash(spec.template)
             rs_name, labels = f"{name}-{hash_}", {"pod-template-hash": hash_}
             rs_uid = stable_uid("ReplicaSet", namespace, rs_name)
+        # the Deployment controller's ReplicaSet selects its pod-template-hash too
+        self.controllers[namespace, "ReplicaSet", rs_name] = selector_requirements(spec.selector, labels)
         ref = OwnerReference(
             api_version="apps/v1",
             kind="ReplicaSet",
@@ -631,7 +652,7 @@ def expand_workloads(
     cronjobs = [_bounded(c, known_span(arrivals, jobs), expander) for c in expander.cronjobs]
     if expander.problems:
         raise InvalidInputError(expander.problems)
-    return Workloads(arrivals, jobs, cronjobs, expander.jobsets)
+    return Workloads(arrivals, jobs, cronjobs, expander.jobsets, expander.controllers)
 
 
 def known_span(arrivals: Iterable[PodArrival], jobs: Iterable[JobRun]) -> float:
