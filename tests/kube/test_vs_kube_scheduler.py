@@ -137,9 +137,10 @@ def test_random_placement_terms_place_exactly_alike(plane: ControlPlane, name: s
 
 @pytest.mark.slow
 def test_a_fresh_random_placement_scenario_places_exactly_alike(plane: ControlPlane) -> None:
-    """One random scenario with placement terms drawn anew each run (the seed is in the failure message). About one
-    seed in fifty disagrees where kube-scheduler retries a pending pod once a pod it may now join is bound and kubedra
-    does not (see ``random_placement_scenario``)."""
+    """One random scenario with placement terms drawn anew each run (the seed is in the failure message). Of seeds
+    0..99, 8 disagree (see ``random_placement_scenario``): kube-scheduler retries a pending pod once a pod its
+    affinity or spread constraint matches is bound and kubedra does not; kubedra's system-default spreading counts
+    only the controller's own pods."""
     seed = secrets.randbelow(2**32)
     result = run_scenario(plane, random_placement_scenario(seed))[0]
     assert result.problems == [], f"random_placement_scenario({seed})"
