@@ -28,6 +28,7 @@ from tests.kube.vs_kube_scheduler import (
     compare,
     load_scenarios,
     page_scenarios,
+    placement_scenarios,
     prepare,
     run_kubedra,
     run_scenario,
@@ -42,6 +43,7 @@ pytestmark = pytest.mark.controlplane
 
 SCENARIOS = {s.name: s for s in load_scenarios()}
 USER_SCENARIOS = {s.name: s for s in user_scenarios()}
+PLACEMENT_SCENARIOS = {s.name: s for s in placement_scenarios()}
 TIE_ROUNDS = 2  # runs of the ties scenario at the default parallelism (12 tied picks each)
 RESULTS: dict[str, list[Comparison]] = {}  # scenario -> one comparison per policy (the kube-scheduler one first)
 POLICIES = list(Policy)
@@ -118,6 +120,18 @@ def test_a_fresh_random_user_workload_places_exactly_alike(plane: ControlPlane) 
     assert result.exact_checked == len(result.real)
     result = run_scenario(plane, random_user_scenario(seed, LARGE_USER_NODES))[0]
     assert result.problems == [], f"random_user_scenario({seed}, {LARGE_USER_NODES})"
+    assert result.exact_checked == len(result.real)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PLACEMENT_SCENARIOS))
+def test_random_placement_terms_place_exactly_alike(plane: ControlPlane, name: str) -> None:
+    """Held-out random clusters in zones and racks whose owners' and bare pods carry required and preferred pod
+    affinity and anti-affinity and explicit topologySpreadConstraints (``random_placement_scenario``): every pod's
+    node and devices, the pending set and every pending message, and every bound pod's scores, InterPodAffinity's and
+    PodTopologySpread's among them."""
+    result = _result(plane, PLACEMENT_SCENARIOS[name])
+    assert result.problems == []
     assert result.exact_checked == len(result.real)
 
 

@@ -75,6 +75,7 @@ RANDOM_SEEDS = 6  # the random scenarios CI compares (seeds 0..5) and docs/fidel
 USER_SEEDS = 6  # likewise the random user-shaped ones (``random_user_scenario``, seeds 0..5)
 LARGE_USER_SEEDS = 2  # and user-shaped ones on more than 100 nodes (Filter's window, ``LARGE_USER_NODES``)
 LARGE_USER_NODES = (105, 130)
+PLACEMENT_SEEDS = 8  # and the random ones with pod (anti-)affinity and spread constraints (``random_placement_scenario``)
 # Creation order: what others refer to first.
 KIND_ORDER = ["PriorityClass", "DeviceClass", "DeviceTaintRule", "Node", "ResourceSlice", "Service", "ReplicaSet",
               "StatefulSet", "Job", "ResourceClaim", "ResourceClaimTemplate", "Workload", "PodGroup",
@@ -623,11 +624,12 @@ def tie_picks(plane: ControlPlane, scenario: Scenario, parallelism: int = DEFAUL
 
 
 def page_scenarios() -> list[Scenario]:
-    """What CI compares and the page reports: every fixed scenario, then the random ones of ``RANDOM_SEEDS`` and the
-    random user-shaped ones (``user_scenarios``)."""
+    """What CI compares and the page reports: every fixed scenario, then the random ones of ``RANDOM_SEEDS``, the
+    random user-shaped ones (``user_scenarios``) and the random ones with placement terms (``placement_scenarios``)."""
     from tests.kube.random_scenarios import random_scenario
 
-    return load_scenarios() + [random_scenario(seed) for seed in range(RANDOM_SEEDS)] + user_scenarios()
+    return (load_scenarios() + [random_scenario(seed) for seed in range(RANDOM_SEEDS)] + user_scenarios()
+            + placement_scenarios())
 
 
 def user_scenarios() -> list[Scenario]:
@@ -636,6 +638,14 @@ def user_scenarios() -> list[Scenario]:
 
     return ([random_user_scenario(seed) for seed in range(USER_SEEDS)]
             + [random_user_scenario(seed, LARGE_USER_NODES) for seed in range(LARGE_USER_SEEDS)])
+
+
+def placement_scenarios() -> list[Scenario]:
+    """The random scenarios with pod affinity, anti-affinity and topologySpreadConstraints CI compares: seeds
+    0..``PLACEMENT_SEEDS``-1 of ``random_placement_scenario``."""
+    from tests.kube.random_scenarios import random_placement_scenario
+
+    return [random_placement_scenario(seed) for seed in range(PLACEMENT_SEEDS)]
 
 
 def page_section() -> str:
@@ -680,14 +690,16 @@ def summary(results: Sequence[Sequence[Comparison]], policies: Sequence[Policy])
 
 
 def main(argv: Sequence[str]) -> int:
-    """``python -m tests.kube.vs_kube_scheduler [ROUNDS [RANDOM [USER]]]``: the scenarios ROUNDS times (default 1),
-    RANDOM random ones (seeds 0..RANDOM-1, default 0) and USER random user-shaped ones (seeds 0..USER-1, default 0);
-    the table for the kube-scheduler policy, and how often each policy agreed on the same real outcomes."""
-    from tests.kube.random_scenarios import random_scenario, random_user_scenario
+    """``python -m tests.kube.vs_kube_scheduler [ROUNDS [RANDOM [USER [PLACEMENT]]]]``: the scenarios ROUNDS times
+    (default 1), RANDOM random ones (seeds 0..RANDOM-1, default 0), USER random user-shaped ones (seeds 0..USER-1,
+    default 0) and PLACEMENT random ones with placement terms (seeds 0..PLACEMENT-1, default 0); the table for the
+    kube-scheduler policy, and how often each policy agreed on the same real outcomes."""
+    from tests.kube.random_scenarios import random_placement_scenario, random_scenario, random_user_scenario
 
     rounds = int(argv[0]) if argv else 1
     randoms = int(argv[1]) if len(argv) > 1 else 0
     users = int(argv[2]) if len(argv) > 2 else 0
+    placements = int(argv[3]) if len(argv) > 3 else 0
     policies = list(Policy)
     results: list[list[Comparison]] = []
     with running_control_plane() as plane:
@@ -695,6 +707,7 @@ def main(argv: Sequence[str]) -> int:
             results.extend(run_scenario(plane, s, policies) for s in load_scenarios())
         results.extend(run_scenario(plane, random_scenario(seed), policies) for seed in range(randoms))
         results.extend(run_scenario(plane, random_user_scenario(seed), policies) for seed in range(users))
+        results.extend(run_scenario(plane, random_placement_scenario(seed), policies) for seed in range(placements))
     print(summary(results, policies))
     return 0 if all(r[0].agrees for r in results) else 1
 
