@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.controlplane.fixture import BIN, ControlPlane
 from tests.kube import builders as b
@@ -140,6 +140,7 @@ WORDS = st.sampled_from(["explain", "simulate", "snapshot", "validate", "pod", "
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(argv=st.lists(WORDS | st.text(max_size=8), max_size=8))
+@example(argv=["explain", "--context", "-A"])  # a context named "-A": the value of a flag, as kubectl reads it
 def test_any_command_line_is_translated_or_refused_with_a_message(tmp_path: Path, argv: list[str]) -> None:
     """kubectl passes whatever the user typed: every line becomes kubedra's argv or a usage error, never a crash."""
     try:
@@ -154,7 +155,9 @@ def test_any_command_line_is_translated_or_refused_with_a_message(tmp_path: Path
         return
     assert isinstance(words, list) and all(isinstance(w, str) for w in words)
     assert set(env) <= {"KUBEDRA_REQUEST_TIMEOUT"}
-    for flag in ("-A", "--all-namespaces", "--request-timeout"):
-        assert flag not in words[: words.index("--")] if "--" in words else flag not in words
+    head = words[: words.index("--")] if "--" in words else words
+    values = {i + 1 for i, w in enumerate(head[:-1]) if w in ("--context", "--kubeconfig", "-n")}
+    for flag in ("-A", "--all-namespaces", "--request-timeout"):  # kubectl's own: gone, unless a flag's value
+        assert all(i in values for i, w in enumerate(head) if w == flag), (argv, words)
     comp, directive = plugin.completions(argv)
     assert directive in (0, 4) and all(isinstance(c, str) for c in comp)
