@@ -29,6 +29,8 @@ def test_the_documented_shape_parses() -> None:
         (lambda d: d.pop("gpus"), "inv.yaml: gpus: required, a list"),
         (lambda d: d["gpus"][1].update(minor=0), "inv.yaml: gpus[1].minor: 0 repeats gpus[0]"),
         (lambda d: d["gpus"][0].update(memory="lots"), "inv.yaml: gpus[0].memory: not a quantity"),
+        # found by tests/driver/test_fuzz_driver.py in CI: past int64 was a traceback
+        (lambda d: d["gpus"][0].update(memory="1e30"), "inv.yaml: gpus[0].memory: 1e30: too large"),
         (lambda d: d["gpus"][0].pop("uuid"), "inv.yaml: gpus[0].uuid: required, a string"),
         (lambda d: d.update(cudaDriverVersion="twelve"), "inv.yaml: cudaDriverVersion: 'twelve' is not a version"),
         (lambda d: d["gpus"][0].update(migProfiles=[{"profile": "1g.5gb"}]), "inv.yaml: gpus[0].migProfiles[0].count"),

@@ -187,7 +187,10 @@ class _Reader:
             raise self.fail(f"{path}.{key}", f"not a quantity ({exc})") from exc
         if value is None or not parsed.is_integer() or parsed.sign() < 0:
             raise self.fail(f"{path}.{key}", "required, a quantity of bytes such as 40Gi")
-        return parsed.as_int64()
+        try:
+            return parsed.as_int64()
+        except QuantityError as exc:  # past int64: no GPU has that many bytes, and NVML could not say it
+            raise self.fail(f"{path}.{key}", f"{value}: too large (more than 2^63-1 bytes)") from exc
 
     def version(self, data: dict[str, Any], key: str, path: str) -> str:
         text = self.string(data, key, path)
