@@ -108,7 +108,8 @@ def test_snapshot_round_trip_keeps_placements_and_allocations(
     assert code == 0, err
     files = sorted(p.name for p in snapshot_dir.iterdir())
     assert files == ["10-nodes.yaml", "20-deviceclasses.yaml", "30-resourceslices.yaml", "40-devicetaintrules.yaml",
-                     "50-resourceclaimtemplates.yaml", "60-resourceclaims.yaml", "70-pods.yaml"]
+                     "50-resourceclaimtemplates.yaml", "60-resourceclaims.yaml", "70-pods.yaml",
+                     "80-services.yaml"]
     documents = [d for f in files for d in yaml.safe_load_all((snapshot_dir / f).read_text()) if d]
     assert not any("managedFields" in d["metadata"] or "resourceVersion" in d["metadata"] for d in documents)
     assert {d["kind"] for d in documents} >= {"Node", "DeviceClass", "ResourceSlice", "ResourceClaimTemplate",

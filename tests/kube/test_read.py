@@ -11,7 +11,7 @@ from tests.controlplane.fixture import ControlPlane, running_control_plane
 from tests.kube import builders as b
 
 from kubedra.kube.api import connect, list_kind, served_version
-from kubedra.kube.kinds import DEVICE_CLASS, KINDS
+from kubedra.kube.kinds import DEVICE_CLASS, KINDS, SPREAD_KINDS
 from kubedra.kube.read import manifest, read_cluster, to_loaded
 from kubedra.objects import model as m
 
@@ -21,7 +21,8 @@ pytestmark = pytest.mark.controlplane
 def test_a_1_37_cluster_serves_every_kind_as_v1(control_plane: ControlPlane) -> None:
     with connect(str(control_plane.kubeconfig)) as client:
         documents = read_cluster(client)
-    assert documents.versions == {k.kind: "v1" for k in KINDS}
+    assert documents.versions == {k.kind: "v1" for k in (*KINDS, *SPREAD_KINDS)}
+    assert documents.unread == {}
     assert documents.notes() == []
 
 

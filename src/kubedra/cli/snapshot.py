@@ -16,13 +16,13 @@ from kubedra.cli.output import EXIT_INVALID_INPUT, EXIT_OK, stderr_console
 HELP = command_help(
     "Write a live cluster's DRA-relevant state as plain manifests that kubedra simulate -f reads.",
     "Nodes, DeviceClasses, ResourceSlices, DeviceTaintRules, ResourceClaimTemplates, ResourceClaims (with their "
-    "allocations and reservedFor) and Pods (with their nodes and phases). Nothing is written to the cluster, and "
-    "Secrets are never read.",
+    "allocations and reservedFor), Pods (with their nodes and phases) and Services (their selectors: the "
+    "spreading of Deployments' pods reads them). Nothing is written to the cluster, and Secrets are never read.",
     "Server bookkeeping (managedFields, resourceVersion, node images) is left out; status is kept, and "
     "resource.k8s.io betas of older clusters are written as v1. [bold]kubedra simulate -f DIR[/bold] starts from "
     "exactly this state: bound pods stay on their nodes and allocated claims stay allocated.",
     "Without --output-dir: one multi-document YAML stream on stdout. With it: one file per kind (10-nodes.yaml ... "
-    "70-pods.yaml), all written, each whole, or none.",
+    "80-services.yaml), all written, each whole, or none.",
     "Without --kubeconfig, as kubectl: every file of $KUBECONFIG merged, else ~/.kube/config, else the in-cluster "
     "service account.",
     examples=[
@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--output-dir", help="Write one YAML file per kind here instead of stdout.")
         ] = None,
     ) -> None:
-        from kubedra.kube.kinds import KINDS
+        from kubedra.kube.kinds import DOCUMENT_KINDS
         from kubedra.kube.read import manifest
 
         documents = read_live(kubeconfig, context)
@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_OK)
         files = [
             (f"{10 * (i + 1)}-{kind.plural}.yaml", [manifest(d) for d in documents.by_kind.get(kind.kind, [])])
-            for i, kind in enumerate(KINDS)
+            for i, kind in enumerate(DOCUMENT_KINDS)
         ]
         from kubedra.cli.files import write_all
 

@@ -1,6 +1,10 @@
 """The kinds kubedra reads from a cluster: where each is served and whether it is namespaced.
 
-Secrets, ConfigMaps and everything else are never read.
+``KINDS`` are the cluster's DRA-relevant state, read by every live command and the exporter. ``SPREAD_KINDS`` are
+read only for their selectors, by the commands that schedule (``snapshot``, ``simulate --kubeconfig``, ``explain
+--kubeconfig``): PodTopologySpread's system-default constraints build a pod's selector from the Services selecting it
+and its controlling ReplicaSet, StatefulSet or ReplicationController (``helper.DefaultSelector``). A user not allowed
+to list them still gets the rest. Secrets, ConfigMaps and everything else are never read.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ RESOURCE_SLICE = _dra("ResourceSlice", "resourceslices", namespaced=False)
 RESOURCE_CLAIM = _dra("ResourceClaim", "resourceclaims", namespaced=True)
 RESOURCE_CLAIM_TEMPLATE = _dra("ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True)
 DEVICE_TAINT_RULE = _dra("DeviceTaintRule", "devicetaintrules", namespaced=False)
+SERVICE = Kind("Service", "", "services", namespaced=True, versions=("v1",))
+REPLICA_SET = Kind("ReplicaSet", "apps", "replicasets", namespaced=True, versions=("v1",))
+STATEFUL_SET = Kind("StatefulSet", "apps", "statefulsets", namespaced=True, versions=("v1",))
+REPLICATION_CONTROLLER = Kind("ReplicationController", "", "replicationcontrollers", namespaced=True, versions=("v1",))
 
 # Inventory first, then what uses it: the order a snapshot is written in.
 KINDS: tuple[Kind, ...] = (
@@ -48,3 +56,10 @@ KINDS: tuple[Kind, ...] = (
     RESOURCE_CLAIM,
     POD,
 )
+
+# Read for their selectors only, where the user may list them (a refusal is a note, not an error).
+SPREAD_CONTROLLERS: tuple[Kind, ...] = (REPLICA_SET, STATEFUL_SET, REPLICATION_CONTROLLER)
+SPREAD_KINDS: tuple[Kind, ...] = (SERVICE, *SPREAD_CONTROLLERS)
+# What a snapshot writes and the scenario loads as documents: a controller is not among them (read from files, a
+# ReplicaSet is expanded into new pods; the cluster's own pods are already there).
+DOCUMENT_KINDS: tuple[Kind, ...] = (*KINDS, SERVICE)

@@ -4,6 +4,11 @@
 :class:`kubedra.kube.mirror.Mirror` keeps the same documents up to date with watches. ``manifests`` turns them into
 files a user can keep and ``kubedra simulate -f`` reads back: server bookkeeping removed, status kept (claims'
 allocations and reservedFor, pods' nodeName and phase), betas converted to resource.k8s.io/v1.
+
+The Services, ReplicaSets, StatefulSets and ReplicationControllers (``kinds.SPREAD_KINDS``) are read where the user
+may list them, each slimmed to its selector: what PodTopologySpread's system-default constraints need. Services are
+documents like the others (a snapshot writes them); the controllers are not (files would expand a ReplicaSet into new
+pods), :meth:`ClusterDocuments.controllers` hands them to the scenario apart. A kind the user may not list is a note.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lightkube import Client
+from lightkube.core.exceptions import ApiError
 
 from kubedra.kube.api import DEFAULT_PAGE_SIZE, READ_ERRORS, KubeError, describe_error, list_kind, served_version
-from kubedra.kube.kinds import KINDS, Kind
+from kubedra.kube.kinds import DOCUMENT_KINDS, KINDS, SPREAD_CONTROLLERS, SPREAD_KINDS, Kind
 from kubedra.objects import beta
 from kubedra.objects import model as m
 from kubedra.objects.decode import prune
@@ -30,15 +36,37 @@ _ANNOTATION_NOISE = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 
 _SLIM: dict[str, type[Any]] = {"Node": m.Node, "Pod": m.Pod}
+_SELECTOR_ONLY = frozenset(k.kind for k in SPREAD_KINDS)
+_HTTP_FORBIDDEN = 403
 
 
 def slim(kind: str, document: dict[str, Any]) -> dict[str, Any]:
-    """A Node or Pod with only the fields kubedra's model reads; other kinds whole. A long-lived copy (the
-    exporter's) need not keep managedFields, a node's images and conditions, a pod's volumes, env and container
-    statuses: most of their size, and nothing any metric reads. The model reads the slim document exactly as the
-    whole one (it ignores what is dropped), and the DRA kinds keep every field: each one counts for them."""
+    """A Node or Pod with only the fields kubedra's model reads; a Service or controller with only its name and
+    selector; other kinds whole. A long-lived copy (the exporter's) need not keep managedFields, a node's images and
+    conditions, a pod's volumes, env and container statuses: most of their size, and nothing any metric reads. The
+    model reads the slim document exactly as the whole one (it ignores what is dropped), and the DRA kinds keep every
+    field: each one counts for them."""
+    if kind in _SELECTOR_ONLY:
+        return selector_only(document)
     cls = _SLIM.get(kind)
     return document if cls is None else dict(prune(cls, document))
+
+
+def selector_only(document: dict[str, Any]) -> dict[str, Any]:
+    """apiVersion, kind, name, namespace, uid and ``spec.selector``: all ``helper.DefaultSelector`` reads of a
+    Service, ReplicaSet, StatefulSet or ReplicationController (a Service's ports, a controller's pod template are
+    dropped: a template is most of a controller's size)."""
+    metadata = document.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    spec = document.get("spec")
+    out: dict[str, Any] = {
+        "apiVersion": document.get("apiVersion"),
+        "kind": document.get("kind"),
+        "metadata": {k: metadata[k] for k in ("name", "namespace", "uid") if k in metadata},
+    }
+    if isinstance(spec, dict) and "selector" in spec:
+        out["spec"] = {"selector": spec["selector"]}
+    return out
 
 
 def object_key(document: dict[str, Any]) -> str:
@@ -50,35 +78,70 @@ def object_key(document: dict[str, Any]) -> str:
 
 @dataclass
 class ClusterDocuments:
-    """Documents by kind name (each list in namespace/name order) and the version each kind was read at."""
+    """Documents by kind name (each list in namespace/name order) and the version each kind was read at;
+    ``unread``: the kinds of ``kinds.SPREAD_KINDS`` the user may not list, with the server's answer."""
 
     by_kind: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     versions: dict[str, str | None] = field(default_factory=dict)
+    unread: dict[str, str] = field(default_factory=dict)
 
     def documents(self) -> Iterator[dict[str, Any]]:
-        """Every document, inventory first (the order of ``kinds.KINDS``)."""
-        for kind in KINDS:
+        """Every document, inventory first (the order of ``kinds.DOCUMENT_KINDS``): no controller."""
+        for kind in DOCUMENT_KINDS:
             yield from self.by_kind.get(kind.kind, [])
 
+    def controllers(self) -> list[dict[str, Any]] | None:
+        """The ReplicaSets, StatefulSets and ReplicationControllers (selector only); None unless all three were
+        listed: PodTopologySpread then assumes each pod's controller exists and selects its own pods."""
+        if any(kind.kind not in self.by_kind for kind in SPREAD_CONTROLLERS):
+            return None
+        return [d for kind in SPREAD_CONTROLLERS for d in self.by_kind[kind.kind]]
+
     def notes(self) -> list[str]:
-        return [
+        notes = [
             f"the cluster serves no {kind} version kubedra reads ({', '.join(_versions_of(kind))}); none were read"
             for kind, version in self.versions.items()
             if version is None
         ]
+        if self.unread:
+            kinds = ", ".join(_plural_of(kind) for kind in self.unread)
+            first = next(iter(self.unread.values()))
+            notes.append(
+                f"{kinds} not read, the user may not list them ({first}); PodTopologySpread's system-default "
+                f"constraints {_unread_consequence(set(self.unread))}"
+            )
+        return notes
 
     def named(self, kind: str) -> dict[str, dict[str, Any]]:
         return {object_key(d): d for d in self.by_kind.get(kind, [])}
 
 
+def _unread_consequence(unread: set[str]) -> str:
+    parts = []
+    if "Service" in unread:
+        parts.append("take no selector from Services")
+    if unread & {k.kind for k in SPREAD_CONTROLLERS}:
+        parts.append("assume each pod's controlling ReplicaSet or StatefulSet exists and selects its own pods")
+    return " and ".join(parts) + " (grant list on them: deploy/rbac.yaml)"
+
+
+def _plural_of(kind_name: str) -> str:
+    return next(k.plural for k in SPREAD_KINDS if k.kind == kind_name)
+
+
 def _versions_of(kind_name: str) -> tuple[str, ...]:
-    return next(k.versions for k in KINDS if k.kind == kind_name)
+    return next(k.versions for k in (*KINDS, *SPREAD_KINDS) if k.kind == kind_name)
 
 
 def read_cluster(
-    client: Client, kinds: Sequence[Kind] = KINDS, *, page_size: int = DEFAULT_PAGE_SIZE
+    client: Client,
+    kinds: Sequence[Kind] = KINDS,
+    *,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    optional: Sequence[Kind] = SPREAD_KINDS,
 ) -> ClusterDocuments:
-    """List every kind (the first served version of each); raises KubeError when the cluster cannot be read."""
+    """List every kind (the first served version of each); raises KubeError when the cluster cannot be read.
+    ``optional`` kinds are slimmed to their selectors, and one the user may not list (403) is left in ``unread``."""
     result = ClusterDocuments()
     for kind in kinds:
         try:
@@ -86,6 +149,20 @@ def read_cluster(
             result.versions[kind.kind] = version
             if version is not None:
                 result.by_kind[kind.kind] = list_kind(client, kind, version, page_size=page_size).items
+        except READ_ERRORS as exc:
+            raise KubeError(describe_error(exc, f"listing {kind.plural}")) from exc
+    for kind in optional:
+        try:
+            version = served_version(client, kind)
+            result.versions[kind.kind] = version
+            if version is not None:
+                items = list_kind(client, kind, version, page_size=page_size).items
+                result.by_kind[kind.kind] = [selector_only(d) for d in items]
+        except ApiError as exc:
+            if exc.status.code != _HTTP_FORBIDDEN:
+                raise KubeError(describe_error(exc, f"listing {kind.plural}")) from exc
+            result.versions.pop(kind.kind, None)
+            result.unread[kind.kind] = describe_error(exc, f"listing {kind.plural}")
         except READ_ERRORS as exc:
             raise KubeError(describe_error(exc, f"listing {kind.plural}")) from exc
     return result
