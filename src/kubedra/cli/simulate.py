@@ -113,12 +113,15 @@ def load_scenario(
     from kubedra.sim.scenario import build_scenario
 
     features = parse_features(version, gates)
+    live_controllers = None
     try:
         if kubeconfig is not None or context is not None:
             from kubedra.cli.live import read_live
             from kubedra.kube.read import to_loaded
 
-            loaded = to_loaded(read_live(kubeconfig, context), files or [])
+            documents = read_live(kubeconfig, context)
+            loaded = to_loaded(documents, files or [])
+            live_controllers = documents.controllers()
         else:
             loaded = load_paths(files or default_inputs(), api_validation=api_validation, limits=limits,
                                 recursive=recursive)
@@ -130,6 +133,11 @@ def load_scenario(
                 raise InvalidInputError(bad_selectors)
         scenario = build_scenario(loaded, seed=seed, generic_workload=features.generic_workload,
                                   workload_claims=features.workload_resource_claims)
+        if live_controllers is not None:  # the cluster's controllers, for PodTopologySpread's default selector
+            from kubedra.sim.services import cluster_controllers
+
+            scenario.cluster_controllers, notes = cluster_controllers(live_controllers)
+            scenario.notes.extend(notes)
     except InvalidInputError as exc:
         fail_invalid(exc)
     return loaded, scenario, features

@@ -35,9 +35,10 @@ Requirement = tuple[str, str, tuple[str, ...]]
 class SpreadSources:
     """What PodTopologySpread's system-default constraints build their selector from (``helper.DefaultSelector``):
     the Services, as (namespace, selector pairs) for each one with a selector, and the ReplicaSets and StatefulSets
-    that exist, (namespace, kind, name) -> their selector's requirements. ``controllers`` None: they were not read
-    (a live cluster's state): a pod's controlling ReplicaSet or StatefulSet then stands for a selector of exactly its
-    own pods, as kubedra's workloads make them."""
+    that exist, (namespace, kind, name) -> their selector's requirements (from files' workloads, and a live cluster's
+    own). ``controllers`` None: they were not read (a snapshot's pods alone, a live cluster whose controllers the user
+    may not list): a pod's controlling ReplicaSet or StatefulSet then stands for a selector of exactly its own pods, as
+    kubedra's workloads make them."""
 
     services: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
     controllers: Mapping[tuple[str, str, str], tuple[Requirement, ...]] | None = None

@@ -11,8 +11,9 @@ and every bound pod counted into each registered selector it matches as it binds
 nodes holding each count, and per zone — for each distinct nodeSelector / required node affinity of the pods
 asking, since the zone constraint counts only pods on nodes that pass it (``nodeAffinityPolicy: Honor``).
 
-Where the controllers were not read (``SpreadSources.controllers`` None: a live cluster's state), a pod's controlling
-ReplicaSet or StatefulSet stands for a selector of exactly its own pods, as kubedra's workloads make them.
+Where the controllers were not read (``SpreadSources.controllers`` None: a snapshot's pods alone, or a live cluster
+whose ReplicaSets and StatefulSets the user may not list), a pod's controlling ReplicaSet or StatefulSet stands for a
+selector of exactly its own pods, as kubedra's workloads make them.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import msgspec
 
 from kubedra.cluster.deviceclasses import default_device_classes, merge_device_classes
 from kubedra.cluster.nodepool import RawLike, expand_nodepools, is_nodepool
+from kubedra.cluster.state import Requirement
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import (
@@ -47,6 +48,9 @@ class Scenario:
     budgets: list[PodDisruptionBudget] = field(default_factory=list)  # read by preemption
     # (namespace, selector pairs) of the Services with a selector: read by the system-default spreading only
     services: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    # A live cluster's ReplicaSets, StatefulSets and ReplicationControllers, (namespace, kind, name) -> their selector's
+    # requirements; None where they were not read (files: their workloads register their own controllers)
+    cluster_controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] | None = None
 
 
 Namespaced = TypeVar("Namespaced", ResourceClaim, ResourceClaimTemplate)

@@ -61,9 +61,12 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         consumable_capacity=features.consumable_capacity,
     )
     # Inputs with no ReplicaSet, Deployment or StatefulSet at all (pods only: a `kubedra snapshot` carries pods, not
-    # their controllers) are read as a live cluster is: a pod's controlling owner exists and selects its own pods.
-    # Where the inputs hold controllers, an owner missing from them does not exist, as the scheduler's informer says.
+    # their controllers), like a live cluster whose controllers could not be listed, are read as the cluster's pods
+    # alone say: a pod's controlling owner exists and selects its own pods. Where the inputs hold controllers, or a
+    # live cluster's were read, an owner missing from them does not exist, as the scheduler's informer says.
     controllers = scenario.workloads.controllers or None
+    if scenario.cluster_controllers is not None:
+        controllers = {**scenario.cluster_controllers, **scenario.workloads.controllers}
     state.spread_sources = SpreadSources(scenario.services, controllers)
     cel = CompileCache(features.cel_options())
     index = (
