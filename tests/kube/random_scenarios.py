@@ -320,19 +320,10 @@ def random_placement_scenario(seed: int, nodes: tuple[int, int] = (4, 9)) -> Sce
     against the real scheduler on held-out scenarios. Every pod's node and devices, the pending set and every
     pending message are compared (``exact: all``, ``messages: true``).
 
-    The cache's pods (``app: cache``, what podAffinity reaches for) arrive before the others: kube-scheduler moves an
-    unschedulable pod back to its queue when a pod is bound that its rejecting plugin's queueing hint says may help
-    (InterPodAffinity's ``isSchedulableAfterPodChange``: the bound pod matches one of the pending pod's required
-    affinity terms; PodTopologySpread's: it matches a constraint's selector), and the harness, creating one pod at a
-    time, has it retried at once; kubedra's run loop retries pending pods only when a pod finishes (``sim.run``), so
-    a pod whose required affinity target arrived after it stays pending there. Where that still happens the seed
-    disagrees (7 of seeds 0..99): 17, whose cache pod bare-1 (required affinity to the cache over zones) finds the
-    cache's only zone full and pends, then binds in the real run once cache-7c22ca48-6wcjw is bound in another zone;
-    93, whose bare-4, refused by its DoNotSchedule spread constraint, binds in the real run once a pod its selector
-    matches is bound; 60, 65, 84, 87 and 99, whose pending pod is retried so in the real run and fails again with
-    another message. Seed 94 disagrees otherwise: bare pods labelled ``app: db0`` match StatefulSet db0's selector, so
-    the system-default PodTopologySpread counts them for db0's pods; kubedra's counts (``scheduler.spreading``) are
-    kept per controlling owner and count its own pods only."""
+    The cache's pods (``app: cache``, what podAffinity reaches for) arrive before the others, so most affinity terms
+    find their target; a pod whose target arrives after it pends until that pod is bound, and kube-scheduler's
+    queueing hint (``scheduler.queueing_hints``) sends it back to the queue then: seeds 0..99 all agree with it
+    (17, 60, 65, 84, 87, 93 and 99 did not before kubedra re-queued pods on bindings)."""
     rng = random.Random(seed)
     docs: list[dict[str, Any]] = [{
         "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},

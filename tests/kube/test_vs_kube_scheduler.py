@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from tests import fidelity
 from tests.controlplane.fixture import ControlPlane, running_control_plane
-from tests.kube.random_scenarios import random_scenario, random_user_scenario
+from tests.kube.random_scenarios import random_placement_scenario, random_scenario, random_user_scenario
 from tests.kube.vs_kube_scheduler import (
     DEFAULT_PARALLELISM,
     DRIVER,
@@ -132,6 +132,16 @@ def test_random_placement_terms_place_exactly_alike(plane: ControlPlane, name: s
     PodTopologySpread's among them."""
     result = _result(plane, PLACEMENT_SCENARIOS[name])
     assert result.problems == []
+    assert result.exact_checked == len(result.real)
+
+
+@pytest.mark.slow
+def test_a_fresh_random_placement_scenario_places_exactly_alike(plane: ControlPlane) -> None:
+    """One random cluster with pod (anti-)affinity and spread constraints drawn anew each run (the seed is in the
+    failure message), beyond the fixed seeds: pending pods re-queued when a pod they may follow is bound."""
+    seed = secrets.randbelow(2**32)
+    result = run_scenario(plane, random_placement_scenario(seed))[0]
+    assert result.problems == [], f"random_placement_scenario({seed})"
     assert result.exact_checked == len(result.real)
 
 

@@ -163,6 +163,23 @@ def prepare(docs: Sequence[Mapping[str, Any]], namespace: str, driver: str) -> l
 # ---------------------------------------------------------------------------------------------- kubedra
 
 
+def sequenced(docs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The objects for kubedra as ``run_real`` creates them by default: the pods one at a time, each at its own
+    instant (``kubedra.io/start-after`` a millisecond apart, in document order), so a pod that pends is retried when
+    a later pod's binding moves it back (``scheduler.queueing_hints``) before the next pod arrives, as the real
+    scheduler pops it from its backoff queue while its active queue is empty."""
+    out = []
+    pods = 0
+    for original in docs:
+        doc = copy.deepcopy(dict(original))
+        if doc["kind"] == "Pod":
+            annotations = doc.setdefault("metadata", {}).setdefault("annotations", {})
+            annotations.setdefault("kubedra.io/start-after", f"{pods}ms")
+            pods += 1
+        out.append(doc)
+    return out
+
+
 def run_kubedra(
     docs: Sequence[Mapping[str, Any]], policy: Policy = Policy.KUBE_SCHEDULER, gates: Mapping[str, bool] | None = None
 ) -> tuple[Outcome, dict[str, frozenset[str]]]:
@@ -493,14 +510,15 @@ def run_scenario(
     seconds = time.monotonic() - began
     logged = logged_scores(plane, offset, namespace)
     out = []
+    ours = docs if scenario.expect.get("backlog") else sequenced(docs)
     for policy in policies:
-        comparison = compare(scenario, real, run_kubedra(docs, policy, scenario.expect.get("gates"))[0])
+        comparison = compare(scenario, real, run_kubedra(ours, policy, scenario.expect.get("gates"))[0])
         comparison.real_seconds = seconds
         out.append(comparison)
     if policies and policies[0] is Policy.KUBE_SCHEDULER:
         gates = scenario.expect.get("gates")
-        compare_scores(out[0], logged, kubedra_scores(docs, gates=gates))
-        compare_scores(out[0], logged, kubedra_scores(docs, fast_path=True, gates=gates), fast_path=True)
+        compare_scores(out[0], logged, kubedra_scores(ours, gates=gates))
+        compare_scores(out[0], logged, kubedra_scores(ours, fast_path=True, gates=gates), fast_path=True)
     return out
 
 
@@ -610,7 +628,7 @@ def tie_picks(plane: ControlPlane, scenario: Scenario, parallelism: int = DEFAUL
     offset = log_offset(plane)
     real = run_real(plane, docs, namespace, parallelism=parallelism, verbosity=SCORE_VERBOSITY)
     scores = logged_scores(plane, offset, namespace)
-    _, tied = run_kubedra(docs)
+    _, tied = run_kubedra(sequenced(docs))
     out = []
     for pod in sorted(real):
         nodes = scores.get(pod, {})

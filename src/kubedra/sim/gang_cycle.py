@@ -131,8 +131,8 @@ class GangQueue:
             for member in taken:  # PreEnqueue holds them: no condition, no event
                 member.pending_reason = reason
             return 0
-        if any(k in waiting for k in sim._unschedulable):
-            sim._unschedulable[:] = [k for k in sim._unschedulable if k not in waiting]
+        for k in waiting:
+            sim._unschedulable.pop(k, None)
         order = member_order(taken, lambda k: sim._queued[k])
         priorities = sim.evictions.bound_priorities if sim.evictions is not None else None
         lower = bool(priorities) and min(priorities or (0,)) < (group.spec.priority or 0)

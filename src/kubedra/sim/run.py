@@ -41,6 +41,7 @@ from kubedra.scheduler.claims import (
 from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.gangs import GroupOutcome
 from kubedra.scheduler.preemption import NEVER, NodeSizes, Preemption, without_victims
+from kubedra.scheduler.queueing_hints import bind_hinted_plugins, requeue_after_bind
 from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
@@ -124,7 +125,11 @@ class Simulation:
     _at: dict[float, list[tuple[int, str]]] = field(default_factory=dict)
     _seq: itertools.count[int] = field(default_factory=itertools.count)
     _active: list[str] = field(default_factory=list)
-    _unschedulable: list[str] = field(default_factory=list)
+    _unschedulable: dict[str, None] = field(default_factory=dict)  # kube-scheduler's unschedulable pool, in order
+    # Of those, the pods a bound pod may help and the plugins that rejected them (``scheduler.queueing_hints``); and
+    # the pods a binding moved back, tried again once the instant's active queue is empty.
+    _hinted: dict[str, frozenset[str]] = field(default_factory=dict)
+    _requeued: list[str] = field(default_factory=list)
     _queued: dict[str, tuple[float, int]] = field(default_factory=dict)  # when a pod (re)entered the queue
     _order: list[str] = field(default_factory=list)
     _jobs: dict[str, JobProgress] = field(default_factory=dict)
@@ -290,6 +295,7 @@ class Simulation:
             if freed:
                 self._active.extend(self._unschedulable)
                 self._unschedulable.clear()
+                self._hinted.clear()
             done += self._drain()
             if self._in_order:
                 self._jobset_steps()
@@ -461,8 +467,17 @@ class Simulation:
         return -(self.state.pods[key].pod.spec.priority or 0), at, seq
 
     def _drain(self) -> int:
-        scheduled = 0
+        """One scheduling attempt for each pod in the active queue; then, while bindings moved unschedulable pods
+        back (their backoff queue, which kube-scheduler pops once the active queue is empty), an attempt for each."""
         active, self._active = sorted(self._active, key=self._queue_order), []
+        scheduled = self._attempt(active)
+        while self._requeued:
+            again, self._requeued = sorted(self._requeued, key=self._queue_order), []
+            scheduled += self._attempt(again)
+        return scheduled
+
+    def _attempt(self, active: list[str]) -> int:
+        scheduled = 0
         for key in active:
             record = self.state.pods[key]
             if record.deleted:
@@ -556,7 +571,21 @@ class Simulation:
             self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
         record.pending_reason = message
         self._queued[key] = (self._now, next(self._seq))
-        self._unschedulable.append(key)
+        self._unschedulable[key] = None
+        if isinstance(outcome, Unschedulable) and not record.group:
+            plugins = bind_hinted_plugins(outcome.reasons)
+            if plugins:
+                self._hinted[key] = plugins
+
+    def _bound_hints(self, bound: Pod) -> None:
+        """A pod was bound (``AssignedPod`` Add): the unschedulable pods it may help go back to the queue."""
+        pods = self.state.pods
+        for key, plugins in list(self._hinted.items()):
+            if key not in self._unschedulable:  # moved back already (or taken by its group's cycle)
+                del self._hinted[key]
+            elif requeue_after_bind(pods[key].pod, plugins, bound):
+                del self._hinted[key], self._unschedulable[key]
+                self._requeued.append(key)
 
     def _bind(self, record: PodRecord, placement: Placement) -> None:
         pod = record.pod
@@ -593,6 +622,8 @@ class Simulation:
         record.started_at = self._now
         record.pending_reason = ""
         self.state.bind(record, placement.node)
+        if self._hinted:
+            self._bound_hints(record.pod)
         self.events.append(Event(self._now, "Scheduled", f"Pod {record.key}", node=placement.node,
                                  message=f"Successfully assigned {record.key} to {placement.node}"))
         if record.run_for is not None:
