@@ -14,8 +14,7 @@ allocated). Node images are not read by kubedra, so ImageLocality scores 0 on ev
 cluster without them.
 
 Ties are not drawn at random: without extenders every node's ``Randomizer`` is 0, and the winner is the root of the
-max-heap that ``NewSortedScoredNodes`` builds (``container/heap.Init``) over the feasible list in the order Filter
-found them — the first node of that list when all tie, not always the first tied node otherwise.
+max-heap that ``NewSortedScoredNodes`` builds (``container/heap.Init``), ``scheduler/selecthost.py``.
 
 ``least-allocated`` is kubedra's earlier approximation: LeastAllocated on cpu and memory plus the share of the node's
 DRA devices that stay free, ties sampled from a seeded RNG; ``most-allocated`` is its bin-packing mirror image;
@@ -37,19 +36,28 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import ZERO, NodeUsage, ScoringRequests
 from kubedra.objects.model import AllocationResult, Node, Pod, PreferredSchedulingTerm, ResourceClaim
 from kubedra.objects.quantity import Quantity
-from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
+from kubedra.scheduler.dynamicresources import first_available_score
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
+from kubedra.scheduler.nodeaffinity import preferred_affinity, preferred_terms
+from kubedra.scheduler.noderesources import ResourceKey, balanced_allocation, least_allocated, resource_total
+from kubedra.scheduler.normalize import MAX_NODE_SCORE, default_normalize, go_div
 from kubedra.scheduler.podtopologyspread import has_constraints
 from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.resource_scores import ResourceScores
-from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, SelectorKey, SpreadCounts, zone_of
+from kubedra.scheduler.selecthost import heap_root_of, heap_root_rank
+from kubedra.scheduler.spreading import (
+    HOSTNAME_LABEL,
+    ZONE_LABEL,
+    SelectorKey,
+    SpreadCounts,
+    spread_normalize,
+    spread_raw,
+    zone_of,
+)
+from kubedra.scheduler.tainttoleration import intolerable_prefer_no_schedule
 
-MAX_NODE_SCORE = 100
 SCORED_RESOURCES = ("cpu", "memory")
-FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
-# PodTopologySpread's systemDefaultConstraints: (topology key, maxSkew), both ScheduleAnyway.
-SYSTEM_DEFAULT_SPREAD = ((HOSTNAME_LABEL, 3), (ZONE_LABEL, 5))
 # The default profile's score plugins and weights, in its order.
 WEIGHTS: dict[str, int] = {
     "TaintToleration": 3,
@@ -130,211 +138,6 @@ def pick(scored: Sequence[tuple[float, str]], rng: random.Random) -> str:
     return tied[0] if len(tied) == 1 else rng.choice(tied)
 
 
-# ---------------------------------------------------------------------------------------------- integer helpers
-
-
-def go_div(a: int, b: int) -> int:
-    """Go's integer division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def go_round(x: float) -> int:
-    """``math.Round``: half away from zero (Python's ``round`` goes to even)."""
-    whole = math.floor(abs(x))
-    r = whole + 1 if abs(x) - whole >= 0.5 else whole
-    return r if x >= 0 else -r
-
-
-def default_normalize(scores: list[int], reverse: bool) -> list[int]:
-    """``helper.DefaultNormalizeScore(MaxNodeScore, reverse, scores)``."""
-    highest = max([0, *scores])
-    if highest == 0:
-        return [MAX_NODE_SCORE if reverse else s for s in scores]
-    out = [go_div(MAX_NODE_SCORE * s, highest) for s in scores]
-    return [MAX_NODE_SCORE - s for s in out] if reverse else out
-
-
-def heap_root(totals: Sequence[int]) -> int:
-    """Index of the node ``NewSortedScoredNodes(...).Pop()`` returns: Go's ``heap.Init`` over the list with
-    ``Less(i, j) = total[i] > total[j]`` (Randomizer 0 everywhere), then the root."""
-    order = list(range(len(totals)))
-    n = len(order)
-    for start in range(n // 2 - 1, -1, -1):
-        i = start
-        while True:
-            j = 2 * i + 1
-            if j >= n:
-                break
-            if j + 1 < n and totals[order[j + 1]] > totals[order[j]]:
-                j += 1
-            if not totals[order[j]] > totals[order[i]]:
-                break
-            order[i], order[j] = order[j], order[i]
-            i = j
-    return order[0]
-
-
-def heap_root_of(best: Iterable[int]) -> int:
-    """``heap_root`` knowing only the positions of the highest total: ``heap.Init`` leaves an element at a node when it
-    is not below its children's subtree maxima, else lifts the left child's subtree root unless the right's is strictly
-    greater. So from the top: stop at a highest element, else step into the left subtree if it holds one, else the
-    right."""
-    mask = 0
-    for p in best:
-        mask |= 1 << p
-    return heap_root_in(mask)
-
-
-def heap_root_in(best: int) -> int:
-    """``heap_root_of`` with the positions as a bitmask; a subtree's positions are one contiguous run per level, so
-    each "does it hold one" is a few shifts, O(log² n) in all."""
-    n = best.bit_length()
-    i = 0
-    while not best >> i & 1:
-        left = 2 * i + 1
-        i = left if _subtree_holds(best, left, n) else left + 1
-    return i
-
-
-def _subtree_holds(best: int, root: int, n: int) -> bool:
-    first, size = root, 1
-    while first < n:
-        if best >> first & ((1 << size) - 1):
-            return True
-        first, size = 2 * first + 1, 2 * size
-    return False
-
-
-FEW_TIED = 48  # up to this many tied nodes, their ranks are counted one by one rather than packed
-
-
-def heap_root_rank(tied: int, walk: int) -> int:
-    """``heap_root_in`` over Filter's list: the rank, among the set bits of ``walk`` (the list in order), of the
-    heap's root when the bits of ``tied`` (a subset) hold the highest totals. The usual cases skip the packing:
-    the first listed node tied, or every node tied (rank 0); a few tied nodes ranked by counting the list below
-    each."""
-    if tied & walk & -walk:
-        return 0
-    if tied.bit_count() <= FEW_TIED:
-        return heap_root_of([(walk & ((1 << p) - 1)).bit_count() for p in positions(tied)])
-    return heap_root_in(compress(tied, walk))
-
-
-_PICK = bytes.maketrans(b"23", b"01")
-
-
-def compress(bits: int, selector: int) -> int:
-    """The bits of ``bits`` at the positions set in ``selector``, packed from bit 0 up (a software ``pext``), all in
-    C: each bit becomes a hexadecimal digit (binary text read as base 16), the selector's bit adds 2 to its digit,
-    the digits below 2 (not selected) are deleted and the rest read back as binary. Linear in the selector's span."""
-    spread = int(format(bits & selector, "b"), 16) + 2 * int(format(selector, "b"), 16)
-    packed = format(spread, "x").encode().translate(_PICK, b"01")
-    return int(packed, 2) if packed else 0
-
-
-# ---------------------------------------------------------------------------------------------- plugin formulas
-
-
-def least_requested(requested: int, capacity: int) -> int:
-    """NodeResourcesFit ``leastRequestedScore``."""
-    if capacity == 0 or requested > capacity:
-        return 0
-    return (capacity - requested) * MAX_NODE_SCORE // capacity
-
-
-def least_allocated(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-    """``leastResourceScorer`` with weight 1 per resource; resources the node does not have are left out."""
-    total = weights = 0
-    for want, have in zip(requested, allocatable, strict=True):
-        if have == 0:
-            continue
-        total += least_requested(want, have)
-        weights += 1
-    return total // weights if weights else 0
-
-
-def balance(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-    """``balancedResourceScore``: 100 x (1 - standard deviation of the requested fractions), truncated."""
-    fractions = [min(1.0, want / have) for want, have in zip(requested, allocatable, strict=True) if have != 0]
-    std = 0.0
-    if len(fractions) == 2:
-        std = abs((fractions[0] - fractions[1]) / 2)
-    elif len(fractions) > 2:
-        mean = sum(fractions) / len(fractions)
-        std = math.sqrt(sum((f - mean) * (f - mean) for f in fractions) / len(fractions))
-    return int((1 - std) * MAX_NODE_SCORE)
-
-
-def balanced_allocation(with_pod: Sequence[int], without_pod: Sequence[int], allocatable: Sequence[int]) -> int:
-    """1.37's ``balancedResourceScorer``: 50 + (50 + balance with the pod - balance without it) / 2."""
-    delta = balance(with_pod, allocatable) - balance(without_pod, allocatable)
-    return MAX_NODE_SCORE // 2 + go_div(MAX_NODE_SCORE // 2 + delta, 2)
-
-
-def intolerable_prefer_no_schedule(node: Node, pod: Pod) -> int:
-    """TaintToleration's raw score: the node's PreferNoSchedule taints no PreferNoSchedule (or any-effect)
-    toleration of the pod tolerates."""
-    tolerations = [t for t in pod.spec.tolerations if t.effect in ("", "PreferNoSchedule")]
-    count = 0
-    for taint in node.spec.taints:
-        if taint.effect != "PreferNoSchedule":
-            continue
-        if not any(
-            toleration_tolerates(
-                key=t.key, operator=t.operator, value=t.value, effect=t.effect,
-                taint_key=taint.key, taint_value=taint.value, taint_effect=taint.effect,
-            )
-            for t in tolerations
-        ):
-            count += 1
-    return count
-
-
-def preferred_terms(pod: Pod) -> list[PreferredSchedulingTerm]:
-    """The pod's preferred node-affinity terms that count (weight set, some requirement)."""
-    affinity = pod.spec.affinity
-    if affinity is None or affinity.node_affinity is None:
-        return []
-    return [
-        t
-        for t in affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
-        if t.weight != 0 and (t.preference.match_expressions or t.preference.match_fields)
-    ]
-
-
-def preferred_affinity(node: Node, terms: Sequence[PreferredSchedulingTerm]) -> int:
-    """NodeAffinity's raw score: the sum of the weights of the preferred terms the node matches."""
-    return sum(t.weight for t in terms if term_matches(t.preference, node.metadata.name, node.metadata.labels))
-
-
-def spread_normalize(scores: list[int]) -> list[int]:
-    """PodTopologySpread's NormalizeScore: fewer matching pods score higher, 100 x (max + min - s) / max."""
-    if not scores:
-        return []
-    lowest, highest = min(scores), max(scores)
-    if highest == 0:
-        return [MAX_NODE_SCORE] * len(scores)
-    return [MAX_NODE_SCORE * (highest + lowest - s) // highest for s in scores]
-
-
-def first_available_score(claims: Sequence[ResourceClaim], allocations: Sequence[AllocationResult]) -> int:
-    """DynamicResources ``computeScore``: per ``firstAvailable`` request, 8 - the index of the sub-request that was
-    allocated. ``allocations`` are the results for the claims not yet allocated, in order."""
-    score = 0
-    pending = iter(allocations)
-    for claim in claims:
-        allocation = claim.status.allocation if claim.status.allocation is not None else next(pending, None)
-        if allocation is None:
-            continue
-        used = {r.request for r in allocation.devices.results if "/" in r.request}
-        for request in claim.spec.devices.requests:
-            if request.exactly is not None:
-                continue
-            for i, sub in enumerate(request.first_available):
-                if f"{request.name}/{sub.name}" in used:
-                    score += FIRST_AVAILABLE_MAX_SIZE - i
-    return score
 
 
 # ---------------------------------------------------------------------------------------------- the profile
@@ -356,7 +159,6 @@ class NodeScores:
     total: int
 
 
-ResourceKey = tuple[tuple[int, int], ScoringRequests]  # a node's allocatable and what its pods request
 MAX_CACHED_SCORES = 65536
 MAX_CACHED_PARTITIONS = 256
 RESOURCES = "NodeResourcesFit+NodeResourcesBalancedAllocation"  # the two resource plugins as the fast path sums them
@@ -378,16 +180,6 @@ WindowObserver = Callable[[PodRecord, int, list[GroupScores], int], None]
 # A node's topology for default spreading: has the hostname label, has the zone label, its zone ("" without).
 Topology = tuple[bool, bool, str]
 
-
-def spread_raw(host_count: int | None, zone_count: int | None, host_weight: float, zone_weight: float) -> int:
-    """PodTopologySpread's raw Score on one node, the float sums in upstream's order; None: the node lacks that
-    constraint's label (the constraint is skipped)."""
-    total = 0.0
-    if host_count is not None:
-        total += float(host_count) * host_weight + float(SYSTEM_DEFAULT_SPREAD[0][1] - 1)
-    if zone_count is not None:
-        total += float(zone_count) * zone_weight + float(SYSTEM_DEFAULT_SPREAD[1][1] - 1)
-    return go_round(total)
 
 
 class _Group(msgspec.Struct, gc=False):
@@ -739,32 +531,6 @@ class KubeScorer:
             ))
         return spread_normalize(raw)
 
-
-def resource_total(key: ResourceKey, wants: ScoringRequests) -> int:
-    """``KubeScorer.resources``' weighted sum (both weights are 1), written out for cpu and memory: what the fast path
-    computes for every node of a window whose nodes all differ (a test holds it equal to the plugin formulas)."""
-    (cpu, memory), used = key
-    want_cpu, want_memory = wants.milli_cpu, wants.memory
-    # NodeResourcesFit, LeastAllocated on the "non-zero" requests
-    fit = weights = 0
-    if cpu:
-        requested = used.nonzero_milli_cpu + wants.nonzero_milli_cpu
-        fit += (cpu - requested) * MAX_NODE_SCORE // cpu if requested <= cpu else 0
-        weights += 1
-    if memory:
-        requested = used.nonzero_memory + wants.nonzero_memory
-        fit += (memory - requested) * MAX_NODE_SCORE // memory if requested <= memory else 0
-        weights += 1
-    fit = fit // weights if weights else 0
-    if want_cpu == 0 and want_memory == 0:
-        return fit
-    if cpu and memory:
-        after = abs((min(1.0, (used.milli_cpu + want_cpu) / cpu) - min(1.0, (used.memory + want_memory) / memory)) / 2)
-        before = abs((min(1.0, used.milli_cpu / cpu) - min(1.0, used.memory / memory)) / 2)
-        delta = int((1 - after) * MAX_NODE_SCORE) - int((1 - before) * MAX_NODE_SCORE)
-    else:
-        delta = 0  # one resource or none: no spread, balance 100 with and without the pod
-    return fit + MAX_NODE_SCORE // 2 + go_div(MAX_NODE_SCORE // 2 + delta, 2)
 
 
 def _split(groups: list[_Group], partition: Sequence[tuple[Any, int]], field: str) -> list[_Group]:
