@@ -34,11 +34,12 @@ from kubedra.objects.model import (
 )
 from kubedra.scheduler.bitsets import mask_of
 from kubedra.scheduler.dynamicresources import first_available_score
+from kubedra.scheduler.kube_scorer import WEIGHTS, Candidate, KubeScorer
 from kubedra.scheduler.nodeaffinity import preferred_affinity, preferred_terms
 from kubedra.scheduler.noderesources import balance, balanced_allocation, least_allocated, least_requested
 from kubedra.scheduler.normalize import default_normalize, go_div, go_round
 from kubedra.scheduler.resource_scores import ResourceScores
-from kubedra.scheduler.scoring import WEIGHTS, Candidate, KubeScorer, Policy
+from kubedra.scheduler.scoring import Policy
 from kubedra.scheduler.selecthost import FEW_TIED, compress, heap_root, heap_root_in, heap_root_of, heap_root_rank
 from kubedra.scheduler.spreading import spread_normalize
 from kubedra.sim.scenario import build_scenario
