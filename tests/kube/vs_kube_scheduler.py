@@ -53,7 +53,9 @@ from kubedra.allocator import Features
 from kubedra.cluster.state import PodRecord
 from kubedra.objects.load import load_text
 from kubedra.scheduler.bitsets import positions
-from kubedra.scheduler.scoring import RESOURCES, WEIGHTS, Candidate, GroupScores, NodeScores, Policy
+from kubedra.scheduler.kube_scorer import WEIGHTS, Candidate, NodeScores
+from kubedra.scheduler.scoring import Policy
+from kubedra.scheduler.window_groups import RESOURCES, GroupScores
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options
 from kubedra.sim.simulate import prepare as prepare_simulation
@@ -220,7 +222,7 @@ def run_kubedra(
 
 @dataclass(frozen=True)
 class WindowScores:
-    """What the fast path's ``KubeScorer.choose_window`` computed for one pod (``scoring.GroupScores``): per node of
+    """What the fast path's ``KubeScorer.choose_window`` computed for one pod (``window_groups.GroupScores``): per node of
     the window, the weighted scores of the plugins it told nodes apart by (the two resource plugins as one sum,
     ``RESOURCES``) and the total where it computed one; and the nodes it found best."""
 

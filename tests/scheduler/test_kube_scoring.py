@@ -33,30 +33,15 @@ from kubedra.objects.model import (
     ResourceClaim,
 )
 from kubedra.scheduler.bitsets import mask_of
+from kubedra.scheduler.dynamicresources import first_available_score
+from kubedra.scheduler.kube_scorer import WEIGHTS, Candidate, KubeScorer
+from kubedra.scheduler.nodeaffinity import preferred_affinity, preferred_terms
+from kubedra.scheduler.noderesources import balance, balanced_allocation, least_allocated, least_requested
+from kubedra.scheduler.normalize import default_normalize, go_div, go_round
 from kubedra.scheduler.resource_scores import ResourceScores
-from kubedra.scheduler.scoring import (
-    FEW_TIED,
-    WEIGHTS,
-    Candidate,
-    KubeScorer,
-    Policy,
-    balance,
-    balanced_allocation,
-    compress,
-    default_normalize,
-    first_available_score,
-    go_div,
-    go_round,
-    heap_root,
-    heap_root_in,
-    heap_root_of,
-    heap_root_rank,
-    least_allocated,
-    least_requested,
-    preferred_affinity,
-    preferred_terms,
-    spread_normalize,
-)
+from kubedra.scheduler.scoring import Policy
+from kubedra.scheduler.selecthost import FEW_TIED, compress, heap_root, heap_root_in, heap_root_of, heap_root_rank
+from kubedra.scheduler.spreading import spread_normalize
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import DEFAULT_POLICY, Options, simulate
 
@@ -380,7 +365,7 @@ def test_heap_root_rank_is_the_root_of_the_packed_ranks() -> None:
 def test_resource_total_is_the_plugin_formulas_weighted() -> None:
     """The fast path's written-out cpu/memory sum against NodeResourcesFit + BalancedAllocation as the plugins have
     them, on random nodes (some without cpu or memory published), usages and pods (some asking nothing)."""
-    from kubedra.scheduler.scoring import resource_total
+    from kubedra.scheduler.noderesources import resource_total
 
     rng = random.Random(5)
     scorer = KubeScorer(_state([_node("a")]))

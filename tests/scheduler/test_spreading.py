@@ -16,17 +16,11 @@ import msgspec
 from kubedra.cluster.state import ClusterState, PodRecord, SpreadSources
 from kubedra.cluster.usage import pod_requests
 from kubedra.objects.model import Node, Pod
+from kubedra.scheduler.kube_scorer import WEIGHTS, Candidate, KubeScorer
 from kubedra.scheduler.nodefit import affinity_reason
-from kubedra.scheduler.scoring import (
-    RESOURCES,
-    WEIGHTS,
-    Candidate,
-    GroupScores,
-    KubeScorer,
-    go_round,
-    spread_normalize,
-)
-from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, controller_of, controller_ref
+from kubedra.scheduler.normalize import go_round
+from kubedra.scheduler.spreading import HOSTNAME_LABEL, ZONE_LABEL, controller_of, controller_ref, spread_normalize
+from kubedra.scheduler.window_groups import RESOURCES, GroupScores
 
 ZONES = ["z1", "z2", "z3"]
 OWNERS = [("apps/v1", "ReplicaSet", "web"), ("apps/v1", "ReplicaSet", "api"), ("apps/v1", "StatefulSet", "db"),

@@ -41,6 +41,7 @@ from kubedra.scheduler.extended import (
 from kubedra.scheduler.fgd import TraceScorer
 from kubedra.scheduler.interpodaffinity import AffinityFilter
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
+from kubedra.scheduler.kube_scorer import Candidate, KubeScorer
 from kubedra.scheduler.nodefit import (
     NOT_PINNED,
     claim_rejecting,
@@ -52,7 +53,7 @@ from kubedra.scheduler.nodefit import (
 from kubedra.scheduler.podtopologyspread import SCHEDULE_ANYWAY, SpreadFilter, constraints_of
 from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.prefilter import PreFilter
-from kubedra.scheduler.scoring import TRACE_POLICIES, Candidate, DeviceUse, KubeScorer, Policy, node_score, pick
+from kubedra.scheduler.scoring import TRACE_POLICIES, DeviceUse, Policy, node_score, pick
 
 UNSCHEDULABLE_CLAIMS = "cannot allocate all claims"
 CLAIM_NOT_ON_NODE = "resourceclaim not available on the node"

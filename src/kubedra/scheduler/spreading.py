@@ -1,4 +1,4 @@
-"""PodTopologySpread's pod counts for its system-default constraints, kept as pods bind and leave.
+"""PodTopologySpread's system-default constraints: their pod counts, kept as pods bind and leave, and their Score.
 
 The constraints' selector is ``helper.DefaultSelector``'s: the selectors of the Services in the pod's namespace that
 select it, merged, and the selector of its controlling ReplicaSet or StatefulSet where that object exists (a
@@ -25,9 +25,12 @@ import msgspec
 from kubedra.cluster.state import ClusterState, PodRecord, Requirement
 from kubedra.objects.model import Node, OwnerReference, Pod
 from kubedra.scheduler.nodefit import affinity_reason
+from kubedra.scheduler.normalize import MAX_NODE_SCORE, go_round
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+# PodTopologySpread's systemDefaultConstraints: (topology key, maxSkew), both ScheduleAnyway.
+SYSTEM_DEFAULT_SPREAD = ((HOSTNAME_LABEL, 3), (ZONE_LABEL, 5))
 SPREAD_OWNERS = frozenset({("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")})
 MAX_FILTERS = 64  # node filters whose zone sums are kept; beyond that they start over (bounded memory, still exact)
 
@@ -290,3 +293,25 @@ class SpreadCounts:
         if verdict is None:
             verdict = entry.verdicts[node] = entry.passes(self._nodes[node])
         return verdict
+
+
+
+def spread_raw(host_count: int | None, zone_count: int | None, host_weight: float, zone_weight: float) -> int:
+    """PodTopologySpread's raw Score on one node, the float sums in upstream's order; None: the node lacks that
+    constraint's label (the constraint is skipped)."""
+    total = 0.0
+    if host_count is not None:
+        total += float(host_count) * host_weight + float(SYSTEM_DEFAULT_SPREAD[0][1] - 1)
+    if zone_count is not None:
+        total += float(zone_count) * zone_weight + float(SYSTEM_DEFAULT_SPREAD[1][1] - 1)
+    return go_round(total)
+
+
+def spread_normalize(scores: list[int]) -> list[int]:
+    """PodTopologySpread's NormalizeScore: fewer matching pods score higher, 100 x (max + min - s) / max."""
+    if not scores:
+        return []
+    lowest, highest = min(scores), max(scores)
+    if highest == 0:
+        return [MAX_NODE_SCORE] * len(scores)
+    return [MAX_NODE_SCORE * (highest + lowest - s) // highest for s in scores]

@@ -1,0 +1,90 @@
+"""kube-scheduler's selectHost: which of the best-scored nodes wins.
+
+Ties are not drawn at random: without extenders every node's ``Randomizer`` is 0, and the winner is the root of the
+max-heap that ``NewSortedScoredNodes`` builds (``container/heap.Init``) over the feasible list in the order Filter
+found them — the first node of that list when all tie, not always the first tied node otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from kubedra.scheduler.bitsets import positions
+
+
+def heap_root(totals: Sequence[int]) -> int:
+    """Index of the node ``NewSortedScoredNodes(...).Pop()`` returns: Go's ``heap.Init`` over the list with
+    ``Less(i, j) = total[i] > total[j]`` (Randomizer 0 everywhere), then the root."""
+    order = list(range(len(totals)))
+    n = len(order)
+    for start in range(n // 2 - 1, -1, -1):
+        i = start
+        while True:
+            j = 2 * i + 1
+            if j >= n:
+                break
+            if j + 1 < n and totals[order[j + 1]] > totals[order[j]]:
+                j += 1
+            if not totals[order[j]] > totals[order[i]]:
+                break
+            order[i], order[j] = order[j], order[i]
+            i = j
+    return order[0]
+
+
+def heap_root_of(best: Iterable[int]) -> int:
+    """``heap_root`` knowing only the positions of the highest total: ``heap.Init`` leaves an element at a node when it
+    is not below its children's subtree maxima, else lifts the left child's subtree root unless the right's is strictly
+    greater. So from the top: stop at a highest element, else step into the left subtree if it holds one, else the
+    right."""
+    mask = 0
+    for p in best:
+        mask |= 1 << p
+    return heap_root_in(mask)
+
+
+def heap_root_in(best: int) -> int:
+    """``heap_root_of`` with the positions as a bitmask; a subtree's positions are one contiguous run per level, so
+    each "does it hold one" is a few shifts, O(log² n) in all."""
+    n = best.bit_length()
+    i = 0
+    while not best >> i & 1:
+        left = 2 * i + 1
+        i = left if _subtree_holds(best, left, n) else left + 1
+    return i
+
+
+def _subtree_holds(best: int, root: int, n: int) -> bool:
+    first, size = root, 1
+    while first < n:
+        if best >> first & ((1 << size) - 1):
+            return True
+        first, size = 2 * first + 1, 2 * size
+    return False
+
+
+FEW_TIED = 48  # up to this many tied nodes, their ranks are counted one by one rather than packed
+
+
+def heap_root_rank(tied: int, walk: int) -> int:
+    """``heap_root_in`` over Filter's list: the rank, among the set bits of ``walk`` (the list in order), of the
+    heap's root when the bits of ``tied`` (a subset) hold the highest totals. The usual cases skip the packing:
+    the first listed node tied, or every node tied (rank 0); a few tied nodes ranked by counting the list below
+    each."""
+    if tied & walk & -walk:
+        return 0
+    if tied.bit_count() <= FEW_TIED:
+        return heap_root_of([(walk & ((1 << p) - 1)).bit_count() for p in positions(tied)])
+    return heap_root_in(compress(tied, walk))
+
+
+_PICK = bytes.maketrans(b"23", b"01")
+
+
+def compress(bits: int, selector: int) -> int:
+    """The bits of ``bits`` at the positions set in ``selector``, packed from bit 0 up (a software ``pext``), all in
+    C: each bit becomes a hexadecimal digit (binary text read as base 16), the selector's bit adds 2 to its digit,
+    the digits below 2 (not selected) are deleted and the rest read back as binary. Linear in the selector's span."""
+    spread = int(format(bits & selector, "b"), 16) + 2 * int(format(selector, "b"), 16)
+    packed = format(spread, "x").encode().translate(_PICK, b"01")
+    return int(packed, 2) if packed else 0
