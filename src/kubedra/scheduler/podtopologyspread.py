@@ -1,6 +1,6 @@
 """PodTopologySpread with the pod's explicit ``topologySpreadConstraints``, as kube-scheduler v1.37.2 filters and scores
 them (``framework/plugins/podtopologyspread``); the system-default constraints, applied only to pods that set none, are
-``scheduler/spreading.py`` and ``scoring.py``'s.
+``scheduler/spreading.py`` and ``kube_scorer.py``'s.
 
 A constraint reads: ``maxSkew``; ``topologyKey``; ``labelSelector`` (absent: no pod), with the ``matchLabelKeys``
 the incoming pod carries merged in as ``key In (value)`` (the API server merges them when the pod is created);

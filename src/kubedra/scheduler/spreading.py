@@ -1,10 +1,11 @@
 """PodTopologySpread's system-default constraints: their pod counts, kept as pods bind and leave, and their Score.
 
 The constraints' selector is ``helper.DefaultSelector``'s: the selectors of the Services in the pod's namespace that
-select it, merged, and the selector of its controlling ReplicaSet or StatefulSet where that object exists (a
-ReplicationController: kubedra has none), all ANDed; an empty one gives the pod no default spreading. kube-scheduler's
-PreScore then counts, on every node, the pods the selector matches (same namespace, not terminating); done from
-scratch that is every bound pod for every pod scheduled, which makes a Deployment's replicas cost quadratic time.
+select it, merged, and the selector of its controlling ReplicaSet or StatefulSet where that object exists, ANDed (a
+ReplicationController's label map is merged into the Services' labels instead, its values winning); an empty one
+gives the pod no default spreading. kube-scheduler's PreScore then counts, on every node, the pods the selector
+matches (same namespace, not terminating); done from scratch that is every bound pod for every pod scheduled, which
+makes a Deployment's replicas cost quadratic time.
 Here the counts are kept per distinct selector (the pods of one workload share one), a selector registered when a
 pod first asks for it (its bound pods counted then, found through an index of bound pods by controller and label)
 and every bound pod counted into each registered selector it matches as it binds: per node, as bitsets of the
@@ -31,7 +32,8 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 # PodTopologySpread's systemDefaultConstraints: (topology key, maxSkew), both ScheduleAnyway.
 SYSTEM_DEFAULT_SPREAD = ((HOSTNAME_LABEL, 3), (ZONE_LABEL, 5))
-SPREAD_OWNERS = frozenset({("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet")})
+REPLICATION_CONTROLLER = "ReplicationController"
+SPREAD_OWNERS = frozenset({("apps/v1", "ReplicaSet"), ("apps/v1", "StatefulSet"), ("v1", REPLICATION_CONTROLLER)})
 MAX_FILTERS = 64  # node filters whose zone sums are kept; beyond that they start over (bounded memory, still exact)
 
 # The default selector: namespace, requirements (sorted, no duplicates), and the controller (kind, name) standing
@@ -51,7 +53,8 @@ def controller_ref(pod: Pod) -> OwnerReference | None:
 
 
 def controller_of(pod: Pod) -> tuple[str, str] | None:
-    """(kind, name) of the ReplicaSet or StatefulSet controlling the pod, whose selector default spreading uses."""
+    """(kind, name) of the ReplicaSet, StatefulSet or ReplicationController controlling the pod, whose selector
+    default spreading uses."""
     ref = controller_ref(pod)
     if ref is not None and (ref.api_version, ref.kind) in SPREAD_OWNERS:
         return ref.kind, ref.name
@@ -72,7 +75,11 @@ def default_selector(
             requirements.update((k, "In", (v,)) for k, v in pairs)
     owner = controller_of(pod)
     if owner is not None and controllers is not None:
-        requirements.update(controllers.get((namespace, owner[0], owner[1]), ()))
+        found = controllers.get((namespace, owner[0], owner[1]), ())
+        if owner[0] == REPLICATION_CONTROLLER:  # labels.Merge: the controller's value for a key replaces a Service's
+            keys = {key for key, _, _ in found}
+            requirements = {r for r in requirements if r[0] not in keys}
+        requirements.update(found)
         owner = None
     if not requirements and owner is None:
         return None
