@@ -227,3 +227,28 @@ def test_the_shipped_read_only_role_is_enough_and_grants_no_secrets(
     with connect(reader) as client, pytest.raises(ApiError) as refused:
         list(client.list(Secret, namespace="*"))
     assert refused.value.status.code == 403
+
+
+def test_a_live_pods_claim_volumes_are_said_as_a_files_are(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pod mounting a dataset claim that does not exist yet: the real scheduler leaves it Unschedulable
+    (VolumeBinding); kubedra does not read volumes, and simulate --kubeconfig says so, naming the pod, as a snapshot of
+    the cluster read back does (the API server adds the pod's service-account volume, which the model drops)."""
+    control_plane.create_node(f"{namespace}-a", cpu="8", memory="32Gi")
+    pod = b.pod("dataset-reader", namespace)
+    pod["spec"]["volumes"] = [{"name": "dataset", "persistentVolumeClaim": {"claimName": "imagenet"}}]
+    control_plane.create(pod)
+    live = wait_pod(control_plane, namespace, "dataset-reader")
+    assert b.is_unschedulable(live)
+    assert "persistentvolumeclaim" in json.dumps(live["status"]["conditions"]).lower()
+    kubeconfig = str(control_plane.kubeconfig)
+    code, _, live_err = run_cli(capsys, "simulate", "--kubeconfig", kubeconfig)
+    assert code == 0, live_err
+    notes = [line for line in live_err.splitlines() if "spec.volumes" in line]
+    assert len(notes) == 1 and f"(e.g. Pod {namespace}/dataset-reader) set persistentVolumeClaim" in notes[0], live_err
+    snapshot_dir = tmp_path / "snapshot"
+    assert run_cli(capsys, "snapshot", "--kubeconfig", kubeconfig, "--output-dir", str(snapshot_dir))[0] == 0
+    code, _, file_err = run_cli(capsys, "simulate", "-f", str(snapshot_dir))
+    assert code == 0, file_err
+    assert [line for line in file_err.splitlines() if "spec.volumes" in line] == notes

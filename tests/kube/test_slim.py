@@ -15,6 +15,8 @@ from kubedra.kube.kinds import KINDS
 from kubedra.kube.mirror import Mirror
 from kubedra.kube.read import slim, to_loaded
 from kubedra.metrics.live import LiveSource
+from kubedra.objects.model import Pod
+from kubedra.sim.unmodelled import unmodelled_fields
 
 NODES, PODS = 12, 80
 
@@ -86,3 +88,42 @@ def test_slim_keeps_the_dra_kinds_whole_and_drops_only_what_the_model_does_not_r
     assert slim_pod["status"]["resourceClaimStatuses"] == pod["status"]["resourceClaimStatuses"]
     assert slim_pod["metadata"]["resourceVersion"] == pod["metadata"]["resourceVersion"]  # the watch resumes from it
     assert node["metadata"]["managedFields"]  # the input is left as it was
+
+
+def _with_claim_volumes(document: dict[str, Any]) -> dict[str, Any]:
+    """A realistic pod that also mounts a dataset claim and a per-pod scratch claim (a generic ephemeral volume)."""
+    document["spec"]["volumes"][1:1] = [
+        {"name": "dataset", "persistentVolumeClaim": {"claimName": "imagenet", "readOnly": True}},
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+            "metadata": {"labels": {"team": "ml"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3", "dataSourceRef": {
+                "kind": "VolumeSnapshot", "name": "warm"}, "resources": {"requests": {"storage": "200Gi"}}},
+        }}},
+    ]
+    return document
+
+
+def test_slim_pods_keep_their_claim_volumes_and_only_those() -> None:
+    pod = _with_claim_volumes(realistic.pod(1, NODES))
+    assert slim("Pod", pod)["spec"]["volumes"] == [
+        {"name": "dataset", "persistentVolumeClaim": {"claimName": "imagenet", "readOnly": True}},
+        {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": "gp3", "resources": {"requests": {"storage": "200Gi"}},
+        }}}},
+    ]
+    assert len(pod["spec"]["volumes"]) == 5  # the input is left as it was
+
+
+def test_a_mirrors_slim_pods_keep_the_claim_volumes_unmodelled_fields_name() -> None:
+    whole, slimmed = _mirror(trim=False), _mirror(trim=True)
+    assert unmodelled_fields(to_loaded(slimmed.snapshot()).of_kind(Pod)) == []
+    for mirror in (whole, slimmed):
+        mirror.apply("Pod", "MODIFIED", _with_claim_volumes(realistic.pod(6, NODES)))
+        mirror.apply("Pod", "ADDED", _with_claim_volumes(realistic.pod(NODES * 10, NODES)))
+    assert to_loaded(whole.snapshot()).objects == to_loaded(slimmed.snapshot()).objects
+    pods = to_loaded(slimmed.snapshot()).of_kind(Pod)
+    (note,) = unmodelled_fields(pods)
+    assert note.startswith("2 pods (e.g. Pod team-3/infer-7d9f8b6c5d-000120) set persistentVolumeClaim or ephemeral "
+                           "volumes (spec.volumes)")
+    (kept,) = [p for p in pods if p.metadata.name.endswith("000006")]
+    assert kept.spec.volumes is not None and [v.name for v in kept.spec.volumes] == ["dataset", "scratch"]

@@ -155,6 +155,13 @@ def v1_pod() -> dict[str, Any]:
         "spec": {
             "containers": [{"name": "c", "image": "pytorch", "resources": {"claims": [{"name": "gpus"}]}}],
             "resourceClaims": [{"name": "gpus", "resourceClaimName": "train"}],
+            "volumes": [  # the volumes the model keeps: a claim's (the others are dropped)
+                {"name": "dataset", "persistentVolumeClaim": {"claimName": "imagenet", "readOnly": True}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {
+                    "accessModes": ["ReadWriteOncePod"], "storageClassName": "gp3", "volumeMode": "Filesystem",
+                    "resources": {"requests": {"storage": "200Gi"}, "limits": {"storage": "1Ti"}},
+                }}}},
+            ],
         },
     }
 

@@ -43,13 +43,34 @@ _HTTP_FORBIDDEN = 403
 def slim(kind: str, document: dict[str, Any]) -> dict[str, Any]:
     """A Node or Pod with only the fields kubedra's model reads; a Service or controller with only its name and
     selector; other kinds whole. A long-lived copy (the exporter's) need not keep managedFields, a node's images and
-    conditions, a pod's volumes, env and container statuses: most of their size, and nothing any metric reads. The
-    model reads the slim document exactly as the whole one (it ignores what is dropped), and the DRA kinds keep every
-    field: each one counts for them."""
+    conditions, a pod's env, container statuses and volumes (all but its claims': persistentVolumeClaim and ephemeral
+    volumes): most of their size, and nothing any metric reads. The model reads the slim document exactly as the whole
+    one (it ignores what is dropped), and the DRA kinds keep every field: each one counts for them."""
     if kind in _SELECTOR_ONLY:
         return selector_only(document)
     cls = _SLIM.get(kind)
-    return document if cls is None else dict(prune(cls, document))
+    if cls is None:
+        return document
+    slimmed = dict(prune(cls, document))
+    if kind == "Pod":
+        _claim_volumes_only(slimmed)
+    return slimmed
+
+
+def _claim_volumes_only(pod: dict[str, Any]) -> None:
+    """A slim pod's ``spec.volumes`` reduced to its persistentVolumeClaim and ephemeral volumes, as the model keeps
+    them (``model.PodSpec``), and dropped when it has none: a pod's other volumes (its service account token's, its
+    ConfigMaps') are no part of the model."""
+    spec = pod.get("spec")
+    volumes = spec.get("volumes") if isinstance(spec, dict) else None
+    if not isinstance(spec, dict) or not isinstance(volumes, list):
+        return
+    kept = [v for v in volumes
+            if isinstance(v, dict) and (v.get("persistentVolumeClaim") is not None or v.get("ephemeral") is not None)]
+    if kept:
+        spec["volumes"] = kept
+    else:
+        del spec["volumes"]
 
 
 def selector_only(document: dict[str, Any]) -> dict[str, Any]:

@@ -562,6 +562,47 @@ class PodWorkloadReference(Loose):
     pod_group_replica_key: str = ""
 
 
+class PersistentVolumeClaimVolumeSource(Loose):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class VolumeResourceRequirements(Loose):
+    limits: dict[str, QuantityText] = {}
+    requests: dict[str, QuantityText] = {}
+
+
+class PersistentVolumeClaimSpec(Loose):
+    """The parts of a claim's spec an ephemeral volume's template needs to stay a valid template when written back."""
+
+    access_modes: list[str] = []
+    storage_class_name: str | None = None
+    volume_mode: str | None = None
+    resources: VolumeResourceRequirements | None = None
+
+
+class PersistentVolumeClaimTemplate(Loose):
+    spec: PersistentVolumeClaimSpec = msgspec.field(default_factory=PersistentVolumeClaimSpec)
+
+
+class EphemeralVolumeSource(Loose):
+    volume_claim_template: PersistentVolumeClaimTemplate | None = None
+
+
+class Volume(Loose):
+    """``spec.volumes[]``, only as a ``persistentVolumeClaim`` or an ``ephemeral`` (generic ephemeral, a claim made
+    per pod) volume: the volumes kube-scheduler's volume plugins filter on. A pod's other volumes (configMap, secret,
+    projected, emptyDir, ...) are dropped when it is read (``PodSpec.__post_init__``)."""
+
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+
+    def claims(self) -> bool:
+        """Whether the volume is a claim's: one of the two sources kept."""
+        return self.persistent_volume_claim is not None or self.ephemeral is not None
+
+
 class PodSpec(Loose):
     containers: list[Container] = []
     init_containers: list[Container] = []
@@ -581,9 +622,16 @@ class PodSpec(Loose):
     overhead: dict[str, str] = {}
     resources: ResourceRequirements | None = None  # pod-level resources (PodLevelResources, on since 1.34)
     scheduling_gates: list[PodSchedulingGate] = []
-    # PodTopologySpread's explicit constraints (``scheduler/podtopologyspread``). (Volumes are not read at all: a live
-    # mirror's slim pods drop them, most of a pod's size.)
+    # PodTopologySpread's explicit constraints (``scheduler/podtopologyspread``).
     topology_spread_constraints: list[TopologySpreadConstraint] = []
+    # Only the persistentVolumeClaim and ephemeral volumes, None without any (most pods: nothing kept per pod); they
+    # are not simulated, only said (``sim/unmodelled.py``).
+    volumes: list[Volume] | None = None
+
+    def __post_init__(self) -> None:
+        volumes = self.volumes
+        if volumes is not None and not all(v.claims() for v in volumes):
+            self.volumes = [v for v in volumes if v.claims()] or None
 
 
 class PodResourceClaimStatus(Loose):
