@@ -33,7 +33,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests import depth
 from tests.controlplane.fixture import ControlPlane, free_port, running_control_plane
 
-from kubedra.kube.kinds import KINDS
+from kubedra.kube.kinds import DOCUMENT_KINDS
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
 
@@ -49,7 +49,7 @@ LIVE_HANG_SECONDS = 60.0
 """A live command lists seven kinds; against a loaded 2-core machine's control plane that stays under ~5 s."""
 CLUSTER_DOCUMENTS = [NODE, SLICE, CLASS, CLAIM, TEMPLATE, POD]
 KUBECONFIGS = ["admin", "admin", "admin", "reader", "mutated", "damaged", "missing", "closed-port", "odd-server"]
-SNAPSHOT_FILES = [f"{10 * (i + 1)}-{kind.plural}.yaml" for i, kind in enumerate(KINDS)]  # as snapshot names them
+SNAPSHOT_FILES = [f"{10 * (i + 1)}-{kind.plural}.yaml" for i, kind in enumerate(DOCUMENT_KINDS)]  # as snapshot names them
 SNAPSHOT_DIRS = ["stdout", "stdout", "fresh", "existing", "is-a-file", "target-is-a-directory"]
 
 
