@@ -102,7 +102,19 @@ def openb(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"shapes": shapes, "scaling": scaling, "openb": openb}
+def affinity(document: dict[str, Any]) -> str:
+    lines = ["| rule | nodes | pods | without it, run CPU s | with it | with / without | bound with it |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for row in document["rows"]:
+        without, with_ = _median(row["without_cpu_s"]), _median(row["with_cpu_s"])
+        lines.append(f"| {row['rule']} | {row['nodes']:,} | {row['pods']:,} | {without:.2f}"
+                     f"{_spread(row['without_cpu_s'])} | {with_:.2f}{_spread(row['with_cpu_s'])} | "
+                     f"{with_ / without:.2f}x | {row['bound']['with']:,} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"shapes": shapes, "scaling": scaling, "openb": openb,
+                                                          "affinity": affinity}
 
 
 def render(name: str, directory: Path = RESULTS) -> str:

@@ -51,6 +51,7 @@ QUICK = {  # script -> the rows its --quick results file must hold
     "shapes": 6,
     "scaling": 2,
     "openb": 3,
+    "affinity": 5,
 }
 
 

@@ -13,6 +13,7 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import pod_requests
 from kubedra.objects.load import load_text
 from kubedra.objects.model import LabelSelector, Node, Pod, PodAffinityTerm
+from kubedra.scheduler.bitsets import positions
 from kubedra.scheduler.explain import explain_pod
 from kubedra.scheduler.interpodaffinity import (
     AFFINITY_REASON,
@@ -320,10 +321,9 @@ def test_explain_names_the_plugins_reason_per_node() -> None:
     assert running["phase"] == "Running"
 
 
-def test_the_fast_path_filters_by_bitset_and_the_walk_scores(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pods whose InterPodAffinity scores every node alike (no preferred term of theirs, no bound pod with a required
-    affinity or preferred term) stay on the node-set fast path, the plugin's Filter a bitset; once the plugin scores,
-    the node-by-node walk (which scores it) is taken."""
+def test_the_fast_path_filters_and_scores_inter_pod_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pods with inter-pod terms, and pods that bound pods' terms score, stay on the node-set fast path: Filter a
+    bitset (``feasible_mask``), Score by domains (``score_partition``)."""
     walked: list[str] = []
     original = Scheduler._walk
 
@@ -333,8 +333,6 @@ def test_the_fast_path_filters_by_bitset_and_the_walk_scores(monkeypatch: pytest
 
     monkeypatch.setattr(Scheduler, "_walk", spy)
     plain = [_pod_doc(f"plain-{i}", {"app": "plain"}) for i in range(3)]
-    simulate(build_scenario(load_text(_docs(*plain))), Options(policy=Policy.KUBE_SCHEDULER))
-    assert walked == []
     anti = {"podAntiAffinity": _required(_term({"app": "web"}))}
     webs = [_pod_doc(f"web-{i}", {"app": "web"}, affinity=anti) for i in range(3)]
     result = simulate(build_scenario(load_text(_docs(*webs, *plain))), Options(policy=Policy.KUBE_SCHEDULER))
@@ -342,15 +340,95 @@ def test_the_fast_path_filters_by_bitset_and_the_walk_scores(monkeypatch: pytest
     assert sorted([nodes["web-0"], nodes["web-1"]]) == ["n0", "n1"] and not nodes["web-2"]
     assert result.state.pods["ml/web-2"].pending_reason.startswith(
         "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.")
-    assert walked == []  # required anti-affinity only: filtered on the fast path, refused there too
     fan = _pod_doc("fan", {"app": "fan"}, affinity={"podAffinity": _preferred((10, _term({"app": "web"})))})
-    simulate(build_scenario(load_text(_docs(fan, *plain))), Options(policy=Policy.KUBE_SCHEDULER))
-    assert walked == ["fan", "plain-0", "plain-1", "plain-2"]  # a bound preferred term may score anyone
-    walked.clear()
     sticky = _pod_doc("sticky", {"app": "plain"}, affinity={"podAffinity": _required(_term({"app": "plain"}))})
-    simulate(build_scenario(load_text(_docs(sticky, *plain))), Options(policy=Policy.KUBE_SCHEDULER))
-    assert walked == ["plain-0", "plain-1", "plain-2"]  # sticky filtered as a bitset; its required affinity then
-    # scores the others (the hard-affinity weight)
+    simulate(build_scenario(load_text(_docs(fan, sticky, *plain))), Options(policy=Policy.KUBE_SCHEDULER))
+    assert walked == []
+
+
+def test_the_fast_path_places_inter_pod_terms_as_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random pods with required and preferred (anti-)affinity over hostnames and zones: the fast path's
+    placements and refusals are the node-by-node walk's (which scores every node with ``scores_for``)."""
+    rng = random.Random(9)
+    apps = ["a", "b", "c"]
+    for _ in range(30):
+        nodes = [{"apiVersion": "v1", "kind": "Node",
+                  "metadata": {"name": f"n{i}", "labels": {H: f"n{i}", **({Z: z} if (z := rng.choice("xy-")) != "-"
+                                                                          else {})}},
+                  "status": {"allocatable": {"cpu": str(rng.choice([2, 4])), "memory": "8Gi", "pods": "110"}}}
+                 for i in range(rng.randint(2, 9))]
+        pods = []
+        for i in range(rng.randint(3, 14)):
+            affinity: dict[str, Any] = {}
+            for kind in ("podAffinity", "podAntiAffinity"):
+                part: dict[str, Any] = {}
+                if rng.random() < 0.3:
+                    part.update(_required(_term({"app": rng.choice(apps)}, rng.choice([H, Z]))))
+                if rng.random() < 0.5:
+                    part.update(_preferred(*((rng.randint(1, 100), _term({"app": rng.choice(apps)}, rng.choice([H, Z])))
+                                             for _ in range(rng.randint(1, 2)))))
+                if part:
+                    affinity[kind] = part
+            pods.append(_pod_doc(f"p{i:02}", {"app": rng.choice(apps)}, **({"affinity": affinity} if affinity else {})))
+        text = yaml.safe_dump_all([*nodes, *pods])
+        fast = _placements(text)
+        monkeypatch.setattr(Scheduler, "_schedule_fast", lambda *_: None)
+        walked = _placements(text)
+        monkeypatch.undo()
+        assert fast == walked
+
+
+def _placements(text: str) -> dict[str, str]:
+    result = simulate(build_scenario(load_text(text)), Options(policy=Policy.KUBE_SCHEDULER))
+    return {r.pod.metadata.name: r.pod.spec.node_name or r.pending_reason for r in result.state.pods.values()}
+
+
+def test_kept_scores_and_their_partition_follow_binds_and_unbinds() -> None:
+    """``BoundAffinity.scores`` (PreScore's map kept as pods bind and leave) and ``score_partition`` (by domains over
+    a bitset) against ``scores_for`` (every bound pod walked) on random clusters, terms and bound pods."""
+    rng = random.Random(13)
+    apps = ["a", "b", "c"]
+    for _ in range(120):
+        nodes = [_node(f"n{i}", rng.choice(["x", "y", None])) for i in range(rng.randint(1, 7))]
+        state = _state(nodes)
+        index = BoundAffinity(state)
+        names = [n.metadata.name for n in nodes]
+
+        def some_terms() -> dict[str, Any]:
+            terms: dict[str, Any] = {}
+            if rng.random() < 0.4:
+                terms["podAffinity"] = {**(_required(_term({"app": rng.choice(apps)}, rng.choice([H, Z])))
+                                           if rng.random() < 0.5 else {}),
+                                        **_preferred((rng.randint(1, 100), _term({"app": rng.choice(apps)},
+                                                                                 rng.choice([H, Z]))))}
+            if rng.random() < 0.4:
+                terms["podAntiAffinity"] = _preferred((rng.randint(1, 100), _term({"app": rng.choice(apps)},
+                                                                                  rng.choice([H, Z]))))
+            return terms
+
+        bound = []
+        for j in range(rng.randint(0, 8)):
+            record = _record(_pod(f"e{j}", {"app": rng.choice(apps)}, **some_terms()))
+            state.bind(record, rng.choice(names))
+            bound.append(record)
+        pod = _pod("in", {"app": rng.choice(apps)}, **some_terms())
+        for step in range(4):
+            feasible = [n for n in nodes if rng.random() < 0.7]
+            expected = scores_for(pod, index.existing(), feasible) if index.active(pod) and not index.neutral(pod) \
+                else [0] * len(feasible)
+            assert index.scores(pod, feasible) == expected
+            window = sum(1 << names.index(n.metadata.name) for n in feasible)
+            parts = index.score_partition(pod, window, names)
+            assert sum(bits.bit_count() for _, bits in parts) == window.bit_count()
+            by_node = {names[i]: score for score, bits in parts for i in positions(bits)}
+            assert [by_node[n.metadata.name] for n in feasible] == expected
+            if step % 2 == 0 or not bound:
+                record = _record(_pod(f"later{step}", {"app": rng.choice(apps)}, **some_terms()))
+                state.bind(record, rng.choice(names))
+                bound.append(record)
+            else:
+                gone = bound.pop(rng.randrange(len(bound)))
+                state.unbind(gone, next(n for n, pods in state.bound.items() if gone.key in pods))
 
 
 def test_bitset_filter_agrees_with_the_node_by_node_filter() -> None:

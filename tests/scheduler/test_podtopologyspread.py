@@ -16,6 +16,7 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import NodeUsage, pod_requests
 from kubedra.objects.load import load_text
 from kubedra.objects.model import Node, Pod
+from kubedra.scheduler.bitsets import positions
 from kubedra.scheduler.explain import explain_pod
 from kubedra.scheduler.kube_scorer import KubeScorer
 from kubedra.scheduler.nodefit import node_fit_reason
@@ -254,6 +255,12 @@ def test_kept_counts_agree_with_the_scan_as_pods_bind_and_leave() -> None:
             feasible = [n for n in nodes if rng.random() < 0.7]
             pods_on = {name: [r.pod for r in recs.values()] for name, recs in state.bound.items()}
             assert index.scores(pod, feasible) == scores_for(pod, everything, feasible, pods_on)
+            names = list(state.nodes)
+            window = sum(1 << names.index(n.metadata.name) for n in feasible)
+            parts = index.score_partition(pod, window, names)  # the fast path's: by domains, over a bitset
+            assert sum(bits.bit_count() for _, bits in parts) == window.bit_count()
+            by_node = {names[i]: score for score, bits in parts for i in positions(bits)}
+            assert [by_node[n.metadata.name] for n in feasible] == index.scores(pod, feasible)
             if step % 2 == 0 or not records:
                 _bind_random(rng, state, records, f"later{step}")
             else:
@@ -266,11 +273,12 @@ def _placements(text: str) -> dict[str, str]:
     return {r.pod.metadata.name: r.pod.spec.node_name or r.pending_reason for r in result.state.pods.values()}
 
 
-def test_the_fast_path_filters_do_not_schedule_constraints_as_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
-    """DoNotSchedule-only pods take the node-set fast path (Filter as ``SpreadIndex.feasible_mask``, no spread
-    score); its placements and refusals are the node-by-node walk's."""
+def test_the_fast_path_filters_and_scores_explicit_constraints_as_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pods with explicit constraints take the node-set fast path (DoNotSchedule ones filter as
+    ``SpreadIndex.feasible_mask``, ScheduleAnyway ones score as ``SpreadIndex.score_partition``); its placements and
+    refusals are the node-by-node walk's."""
     rng = random.Random(5)
-    for _ in range(25):
+    for _ in range(40):
         nodes = [{"apiVersion": "v1", "kind": "Node",
                   "metadata": {"name": f"n{i}", "labels": {H: f"n{i}", **({Z: z} if (z := rng.choice("xyz-")) != "-"
                                                                           else {})}},
@@ -279,8 +287,11 @@ def test_the_fast_path_filters_do_not_schedule_constraints_as_the_walk(monkeypat
         pods = []
         for i in range(rng.randint(3, 14)):
             app = rng.choice(["a", "b"])
-            constraints = [_tsc(rng.choice([Z, H]), rng.randint(1, 2), app=app,
-                                **({"minDomains": 3} if rng.random() < 0.2 else {}))]
+            keys = rng.sample([Z, H], rng.randint(1, 2))
+            whens = [rng.choice([DO_NOT_SCHEDULE, SCHEDULE_ANYWAY]) for _ in keys]
+            constraints = [_tsc(key, rng.randint(1, 2), when, app=app,
+                                **({"minDomains": 3} if when == DO_NOT_SCHEDULE and rng.random() < 0.2 else {}))
+                           for key, when in zip(keys, whens, strict=True)]
             owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": app, "uid": "", "controller": True}]
             pods.append({"apiVersion": "v1", "kind": "Pod",
                          "metadata": {"name": f"p{i:02}", "labels": {"app": app}, "ownerReferences": owner},

@@ -280,23 +280,32 @@ def _process(
                 values[value] = values.get(value, 0) + sign * (term.weight if weight is None else weight)
 
 
+def add_scores(
+    out: dict[str, dict[str, int]], pod: Pod, other: Pod, labels: Mapping[str, str], sign: int = 1
+) -> None:
+    """What the existing pod ``other`` on a node labelled ``labels`` adds to ``pod``'s PreScore map (``sign`` -1:
+    takes back): ``pod``'s preferred terms ``other`` matches, ``other``'s required affinity (the hard weight) and
+    preferred terms ``pod`` matches."""
+    terms = terms_of(pod)
+    if terms.preferred or terms.preferred_anti:
+        _process(out, terms.preferred, other, labels, sign)
+        _process(out, terms.preferred_anti, other, labels, -sign)
+    theirs = terms_of(other)
+    if theirs is not NO_TERMS:
+        _process(out, theirs.affinity, pod, labels, sign, weight=HARD_POD_AFFINITY_WEIGHT)
+        _process(out, theirs.preferred, pod, labels, sign)
+        _process(out, theirs.preferred_anti, pod, labels, -sign)
+
+
 def topology_scores(pod: Pod, existing: ExistingPods) -> dict[str, dict[str, int]]:
     """PreScore: topology key -> value -> summed weight (empty: the plugin skips, every node scores 0)."""
-    terms = terms_of(pod)
     out: dict[str, dict[str, int]] = {}
     for node, pods in existing:
         labels = node.metadata.labels
         if not labels:
             continue
         for other in pods:
-            if terms.preferred or terms.preferred_anti:
-                _process(out, terms.preferred, other, labels, 1)
-                _process(out, terms.preferred_anti, other, labels, -1)
-            theirs = terms_of(other)
-            if theirs is not NO_TERMS:
-                _process(out, theirs.affinity, pod, labels, 1, weight=HARD_POD_AFFINITY_WEIGHT)
-                _process(out, theirs.preferred, pod, labels, 1)
-                _process(out, theirs.preferred_anti, pod, labels, -1)
+            add_scores(out, pod, other, labels)
     return out
 
 

@@ -21,12 +21,15 @@ from kubedra.scheduler.interpodaffinity import (
     add_pod,
     counts_for,
     has_pod_affinity,
+    node_score,
+    normalize,
     prefilter,
-    scores_for,
     scoring_terms,
     skips,
     terms_of,
+    topology_scores,
 )
+from kubedra.scheduler.interpodaffinity_scores import KeptScores
 
 MAX_TRACKED = 64  # pod shapes whose counts are kept
 
@@ -48,6 +51,8 @@ class BoundAffinity:
         # Per kept counts (by id: they live in ``_tracked``), the nodes their anti-affinity refuses, grown as pods
         # bind, dropped (recomputed when next asked) as one leaves.
         self._refused: dict[int, int] = {}
+        # PreScore's map (topology key -> value -> weight) per incoming pod shape, kept as pods bind and leave.
+        self._scoring_maps: dict[bytes, KeptScores] = {}
         self._label_masks: dict[tuple[str, str], int] | None = None
         self._key_masks: dict[str, int] = {}
         if watch:
@@ -61,6 +66,10 @@ class BoundAffinity:
 
     def _moved(self, record: PodRecord, node: str, sign: int) -> None:
         self._counted(record.pod, sign)
+        if self._scoring_maps:
+            labels = self.state.nodes[node].metadata.labels
+            for kept in self._scoring_maps.values():
+                kept.moved(record.pod, labels, sign)
         if self._tracked:
             where = self.state.nodes[node]
             for pod, counts in self._tracked.values():
@@ -99,13 +108,7 @@ class BoundAffinity:
             return None
         if skip:
             return prefilter(pod, self.existing(skip))
-        affinity = pod.spec.affinity
-        key = msgspec.json.encode((
-            pod.metadata.namespace,
-            pod.metadata.labels,
-            affinity.pod_affinity if affinity is not None else None,
-            affinity.pod_anti_affinity if affinity is not None else None,
-        ))
+        key = _shape(pod)
         tracked = self._tracked.get(key)
         if tracked is None:
             if len(self._tracked) >= MAX_TRACKED:
@@ -115,9 +118,34 @@ class BoundAffinity:
         return None if skips(tracked[1]) else tracked[1]
 
     def scores(self, pod: Pod, nodes: Sequence[Node]) -> list[int]:
+        """Score and NormalizeScore on each of ``nodes`` (the feasible ones), from the kept PreScore map."""
         if not self.active(pod) or self.neutral(pod):
             return [0] * len(nodes)
-        return scores_for(pod, self.existing(), nodes)
+        scores = self._scoring_map(pod).scores
+        if not scores:
+            return [0] * len(nodes)
+        return normalize([node_score(scores, node) for node in nodes])
+
+    def _scoring_map(self, pod: Pod) -> KeptScores:
+        """PreScore's map for ``pod``, kept per shape: its namespace, labels and terms (what the map reads of it)."""
+        key = _shape(pod)
+        kept = self._scoring_maps.get(key)
+        if kept is None:
+            if len(self._scoring_maps) >= MAX_TRACKED:
+                self._scoring_maps.clear()
+            kept = self._scoring_maps[key] = KeptScores(pod, topology_scores(pod, self.existing()))
+        return kept
+
+    def score_partition(self, pod: Pod, window: int, names: Sequence[str]) -> list[tuple[int, int]]:
+        """``scores`` over the nodes of bitset ``window`` (bit i: ``names[i]``) as (normalised score, bitset of its
+        nodes): the window cut by the domains of each topology key the map holds, so its cost grows with the
+        domains, not with the window."""
+        if not window or not self.active(pod) or self.neutral(pod):
+            return [(0, window)]
+        kept = self._scoring_map(pod)
+        if not kept.scores:
+            return [(0, window)]
+        return kept.partition(window, self._masks(names)[0])
 
     # ------------------------------------------------------------------------------------------ Filter as a bitset
 
@@ -145,6 +173,17 @@ class BoundAffinity:
                     keys[pair[0]] = keys.get(pair[0], 0) | bit
             self._label_masks, self._key_masks = pairs, keys
         return self._label_masks, self._key_masks
+
+
+def _shape(pod: Pod) -> bytes:
+    """What PreFilter and PreScore read of the incoming pod: its namespace, labels and inter-pod terms."""
+    affinity = pod.spec.affinity
+    return msgspec.json.encode((
+        pod.metadata.namespace,
+        pod.metadata.labels,
+        affinity.pod_affinity if affinity is not None else None,
+        affinity.pod_anti_affinity if affinity is not None else None,
+    ))
 
 
 def _affinity_mask(state: AffinityFilter, pairs: dict[tuple[str, str], int], keys: dict[str, int], every: int) -> int:

@@ -30,7 +30,7 @@ from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodeaffinity import preferred_affinity, preferred_terms
 from kubedra.scheduler.noderesources import ResourceKey, balanced_allocation, least_allocated, resource_total
 from kubedra.scheduler.normalize import MAX_NODE_SCORE, default_normalize, go_div
-from kubedra.scheduler.podtopologyspread import has_constraints
+from kubedra.scheduler.podtopologyspread import SCHEDULE_ANYWAY, constraints_of, has_constraints
 from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.resource_scores import ResourceScores
 from kubedra.scheduler.selecthost import heap_root_of, heap_root_rank
@@ -236,13 +236,17 @@ class KubeScorer:
         pod = record.pod
         terms = preferred_terms(pod)
         # A pod with constraints of its own gets no system default ones (its DoNotSchedule ones do not score).
-        owner = self.spread.key_for(pod) if not has_constraints(pod) else None
+        explicit = has_constraints(pod)
+        owner = self.spread.key_for(pod) if not explicit else None
+        scheduled_anyway = explicit and bool(constraints_of(pod, SCHEDULE_ANYWAY))
+        inter_pod = self.pod_affinity.active(pod) and not self.pod_affinity.neutral(pod)
         if self.observe is not None:
             self._observed = []
-        if not (self._prefer_taints or terms or owner is not None):
+        if not (self._prefer_taints or terms or owner is not None or scheduled_anyway or inter_pod):
             best = self._best_by_resources(window, record.scoring)  # only the resource plugins tell nodes apart
         else:
-            best = self._best_by_groups(record, window, terms, owner)
+            best = self._best_by_groups(record, window, terms, owner, scheduled_anyway=scheduled_anyway,
+                                        inter_pod=inter_pod)
         if self.observe is not None and self._observed is not None:
             self.observe(record, window, self._observed, best)
             self._observed = None
@@ -259,7 +263,8 @@ class KubeScorer:
         return (nth_bit(walk, rank) + start) % n
 
     def _best_by_groups(
-        self, record: PodRecord, window: int, terms: Sequence[PreferredSchedulingTerm], owner: SelectorKey | None
+        self, record: PodRecord, window: int, terms: Sequence[PreferredSchedulingTerm], owner: SelectorKey | None,
+        *, scheduled_anyway: bool = False, inter_pod: bool = False,
     ) -> int:
         pod = record.pod
         groups = self._resource_groups(window, record.scoring)
@@ -273,6 +278,10 @@ class KubeScorer:
             partition.append((0, ~occupied))
             groups = split_groups(groups, partition, "host")
             groups = split_groups(groups, self._topologies, "topology")
+        if scheduled_anyway:  # explicit ScheduleAnyway constraints: normalised over the window already
+            groups = split_groups(groups, self.topology_spread.score_partition(pod, window, self._names), "explicit")
+        if inter_pod:  # InterPodAffinity: normalised over the window already
+            groups = split_groups(groups, self.pod_affinity.score_partition(pod, window, self._names), "inter_pod")
         if len(groups) == 1:
             if self._observed is not None:
                 self._observed.append(GroupScores(groups[0].nodes, {RESOURCES: groups[0].resources}))
@@ -357,7 +366,8 @@ class KubeScorer:
             taint = MAX_NODE_SCORE - go_div(MAX_NODE_SCORE * g.taint, taint_high) if taint_high else MAX_NODE_SCORE
             affinity = go_div(MAX_NODE_SCORE * g.affinity, affinity_high) if affinity_high else g.affinity
             total = WEIGHTS["TaintToleration"] * taint + WEIGHTS["NodeAffinity"] * affinity + g.resources
-            normalised = 0
+            normalised = g.explicit
+            total += WEIGHTS["PodTopologySpread"] * g.explicit + WEIGHTS["InterPodAffinity"] * g.inter_pod
             if spreading:
                 raw = spread[i]
                 normalised = (
@@ -367,8 +377,10 @@ class KubeScorer:
             if self._observed is not None:
                 scores = {"TaintToleration": WEIGHTS["TaintToleration"] * taint,
                           "NodeAffinity": WEIGHTS["NodeAffinity"] * affinity, RESOURCES: g.resources, "total": total}
-                if spreading:
+                if spreading or normalised:
                     scores["PodTopologySpread"] = WEIGHTS["PodTopologySpread"] * normalised
+                if g.inter_pod:
+                    scores["InterPodAffinity"] = WEIGHTS["InterPodAffinity"] * g.inter_pod
                 self._observed.append(GroupScores(g.nodes, scores))
             if total > best_total:
                 best_total, best = total, g.nodes

@@ -55,6 +55,8 @@ class SpreadIndex:
         self.state = state
         self._selectors: dict[bytes, _Selector] = {}
         self._domains: dict[str, list[tuple[str, int]]] | None = None  # key -> (value, bitset of its nodes)
+        self._keys: dict[str, int] = {}  # key -> bitset of the nodes carrying it
+        self._positions: dict[str, int] = {}  # node -> its bit
         state.pod_watchers.append(self._moved)
 
     def _moved(self, record: PodRecord, node: str, sign: int) -> None:
@@ -164,19 +166,78 @@ class SpreadIndex:
     def feasible_mask(self, state: SpreadFilter, names: Sequence[str]) -> int:
         """The nodes of ``names`` (bit i: ``names[i]``, the scheduler's fixed node list) Filter lets through: what
         ``SpreadFilter.reason`` decides node by node, domain by domain."""
-        if self._domains is None:
-            pairs: dict[str, dict[str, int]] = {}
-            for i, name in enumerate(names):
-                for key, value in self.state.nodes[name].metadata.labels.items():
-                    values = pairs.setdefault(key, {})
-                    values[value] = values.get(value, 0) | (1 << i)
-            self._domains = {key: list(values.items()) for key, values in pairs.items()}
+        domains = self._domain_masks(names)
         ok = (1 << len(names)) - 1
         for i, c in enumerate(state.constraints):
             counts, limit = state.counts[i], c.max_skew - state.self_match[i] + state.minimum[i]
             allowed = 0
-            for value, bits in self._domains.get(c.topology_key, ()):
+            for value, bits in domains.get(c.topology_key, ()):
                 if counts.get(value, 0) <= limit:
                     allowed |= bits
             ok &= allowed
         return ok
+
+    def _domain_masks(self, names: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
+        """Each node label key's values and their nodes, as bits of ``names`` (made once: nodes stay)."""
+        if self._domains is None:
+            pairs: dict[str, dict[str, int]] = {}
+            for i, name in enumerate(names):
+                self._positions[name] = i
+                for key, value in self.state.nodes[name].metadata.labels.items():
+                    values = pairs.setdefault(key, {})
+                    values[value] = values.get(value, 0) | (1 << i)
+            self._domains = {key: list(values.items()) for key, values in pairs.items()}
+            for key, values in pairs.items():
+                every = 0
+                for bits in values.values():
+                    every |= bits
+                self._keys[key] = every
+        return self._domains
+
+    # ------------------------------------------------------------------------------------------ Score by groups
+
+    def score_partition(self, pod: Pod, window: int, names: Sequence[str]) -> list[tuple[int, int]]:
+        """``scores`` over the nodes of bitset ``window`` (bit i: ``names[i]``) as (normalised score, bitset of its
+        nodes): the nodes cut by each constraint's domains (and, for the hostname, by the pods on each node), so
+        its cost grows with the domains and the occupied nodes, not with the window."""
+        constraints = constraints_of(pod, SCHEDULE_ANYWAY)
+        if not constraints or not window:
+            return [(0, window)]
+        domains = self._domain_masks(names)
+        kept = window
+        for c in constraints:
+            kept &= self._keys.get(c.topology_key, 0)
+        weights: list[float] = []
+        # Per constraint: (count, bitset) parts of the kept nodes, each part's nodes counting alike.
+        parts: list[list[tuple[int, int]]] = []
+        for c in constraints:
+            if c.topology_key == HOSTNAME_LABEL:
+                weights.append(topology_weight(kept.bit_count()))
+                by_count: dict[int, int] = {}
+                occupied = 0
+                for name, count in self._selector(pod, c).per_node.items():
+                    i = self._positions.get(name)
+                    if i is not None and kept >> i & 1:
+                        by_count[count] = by_count.get(count, 0) | (1 << i)
+                        occupied |= 1 << i
+                by_count[0] = by_count.get(0, 0) | (kept & ~occupied)
+                parts.append(list(by_count.items()))
+            else:
+                sums = self._view(pod, c, constraints).sums
+                cut = [(value, bits & kept) for value, bits in domains.get(c.topology_key, ()) if bits & kept]
+                weights.append(topology_weight(len(cut)))
+                parts.append([(sums.get(value, 0), bits) for value, bits in cut])
+        groups: list[tuple[tuple[int, ...], int]] = [((), kept)] if kept else []
+        for part in parts:
+            cut_groups = []
+            for counts, members in groups:
+                for count, bits in part:
+                    inside = members & bits
+                    if inside:
+                        cut_groups.append(((*counts, count), inside))
+            groups = cut_groups
+        raw = [score_one(constraints, counts, weights) for counts, _ in groups]
+        out = list(zip(normalize(raw), (members for _, members in groups), strict=True))
+        if window & ~kept:
+            out.append((0, window & ~kept))  # lacking some constraint's key: ignored, 0
+        return out

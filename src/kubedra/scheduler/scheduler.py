@@ -50,7 +50,7 @@ from kubedra.scheduler.nodefit import (
     pinned_nodes,
     reasons_of,
 )
-from kubedra.scheduler.podtopologyspread import SCHEDULE_ANYWAY, SpreadFilter, constraints_of
+from kubedra.scheduler.podtopologyspread import SpreadFilter
 from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.prefilter import PreFilter
 from kubedra.scheduler.scoring import TRACE_POLICIES, DeviceUse, Policy, node_score, pick
@@ -251,12 +251,10 @@ class Scheduler:
         ranked = self.kube is not None and any(
             r.exactly is None for c in attempt.to_allocate for r in c.spec.devices.requests
         )
-        # Rare: host ports, pins, explicit ScheduleAnyway topology spread constraints, inter-pod affinity that scores
-        # (the fast path filters DoNotSchedule constraints and required inter-pod affinity as bitsets).
+        # Rare: host ports, pins (the fast path filters DoNotSchedule constraints and required inter-pod affinity as
+        # bitsets, and scores ScheduleAnyway constraints and inter-pod affinity by domains).
         pod = attempt.record.pod
-        walked = (attempt.record.host_ports or pinned_nodes(pod) is not None
-                  or bool(constraints_of(pod, SCHEDULE_ANYWAY))
-                  or (self.pod_affinity.active(pod) and not self.pod_affinity.neutral(pod)))
+        walked = attempt.record.host_ports or pinned_nodes(pod) is not None
         if self.sets is not None and not ranked and not walked:
             fast = self._schedule_fast(attempt, self.sets)
             if fast is not None:

@@ -41,6 +41,8 @@ class Group(msgspec.Struct, gc=False):
     affinity: int = 0  # raw NodeAffinity
     host: int = 0  # pods of the pod's controller on each of these nodes
     topology: Topology = (True, False, "")
+    explicit: int = 0  # PodTopologySpread's normalised score from the pod's own ScheduleAnyway constraints
+    inter_pod: int = 0  # InterPodAffinity's normalised score
 
 
 def split_groups(groups: list[Group], partition: Sequence[tuple[Any, int]], field: str) -> list[Group]:
