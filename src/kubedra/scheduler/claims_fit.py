@@ -13,12 +13,12 @@ from kubedra.allocator import AllocationError, Allocator
 from kubedra.cluster.devices import DeviceRecord
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import Node, ResourceClaim, to_dict
-from kubedra.scheduler.candidates import device_shapes, pools_are_node_local
 from kubedra.scheduler.device_index import DeviceIndex
 from kubedra.scheduler.explain_checks import Attempt, Explainer
 from kubedra.scheduler.extended import dra_served_resources, extended_requests, node_batch
 from kubedra.scheduler.nodefit import claim_rejecting
 from kubedra.scheduler.prefilter import prefilter_claims
+from kubedra.scheduler.verdicts import device_shapes, pools_are_node_local
 
 
 class ClaimsFit:

@@ -14,7 +14,7 @@ import msgspec
 from kubedra.cluster.state import ClusterState
 from kubedra.objects.model import AllocationResult, ResourceClaim
 from kubedra.scheduler.attempt import Attempt, Feasible
-from kubedra.scheduler.candidates import NodeSets, Verdicts
+from kubedra.scheduler.candidates import NodeSets
 from kubedra.scheduler.claims import key_of
 from kubedra.scheduler.device_index import DeviceIndex
 from kubedra.scheduler.dra import NodeAllocator
@@ -27,6 +27,7 @@ from kubedra.scheduler.nodefit import claim_rejecting
 from kubedra.scheduler.outcome import Failed, Outcome, Placement, Unschedulable, summarize
 from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.scoring import Policy, devices_asked
+from kubedra.scheduler.verdicts import Verdicts
 
 
 class FastPath:
