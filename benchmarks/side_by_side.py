@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from kubedra.objects.load import load_text  # noqa: E402
-from kubedra.scheduler.scheduler import Placement  # noqa: E402
+from kubedra.scheduler.outcome import Placement  # noqa: E402
 from kubedra.scheduler.scoring import Policy  # noqa: E402
 from kubedra.sim.scenario import build_scenario  # noqa: E402
 from kubedra.sim.simulate import Options, prepare  # noqa: E402

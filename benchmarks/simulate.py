@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kubedra.objects.load import load_text
 from kubedra.objects.parse import ParseLimits
-from kubedra.scheduler.scheduler import Placement
+from kubedra.scheduler.outcome import Placement
 from kubedra.scheduler.scoring import Policy
 from kubedra.sim.run import Simulation
 from kubedra.sim.scenario import build_scenario

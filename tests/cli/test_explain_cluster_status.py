@@ -10,7 +10,7 @@ import pytest
 
 from kubedra.cli import main
 from kubedra.objects.model import Condition, Pod, PodSpec, PodStatus
-from kubedra.scheduler.explain import PodExplanation, compare_with_cluster
+from kubedra.scheduler.explain_results import PodExplanation, compare_with_cluster
 
 NODE_AND_GPU = """
 apiVersion: v1

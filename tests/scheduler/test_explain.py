@@ -8,9 +8,11 @@ import pytest
 from tests.sim.fixtures.scenarios import nodepool, text_of
 
 from kubedra.objects.load import load_text
-from kubedra.scheduler import explain as explain_module
+from kubedra.scheduler import explain_workload as workload_module
 from kubedra.scheduler.dra import DEFAULT_STEP_BUDGET
-from kubedra.scheduler.explain import explain_claim, explain_pod, explain_workload, lookup
+from kubedra.scheduler.explain import explain_claim, explain_pod
+from kubedra.scheduler.explain_workload import explain_workload
+from kubedra.scheduler.lookup import lookup
 from kubedra.scheduler.scoring import Policy
 from kubedra.sim.report import build_report
 from kubedra.sim.scenario import build_scenario
@@ -675,13 +677,13 @@ def test_a_workloads_pods_are_grouped_by_answer(monkeypatch: pytest.MonkeyPatch)
     text = CLASS + node("n1") + slice_("n1", gpus(2)) + template("one") + deployment("web", 5, "one")
     state, allocator = run(text)
     calls: list[str] = []
-    real = explain_module.explain_pod
+    real = workload_module.explain_pod
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(state.pods[args[2]].phase)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(explain_module, "explain_pod", counting)
+    monkeypatch.setattr(workload_module, "explain_pod", counting)
     data = explain_workload(state, allocator, "Deployment", "ml/web").as_dict()
     assert data["workload"] == "Deployment/ml/web"
     assert data["summary"] == "5 pods: 3 Pending, 2 Running"

@@ -32,8 +32,9 @@ from kubedra.scheduler.interpodaffinity import (
 )
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodefit import node_fit_reason
+from kubedra.scheduler.outcome import Placement
 from kubedra.scheduler.preemption import resolvable
-from kubedra.scheduler.scheduler import Placement, Scheduler
+from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, simulate

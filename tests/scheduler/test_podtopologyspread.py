@@ -20,6 +20,7 @@ from kubedra.scheduler.bitsets import positions
 from kubedra.scheduler.explain import explain_pod
 from kubedra.scheduler.kube_scorer import KubeScorer
 from kubedra.scheduler.nodefit import node_fit_reason
+from kubedra.scheduler.outcome import Placement
 from kubedra.scheduler.podtopologyspread import (
     CONSTRAINTS_REASON,
     DO_NOT_SCHEDULE,
@@ -33,7 +34,7 @@ from kubedra.scheduler.podtopologyspread import (
 )
 from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.preemption import resolvable
-from kubedra.scheduler.scheduler import Placement, Scheduler
+from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, simulate

@@ -222,7 +222,7 @@ def test_kept_answers_are_the_allocators_at_every_sample(seed: int | str, monkey
     node by node and pod by pod."""
     from tests.sim.test_fast_path import random_shared_cluster
 
-    from kubedra.scheduler.explain import ClaimsFit
+    from kubedra.scheduler.claims_fit import ClaimsFit
     from kubedra.sim import fragmentation
 
     checked: list[int] = []
@@ -281,7 +281,7 @@ def test_nodes_alike_in_devices_but_not_in_use_are_asked_apart(monkeypatch: pyte
     docs += [pinned(f"fill-{i}", f"whole-{4 - i}", f"n{i}", 0, 5 + 10 * i) for i in (1, 2, 3)]
     docs.append(pinned("fill-0", "whole-3", "n0", 0, 35))
     docs.append(pinned("wants-three", "whole-3", None, 1, None, cpu="16"))  # waits for cpu no node has
-    from kubedra.scheduler.explain import ClaimsFit
+    from kubedra.scheduler.claims_fit import ClaimsFit
     from kubedra.sim import fragmentation
 
     usable_nodes = fragmentation._usable_nodes

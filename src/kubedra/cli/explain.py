@@ -224,8 +224,9 @@ def _print_workload(data: dict[str, Any], limit: int) -> None:
 def _pod_with_cluster(result: Any, key: str, policy: Policy, observed: Any) -> dict[str, Any]:
     """explain pod's answer, beside the cluster's own where the input pod carried it, with its gang and what
     preemption does for it."""
-    from kubedra.scheduler.explain import compare_with_cluster, explain_pod
+    from kubedra.scheduler.explain import explain_pod
     from kubedra.scheduler.explain_groups import gang_section, gang_summary, preemption_section
+    from kubedra.scheduler.explain_results import compare_with_cluster
 
     state = result.state
     explanation = explain_pod(state, result.allocator, key, policy=policy.value)
@@ -256,7 +257,7 @@ def _with_what_would_fit(result: Any, data: dict[str, Any], policy: Policy) -> d
 
 
 def _workload_with_what_would_fit(result: Any, kind: str, key: str, policy: Policy) -> dict[str, Any]:
-    from kubedra.scheduler.explain import explain_workload
+    from kubedra.scheduler.explain_workload import explain_workload
 
     data = explain_workload(result.state, result.allocator, kind, key, policy=policy.value).as_dict()
     for group in data["groups"]:
@@ -279,7 +280,9 @@ def _explain(
     live: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """Run the scenario once, find the object, explain it, print it; exits 0 (or 2 when it does not exist)."""
-    from kubedra.scheduler.explain import explain_claim, lookup, workload_keys
+    from kubedra.scheduler.explain import explain_claim
+    from kubedra.scheduler.explain_workload import workload_keys
+    from kubedra.scheduler.lookup import lookup
 
     require_format(output or default_format(), (*TABLE_FORMATS, OutputFormat.json, OutputFormat.yaml), "explain")
     written, _, inline = target.partition("/")

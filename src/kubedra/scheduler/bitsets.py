@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -55,3 +55,11 @@ def mask_of(indices: list[int]) -> int:
     for i in indices:
         mask |= 1 << i
     return mask
+
+
+def bits(x: int) -> Iterator[int]:
+    """Set bit positions, lowest first."""
+    while x:
+        low = x & -x
+        yield low.bit_length() - 1
+        x ^= low

@@ -8,8 +8,9 @@ a set, cached by what it depends on and refreshed per node when that node change
 * NodeResourcesFit per (requests, DRA-served extended resources), refreshed on bind/unbind;
 * the selector of an already allocated claim, per claim allocation;
 * "≥ N free devices of this signature" for plain demands (``DeviceIndex``), refreshed on allocation/release;
-* the allocator's verdict per (claims' specs, node), for demands the index cannot decide, refreshed per node when
-  its devices change — valid only when every pool lives on one node (then nothing else can change a node's answer);
+* the allocator's verdict per (claims' specs, node) (``verdicts.py``), for demands the index cannot decide,
+  refreshed per node when its devices change — valid only when every pool lives on one node (then nothing else can
+  change a node's answer);
 * score classes: nodes whose score inputs are equal (allocatable, requested cpu/memory, devices total/in use).
 
 The window of the first N feasible nodes from the start, the best score in it and the k-th tied node are then a few
@@ -25,62 +26,22 @@ from typing import TypeVar
 import msgspec
 
 from kubedra.allocator.answers import ClaimKeys
-from kubedra.cluster.devices import DeviceRecord, DeviceTable
+from kubedra.cluster.devices import DeviceRecord
 from kubedra.cluster.state import ClusterState
-from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim, ResourceSlice
+from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim
 from kubedra.objects.quantity import Quantity
 from kubedra.objects.selection import node_selector_matches
-from kubedra.scheduler.bitsets import nth_bit, reclassify
+from kubedra.scheduler.bitsets import bits, nth_bit, reclassify
 from kubedra.scheduler.device_index import DeviceIndex, Signature
 from kubedra.scheduler.nodefit import NODE_NAME_MISMATCH, affinity_reason, resources_reason, taint_reason
 from kubedra.scheduler.scoring import DeviceUse, Policy, node_score
+from kubedra.scheduler.verdicts import Verdicts, Witness, device_shapes, monotone, pools_are_node_local
 
 MONOTONE_DEVICES = 16  # 2**16 subsets: far within the default step budget of 1,000,000
 MAX_CACHED = 256  # shapes per cache; beyond that a cache starts over (bounded memory, still correct)
 
 RequestsKey = tuple[tuple[str, Quantity], ...]
 ScoreKey = tuple[str | None, str | None, Quantity | None, Quantity | None, int, float]
-
-
-def bits(x: int) -> Iterator[int]:
-    """Set bit positions, lowest first."""
-    while x:
-        low = x & -x
-        yield low.bit_length() - 1
-        x ^= low
-
-
-@dataclass
-class Verdicts:
-    """The allocator's answers for one demand shape: nodes known to fit, known not to, and why not."""
-
-    ok: int = 0
-    bad: int = 0
-    # One claim with one plain request: its answer is monotone in the node's free devices (more free devices or
-    # capacity never turn "fits" into "does not", less never the other way), so a node that only gained keeps
-    # "fits" and one that only lost keeps "does not" (see ``NodeSets.touch_devices``).
-    monotone: bool = False
-    # node -> the allocation that proved "fits" there, when none of its devices draws on a counter set: while it
-    # could still be made (its devices untaken, its shares' devices with room for them), it still proves it
-    witness: dict[int, Witness] = field(default_factory=dict)
-    reasons: dict[int, str] = field(default_factory=dict)
-    # (node device shape, devices in use) -> None (fits) or the reason: nodes alike get the same answer
-    by_state: dict[tuple[int, frozenset[str]], str | None] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Witness:
-    """An allocation that fits, as the devices it needs: dedicated ones (``driver/pool/device``) and, per shared
-    device, what its shares consume (nanos per capacity)."""
-
-    dedicated: frozenset[str]
-    shared: dict[str, tuple[DeviceRecord, dict[str, int]]]
-
-    def still_fits(self, taken: set[str], devices: DeviceTable) -> bool:
-        """Whether the allocation could still be made after ``taken`` were allocated (nothing was freed)."""
-        if not self.dedicated.isdisjoint(taken):
-            return False
-        return all(devices.has_room(*self.shared[key]) for key in taken if key in self.shared)
 
 
 @dataclass
@@ -349,7 +310,7 @@ class NodeSets:
         found = self._verdicts.get(key)
         if found is None:
             self._verdicts = _bounded(self._verdicts, MAX_CACHED // 4)
-            found = self._verdicts[key] = Verdicts(monotone=_monotone(batch))
+            found = self._verdicts[key] = Verdicts(monotone=monotone(batch))
         return found
 
     def remember_witness(self, verdicts: Verdicts, i: int, results: Sequence[AllocationResult]) -> None:
@@ -465,39 +426,4 @@ def _node_names_only(terms: Sequence[NodeSelectorTerm]) -> set[str] | None:
         names.update(field_.values)
     return names
 
-
-def device_shapes(state: ClusterState, names: list[str]) -> list[int | None]:
-    """Per node, an id shared by nodes whose slices carry the same devices in the same order."""
-    on_node: dict[str, list[ResourceSlice]] = {}
-    for slice_ in state.slices:
-        on_node.setdefault(slice_.spec.node_name or "", []).append(slice_)
-    ids: dict[bytes, int] = {}
-    shapes: list[int | None] = []
-    for name in names:
-        slices = on_node.get(name, [])
-        key = msgspec.json.encode([(s.spec.driver, s.spec.pool.resource_slice_count, s.spec.devices) for s in slices])
-        shapes.append(ids.setdefault(key, len(ids)))
-    return shapes
-
-
-def _monotone(batch: Sequence[ResourceClaim]) -> bool:
-    """One claim with one ``exactly`` request: whether it fits a node can only get easier as devices are freed.
-    (Several requests fit too, but their searches multiply: kept to what stays within the step budget.)"""
-    if len(batch) != 1:
-        return False
-    requests = batch[0].spec.devices.requests
-    return len(requests) == 1 and requests[0].exactly is not None
-
-
-def pools_are_node_local(state: ClusterState) -> bool:
-    """Whether each pool's slices all sit on one node, so only that node's devices change its allocator answers."""
-    nodes: dict[tuple[str, str], str] = {}
-    for slice_ in state.slices:
-        node = slice_.spec.node_name
-        if not node:
-            return False
-        pool = (slice_.spec.driver, slice_.spec.pool.name)
-        if nodes.setdefault(pool, node) != node:
-            return False
-    return True
 

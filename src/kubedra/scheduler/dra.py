@@ -3,18 +3,21 @@
 Upstream builds an allocator per pod from informer caches; the simulator keeps one ``Allocator`` (its per-device
 preparation and selector verdicts stay valid while slices and classes do not change) over the cluster's device
 table, whose ``AllocatedState`` follows every allocation and release in place — the same state the scheduler would
-gather.
+gather. ``NodeAllocator`` and ``DraBackend`` say what the scheduler asks of it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from kubedra.allocator import Allocator, Features
+from kubedra.allocator.state import DeviceID
 from kubedra.cel import CompileCache
 from kubedra.cluster.state import ClusterState
+from kubedra.objects.model import AllocationResult, Node, ResourceClaim
 
 # Upstream bounds each node's Filter by a 10 s timeout; the simulator bounds the search by steps instead, so runs
 # repeat exactly. One million allocateOne calls take seconds in Python — far beyond any sane claim.
@@ -62,3 +65,27 @@ class AllocatorBackend:
 
     def begin(self) -> Allocator:
         return self.allocator
+
+
+class NodeAllocator(Protocol):
+    """One allocator per attempt (upstream builds one in PreFilter), asked once per node."""
+
+    @property
+    def draws(self) -> int:
+        """ShareIDs drawn so far (a stream an attempt may advance even where it finds no fit)."""
+        ...
+
+    def allocate(
+        self, node: Node, claims: Sequence[ResourceClaim], *, prefer: Sequence[DeviceID] = ()
+    ) -> list[AllocationResult] | None:
+        """Allocations for ``claims`` on ``node``; None if they do not fit. Raises the allocator's errors:
+        ``AllocationError`` for bad input (scheduling of the pod is aborted), ``NodeAllocationFailed`` and
+        ``SearchBudgetExceeded`` when only this node cannot take the claims (invalid pools, a search timeout).
+        ``prefer``: devices to try first (a trace policy's choice within the node; kube-scheduler has none)."""
+        ...
+
+
+class DraBackend(Protocol):
+    """The device side of the cluster: hands out allocators over the current allocated state."""
+
+    def begin(self) -> NodeAllocator: ...

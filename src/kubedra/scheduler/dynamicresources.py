@@ -1,12 +1,20 @@
-"""DynamicResources' Score: it ranks only ``firstAvailable`` sub-requests (its Filter is ``dra.py``'s allocator)."""
+"""DynamicResources: its Filter's call of the allocator on one node (``allocate``, over ``dra.py``'s allocator) and
+the reasons it gives; its Score, which ranks only ``firstAvailable`` sub-requests."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubedra.objects.model import AllocationResult, ResourceClaim
+from kubedra.allocator import AllocationError, NodeAllocationFailed, SearchBudgetExceeded
+from kubedra.allocator.state import DeviceID
+from kubedra.objects.model import AllocationResult, Node, ResourceClaim
+from kubedra.scheduler.dra import NodeAllocator
+from kubedra.scheduler.outcome import Failed
 
 FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
+UNSCHEDULABLE_CLAIMS = "cannot allocate all claims"
+CLAIM_NOT_ON_NODE = "resourceclaim not available on the node"
+TIMED_OUT = "timed out trying to allocate devices"
 
 
 def first_available_score(claims: Sequence[ResourceClaim], allocations: Sequence[AllocationResult]) -> int:
@@ -26,3 +34,19 @@ def first_available_score(claims: Sequence[ResourceClaim], allocations: Sequence
                 if f"{request.name}/{sub.name}" in used:
                     score += FIRST_AVAILABLE_MAX_SIZE - i
     return score
+
+def allocate(
+    allocator: NodeAllocator, node: Node, batch: Sequence[ResourceClaim], prefer: Sequence[DeviceID] = ()
+) -> list[AllocationResult] | Failed | str:
+    """The allocations, a Failed outcome for fatal input, or the node's reason for refusing."""
+    try:
+        results = allocator.allocate(node, batch, prefer=prefer)
+    except NodeAllocationFailed as exc:
+        return str(exc)
+    except SearchBudgetExceeded:
+        return TIMED_OUT
+    except AllocationError as exc:
+        return Failed(str(exc))
+    if results is None or len(results) != len(batch):
+        return UNSCHEDULABLE_CLAIMS
+    return results

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from kubedra.cluster.state import PodRecord
 from kubedra.objects.scheduling import PodGroup
-from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
+from kubedra.scheduler.outcome import Failed, Placement, Unschedulable
+from kubedra.scheduler.scheduler import Scheduler
 
 WAITING_FOR_GROUP = 'waiting for pod\'s pod group "{name}" to appear in scheduling queue'
 WAITING_FOR_MIN_COUNT = "waiting for minCount pods from a gang to appear in scheduling queue"

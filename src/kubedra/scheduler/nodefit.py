@@ -3,6 +3,7 @@
 NodeName, NodeUnschedulable, TaintToleration (NoSchedule and NoExecute), NodeAffinity (``nodeSelector`` and required
 affinity) and NodeResourcesFit (cpu, memory, pods, device-plugin extended resources). Each check returns ``None``
 when the node fits or the reason in kube-scheduler's words, so pending pods explain themselves.
+``node_detail`` adds what each reason compared, for ``kubedra explain``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from kubedra.cluster.state import PodRecord
 from kubedra.cluster.usage import ZERO, HostPort, NodeUsage, ports_conflict
 from kubedra.objects.model import Node, Pod, ResourceClaim, Taint
 from kubedra.objects.quantity import Quantity
@@ -208,3 +210,39 @@ def claim_rejecting(claims: Sequence[ResourceClaim], node: Node) -> ResourceClai
         ):
             return claim
     return None
+
+
+def _quantity(text: str | None) -> str:
+    return text if text is not None else "none"
+
+
+def node_detail(status: str, record: PodRecord, node: Node) -> str:
+    """kube-scheduler's reasons plus what each compared (values that are the same across a node pool)."""
+    return "; ".join(_reason_detail(reason, record, node) for reason in reasons_of(status))
+
+
+def _reason_detail(reason: str, record: PodRecord, node: Node) -> str:
+    pod = record.pod
+    if reason.startswith("Insufficient "):
+        name = reason.removeprefix("Insufficient ")
+        have = node.status.allocatable.get(name)
+        want = record.requests.get(name, ZERO)
+        if have is None:
+            return f"{reason} (the pod requests {want}; the node does not advertise {name})"
+        return f"{reason} (the pod requests {want}; node allocatable {have})"
+    if reason == "Too many pods":
+        return f"{reason} (node allocatable pods {_quantity(node.status.allocatable.get('pods'))})"
+    if reason == UNSCHEDULABLE_REASON:
+        return f"{reason}: spec.unschedulable (cordoned), node.kubernetes.io/unschedulable:NoSchedule not tolerated"
+    if reason == TAINT_REASON:
+        taint = untolerated_taint(pod, node)
+        if taint is None:
+            return reason
+        shown = f"{taint.key}={taint.value}" if taint.value else taint.key
+        return f"{reason}: {shown}:{taint.effect}"
+    if "node affinity/selector" in reason:
+        labels = node.metadata.labels
+        wrong = [f"{k}={v} (node: {labels.get(k, 'unset')})"
+                 for k, v in pod.spec.node_selector.items() if labels.get(k) != v]
+        return f"{reason}: nodeSelector {', '.join(wrong)}" if wrong else f"{reason}: required node affinity"
+    return reason

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kubedra.cluster.usage import ZERO, NodeUsage
-from kubedra.objects.model import Node
+from kubedra.objects.model import Node, ResourceClaim
 from kubedra.objects.quantity import Quantity
 from kubedra.scheduler.normalize import MAX_NODE_SCORE
 
@@ -88,3 +88,13 @@ def pick(scored: Sequence[tuple[float, str]], rng: random.Random) -> str:
     best = max(score for score, _ in scored)
     tied = [name for score, name in scored if score == best]
     return tied[0] if len(tied) == 1 else rng.choice(tied)
+
+
+def devices_asked(claim: ResourceClaim) -> int:
+    """Devices a claim takes for scoring purposes (``All`` and subrequests counted as one). A request for consumable
+    capacity adds nothing up front: how much of a device its share is depends on the device, and once allocated it
+    counts as the share's use of it (``DeviceTable.device_use``)."""
+    return sum(
+        ((request.exactly.count or 1) if request.exactly.capacity is None else 0) if request.exactly is not None else 1
+        for request in claim.spec.devices.requests
+    )

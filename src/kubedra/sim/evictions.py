@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from kubedra.cluster.state import PodRecord
+from kubedra.scheduler.outcome import Unschedulable
 from kubedra.scheduler.preemption import (
     NEVER,
     TERMINATING,
@@ -24,7 +25,6 @@ from kubedra.scheduler.preemption import (
     resolvable,
     without_victims,
 )
-from kubedra.scheduler.scheduler import Unschedulable
 from kubedra.scheduler.victims import GROUP_RANK, Victim
 from kubedra.sim.budgets import PodDisruptionBudget, current_budgets
 from kubedra.sim.replacements import Replacements

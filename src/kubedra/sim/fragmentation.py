@@ -6,7 +6,7 @@ the per-pod path. Per GPU model and node pool (the ``kubedra.io/nodepool`` label
 
 * ``free``: GPUs nothing is allocated on;
 * ``usable``: free GPUs on a node where the claims of at least one pending pod could be allocated now — the
-  allocator's own answer (``scheduler.explain.ClaimsFit``: the claims' existing allocations, then the allocator; the
+  allocator's own answer (``scheduler.claims_fit.ClaimsFit``: the claims' existing allocations, then the allocator; the
   pod's node rules and cpu/memory are not asked), for one pod of each distinct shape;
 * ``stranded``: free but not usable, counted only while pods are pending (free capacity with no demand waiting is
   idle, not stranded);

@@ -27,7 +27,7 @@ from kubedra.scheduler.gangs import (
     with_preemption_message,
 )
 from kubedra.scheduler.group_claims import claim_for_group, matching_claim, release_for_group, reserve_for_group
-from kubedra.scheduler.scheduler import Placement
+from kubedra.scheduler.outcome import Placement
 from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
 from kubedra.sim.group_preemption import GroupPreemption, preempt_for_group
 

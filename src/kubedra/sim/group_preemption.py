@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.scheduling import PodGroup
 from kubedra.scheduler.gangs import schedule_group
+from kubedra.scheduler.outcome import Placement
 from kubedra.scheduler.preemption import NEVER, split_by_budgets
-from kubedra.scheduler.scheduler import Placement
 from kubedra.scheduler.victims import Victim, flatten, importance
 from kubedra.sim.budgets import current_budgets
 

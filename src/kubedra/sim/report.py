@@ -253,7 +253,7 @@ def _gpus(result: SimulationResult) -> dict[str, Any]:
 
 
 def _fragmentation(result: SimulationResult) -> dict[str, Any]:
-    from kubedra.scheduler.explain import ClaimsFit
+    from kubedra.scheduler.claims_fit import ClaimsFit
     from kubedra.sim.fragmentation import fragmentation
 
     state = result.state

@@ -40,9 +40,10 @@ from kubedra.scheduler.claims import (
 )
 from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.gangs import GroupOutcome
+from kubedra.scheduler.outcome import Failed, Placement, Unschedulable
 from kubedra.scheduler.preemption import NEVER, NodeSizes, Preemption, without_victims
 from kubedra.scheduler.queueing_hints import bind_hinted_plugins, requeue_after_bind
-from kubedra.scheduler.scheduler import Failed, Placement, Scheduler, Unschedulable
+from kubedra.scheduler.scheduler import Scheduler
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
 from kubedra.sim.gates import GATED_MESSAGE, GATED_REASON, ungate_after

@@ -129,7 +129,7 @@ def _sampler(
 ) -> Sampler:
     """Samples spread over the time the workload is known to span (the last arrival plus its run time; a CronJob's
     horizon plus its Jobs' run time), and one at the end of the run."""
-    from kubedra.scheduler.explain import ClaimsFit
+    from kubedra.scheduler.claims_fit import ClaimsFit
 
     ends = [a.arrive_at + (a.run_for or 0.0) for a in scenario.workloads.arrivals]
     ends += [j.arrive_at + (j.run_for or 0.0) for j in scenario.workloads.jobs]

@@ -56,7 +56,8 @@ from kubedra.objects.model import (
 from kubedra.objects.quantity import Quantity
 from kubedra.scheduler.claims import generated_name, key_of, release
 from kubedra.scheduler.dra import AllocatorBackend
-from kubedra.scheduler.scheduler import Placement, Scheduler
+from kubedra.scheduler.outcome import Placement
+from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
 
 KIND_ORDER = ("resources", "selector", "toleration", "release", "nodes")
