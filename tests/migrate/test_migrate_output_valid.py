@@ -128,6 +128,24 @@ def test_a_claim_name_the_pod_has_already_is_numbered_not_refused(
     valid(capsys, tmp_path / "out.json", out)
 
 
+@pytest.mark.parametrize(("container", "claim"), [('""', "containers-0-gpu"), ("Main_GPU", "main-gpu-gpu")])
+def test_a_container_name_no_label_can_hold_gives_claim_names_that_are(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, container: str, claim: str
+) -> None:
+    """A container named "" made a claim "-gpu" the API server refuses, and migrating the output again failed
+    (found by test_fuzz_cli.py): the name's piece is lower-cased and trimmed, its place in the pod where none is
+    left; migrating again changes nothing."""
+    source = tmp_path / "in.yaml"
+    source.write_text(pod().replace("name: c\n", f"name: {container}\n"))
+    code, out, err = run(capsys, "migrate", "-f", str(source), "-q")
+    assert code == 0, err
+    assert f"name: {claim}" in out and f"name: p-{claim}" in out
+    again = tmp_path / "out.yaml"
+    again.write_text(out)
+    code, twice, err = run(capsys, "migrate", "-f", str(again), "-q")
+    assert (code, twice) == (0, out), err
+
+
 def test_an_escaped_surrogate_pair_is_written_as_its_character(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Found by tests/cli/test_fuzz_cli.py::test_migrate: JSON's "\\ud800\\udc00" (U+10000) was written back as two
     escaped surrogates, which no YAML reader accepts, so migrating migrate's output failed."""

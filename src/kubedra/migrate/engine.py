@@ -286,9 +286,9 @@ class _Run:
             converted = _converted(ask)
             if not converted or not ask.long_lived:
                 continue
-            claim = self._new_claim(where, pod_spec, taken=taken, claim=wl.dns_label(f"{ask.name}-gpu"),
-                                    template=f"{workload}-{ask.name}-gpu",
-                                    fallback=f"{workload}-{kind.lower()}-{ask.name}-gpu", namespace=namespace,
+            claim = self._new_claim(where, pod_spec, taken=taken, claim=wl.dns_label(f"{ask.label}-gpu"),
+                                    template=f"{workload}-{ask.label}-gpu",
+                                    fallback=f"{workload}-{kind.lower()}-{ask.label}-gpu", namespace=namespace,
                                     asks=converted, templates=templates)
             claim_of[id(ask)] = claim
             self._rewrite_container(pod_spec, ask, converted, [(claim, None)])

@@ -109,6 +109,13 @@ class ContainerAsk:
         return f"{self.list_name}[{self.index}]"
 
     @property
+    def label(self) -> str:
+        """The container's name as a piece of the claim's and template's names: lower case, other characters as
+        '-', no '-' at either end; its place in the pod where nothing is left (a name the API server refuses)."""
+        part = re.sub(r"[^a-z0-9-]+", "-", self.name.lower()).strip("-")
+        return part or f"{self.list_name.lower()}-{self.index}"
+
+    @property
     def long_lived(self) -> bool:
         """Runs beside the app: an app container or a sidecar. A plain init container has finished before the
         long-lived containers after it start, so it can use their devices (as kube-scheduler's KEP-5004 claim does)."""
