@@ -11,7 +11,8 @@ from fixtures.scenarios import claim_template, controller, nodepool, pod, run
 
 from kubedra.cel import CompileCache
 from kubedra.scheduler.scoring import Policy
-from kubedra.sim.whatif import Inputs, Limits, Suggestion, comparisons, what_would_fit
+from kubedra.sim.whatif import Inputs, Limits, Suggestion, what_would_fit
+from kubedra.sim.whatif_selectors import comparisons
 
 Doc = dict[str, Any]
 MEMORY_80 = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'
