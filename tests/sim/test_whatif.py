@@ -115,8 +115,11 @@ def test_a_device_taint_tolerated_is_proven() -> None:
     assert _phase(*applied) == "Running"
 
 
-def test_nothing_helps_a_pod_asking_more_devices_than_any_node_has() -> None:
-    docs = [nodepool("small", count=2, gpus=2), claim_template("four", count=4, selector=MEMORY_80.replace("80", "8")),
+def test_nothing_helps_a_pod_asking_devices_no_node_has() -> None:
+    """Four H100s on A100 nodes: no count, threshold, taint, release or node like these helps (a count above what a
+    node has is answered by ``fallback`` and ``count``: tests/sim/test_whatif_requests.py)."""
+    docs = [nodepool("small", count=2, gpus=2),
+            claim_template("four", count=4, selector='device.attributes["gpu.nvidia.com"].productName == "H100-80GB"'),
             pod("waiting", template="four")]
     assert _suggest(*docs) == []
 

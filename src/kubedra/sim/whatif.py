@@ -53,7 +53,7 @@ from kubedra.scheduler.outcome import Placement
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
 
-KIND_ORDER = ("resources", "selector", "toleration", "release", "nodes")
+KIND_ORDER = ("resources", "selector", "fallback", "count", "toleration", "release", "preemption", "nodes")
 POOL_LABELS = ("kubedra.io/nodepool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup",
                "karpenter.sh/nodepool", "kubernetes.azure.com/agentpool")
 EFFECT_RISK = {"NoSchedule": 1, "NoExecute": 2}
@@ -68,6 +68,7 @@ class Limits:
     holders: int = 4  # holders released per node (one by one, then together)
     comparisons: int = 4  # numeric comparisons relaxed
     values: int = 3  # offered values tried per comparison, nearest first
+    counts: int = 4  # counts tried per request asking several devices (bisected: 4 finds any below 16)
     taints: int = 4  # distinct taints tolerated
     pools: int = 4  # node pools grown
     nodes_checked: int = 500  # nodes a change is proven on (the ones it can affect first)
@@ -309,11 +310,12 @@ def _more_nodes(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[S
 
 def _kinds() -> tuple[Callable[[Inputs, PodRecord, Limits], Iterator[Suggestion]], ...]:
     """Every kind's generator; those in their own modules build on this module's proof, so they are imported here."""
+    from kubedra.sim.whatif_requests import requests
     from kubedra.sim.whatif_resources import published_resources
     from kubedra.sim.whatif_selectors import selectors
     from kubedra.sim.whatif_taints import tolerations
 
-    return published_resources, _releases, selectors, tolerations, _more_nodes
+    return published_resources, _releases, selectors, requests, tolerations, _more_nodes
 
 
 def what_would_fit(inputs: Inputs, key: str, limits: Limits = Limits()) -> list[Suggestion]:
