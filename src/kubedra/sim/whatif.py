@@ -14,12 +14,18 @@ The kinds of change, and their cost (the ranking: kind first, in this order, the
    ``compareTo``/``isGreaterThan``/``isLessThan`` on a quantity) relaxed to the nearest value some device offers;
    cost how far the threshold moves, in percent of the original. The workload asks for less than it said it needs
    (``sim.whatif_selectors``).
-2. ``toleration``: a node taint (the pod's ``tolerations``) or a device taint (the request's ``tolerations``)
+2. ``fallback``: a request asking more devices than fit falls back, with ``firstAvailable``, to the largest count
+   that fits; cost the devices given up (``sim.whatif_requests``).
+3. ``count``: the request's ``exactly.count`` lowered to that count; cost the devices given up, plus one.
+4. ``toleration``: a node taint (the pod's ``tolerations``) or a device taint (the request's ``tolerations``)
    tolerated; cost 1 for a NoSchedule taint, 2 for NoExecute, one more for a device taint (which usually marks an
    unhealthy GPU: a DeviceTaintRule or the driver's health check put it there; ``sim.whatif_taints``).
-3. ``release``: pods holding the devices on a node end, so their claims release them; cost the pods ended. (A run
+5. ``release``: pods holding the devices on a node end, so their claims release them; cost the pods ended. (A run
    ends when every known completion has happened: a pod still running then has no ``kubedra.io/run-for``.)
-4. ``nodes``: one more node like those of a node pool (the ``kubedra.io/nodepool`` label a NodePool gives, or a
+6. ``preemption``: lower-priority pods on a node deleted where kube-scheduler would not preempt them (the pod's
+   ``preemptionPolicy: Never``; devices, which preemption does not free in 1.37); cost the pods
+   (``sim.whatif_preemption``).
+7. ``nodes``: one more node like those of a node pool (the ``kubedra.io/nodepool`` label a NodePool gives, or a
    cloud provider's pool label), empty, with copies of its ResourceSlices; cost the nodes added. One pod lands on
    one node, so one more node fits it or no number does.
 
@@ -65,6 +71,8 @@ class Limits:
 
     suggestions: int = 5  # shown, best first
     release_nodes: int = 4  # nodes whose holders are released
+    preemption_nodes: int = 4  # nodes whose lower-priority pods are removed (the fewest such pods first)
+    victims: int = 8  # lower-priority pods per node considered
     holders: int = 4  # holders released per node (one by one, then together)
     comparisons: int = 4  # numeric comparisons relaxed
     values: int = 3  # offered values tried per comparison, nearest first
@@ -145,15 +153,20 @@ def _copy(
     return copy
 
 
+def _scheduler(inputs: Inputs, state: ClusterState) -> Scheduler:
+    """The run's scheduler, its settings and a fresh allocator, over ``state``."""
+    features = inputs.features
+    backend = AllocatorBackend(features, state, CompileCache(features.cel_options()), reuse_answers=False)
+    return Scheduler(state, backend, inputs.policy, random.Random(0), None,
+                     extended_resources=features.extended_resource)
+
+
 def _fits(
     inputs: Inputs, state: ClusterState, record: PodRecord, only: Iterable[str] | None = None, cap: int = 500
 ) -> list[str]:
     """The nodes (of ``only``, else all; the first ``cap``) where the scheduler's Filter places ``record`` on
     ``state``."""
-    features = inputs.features
-    backend = AllocatorBackend(features, state, CompileCache(features.cel_options()), reuse_answers=False)
-    scheduler = Scheduler(state, backend, inputs.policy, random.Random(0), None,
-                          extended_resources=features.extended_resource)
+    scheduler = _scheduler(inputs, state)
     names = (list(only) if only is not None else list(state.nodes))[:cap]
     return [n for n in names if n in state.nodes and isinstance(scheduler.place_on(record, n), Placement)]
 
@@ -310,12 +323,13 @@ def _more_nodes(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[S
 
 def _kinds() -> tuple[Callable[[Inputs, PodRecord, Limits], Iterator[Suggestion]], ...]:
     """Every kind's generator; those in their own modules build on this module's proof, so they are imported here."""
+    from kubedra.sim.whatif_preemption import preemptions
     from kubedra.sim.whatif_requests import requests
     from kubedra.sim.whatif_resources import published_resources
     from kubedra.sim.whatif_selectors import selectors
     from kubedra.sim.whatif_taints import tolerations
 
-    return published_resources, _releases, selectors, requests, tolerations, _more_nodes
+    return published_resources, _releases, selectors, requests, tolerations, preemptions, _more_nodes
 
 
 def what_would_fit(inputs: Inputs, key: str, limits: Limits = Limits()) -> list[Suggestion]:
