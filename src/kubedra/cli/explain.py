@@ -45,17 +45,22 @@ HELP = command_help(
     "holding the devices, matchAttribute, counter sets, taints, consumable capacity). Nodes with the same explanation "
     "are grouped.",
     "For a pending pod, What would make it fit: the few smallest changes that let it fit, each proven by running the "
-    "scheduler's Filter for the pod on a copy of the end state with the change made, cheapest first: a numeric "
-    "threshold of a CEL selector relaxed to the nearest value a device offers (cost: how far it moved), a node or "
-    "device taint tolerated (cost: 1 NoSchedule, 2 NoExecute, +1 on a device), the pods holding devices on a node "
-    "ended (cost: pods ended), one more node of a node pool (cost: nodes added). Each is proven for the pod alone "
+    "scheduler's Filter for the pod on a copy of the end state with the change made, cheapest first: a resource a "
+    "node pool does not publish published (cost: resources named), a numeric threshold of a CEL selector relaxed to "
+    "the nearest value a device offers (cost: how far it moved), a node or device taint tolerated (cost: 1 "
+    "NoSchedule, 2 NoExecute, +1 on a device), the pods holding devices on a node ended (cost: pods ended), a request "
+    "for more devices than fit given a firstAvailable fallback to the largest count that fits, or its exactly.count "
+    "lowered to it (cost: devices given up; a JSON patch on the template or claim), the fewest lower-priority pods on "
+    "a node deleted where kube-scheduler will not preempt them (preemptionPolicy Never; devices, which preemption "
+    "does not free in 1.37) (cost: pods deleted), one more node of a node pool (cost: nodes added). Each is proven "
+    "for the pod alone "
     "(other pending pods may take what it frees); a gang's members are placed as a group and get none.",
     "-o json prints {pod, phase, node, message, summary, startedAt, endedAt, endReason, claims, groups: [{check, "
     "reason, reasons, count, nodes}]}; for a claim {claim, state, devices, allocatedOn, reservedFor, message, pods, "
     "groups}; for a workload {workload, summary, groups: [{phase, count, pods, nodes, explanation}]}. A PodGroup's "
     "member adds gang {podGroup, policy, minCount, memberCount, bound, condition, waiting, members}; a pod preemption "
-    "concerns adds preemption {possible, node, victims, message}; a pending pod adds whatWouldFit [{kind: selector|"
-    "toleration|release|nodes, text, change, fitsOn, cost {amount, unit, text}}].",
+    "concerns adds preemption {possible, node, victims, message}; a pending pod adds whatWouldFit [{kind: resources|"
+    "selector|toleration|release|fallback|count|preemption|nodes, text, change, fitsOn, cost {amount, unit, text}}].",
     examples=[
         "kubedra explain pod trainer-n92p7 -n ml-training",
         "kubedra explain pod/ml-training/trainer-n92p7 -o json",

@@ -14,14 +14,15 @@ The kinds of change, and their cost (the ranking: kind first, in this order, the
    ``compareTo``/``isGreaterThan``/``isLessThan`` on a quantity) relaxed to the nearest value some device offers;
    cost how far the threshold moves, in percent of the original. The workload asks for less than it said it needs
    (``sim.whatif_selectors``).
-2. ``fallback``: a request asking more devices than fit falls back, with ``firstAvailable``, to the largest count
-   that fits; cost the devices given up (``sim.whatif_requests``).
-3. ``count``: the request's ``exactly.count`` lowered to that count; cost the devices given up, plus one.
-4. ``toleration``: a node taint (the pod's ``tolerations``) or a device taint (the request's ``tolerations``)
+2. ``toleration``: a node taint (the pod's ``tolerations``) or a device taint (the request's ``tolerations``)
    tolerated; cost 1 for a NoSchedule taint, 2 for NoExecute, one more for a device taint (which usually marks an
    unhealthy GPU: a DeviceTaintRule or the driver's health check put it there; ``sim.whatif_taints``).
-5. ``release``: pods holding the devices on a node end, so their claims release them; cost the pods ended. (A run
+3. ``release``: pods holding the devices on a node end, so their claims release them; cost the pods ended. (A run
    ends when every known completion has happened: a pod still running then has no ``kubedra.io/run-for``.)
+4. ``fallback``: a request asking more devices than fit falls back, with ``firstAvailable``, to the largest count
+   that fits; cost the devices given up (``sim.whatif_requests``).
+5. ``count``: the request's ``exactly.count`` lowered to that count; cost the devices given up, plus one. A
+   workload made smaller ranks after waiting for a pod to end.
 6. ``preemption``: lower-priority pods on a node deleted where kube-scheduler would not preempt them (the pod's
    ``preemptionPolicy: Never``; devices, which preemption does not free in 1.37); cost the pods
    (``sim.whatif_preemption``).
@@ -59,7 +60,7 @@ from kubedra.scheduler.outcome import Placement
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.scheduler.scoring import Policy
 
-KIND_ORDER = ("resources", "selector", "fallback", "count", "toleration", "release", "preemption", "nodes")
+KIND_ORDER = ("resources", "selector", "toleration", "release", "fallback", "count", "preemption", "nodes")
 POOL_LABELS = ("kubedra.io/nodepool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup",
                "karpenter.sh/nodepool", "kubernetes.azure.com/agentpool")
 EFFECT_RISK = {"NoSchedule": 1, "NoExecute": 2}

@@ -84,7 +84,8 @@ def _suggestion(node: str, victims: list[PodRecord], freed: dict[str, list[str]]
     many = len(victims) > 1
     listed = ", ".join(f"{v.key} (priority {priority_of(v)})" for v in victims)
     owners = sorted({_owner(v) for v in victims} - {""})
-    returns = f"; a new pod replaces a deleted one of {', '.join(owners)}: scale it down instead" if owners else ""
+    named = ", ".join(o.replace("/", " ", 1) for o in owners)
+    returns = f"; {named} would make a new pod for a deleted one: scale it down instead" if owners else ""
     text = (f"fits on {node} if {len(victims)} lower-priority pod{'s' * many} {'were' if many else 'was'} deleted: "
             f"{listed}; kube-scheduler does not preempt {'them' if many else 'it'}: {'; '.join(why)}{returns}")
     return Suggestion(

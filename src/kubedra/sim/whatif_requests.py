@@ -12,6 +12,8 @@ on its own:
 - ``count``: ``spec.devices.requests[i].exactly.count`` lowered to that count: the workload asks for less than it said
   it needs, everywhere. Cost: the devices given up, plus one (ranked after the fallback, which gives up less).
 
+Both rank after a release: a workload made smaller costs more than waiting for a pod to end.
+
 Only a claim the user writes is changed: the ResourceClaimTemplate the pod's claim is made from, or the ResourceClaim
 the pod names (a claim's spec is immutable: the manifest is edited and the claim made again). ``change.patch`` is a
 JSON patch (RFC 6902) on that object's manifest.
