@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -199,6 +200,23 @@ def test_sampling_the_series_changes_no_decision() -> None:
         outcomes.append([(e.time, e.type, e.object, e.node, e.devices) for e in result.events])
         assert bool(result.fragmentation_series) == bool(samples)
     assert outcomes[0] == outcomes[1]
+
+
+def test_the_report_reads_its_figures_from_the_runs_last_sample() -> None:
+    """The sampler's point at the end of the run is the state the report describes: the report takes its figures
+    (``fragmentation_end``), the same as worked out afresh from the final state."""
+    from kubedra.sim.report import _fragmentation, build_report
+
+    docs = [nodepool("t4", count=3, gpus=2, model="T4", shares=1000), claim_template("two", count=2),
+            claim_template("one", count=1)]
+    docs += [pod(f"p{i}", template="two" if i % 3 else "one", start_after=f"{i}s", run_for=f"{30 + i}s")
+             for i in range(12)]
+    result = simulate(build_scenario(load_text(text_of(*docs)), seed=3), Options(seed=3))
+    assert result.fragmentation_end is not None
+    reported = dict(build_report(result).summary["fragmentation"])
+    del reported["series"]
+    afresh = _fragmentation(dataclasses.replace(result, fragmentation_end=None))
+    assert reported == afresh and afresh
 
 
 def _trace_cut() -> str:

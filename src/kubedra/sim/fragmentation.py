@@ -233,12 +233,19 @@ class Sampler:
         self._inventory: Inventory | None = None
         self._memo = Memo()
         self._due = 0.0
+        self._last: tuple[float, dict[str, Any]] | None = None  # the latest ``now``: when, and what
+
+    def last_at(self, seconds: float) -> dict[str, Any] | None:
+        """What ``now`` gave at ``seconds`` if that was its latest call (the end of a run: the report's figures)."""
+        return self._last[1] if self._last is not None and self._last[0] == seconds else None
 
     def now(self, seconds: float, pods: Iterable[PodRecord]) -> dict[str, Any]:
         """The summary's ``fragmentation`` of the state as it is at ``seconds``."""
         if self._inventory is None:
             self._inventory = Inventory.build(self.state.slices, self.state.nodes.values())
-        return fragmentation(self.state, self._inventory, self.fit, pods, arrived_by=seconds, memo=self._memo)
+        found = fragmentation(self.state, self._inventory, self.fit, pods, arrived_by=seconds, memo=self._memo)
+        self._last = (seconds, found)
+        return found
 
     def sample(self, seconds: float, pods: Iterable[PodRecord], *, last: bool = False) -> None:
         """Record a point if one is due (``last``: the end of the run, recorded unless just sampled)."""

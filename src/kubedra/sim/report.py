@@ -256,6 +256,8 @@ def _fragmentation(result: SimulationResult) -> dict[str, Any]:
     from kubedra.scheduler.claims_fit import ClaimsFit
     from kubedra.sim.fragmentation import fragmentation
 
+    if result.fragmentation_end is not None:  # the run's sampler took them at its end already
+        return result.fragmentation_end
     state = result.state
     inventory = Inventory.build(state.slices, state.nodes.values())
     fit = ClaimsFit(state, result.allocator) if result.allocator is not None else None

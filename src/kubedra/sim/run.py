@@ -94,6 +94,7 @@ class SimulationResult:
     group_cycles: dict[str, GroupOutcome] = field(default_factory=dict)  # each group's latest pod-group cycle
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # each refused pod's latest PostFilter answer
     fragmentation_series: list[dict[str, Any]] = field(default_factory=list)  # ``Sampler``'s points, in time order
+    fragmentation_end: dict[str, Any] | None = None  # the last point's figures, taken at the end (else None)
 
 
 @dataclass
@@ -312,6 +313,7 @@ class Simulation:
             self._gangs.last if self._gangs is not None else {},
             self.evictions.last if self.evictions is not None else {},
             self.sampler.points if self.sampler is not None else [],
+            self.sampler.last_at(self._now) if self.sampler is not None and self.sampler.fit is not None else None,
         )
 
     def _event(self, kind: int, key: str) -> bool:
