@@ -18,7 +18,7 @@ from kubedra.objects.load import load_text
 from kubedra.objects.model import Node, Pod
 from kubedra.scheduler.bitsets import positions
 from kubedra.scheduler.explain import explain_pod
-from kubedra.scheduler.kube_scorer import KubeScorer
+from kubedra.scheduler.kube_scorer import Candidate, KubeScorer
 from kubedra.scheduler.nodefit import node_fit_reason
 from kubedra.scheduler.outcome import Placement
 from kubedra.scheduler.podtopologyspread import (
@@ -175,9 +175,14 @@ def test_explicit_constraints_replace_the_system_defaults_in_scoring() -> None:
     state.bind(PodRecord(pod=first, requests=pod_requests(first)), "n0")
     scorer = KubeScorer(state)
     owned = _pod("web-1", WEB, _tsc(Z, when=SCHEDULE_ANYWAY), owner="web")  # no node has a zone: all ignored
-    assert scorer._spread(owned, nodes) == [0, 0]
+
+    def spread(pod: Pod) -> list[int]:
+        scores = scorer.score(PodRecord(pod=pod, requests=pod_requests(pod)), [Candidate(n.metadata.name) for n in nodes])
+        return [s.plugins["PodTopologySpread"] for s in scores]
+
+    assert spread(owned) == [0, 0]
     plain = _pod("web-2", WEB, owner="web")
-    assert scorer._spread(plain, nodes) != [0, 0]  # the defaults (hostname) for a pod without constraints
+    assert spread(plain) != [0, 0]  # the defaults (hostname) for a pod without constraints
 
 
 def test_the_scheduler_spreads_over_zones() -> None:

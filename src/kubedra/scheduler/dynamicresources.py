@@ -9,6 +9,7 @@ from kubedra.allocator import AllocationError, NodeAllocationFailed, SearchBudge
 from kubedra.allocator.state import DeviceID
 from kubedra.objects.model import AllocationResult, Node, ResourceClaim
 from kubedra.scheduler.dra import NodeAllocator
+from kubedra.scheduler.normalize import default_normalize
 from kubedra.scheduler.outcome import Failed
 
 FIRST_AVAILABLE_MAX_SIZE = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
@@ -34,6 +35,16 @@ def first_available_score(claims: Sequence[ResourceClaim], allocations: Sequence
                 if f"{request.name}/{sub.name}" in used:
                     score += FIRST_AVAILABLE_MAX_SIZE - i
     return score
+
+def dynamic_resources_scores(
+    claims: Sequence[ResourceClaim], allocations: Sequence[Sequence[AllocationResult] | None]
+) -> list[int]:
+    """Score and NormalizeScore on each feasible node, from the allocations Filter made there (None: not computed,
+    which only happens where no request has ``firstAvailable`` and every node scores 0)."""
+    if not any(r.exactly is None for c in claims for r in c.spec.devices.requests):
+        return [0] * len(allocations)
+    return default_normalize([first_available_score(claims, a) if a is not None else 0 for a in allocations], False)
+
 
 def allocate(
     allocator: NodeAllocator, node: Node, batch: Sequence[ResourceClaim], prefer: Sequence[DeviceID] = ()

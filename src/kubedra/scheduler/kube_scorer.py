@@ -22,10 +22,10 @@ import msgspec
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import ScoringRequests
-from kubedra.objects.model import AllocationResult, Node, Pod, PreferredSchedulingTerm, ResourceClaim
+from kubedra.objects.model import AllocationResult, Pod, PreferredSchedulingTerm, ResourceClaim
 from kubedra.objects.quantity import Quantity
 from kubedra.scheduler.bitsets import mask_of, nth_bit, positions, reclassify
-from kubedra.scheduler.dynamicresources import first_available_score
+from kubedra.scheduler.dynamicresources import dynamic_resources_scores
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.nodeaffinity import preferred_affinity, preferred_terms
 from kubedra.scheduler.noderesources import ResourceKey, balanced_allocation, least_allocated, resource_total
@@ -39,9 +39,8 @@ from kubedra.scheduler.spreading import (
     ZONE_LABEL,
     SelectorKey,
     SpreadCounts,
-    spread_normalize,
+    default_spread_scores,
     spread_raw,
-    zone_of,
 )
 from kubedra.scheduler.tainttoleration import intolerable_prefer_no_schedule
 from kubedra.scheduler.window_groups import (
@@ -198,9 +197,10 @@ class KubeScorer:
         wants = record.scoring
         resources = [self.resources(self._resource_key(name), wants) for name in names]
         plugins["NodeResourcesFit"] = [fit for fit, _ in resources]
-        plugins["PodTopologySpread"] = self._spread(pod, nodes)
+        plugins["PodTopologySpread"] = (self.topology_spread.scores(pod, nodes) if has_constraints(pod)
+                                        else default_spread_scores(self.spread, pod, nodes))
         plugins["InterPodAffinity"] = self.pod_affinity.scores(pod, nodes)
-        plugins["DynamicResources"] = self._dynamic_resources(claims, candidates)
+        plugins["DynamicResources"] = dynamic_resources_scores(claims, [c.allocations for c in candidates])
         plugins["NodeResourcesBalancedAllocation"] = [balanced for _, balanced in resources]
         plugins["ImageLocality"] = [0] * len(nodes)
         out = []
@@ -405,34 +405,3 @@ class KubeScorer:
             found = partition_nodes(preferred_affinity(node, terms) for node in self.state.nodes.values())
             bounded_cache(self._affinity_partitions)[key] = found
         return found
-
-    def _dynamic_resources(self, claims: Sequence[ResourceClaim], candidates: Sequence[Candidate]) -> list[int]:
-        has_first_available = any(r.exactly is None for c in claims for r in c.spec.devices.requests)
-        if not has_first_available:
-            return [0] * len(candidates)
-        raw = [
-            first_available_score(claims, c.allocations) if c.allocations is not None else 0 for c in candidates
-        ]
-        return default_normalize(raw, False)
-
-    def _spread(self, pod: Pod, nodes: Sequence[Node]) -> list[int]:
-        """PodTopologySpread's Score and NormalizeScore: the pod's explicit ScheduleAnyway constraints where it sets
-        any constraint, else the system default constraints."""
-        if has_constraints(pod):
-            return self.topology_spread.scores(pod, nodes)
-        owner = self.spread.key_for(pod)
-        if owner is None or not nodes:
-            return [0] * len(nodes)  # no selector: PreScore skips
-        zones = {zone_of(n) for n in nodes}
-        sums = self.spread.zone_sums(owner, pod)
-        host_weight, zone_weight = math.log(len(nodes) + 2), math.log(len(zones) + 2)
-        raw = []
-        for node in nodes:
-            labels = node.metadata.labels
-            raw.append(spread_raw(
-                self.spread.count(owner, node.metadata.name) if HOSTNAME_LABEL in labels else None,
-                sums.get(labels[ZONE_LABEL], 0) if ZONE_LABEL in labels else None,
-                host_weight,
-                zone_weight,
-            ))
-        return spread_normalize(raw)

@@ -19,7 +19,8 @@ selector of exactly its own pods, as kubedra's workloads make them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 import msgspec
 
@@ -322,3 +323,24 @@ def spread_normalize(scores: list[int]) -> list[int]:
     if highest == 0:
         return [MAX_NODE_SCORE] * len(scores)
     return [MAX_NODE_SCORE * (highest + lowest - s) // highest for s in scores]
+
+
+def default_spread_scores(counts: SpreadCounts, pod: Pod, nodes: Sequence[Node]) -> list[int]:
+    """Score and NormalizeScore of the system-default constraints on each of ``nodes`` (the feasible ones), node by
+    node from the kept ``counts``; every node 0 where the pod has no default selector (PreScore skips)."""
+    owner = counts.key_for(pod)
+    if owner is None or not nodes:
+        return [0] * len(nodes)
+    zones = {zone_of(n) for n in nodes}
+    sums = counts.zone_sums(owner, pod)
+    host_weight, zone_weight = math.log(len(nodes) + 2), math.log(len(zones) + 2)
+    raw = []
+    for node in nodes:
+        labels = node.metadata.labels
+        raw.append(spread_raw(
+            counts.count(owner, node.metadata.name) if HOSTNAME_LABEL in labels else None,
+            sums.get(labels[ZONE_LABEL], 0) if ZONE_LABEL in labels else None,
+            host_weight,
+            zone_weight,
+        ))
+    return spread_normalize(raw)
