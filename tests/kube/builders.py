@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from kubedra.cli import main
+
 
 def device_class(name: str, driver: str) -> dict[str, Any]:
     return {
@@ -104,3 +108,11 @@ def is_bound(document: dict[str, Any]) -> bool:
 def is_unschedulable(document: dict[str, Any]) -> bool:
     conditions = document.get("status", {}).get("conditions", [])
     return any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conditions)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``kubedra argv...`` in-process: its exit code, stdout and stderr."""
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err

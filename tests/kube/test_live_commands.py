@@ -16,18 +16,11 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Secret
 from tests.controlplane.fixture import ControlPlane
 from tests.kube import builders as b
+from tests.kube.builders import run_cli
 
-from kubedra.cli import main
 from kubedra.kube.api import connect
 
 pytestmark = pytest.mark.controlplane
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def wait_pod(control_plane: ControlPlane, namespace: str, name: str) -> dict[str, Any]:

@@ -14,8 +14,8 @@ import pytest
 import yaml
 from tests.controlplane.fixture import ControlPlane
 from tests.kube import builders as b
+from tests.kube.builders import run_cli
 
-from kubedra.cli import main
 from kubedra.cli.simulate import load_scenario
 from kubedra.kube.api import connect
 from kubedra.kube.read import read_cluster
@@ -23,13 +23,6 @@ from kubedra.scheduler.spreading import SelectorKey, default_selector
 from kubedra.sim.simulate import Options, prepare
 
 pytestmark = pytest.mark.controlplane
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _post(plane: ControlPlane, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
+from tests.scheduler.fast_or_walk import fast_and_walked, random_nodes
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import pod_requests
@@ -353,11 +354,7 @@ def test_the_fast_path_places_inter_pod_terms_as_the_walk(monkeypatch: pytest.Mo
     rng = random.Random(9)
     apps = ["a", "b", "c"]
     for _ in range(30):
-        nodes = [{"apiVersion": "v1", "kind": "Node",
-                  "metadata": {"name": f"n{i}", "labels": {H: f"n{i}", **({Z: z} if (z := rng.choice("xy-")) != "-"
-                                                                          else {})}},
-                  "status": {"allocatable": {"cpu": str(rng.choice([2, 4])), "memory": "8Gi", "pods": "110"}}}
-                 for i in range(rng.randint(2, 9))]
+        nodes = random_nodes(rng, "xy-")
         pods = []
         for i in range(rng.randint(3, 14)):
             affinity: dict[str, Any] = {}
@@ -372,16 +369,8 @@ def test_the_fast_path_places_inter_pod_terms_as_the_walk(monkeypatch: pytest.Mo
                     affinity[kind] = part
             pods.append(_pod_doc(f"p{i:02}", {"app": rng.choice(apps)}, **({"affinity": affinity} if affinity else {})))
         text = yaml.safe_dump_all([*nodes, *pods])
-        fast = _placements(text)
-        monkeypatch.setattr(Scheduler, "_schedule_fast", lambda *_: None)
-        walked = _placements(text)
-        monkeypatch.undo()
+        fast, walked = fast_and_walked(monkeypatch, text)
         assert fast == walked
-
-
-def _placements(text: str) -> dict[str, str]:
-    result = simulate(build_scenario(load_text(text)), Options(policy=Policy.KUBE_SCHEDULER))
-    return {r.pod.metadata.name: r.pod.spec.node_name or r.pending_reason for r in result.state.pods.values()}
 
 
 def test_kept_scores_and_their_partition_follow_binds_and_unbinds() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
+from tests.scheduler.fast_or_walk import fast_and_walked, random_nodes
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import NodeUsage, pod_requests
@@ -274,22 +275,13 @@ def test_kept_counts_agree_with_the_scan_as_pods_bind_and_leave() -> None:
                 state.unbind(record, node)
 
 
-def _placements(text: str) -> dict[str, str]:
-    result = simulate(build_scenario(load_text(text)), Options(policy=Policy.KUBE_SCHEDULER))
-    return {r.pod.metadata.name: r.pod.spec.node_name or r.pending_reason for r in result.state.pods.values()}
-
-
 def test_the_fast_path_filters_and_scores_explicit_constraints_as_the_walk(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pods with explicit constraints take the node-set fast path (DoNotSchedule ones filter as
     ``SpreadIndex.feasible_mask``, ScheduleAnyway ones score as ``SpreadIndex.score_partition``); its placements and
     refusals are the node-by-node walk's."""
     rng = random.Random(5)
     for _ in range(40):
-        nodes = [{"apiVersion": "v1", "kind": "Node",
-                  "metadata": {"name": f"n{i}", "labels": {H: f"n{i}", **({Z: z} if (z := rng.choice("xyz-")) != "-"
-                                                                          else {})}},
-                  "status": {"allocatable": {"cpu": str(rng.choice([2, 4])), "memory": "8Gi", "pods": "110"}}}
-                 for i in range(rng.randint(2, 9))]
+        nodes = random_nodes(rng, "xyz-")
         pods = []
         for i in range(rng.randint(3, 14)):
             app = rng.choice(["a", "b"])
@@ -304,8 +296,5 @@ def test_the_fast_path_filters_and_scores_explicit_constraints_as_the_walk(monke
                          "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
                                   "topologySpreadConstraints": constraints if rng.random() < 0.8 else []}})
         text = yaml.safe_dump_all([*nodes, *pods])
-        fast = _placements(text)
-        monkeypatch.setattr(Scheduler, "_schedule_fast", lambda *_: None)
-        walked = _placements(text)
-        monkeypatch.undo()
+        fast, walked = fast_and_walked(monkeypatch, text)
         assert fast == walked
