@@ -4,7 +4,11 @@ labels and claims; LeaderReady startup in simulated time; exclusive placement by
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
+import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +137,32 @@ def test_unknown_field_and_simulate_exits_2(tmp_path: Path, capsys: pytest.Captu
     assert main(["simulate", "-f", str(path)]) == 2
     err = capsys.readouterr().err
     assert "lws.yaml" in err and "LeaderWorkerSet" in err and "workers" in err, err
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloads" / "vllm-lws.yaml"
+
+
+def test_the_vllm_example_does_what_its_header_says() -> None:
+    command = EXAMPLE.read_text().splitlines()[0].removeprefix("# ")
+    argv = shlex.split(command)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(EXAMPLE.parents[2]), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert main([*argv[1:], "-o", "json"]) == 0
+    assert "Note" not in err.getvalue(), err.getvalue()
+    report: dict[str, Any] = json.loads(out.getvalue())
+    scheduled = {e["object"].rsplit("/", 1)[1]: (e["seconds"], e["node"]) for e in report["events"]
+                 if e["type"] == "Scheduled" and e["object"].startswith("Pod inference/vllm")}
+    assert len(scheduled) == 8
+    for group in range(4):
+        leader, worker = scheduled[f"vllm-{group}"], scheduled[f"vllm-{group}-1"]
+        assert leader[1].rsplit("-", 1)[0] == worker[1].rsplit("-", 1)[0]  # the group's own rack
+        assert leader[0] == worker[0] == (60.0 if group < 3 else 1860.0)
+    assert len({node.rsplit("-", 1)[0] for _, node in scheduled.values()}) == 4
+    assert scheduled["vllm-3"][1].startswith("rack3-")
+    pending = [e["message"] for e in report["events"]
+               if e["type"] == "Pending" and e["object"] == "Pod inference/vllm-3"]
+    assert "didn't match pod anti-affinity rules" in pending[0]
+    made = {e["object"]: e["seconds"] for e in report["events"] if e["type"] == "Created"
+            and e["object"].startswith("StatefulSet ")}
+    assert made == {"StatefulSet inference/vllm-0": 60.0, "StatefulSet inference/vllm-1": 60.0,
+                    "StatefulSet inference/vllm-2": 60.0, "StatefulSet inference/vllm-3": 1860.0}
