@@ -1,5 +1,5 @@
-"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, Pod) expanded into the
-pods controllers create.
+"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, LeaderWorkerSet, Pod)
+expanded into the pods controllers create.
 
 Names follow the controllers: a Deployment's pods are ``<name>-<pod-template-hash>-<5 chars>`` (through its
 ReplicaSet ``<name>-<hash>``; the hash is an FNV-32a of the template, shaped like Kubernetes' but not
@@ -22,7 +22,10 @@ its horizon (its own ``kubedra.io/run-for``; else the other workloads' known spa
 
 A JobSet (``jobset.x-k8s.io/v1alpha2``) is expanded into its Jobs ``<jobset>-<replicatedJob>-<index>``, each a
 :class:`JobRun`; with ``startupPolicy: InOrder`` the replicated jobs after the first are a :class:`JobSetRun` whose
-controller (:mod:`kubedra.sim.jobsets`) makes them during the run.
+controller (:mod:`kubedra.sim.jobsets`) makes them during the run. A LeaderWorkerSet
+(``leaderworkerset.x-k8s.io/v1``) is expanded into leader pods ``<lws>-<group>`` and workers
+``<lws>-<group>-<worker>``; where workers wait on their leader (LeaderReady, exclusive placement) they are a
+:class:`LeaderWorkerSetRun` whose controller (:mod:`kubedra.sim.leaderworkersets`) makes them during the run.
 
 Pods of one workload share their template's lists (containers, resourceClaims): treat them as immutable.
 """
