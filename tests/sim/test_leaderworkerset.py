@@ -137,6 +137,12 @@ def test_unknown_field_and_simulate_exits_2(tmp_path: Path, capsys: pytest.Captu
     assert main(["simulate", "-f", str(path)]) == 2
     err = capsys.readouterr().err
     assert "lws.yaml" in err and "LeaderWorkerSet" in err and "workers" in err, err
+    path.write_text(text_of(pool(), lws(startupPolicy="Sometime")))
+    assert main(["simulate", "-f", str(path)]) == 2
+    assert 'LeaderWorkerSet/vllm: spec.startupPolicy: Unsupported value: "Sometime"' in capsys.readouterr().err
+    assert main(["validate", "-f", str(path), "-o", "table"]) != 0
+    out = capsys.readouterr()
+    assert "spec.startupPolicy" in out.out + out.err
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloads" / "vllm-lws.yaml"
