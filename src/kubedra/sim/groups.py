@@ -203,7 +203,11 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
     jobsets = [replace(r, first=tuple(_job(j, admit) for j in r.first),
                        stages=tuple(tuple(_job(j, admit) for j in stage) for stage in r.stages))
                for r in workloads.jobsets]
+    leaderworkersets = [replace(r, groups=tuple(
+        replace(g, workers=tuple(admit(p, f"StatefulSet/{r.namespace}/{g.leader}") for p in g.workers))
+        for g in r.groups)) for r in workloads.leaderworkersets]
     return Workloads(arrivals=arrivals, jobs=jobs, cronjobs=cronjobs, jobsets=jobsets,
+                     leaderworkersets=leaderworkersets,
                      controllers=workloads.controllers)
 
 

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from kubedra.sim.cronjobs import CronController
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
     from kubedra.sim.jobsets import InOrderController, JobSetRun
+    from kubedra.sim.leaderworkersets import LeaderWorkerController
     from kubedra.sim.workloads import CronJobRun, JobRun
 
 ARRIVE = 0
@@ -148,7 +149,8 @@ class Simulation:
     sampler: Sampler | None = None  # fragmentation over time; None: not sampled
     _crons: dict[str, CronController] = field(default_factory=dict)  # by "CronJob/ns/name"
     gangs_on: bool = False  # GenericWorkload: pods made during the run join their PodGroups
-    _in_order: list[InOrderController] = field(default_factory=list)  # InOrder JobSets with Jobs still to make
+    # InOrder JobSets with Jobs still to make, LeaderWorkerSets with workers still to make
+    _in_order: list[InOrderController | LeaderWorkerController] = field(default_factory=list)
     _jobsets_made: int = 0  # pods of the Jobs InOrder JobSets made so far
 
     @property
@@ -226,6 +228,11 @@ class Simulation:
         from kubedra.sim.jobsets import InOrderController
 
         self._in_order.append(InOrderController(self, run))
+
+    def add_controller(self, controller: LeaderWorkerController) -> None:
+        """A controller that makes pods during the run (``sim.leaderworkersets``), stepped after each instant as
+        the InOrder JobSets' are."""
+        self._in_order.append(controller)
 
     def _jobset_steps(self) -> None:
         """The InOrder JobSets' controllers after an instant: each makes its next Jobs once the last are ready."""

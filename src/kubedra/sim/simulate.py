@@ -20,6 +20,7 @@ from kubedra.scheduler.scoring import Policy
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.fragmentation import Sampler
 from kubedra.sim.groups import group_key
+from kubedra.sim.leaderworkersets import LeaderWorkerController
 from kubedra.sim.replacements import job_rules
 from kubedra.sim.run import Simulation, SimulationResult
 from kubedra.sim.scenario import Scenario
@@ -102,6 +103,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     priorities = {a.pod.spec.priority or 0 for a in scenario.workloads.arrivals}
     priorities |= {p.spec.priority or 0 for j in scenario.workloads.all_jobs() for p in j.pods}
     priorities |= {p.spec.priority or 0 for c in scenario.workloads.cronjobs for p in c.sample().pods}
+    priorities |= {p.spec.priority or 0 for lws in scenario.workloads.leaderworkersets for p in lws.pods()}
     if len(priorities) > 1:
         simulation.evictions = Evictions(simulation, scenario.budgets)
     specs = SpecCache()
@@ -119,6 +121,8 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         simulation.add_cronjob(cron)
     for jobset in scenario.workloads.jobsets:
         simulation.add_jobset(jobset)
+    for lws in scenario.workloads.leaderworkersets:
+        simulation.add_controller(LeaderWorkerController(simulation, lws))
     if options.fragmentation_samples > 0:
         simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation

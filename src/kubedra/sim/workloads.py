@@ -1,5 +1,5 @@
-"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, Pod) expanded into the
-pods controllers create.
+"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, LeaderWorkerSet, Pod)
+expanded into the pods controllers create.
 
 Names follow the controllers: a Deployment's pods are ``<name>-<pod-template-hash>-<5 chars>`` (through its
 ReplicaSet ``<name>-<hash>``; the hash is an FNV-32a of the template, shaped like Kubernetes' but not
@@ -22,7 +22,10 @@ its horizon (its own ``kubedra.io/run-for``; else the other workloads' known spa
 
 A JobSet (``jobset.x-k8s.io/v1alpha2``) is expanded into its Jobs ``<jobset>-<replicatedJob>-<index>``, each a
 :class:`JobRun`; with ``startupPolicy: InOrder`` the replicated jobs after the first are a :class:`JobSetRun` whose
-controller (:mod:`kubedra.sim.jobsets`) makes them during the run.
+controller (:mod:`kubedra.sim.jobsets`) makes them during the run. A LeaderWorkerSet
+(``leaderworkerset.x-k8s.io/v1``) is expanded into leader pods ``<lws>-<group>`` and workers
+``<lws>-<group>-<worker>``; where workers wait on their leader (LeaderReady, exclusive placement) they are a
+:class:`LeaderWorkerSetRun` whose controller (:mod:`kubedra.sim.leaderworkersets`) makes them during the run.
 
 Pods of one workload share their template's lists (containers, resourceClaims): treat them as immutable.
 """
@@ -47,6 +50,25 @@ from kubedra.sim.daemonsets import TEMPLATE_GENERATION, daemon_specs
 from kubedra.sim.jobsets import API_VERSION as JOBSET_API_VERSION
 from kubedra.sim.jobsets import EXCLUSIVE_KEY, JOB_KEY, PREFIX, PRIORITY_KEY, JobSetRun, exclusive_affinity, job_key
 from kubedra.sim.jobsets import webhook_problems as jobset_problems
+from kubedra.sim.leaderworkersets import API_VERSION as LWS_API_VERSION
+from kubedra.sim.leaderworkersets import (
+    EXCLUSIVE_KEY as LWS_EXCLUSIVE_KEY,
+)
+from kubedra.sim.leaderworkersets import (
+    GROUP_INDEX_KEY,
+    GROUP_KEY,
+    LEADER_NAME_KEY,
+    NAME_KEY,
+    REVISION_KEY,
+    SIZE_KEY,
+    WORKER_INDEX_KEY,
+    LeaderGroup,
+    LeaderWorkerSetDoc,
+    LeaderWorkerSetRun,
+    group_key,
+)
+from kubedra.sim.leaderworkersets import exclusive_affinity as lws_exclusive_affinity
+from kubedra.sim.leaderworkersets import webhook_problems as lws_problems
 from kubedra.sim.manifests import (
     DOCUMENTS,
     AppsSpec,
@@ -76,6 +98,7 @@ WORKLOAD_KINDS = {
     "Job": "batch/v1",
     "CronJob": "batch/v1",
     "JobSet": JOBSET_API_VERSION,
+    "LeaderWorkerSet": LWS_API_VERSION,
     "Pod": "v1",
 }
 
@@ -157,6 +180,8 @@ class Workloads:
     jobs: list[JobRun] = field(default_factory=list)
     cronjobs: list[CronJobRun] = field(default_factory=list)
     jobsets: list[JobSetRun] = field(default_factory=list)  # InOrder JobSets' Jobs after their first replicated job
+    # LeaderWorkerSets whose workers wait on their leader (LeaderReady, exclusive placement)
+    leaderworkersets: list[LeaderWorkerSetRun] = field(default_factory=list)
     # The ReplicaSets (a Deployment's too) and StatefulSets that exist, (namespace, kind, name) -> their selector's
     # requirements: what the system-default spreading's selector takes from a pod's controller.
     controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = field(default_factory=dict)
@@ -196,6 +221,7 @@ class _Expander(WorkloadChecks):
         self.jobs: list[tuple[float, int, JobRun]] = []
         self.cronjobs: list[CronJobRun] = []
         self.jobsets: list[JobSetRun] = []
+        self.leaderworkersets: list[LeaderWorkerSetRun] = []
         self.controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = {}
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
@@ -498,6 +524,103 @@ class _Expander(WorkloadChecks):
         if len(stages) > 1:
             self.jobsets.append(JobSetRun(name, namespace, tuple(stages[1:]), stages[0]))
 
+    def leaderworkerset(self, where: Location, doc: LeaderWorkerSetDoc, namespace: str) -> None:
+        """A LeaderWorkerSet's leader and worker pods as its controllers make them
+        (:mod:`kubedra.sim.leaderworkersets`): the leaders (and, with ``LeaderCreated`` and no exclusive placement,
+        the workers) arrive with it; other groups' workers are made during the run once their leader is ready or
+        scheduled."""
+        name, spec = doc.metadata.name, doc.spec
+        lwt = spec.leader_worker_template
+        for path, message in lws_problems(doc):
+            self.bad(where, path, message)
+        leader_template = lwt.leader_template or lwt.worker_template
+        leader_path = "spec.leaderWorkerTemplate.leaderTemplate." if lwt.leader_template is not None else \
+            "spec.leaderWorkerTemplate.workerTemplate."
+        leader_timing = self.timing(where, doc.metadata, leader_template.metadata, leader_path)
+        worker_timing = self.timing(where, doc.metadata, lwt.worker_template.metadata,
+                                    "spec.leaderWorkerTemplate.workerTemplate.")
+        if self.problems:
+            return
+        exclusive = doc.metadata.annotations.get(LWS_EXCLUSIVE_KEY) or None
+        waits = spec.startup_policy == "LeaderReady" or exclusive is not None
+        revision = template_hash(lwt.worker_template)
+        size = str(lwt.size)
+        leader_ref = OwnerReference(api_version="apps/v1", kind="StatefulSet", name=name,
+                                    uid=stable_uid("StatefulSet", namespace, name), controller=True,
+                                    block_owner_deletion=True)
+        self.controllers[namespace, "StatefulSet", name] = selector_requirements(LabelSelector(
+            match_labels={NAME_KEY: name, WORKER_INDEX_KEY: "0"}))
+        groups = []
+        for index in range(spec.replicas):
+            leader = f"{name}-{index}"
+            key = group_key(namespace, leader)
+            template = leader_template
+            if exclusive is not None:
+                affinity = lws_exclusive_affinity(template.spec.affinity, key, exclusive)
+                template = msgspec.structs.replace(template, spec=msgspec.structs.replace(template.spec,
+                                                                                            affinity=affinity))
+            marks = {NAME_KEY: name, GROUP_INDEX_KEY: str(index), GROUP_KEY: key, REVISION_KEY: revision}
+            pod = self._lws_pod(where, leader, namespace, template,
+                                ({**marks, WORKER_INDEX_KEY: "0"}, leader_ref, index, name))
+            if pod is None:
+                return
+            pod.metadata.annotations[SIZE_KEY] = size
+            if exclusive is not None:
+                pod.metadata.annotations[LWS_EXCLUSIVE_KEY] = exclusive
+            self.add(leader_timing[0], PodArrival(pod, leader_timing[0], leader_timing[1],
+                                                  f"StatefulSet/{namespace}/{name}"))
+            workers = self._lws_workers(where, doc, namespace, marks)
+            if workers is None:
+                return
+            if waits and workers:
+                groups.append(LeaderGroup(leader, tuple(workers), worker_timing[1]))
+            elif workers:
+                for pod in workers:
+                    self.add(worker_timing[0], PodArrival(pod, worker_timing[0], worker_timing[1],
+                                                          f"StatefulSet/{namespace}/{leader}"))
+        if groups:
+            self.leaderworkersets.append(LeaderWorkerSetRun(name, namespace, spec.startup_policy, exclusive,
+                                                            tuple(groups)))
+
+    def _lws_workers(self, where: Location, doc: LeaderWorkerSetDoc, namespace: str,
+                     marks: dict[str, str]) -> list[Pod] | None:
+        """A group's worker StatefulSet ``<leader>`` (ordinals from 1) and its pods; None after a problem."""
+        lwt = doc.spec.leader_worker_template
+        leader = f"{doc.metadata.name}-{marks[GROUP_INDEX_KEY]}"
+        worker_ref = OwnerReference(api_version="apps/v1", kind="StatefulSet", name=leader,
+                                    uid=stable_uid("StatefulSet", namespace, leader), controller=True,
+                                    block_owner_deletion=True)
+        selector = {key: marks[key] for key in (NAME_KEY, GROUP_INDEX_KEY, GROUP_KEY)}
+        self.controllers[namespace, "StatefulSet", leader] = selector_requirements(LabelSelector(
+            match_labels=selector))
+        exclusive = doc.metadata.annotations.get(LWS_EXCLUSIVE_KEY) or None
+        workers = []
+        for worker in range(1, lwt.size):
+            pod = self._lws_pod(where, f"{leader}-{worker}", namespace, lwt.worker_template,
+                                ({**marks, WORKER_INDEX_KEY: str(worker)}, worker_ref, worker, leader))
+            if pod is None:
+                return None
+            pod.metadata.annotations.update({SIZE_KEY: str(lwt.size), LEADER_NAME_KEY: leader})
+            if exclusive is not None:
+                pod.metadata.annotations[LWS_EXCLUSIVE_KEY] = exclusive
+            workers.append(pod)
+        return workers
+
+    def _lws_pod(self, where: Location, pod_name: str, namespace: str, template: PodTemplate,
+                 made_by: tuple[dict[str, str], OwnerReference, int, str]) -> Pod | None:
+        """One StatefulSet pod of a LeaderWorkerSet (``made_by``: its labels, owner, ordinal and StatefulSet), its
+        name taken; None (a problem) where it already exists."""
+        labels, ref, ordinal, statefulset = made_by
+        first = self.taken.get((namespace, pod_name))
+        if first is not None:
+            self.bad(where, "metadata.name", f"pod {namespace}/{pod_name} already exists, defined at {first}")
+            return None
+        self.taken[namespace, pod_name] = str(where)
+        labels = {**labels, "apps.kubernetes.io/pod-index": str(ordinal),
+                  "controller-revision-hash": f"{statefulset}-{template_hash(template)}",
+                  "statefulset.kubernetes.io/pod-name": pod_name}
+        return self.pod(pod_name, namespace, template, labels, ref)
+
     def bare(self, where: Location, pod: Pod) -> None:
         meta = pod.metadata
         namespace = meta.namespace or DEFAULT_NAMESPACE
@@ -542,13 +665,17 @@ class _Expander(WorkloadChecks):
             if pod is not None:
                 self.bare(where, pod)
             return
-        doc = convert_strict(raw.data, DOCUMENTS[kind], where, self.problems)
+        doc = convert_strict(raw.data, LeaderWorkerSetDoc if kind == "LeaderWorkerSet" else DOCUMENTS[kind], where,
+                             self.problems)
         if doc is None:
             return
         if not doc.metadata.name:
             self.bad(where, "metadata.name", "Required value")
             return
         namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
+        if isinstance(doc, LeaderWorkerSetDoc):
+            self.leaderworkerset(where, doc, namespace)
+            return
         if isinstance(doc, JobSetDoc):
             self.jobset(where, doc, namespace, raw.data.get("spec") or {})
             return
@@ -652,7 +779,7 @@ def expand_workloads(
     cronjobs = [_bounded(c, known_span(arrivals, jobs), expander) for c in expander.cronjobs]
     if expander.problems:
         raise InvalidInputError(expander.problems)
-    return Workloads(arrivals, jobs, cronjobs, expander.jobsets, expander.controllers)
+    return Workloads(arrivals, jobs, cronjobs, expander.jobsets, expander.leaderworkersets, expander.controllers)
 
 
 def known_span(arrivals: Iterable[PodArrival], jobs: Iterable[JobRun]) -> float:
