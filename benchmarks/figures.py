@@ -102,7 +102,61 @@ def openb(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"shapes": shapes, "scaling": scaling, "openb": openb}
+def _us(value: float) -> str:
+    """Microseconds, with the digits that matter: 1.25 ms, 46 µs, 3.9 µs, 0.12 µs."""
+    if value >= 1000:
+        return f"{value / 1000:.2f} ms"
+    return f"{value:.0f} µs" if value >= 10 else f"{value:.1f} µs" if value >= 1 else f"{value:.2f} µs"
+
+
+def _rate(per_s: float) -> str:
+    """A rate rounded to two significant digits: ~22,000/s."""
+    digits = max(0, len(f"{per_s:.0f}") - 2)
+    return f"{round(per_s, -digits):,.0f}"
+
+
+ALLOCATOR_CASES = {  # row -> (what the claim is, target µs of a search)
+    "allocator/one-gpu": ("1-GPU claim", 100),
+    "allocator/four-gpu-match": ("4-GPU claim with `matchAttribute` on `resource.kubernetes.io/pcieRoot`", 100),
+    "allocator/unsatisfiable": ("unsatisfiable claim (count 9)", 1000),
+}
+
+
+def micro(document: dict[str, Any]) -> str:
+    settings = document["settings"]
+    rows = {row["benchmark"]: row for row in document["rows"]}
+    lines = ["| benchmark | figure |", "|---|---|"]
+    for i, (key, (claim, target)) in enumerate(ALLOCATOR_CASES.items()):
+        row = rows[key]
+        search, reused = _median(row["search_us"]), _median(row["reused_us"])
+        where = ("`benchmarks/allocator.py`, node with 8 GPUs (4 MIG-partitionable counter sets)" if i == 0
+                 else "same")
+        verdict = "met" if search <= target else "not met"
+        goal = f"{target // 1000} ms" if target >= 1000 else f"{target} µs"
+        lines.append(f"| {where}: {claim}, {row['steps']} `allocateOne` calls | search {_us(search)} per node decision "
+                     f"(~{_rate(1e6 / search)}/s; target ≤ {goal}: {verdict}); an answer reused for a node "
+                     f"alike {_us(reused)} |")
+    cel = rows["cel"]
+    lines.append(f"| `benchmarks/cel.py`, three-clause selector over {settings['cel_devices']:,} GPUs, precompiled | "
+                 f"{_rate(_median(cel['warm_per_s']))} evaluations/s; {_rate(_median(cel['cold_per_s']))}/s when each "
+                 "device's activation is built on first use |")
+    load = rows["load"]
+    lines.append(f"| `benchmarks/load.py`, {settings['slices']:,} ResourceSlices of 8 GPUs | "
+                 f"{_rate(_median(load['yaml_per_s']))} objects/s from YAML, {_rate(_median(load['json_per_s']))} "
+                 "objects/s from a JSON List |")
+    inventory = rows["inventory"]
+    lines.append(f"| `benchmarks/inventory.py`, NodePools of {settings['nodes']:,} nodes x 8 GPUs (MIG: "
+                 f"{settings['mig_nodes']:,} nodes) | plain {_median(inventory['plain_s']):.2f} s, `sharing.shares: "
+                 f"4` {_median(inventory['shares_s']):.2f} s, MIG {_median(inventory['mig_s']):.2f} s |")
+    quantity = rows["quantity"]
+    uncached, cached = _median(quantity["parse_uncached_us"]), _median(quantity["parse_cached_us"])
+    lines.append(f"| `benchmarks/quantity.py` | parse {_us(uncached)} uncached / {_us(cached)} cached; "
+                 f"compare {_us(_median(quantity['compare_us']))} |")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"shapes": shapes, "scaling": scaling, "openb": openb,
+                                                        "micro": micro}
 
 
 def render(name: str, directory: Path = RESULTS) -> str:

@@ -1,6 +1,6 @@
 """The benchmark scripts cannot rot unnoticed (issue 39, a first step): every script in benchmarks/ imports with the
 current code, and each one with a command line answers ``--help``. A ``--quick`` run of each, with its output's shape
-checked, for the scripts whose results the docs render (shapes, scaling, openb)."""
+checked, for the scripts whose results the docs render (``QUICK``)."""
 
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ QUICK = {  # script -> the rows its --quick results file must hold
     "shapes": 6,
     "scaling": 2,
     "openb": 3,
+    "micro": 7,
 }
 
 
