@@ -155,8 +155,52 @@ def micro(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"shapes": shapes, "scaling": scaling, "openb": openb,
-                                                        "micro": micro}
+WORKLOAD_NAMES = {"Large/40000pods_5000nodes": "Large: 40,000 pods on 5,000 nodes x 8 GPUs"}
+THROUGHPUT_TARGETS = {  # workload -> pods/s the default policy must reach (issue 21)
+    "SchedulingWithResourceClaimTemplate/5000pods_500nodes": 2700,
+    "SteadyStateClusterResourceClaimTemplate/match_empty_500nodes": 1200,
+}
+LARGE, LARGE_SECONDS, LARGE_MB = "Large/40000pods_5000nodes", 60, 2048
+
+
+def _workload(name: str) -> str:
+    return WORKLOAD_NAMES.get(name, name.replace("SteadyStateClusterResourceClaimTemplate/", "SteadyState…/"))
+
+
+def simulate(document: dict[str, Any]) -> str:
+    policies = document["settings"]["policies"]
+    default = policies[0]
+    lines = ["| workload | " + " | ".join(f"{p}{' (default)' * (p == default)} pods/s | p50 µs" for p in policies)
+             + f" | RSS MB ({default}) |", "|---|" + "---:|---:|" * len(policies) + "---:|"]
+    rows = {row["workload"]: row for row in document["rows"]}
+    for row in document["rows"]:
+        cells = []
+        for policy in policies:
+            cell = row["policies"][policy]
+            cells += [f"{_median(cell['pods_per_s']):,.0f}", f"{_median(cell['p50_us']):,.0f}"]
+        lines.append(f"| {_workload(row['workload'])} | " + " | ".join(cells)
+                     + f" | {_median(row['policies'][default]['rss_mb']):,.0f} |")
+    verdicts = []
+    for name, target in THROUGHPUT_TARGETS.items():
+        if name in rows:
+            got = _median(rows[name]["policies"][default]["pods_per_s"])
+            verdicts.append(f"≥ {target:,} pods/s on {name.split('/')[1]}: {'met' if got >= target else 'not met'} "
+                            f"({got:,.0f})")
+    if LARGE in rows:
+        cell = rows[LARGE]["policies"][default]
+        seconds = sum(_median(cell[k]) for k in ("load_s", "prepare_s", "run_s"))
+        memory = _median(cell["rss_mb"])
+        met = "met" if seconds < LARGE_SECONDS and memory < LARGE_MB else "not met"
+        verdicts.append(f"{_workload(LARGE)[7:]} loaded and simulated in under a minute and 2 GB: {met} "
+                        f"({seconds:.1f} s, {memory:,.0f} MB)")
+    if verdicts:
+        lines += ["", f"Targets, with `{default}`: " + "; ".join(verdicts) + "."]
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "shapes": shapes, "scaling": scaling, "openb": openb, "micro": micro, "simulate": simulate,
+}
 
 
 def render(name: str, directory: Path = RESULTS) -> str:

@@ -52,6 +52,7 @@ QUICK = {  # script -> the rows its --quick results file must hold
     "scaling": 2,
     "openb": 3,
     "micro": 7,
+    "simulate": 2,
 }
 
 
