@@ -30,7 +30,7 @@ SHAPE_NAMES = {
     "shares": "consumable shares (`sharing.shares: 4`), a Deployment",
     "large": "a Deployment on 10,000 nodes x 8 GPUs",
 }
-BEGIN = re.compile(r"^<!-- BEGIN figures:(?P<name>[a-z0-9-]+) .*-->\n", re.M)
+BEGIN = re.compile(r"^<!-- BEGIN figures:(?P<name>[a-z0-9_-]+) .*-->\n", re.M)
 
 
 def _median(cell: dict[str, Any]) -> float:
@@ -40,6 +40,13 @@ def _median(cell: dict[str, Any]) -> float:
 def _spread(cell: dict[str, Any]) -> str:
     runs = cell["runs"]
     return "" if len(runs) < 2 else f" ({min(runs):.2f}-{max(runs):.2f})"
+
+
+def _rate_spread(cell: dict[str, Any]) -> str:
+    """A rate's median with the runs' range: 6,970 (3,188-7,418)."""
+    runs = cell["runs"]
+    spread = "" if len(runs) < 2 else f" ({min(runs):,.0f}-{max(runs):,.0f})"
+    return f"{_median(cell):,.0f}{spread}"
 
 
 def provenance(document: dict[str, Any]) -> str:
@@ -198,8 +205,27 @@ def simulate(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+CONTROL_PLANE_SHAPES = {"SchedulingWithResourceClaimTemplate": "ResourceClaimTemplate",
+                        "SchedulingWithResourceClaim": "ResourceClaim (shared)",
+                        "SchedulingWithExtendedResource": "ExtendedResource"}
+
+
+def vs_kube_scheduler(document: dict[str, Any]) -> str:
+    lines = ["| shape | kube-scheduler pods/s | kubedra pods/s | ratio | pods bound (kube-scheduler / kubedra) | "
+             "same pods per node |", "|---|---:|---:|---:|---:|---|"]
+    for row in document["rows"]:
+        real, sim = _median(row["real_pods_per_s"]), _median(row["kubedra_pods_per_s"])
+        lines.append(f"| {CONTROL_PLANE_SHAPES.get(row['shape'], row['shape'])} {row['pods']:,} pods / "
+                     f"{row['nodes']:,} nodes | {_rate_spread(row['real_pods_per_s'])} | "
+                     f"{_rate_spread(row['kubedra_pods_per_s'])} | {sim / real:,.1f}x | "
+                     f"{row['real_bound']:,} / {row['kubedra_bound']:,} | "
+                     f"{'yes' if row['same_pods_per_node'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "shapes": shapes, "scaling": scaling, "openb": openb, "micro": micro, "simulate": simulate,
+    "vs_kube_scheduler": vs_kube_scheduler,
 }
 
 

@@ -53,7 +53,9 @@ QUICK = {  # script -> the rows its --quick results file must hold
     "openb": 3,
     "micro": 7,
     "simulate": 2,
+    "vs_kube_scheduler": 3,
 }
+NEEDS_CONTROL_PLANE = {"vs_kube_scheduler"}
 
 
 @pytest.mark.parametrize("name", sorted(QUICK))
@@ -62,6 +64,11 @@ def test_each_results_benchmark_runs_quick_and_saves_its_figures(name: str, tmp_
     reads: every figure a median beside its runs, with the commit and machine."""
     import json
 
+    if name in NEEDS_CONTROL_PLANE:
+        from tests.controlplane.fixture import missing_binaries
+
+        if missing_binaries():
+            pytest.skip(f"needs the test control plane (tests/controlplane/build.sh): {', '.join(missing_binaries())}")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick", "--save", str(tmp_path)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
