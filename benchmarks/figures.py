@@ -223,9 +223,28 @@ def vs_kube_scheduler(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def side_by_side(document: dict[str, Any]) -> str:
+    lines = ["| workload | upstream pods/s | kubedra pods/s | ratio | µs per node decision, upstream | kubedra | "
+             "upstream µs per `Allocate` |", "|---|---:|---:|---:|---:|---:|---:|"]
+    alike = []
+    for row in document["rows"]:
+        upstream, kubedra = _median(row["upstream_pods_per_s"]), _median(row["kubedra_pods_per_s"])
+        lines.append(f"| {_workload(row['workload'])} | {upstream:,.0f} | {kubedra:,.0f} | "
+                     f"{kubedra / upstream:,.1f}x | {_median(row['upstream_decision_us_per_node']):,.1f} | "
+                     f"{_median(row['kubedra_decision_us_per_node']):,.1f} | "
+                     f"{_median(row['upstream_allocate_us_per_call']):,.1f} |")
+        alike.append(row["placement_differences"] == 0 and row["upstream_scheduled"] == row["kubedra_scheduled"])
+    if all(alike):
+        verdict = "Both sides placed every pod on the same node in every workload."
+    else:
+        differ = [_workload(r["workload"]) for r, same in zip(document["rows"], alike, strict=True) if not same]
+        verdict = f"The placements differ in {', '.join(differ)} (the script lists the pods)."
+    return "\n".join([*lines, "", verdict]) + "\n"
+
+
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "shapes": shapes, "scaling": scaling, "openb": openb, "micro": micro, "simulate": simulate,
-    "vs_kube_scheduler": vs_kube_scheduler,
+    "vs_kube_scheduler": vs_kube_scheduler, "side_by_side": side_by_side,
 }
 
 

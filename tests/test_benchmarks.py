@@ -54,8 +54,10 @@ QUICK = {  # script -> the rows its --quick results file must hold
     "micro": 7,
     "simulate": 2,
     "vs_kube_scheduler": 3,
+    "side_by_side": 2,
 }
 NEEDS_CONTROL_PLANE = {"vs_kube_scheduler"}
+NEEDS_GO = {"side_by_side"}
 
 
 @pytest.mark.parametrize("name", sorted(QUICK))
@@ -69,6 +71,11 @@ def test_each_results_benchmark_runs_quick_and_saves_its_figures(name: str, tmp_
 
         if missing_binaries():
             pytest.skip(f"needs the test control plane (tests/controlplane/build.sh): {', '.join(missing_binaries())}")
+    if name in NEEDS_GO:
+        from tests.controlplane.fixture import go_available
+
+        if not go_available():
+            pytest.skip("needs Go to build benchmarks/upstream")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick", "--save", str(tmp_path)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
