@@ -14,6 +14,7 @@ Targets (issue 3): <= 100 us for the 1-GPU and the 4-GPU matchAttribute claims, 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import msgspec
 
@@ -86,8 +87,8 @@ def _claim(count: int, *, match: bool) -> ResourceClaim:
     )
 
 
-def main() -> None:
-    gpu_class = msgspec.convert(
+def _gpu_class() -> DeviceClass:
+    return msgspec.convert(
         {
             "metadata": {"name": "gpu"},
             "spec": {
@@ -102,29 +103,44 @@ def main() -> None:
         },
         DeviceClass,
     )
+
+
+SCENARIOS = (  # (key, title, count, matchAttribute, fits)
+    ("one-gpu", "1-GPU claim", 1, False, True),
+    ("four-gpu-match", "4-GPU claim, matchAttribute pcieRoot", 4, True, True),
+    ("unsatisfiable", "unsatisfiable (count 9)", 9, False, False),
+)
+
+
+def measure(seconds: float = 1.0) -> list[dict[str, Any]]:
+    """Each scenario in each mode (``search``, then ``reused``): decisions per second over ``seconds`` of calls."""
     features = Features.for_release("1.37")
     node = Node(metadata=ObjectMeta(name="node-1"))
-    scenarios = [
-        ("1-GPU claim", _claim(1, match=False), True),
-        ("4-GPU claim, matchAttribute pcieRoot", _claim(4, match=True), True),
-        ("unsatisfiable (count 9)", _claim(9, match=False), False),
-    ]
+    gpu_class = _gpu_class()
+    measured = []
     for reuse in (False, True):
         allocator = Allocator(features, AllocatedState(), {"gpu": gpu_class}, _slices(), CompileCache(CelOptions()),
                               reuse_answers=reuse)
-        for title, claim, fits in scenarios:
+        for key, title, count, match, fits in SCENARIOS:
+            claim = _claim(count, match=match)
             got = allocator.allocate(node, [claim])
             assert (got is not None) == fits, title
             rounds = 0
             start = time.perf_counter()
-            while time.perf_counter() - start < 1.0:
+            while time.perf_counter() - start < seconds:
                 allocator.allocate(node, [claim])
                 rounds += 1
             elapsed = time.perf_counter() - start
-            per = elapsed / rounds * 1e6
-            mode = "reused" if reuse else "search"
-            print(f"{mode:6s} {title:38s} {rounds / elapsed:10.0f} decisions/s {per:9.1f} us/decision  "
-                  f"({allocator.last_steps} allocateOne calls)")
+            measured.append({"mode": "reused" if reuse else "search", "key": key, "title": title,
+                             "per_s": rounds / elapsed, "us": elapsed / rounds * 1e6,
+                             "steps": allocator.last_steps})
+    return measured
+
+
+def main() -> None:
+    for m in measure():
+        print(f"{m['mode']:6s} {m['title']:38s} {m['per_s']:10.0f} decisions/s {m['us']:9.1f} us/decision  "
+              f"({m['steps']} allocateOne calls)")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ SHAPE_NAMES = {
     "shares": "consumable shares (`sharing.shares: 4`), a Deployment",
     "large": "a Deployment on 10,000 nodes x 8 GPUs",
 }
-BEGIN = re.compile(r"^<!-- BEGIN figures:(?P<name>[a-z0-9-]+) .*-->\n", re.M)
+BEGIN = re.compile(r"^<!-- BEGIN figures:(?P<name>[a-z0-9_-]+) .*-->\n", re.M)
 
 
 def _median(cell: dict[str, Any]) -> float:
@@ -40,6 +40,13 @@ def _median(cell: dict[str, Any]) -> float:
 def _spread(cell: dict[str, Any]) -> str:
     runs = cell["runs"]
     return "" if len(runs) < 2 else f" ({min(runs):.2f}-{max(runs):.2f})"
+
+
+def _rate_spread(cell: dict[str, Any]) -> str:
+    """A rate's median with the runs' range: 6,970 (3,188-7,418)."""
+    runs = cell["runs"]
+    spread = "" if len(runs) < 2 else f" ({min(runs):,.0f}-{max(runs):,.0f})"
+    return f"{_median(cell):,.0f}{spread}"
 
 
 def provenance(document: dict[str, Any]) -> str:
@@ -113,8 +120,143 @@ def affinity(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {"shapes": shapes, "scaling": scaling, "openb": openb,
-                                                          "affinity": affinity}
+def _us(value: float) -> str:
+    """Microseconds, with the digits that matter: 1.25 ms, 46 µs, 3.9 µs, 0.12 µs."""
+    if value >= 1000:
+        return f"{value / 1000:.2f} ms"
+    return f"{value:.0f} µs" if value >= 10 else f"{value:.1f} µs" if value >= 1 else f"{value:.2f} µs"
+
+
+def _rate(per_s: float) -> str:
+    """A rate rounded to two significant digits: ~22,000/s."""
+    digits = max(0, len(f"{per_s:.0f}") - 2)
+    return f"{round(per_s, -digits):,.0f}"
+
+
+ALLOCATOR_CASES = {  # row -> (what the claim is, target µs of a search)
+    "allocator/one-gpu": ("1-GPU claim", 100),
+    "allocator/four-gpu-match": ("4-GPU claim with `matchAttribute` on `resource.kubernetes.io/pcieRoot`", 100),
+    "allocator/unsatisfiable": ("unsatisfiable claim (count 9)", 1000),
+}
+
+
+def micro(document: dict[str, Any]) -> str:
+    settings = document["settings"]
+    rows = {row["benchmark"]: row for row in document["rows"]}
+    lines = ["| benchmark | figure |", "|---|---|"]
+    for i, (key, (claim, target)) in enumerate(ALLOCATOR_CASES.items()):
+        row = rows[key]
+        search, reused = _median(row["search_us"]), _median(row["reused_us"])
+        where = ("`benchmarks/allocator.py`, node with 8 GPUs (4 MIG-partitionable counter sets)" if i == 0
+                 else "same")
+        verdict = "met" if search <= target else "not met"
+        goal = f"{target // 1000} ms" if target >= 1000 else f"{target} µs"
+        lines.append(f"| {where}: {claim}, {row['steps']} `allocateOne` calls | search {_us(search)} per node decision "
+                     f"(~{_rate(1e6 / search)}/s; target ≤ {goal}: {verdict}); an answer reused for a node "
+                     f"alike {_us(reused)} |")
+    cel = rows["cel"]
+    lines.append(f"| `benchmarks/cel.py`, three-clause selector over {settings['cel_devices']:,} GPUs, precompiled | "
+                 f"{_rate(_median(cel['warm_per_s']))} evaluations/s; {_rate(_median(cel['cold_per_s']))}/s when each "
+                 "device's activation is built on first use |")
+    load = rows["load"]
+    lines.append(f"| `benchmarks/load.py`, {settings['slices']:,} ResourceSlices of 8 GPUs | "
+                 f"{_rate(_median(load['yaml_per_s']))} objects/s from YAML, {_rate(_median(load['json_per_s']))} "
+                 "objects/s from a JSON List |")
+    inventory = rows["inventory"]
+    lines.append(f"| `benchmarks/inventory.py`, NodePools of {settings['nodes']:,} nodes x 8 GPUs (MIG: "
+                 f"{settings['mig_nodes']:,} nodes) | plain {_median(inventory['plain_s']):.2f} s, `sharing.shares: "
+                 f"4` {_median(inventory['shares_s']):.2f} s, MIG {_median(inventory['mig_s']):.2f} s |")
+    quantity = rows["quantity"]
+    uncached, cached = _median(quantity["parse_uncached_us"]), _median(quantity["parse_cached_us"])
+    lines.append(f"| `benchmarks/quantity.py` | parse {_us(uncached)} uncached / {_us(cached)} cached; "
+                 f"compare {_us(_median(quantity['compare_us']))} |")
+    return "\n".join(lines) + "\n"
+
+
+WORKLOAD_NAMES = {"Large/40000pods_5000nodes": "Large: 40,000 pods on 5,000 nodes x 8 GPUs"}
+THROUGHPUT_TARGETS = {  # workload -> pods/s the default policy must reach (issue 21)
+    "SchedulingWithResourceClaimTemplate/5000pods_500nodes": 2700,
+    "SteadyStateClusterResourceClaimTemplate/match_empty_500nodes": 1200,
+}
+LARGE, LARGE_SECONDS, LARGE_MB = "Large/40000pods_5000nodes", 60, 2048
+
+
+def _workload(name: str) -> str:
+    return WORKLOAD_NAMES.get(name, name.replace("SteadyStateClusterResourceClaimTemplate/", "SteadyState…/"))
+
+
+def simulate(document: dict[str, Any]) -> str:
+    policies = document["settings"]["policies"]
+    default = policies[0]
+    lines = ["| workload | " + " | ".join(f"{p}{' (default)' * (p == default)} pods/s | p50 µs" for p in policies)
+             + f" | RSS MB ({default}) |", "|---|" + "---:|---:|" * len(policies) + "---:|"]
+    rows = {row["workload"]: row for row in document["rows"]}
+    for row in document["rows"]:
+        cells = []
+        for policy in policies:
+            cell = row["policies"][policy]
+            cells += [f"{_median(cell['pods_per_s']):,.0f}", f"{_median(cell['p50_us']):,.0f}"]
+        lines.append(f"| {_workload(row['workload'])} | " + " | ".join(cells)
+                     + f" | {_median(row['policies'][default]['rss_mb']):,.0f} |")
+    verdicts = []
+    for name, target in THROUGHPUT_TARGETS.items():
+        if name in rows:
+            got = _median(rows[name]["policies"][default]["pods_per_s"])
+            verdicts.append(f"≥ {target:,} pods/s on {name.split('/')[1]}: {'met' if got >= target else 'not met'} "
+                            f"({got:,.0f})")
+    if LARGE in rows:
+        cell = rows[LARGE]["policies"][default]
+        seconds = sum(_median(cell[k]) for k in ("load_s", "prepare_s", "run_s"))
+        memory = _median(cell["rss_mb"])
+        met = "met" if seconds < LARGE_SECONDS and memory < LARGE_MB else "not met"
+        verdicts.append(f"{_workload(LARGE)[7:]} loaded and simulated in under a minute and 2 GB: {met} "
+                        f"({seconds:.1f} s, {memory:,.0f} MB)")
+    if verdicts:
+        lines += ["", f"Targets, with `{default}`: " + "; ".join(verdicts) + "."]
+    return "\n".join(lines) + "\n"
+
+
+CONTROL_PLANE_SHAPES = {"SchedulingWithResourceClaimTemplate": "ResourceClaimTemplate",
+                        "SchedulingWithResourceClaim": "ResourceClaim (shared)",
+                        "SchedulingWithExtendedResource": "ExtendedResource"}
+
+
+def vs_kube_scheduler(document: dict[str, Any]) -> str:
+    lines = ["| shape | kube-scheduler pods/s | kubedra pods/s | ratio | pods bound (kube-scheduler / kubedra) | "
+             "same pods per node |", "|---|---:|---:|---:|---:|---|"]
+    for row in document["rows"]:
+        real, sim = _median(row["real_pods_per_s"]), _median(row["kubedra_pods_per_s"])
+        lines.append(f"| {CONTROL_PLANE_SHAPES.get(row['shape'], row['shape'])} {row['pods']:,} pods / "
+                     f"{row['nodes']:,} nodes | {_rate_spread(row['real_pods_per_s'])} | "
+                     f"{_rate_spread(row['kubedra_pods_per_s'])} | {sim / real:,.1f}x | "
+                     f"{row['real_bound']:,} / {row['kubedra_bound']:,} | "
+                     f"{'yes' if row['same_pods_per_node'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def side_by_side(document: dict[str, Any]) -> str:
+    lines = ["| workload | upstream pods/s | kubedra pods/s | ratio | µs per node decision, upstream | kubedra | "
+             "upstream µs per `Allocate` |", "|---|---:|---:|---:|---:|---:|---:|"]
+    alike = []
+    for row in document["rows"]:
+        upstream, kubedra = _median(row["upstream_pods_per_s"]), _median(row["kubedra_pods_per_s"])
+        lines.append(f"| {_workload(row['workload'])} | {upstream:,.0f} | {kubedra:,.0f} | "
+                     f"{kubedra / upstream:,.1f}x | {_median(row['upstream_decision_us_per_node']):,.1f} | "
+                     f"{_median(row['kubedra_decision_us_per_node']):,.1f} | "
+                     f"{_median(row['upstream_allocate_us_per_call']):,.1f} |")
+        alike.append(row["placement_differences"] == 0 and row["upstream_scheduled"] == row["kubedra_scheduled"])
+    if all(alike):
+        verdict = "Both sides placed every pod on the same node in every workload."
+    else:
+        differ = [_workload(r["workload"]) for r, same in zip(document["rows"], alike, strict=True) if not same]
+        verdict = f"The placements differ in {', '.join(differ)} (the script lists the pods)."
+    return "\n".join([*lines, "", verdict]) + "\n"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "shapes": shapes, "scaling": scaling, "openb": openb, "affinity": affinity, "micro": micro, "simulate": simulate,
+    "vs_kube_scheduler": vs_kube_scheduler, "side_by_side": side_by_side,
+}
 
 
 def render(name: str, directory: Path = RESULTS) -> str:

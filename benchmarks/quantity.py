@@ -13,11 +13,16 @@ from kubedra.objects.semver import Semver
 TEXTS = ["1Gi", "80Gi", "100m", "1.5Gi", "250m", "4", "10Gi", "1536Mi", "0.5", "1e3", "40G", "7.123456M"]
 
 
-def rate(name: str, func: Callable[[], object], ops_per_call: int) -> None:
+def ops_per_s(func: Callable[[], object], ops_per_call: int, repeat: int = 4) -> float:
+    """Operations per second: the best of ``repeat`` timeit rounds of at least 0.2 s each."""
     timer = timeit.Timer(func)
     calls, seconds = timer.autorange()
-    best = min([seconds, *timer.repeat(repeat=4, number=calls)])
-    ops = calls * ops_per_call / best
+    best = min([seconds, *timer.repeat(repeat=repeat, number=calls)])
+    return calls * ops_per_call / best
+
+
+def rate(name: str, func: Callable[[], object], ops_per_call: int) -> None:
+    ops = ops_per_s(func, ops_per_call)
     sys.stdout.write(f"{name:<34} {ops:>14,.0f} ops/s  {1e9 / ops:>8.1f} ns/op\n")
 
 

@@ -1,8 +1,10 @@
 """Upstream's allocator and kubedra on the same scheduler_perf workloads, in one run, first-fit on both sides.
 
-Run: ``python benchmarks/side_by_side.py [-n RUNS] [--json] [NAME-SUBSTRING | FILE.yaml ...]`` (default: every
-workload but ``Large/``; a ``.yaml`` argument is a workload file of the same format, run as it is). Each workload is
-written once with ``benchmarks/workloads.py`` into a temporary folder; then
+Run: ``python benchmarks/side_by_side.py [-n RUNS] [--json] [--quick] [--save [DIR]] [NAME-SUBSTRING | FILE.yaml
+...]`` (default: every workload but ``Large/``; a ``.yaml`` argument is a workload file of the same format, run as it
+is; ``--quick``: ``benchmarks/simulate.py``'s two tiny workloads, one run). Each side's figures are the medians of
+``RUNS``; ``--save`` writes ``benchmarks/results/side_by_side.json``, which ``benchmarks/figures.py`` renders into
+docs/performance.md. Each workload is written once with ``benchmarks/workloads.py`` into a temporary folder; then
 
 * the Go harness ``benchmarks/upstream/bin/upstream-bench`` (built by ``benchmarks/upstream/build.sh`` when missing or
   older than its sources) schedules it with k8s.io/dynamic-resource-allocation v0.37.2 the way kube-scheduler's
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,8 +41,9 @@ from kubedra.scheduler.outcome import Placement  # noqa: E402
 from kubedra.scheduler.scoring import Policy  # noqa: E402
 from kubedra.sim.scenario import build_scenario  # noqa: E402
 from kubedra.sim.simulate import Options, prepare  # noqa: E402
-from simulate import _instrument  # noqa: E402
-from workloads import MEASURED, WORKLOADS, write_workload  # noqa: E402
+from results import RESULTS, ROOT, Recorder, figure  # noqa: E402
+from simulate import QUICK_WORKLOADS, _instrument  # noqa: E402
+from workloads import MEASURED, WORKLOADS, file_name, to_yaml, write_workload  # noqa: E402
 
 UPSTREAM = HERE / "upstream"
 HARNESS = UPSTREAM / "bin" / "upstream-bench"
@@ -185,15 +189,46 @@ def format_row(r: dict[str, Any]) -> str:
     )
 
 
-def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    return max(runs, key=lambda r: r["pods_per_second"])
+TIMED = ("pods_per_second", "decision_us_per_node", "allocate_us_per_call")
+
+
+def median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first run, its timings replaced by the runs' medians (decisions do not depend on the run)."""
+    return {**runs[0], **{k: statistics.median(r[k] for r in runs) for k in TIMED if k in runs[0]}}
+
+
+def saved_row(r: dict[str, Any], ups: list[dict[str, Any]], kds: list[dict[str, Any]]) -> dict[str, Any]:
+    """What ``--save`` keeps of a workload: every run's timings beside their median, and both sides' decisions."""
+    return {"workload": r["workload"], "measured_pods": r["measured_pods"],
+            "upstream_pods_per_s": figure([u["pods_per_second"] for u in ups]),
+            "kubedra_pods_per_s": figure([k["pods_per_second"] for k in kds]),
+            "upstream_decision_us_per_node": figure([u["decision_us_per_node"] for u in ups]),
+            "kubedra_decision_us_per_node": figure([k["decision_us_per_node"] for k in kds]),
+            "upstream_allocate_us_per_call": figure([u["allocate_us_per_call"] for u in ups]),
+            "upstream_scheduled": r["upstream_scheduled"], "kubedra_scheduled": r["kubedra_scheduled"],
+            "placement_differences": r["placement_differences"]}
+
+
+def workload_file(name: str | Path, workdir: Path) -> Path:
+    """A ``.yaml`` argument as it is; a workload's manifests written into ``workdir``."""
+    if isinstance(name, Path):
+        return name
+    if name in QUICK_WORKLOADS:
+        path = workdir / file_name(name)
+        path.write_text(to_yaml(QUICK_WORKLOADS[name]()), encoding="utf-8")
+        return path
+    return write_workload(name, workdir)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("names", nargs="*", help="substrings of workload names (default: all but Large/)")
-    parser.add_argument("-n", "--runs", type=int, default=1, help="runs per side; the best pods/s is kept")
+    parser.add_argument("-n", "--runs", type=int, default=1, help="runs per side; pages show the medians")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument("--quick", action="store_true", help="two tiny workloads, one run: checks the script")
+    parser.add_argument("--save", type=Path, nargs="?", const=RESULTS, metavar="DIR",
+                        help=f"write DIR/side_by_side.json (default DIR: {RESULTS.relative_to(ROOT)}), read by the "
+                             "docs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--child-out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -206,6 +241,9 @@ def main(argv: list[str]) -> int:
         n for n in WORKLOADS if (any(s in n for s in wanted) if wanted else not files and not n.startswith("Large/"))
     ]
     names += files
+    runs = args.runs
+    if args.quick:
+        names, runs = list(QUICK_WORKLOADS), 1
     if not names:
         print(f"no workload matches {args.names}; known: {', '.join(WORKLOADS)}", file=sys.stderr)
         return 2
@@ -215,28 +253,30 @@ def main(argv: list[str]) -> int:
         print(f"side_by_side: cannot build the Go harness ({err}); see benchmarks/upstream/README.md", file=sys.stderr)
         return 2
     print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; first-fit on both sides; "
-          f"best of {args.runs}; upstream = k8s.io/dynamic-resource-allocation v0.37.2", flush=True)
+          f"median of {runs}; upstream = k8s.io/dynamic-resource-allocation v0.37.2", flush=True)
     print(HEADER)
     print("-" * len(HEADER), flush=True)
     rows = []
+    recorder = Recorder("side_by_side", {"runs": runs, "quick": args.quick})
     status = 0
     with tempfile.TemporaryDirectory(prefix="kubedra-side-by-side-") as tmp:
         workdir = Path(tmp)
         for name in names:
-            path = name if isinstance(name, Path) else write_workload(name, workdir)
+            path = workload_file(name, workdir)
             try:
-                ups = [run_upstream(path, workdir) for _ in range(args.runs)]
-                kds = [kubedra_child(path, workdir) for _ in range(args.runs)]
+                ups = [run_upstream(path, workdir) for _ in range(runs)]
+                kds = [kubedra_child(path, workdir) for _ in range(runs)]
             except RuntimeError as err:
                 print(f"  ! {err}", flush=True)
                 status = 2
                 continue
             up_placed, kd_placed = ups[0][1], kds[0][1]  # decisions do not depend on the run
-            up = best([u for u, _ in ups])
-            kd = best([k for k, _ in kds])
+            up = median([u for u, _ in ups])
+            kd = median([k for k, _ in kds])
             differences = compare(up_placed, kd_placed)
             r = row(name if isinstance(name, str) else str(up["workload"]), up, kd, len(differences))
             rows.append(r)
+            recorder.add(saved_row(r, [u for u, _ in ups], [k for k, _ in kds]))
             print(format_row(r), flush=True)
             if up["scheduled"] != kd["scheduled"]:
                 status = 1
@@ -252,6 +292,8 @@ def main(argv: list[str]) -> int:
     print(f"# load average {os.getloadavg()[0]:.2f} at end")
     if args.json:
         print(json.dumps(rows, indent=2))
+    if args.save:
+        print(f"# wrote {recorder.save(args.save)}")
     return status
 
 

@@ -1,7 +1,10 @@
 """Simulator speed on upstream's scheduler_perf DRA workloads (``benchmarks/workloads.py``), in-process.
 
-Run: ``python benchmarks/simulate.py [-n RUNS] [--policy P] [--no-fast-path] [NAME-SUBSTRING...]``.
-Each run of each workload is a fresh child process (so peak RSS is the workload's own); the best of ``RUNS`` is kept.
+Run: ``python benchmarks/simulate.py [-n RUNS] [--policy P ...] [--no-fast-path] [--quick] [--save [DIR]]
+[NAME-SUBSTRING...]``. Each run of each workload is a fresh child process (so peak RSS is the workload's own); the
+median of ``RUNS`` is kept (every run's value beside it in the results file). The policies default to the default one,
+``kube-scheduler``, then ``least-allocated``. ``--save`` writes ``benchmarks/results/simulate.json``, which
+``benchmarks/figures.py`` renders into docs/performance.md; ``--quick`` runs two tiny workloads instead.
 Loading the manifests is not timed. What is timed, per pod, is the scheduling attempt that placed it plus binding
 (claim status, events); ``pods/s`` is measured pods divided by the wall time from the first measured pod's first
 attempt to the last measured pod's binding — everything the simulator does in between counts, including failed
@@ -14,9 +17,11 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +34,15 @@ from kubedra.scheduler.scoring import Policy
 from kubedra.sim.run import Simulation
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, prepare
-from workloads import MEASURED, WORKLOADS, to_yaml
+from results import RESULTS, ROOT, Recorder, figure
+from workloads import MEASURED, WORKLOADS, Workload, claim_template, steady_state, to_yaml
+
+QUICK_WORKLOADS: dict[str, Callable[[], Workload]] = {  # --quick: proves the script works, not the speed
+    "Quick/claim_template_40pods_10nodes": lambda: claim_template("Quick/claim_template_40pods_10nodes", 10, 4, 20, 20),
+    "Quick/steady_state_10nodes": lambda: steady_state("Quick/steady_state_10nodes", 10, 4, 0, pods=30),
+}
+BUILDERS = {**WORKLOADS, **QUICK_WORKLOADS}
+FIGURES = ("pods_per_s", "p50_us", "p99_us", "load_s", "prepare_s", "run_s", "rss_mb")
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -72,7 +85,7 @@ def _instrument(simulation: Simulation, measured: set[str]) -> dict[str, Any]:
 
 def run_one(name: str, policy: Policy, fast_path: bool) -> dict[str, Any]:
     """One workload, this process: load (untimed), simulate (timed), report."""
-    workload = WORKLOADS[name]()
+    workload = BUILDERS[name]()
     text = to_yaml(workload)
     started = time.perf_counter()
     limits = ParseLimits(max_bytes=len(text.encode()) + 1, max_nodes=1 << 40)
@@ -129,33 +142,54 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs' medians, for the printed table."""
+    return {**runs[0], **{k: statistics.median(r[k] for r in runs) for k in FIGURES}}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("names", nargs="*", help="substrings of workload names (default: all)")
-    parser.add_argument("-n", "--runs", type=int, default=3)
-    parser.add_argument("--policy", default=Policy.LEAST_ALLOCATED.value, choices=[p.value for p in Policy])
+    parser.add_argument("-n", "--runs", type=int, default=3, help="runs per workload and policy; pages show the median")
+    parser.add_argument("--policy", action="append", choices=[p.value for p in Policy],
+                        help="repeatable (default: kube-scheduler, then least-allocated)")
     parser.add_argument("--no-fast-path", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="two tiny workloads, one run: checks the script")
+    parser.add_argument("--save", type=Path, nargs="?", const=RESULTS, metavar="DIR",
+                        help=f"write DIR/simulate.json (default DIR: {RESULTS.relative_to(ROOT)}), read by the docs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     args = parser.parse_args(argv)
-    policy = Policy(args.policy)
+    policies = [Policy(p) for p in args.policy or (Policy.KUBE_SCHEDULER.value, Policy.LEAST_ALLOCATED.value)]
     if args.child:
-        print(json.dumps(run_one(args.child, policy, not args.no_fast_path)))
+        print(json.dumps(run_one(args.child, policies[0], not args.no_fast_path)))
         return 0
-    names = [n for n in WORKLOADS if not args.names or any(s in n for s in args.names)]
-    load = os.getloadavg()[0]
-    print(f"# {os.cpu_count()} CPUs, load average {load:.2f}, policy {policy.value}, "
-          f"fast path {'off' if args.no_fast_path else 'on'}, best of {args.runs}", flush=True)
-    rows = []
+    workloads, runs = (QUICK_WORKLOADS, 1) if args.quick else (WORKLOADS, args.runs)
+    names = [n for n in workloads if not args.names or any(s in n for s in args.names)]
+    recorder = Recorder("simulate", {"runs": runs, "quick": args.quick, "policies": [p.value for p in policies],
+                                     "fast_path": not args.no_fast_path})
+    print(f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, policies "
+          f"{', '.join(p.value for p in policies)}, fast path {'off' if args.no_fast_path else 'on'}, median of {runs}",
+          flush=True)
+    tables: dict[Policy, list[dict[str, Any]]] = {p: [] for p in policies}
     for name in names:
-        runs = [_child(name, policy, not args.no_fast_path) for _ in range(args.runs)]
-        best = max(runs, key=lambda r: r["pods_per_s"])
-        rows.append(best)
-        print(_table([best]).splitlines()[-1], flush=True)
-    print()
-    print(_table(rows))
-    if args.json:
-        print(json.dumps(rows, indent=2))
+        row: dict[str, Any] = {"workload": name, "policies": {}}
+        for policy in policies:
+            measured = [_child(name, policy, not args.no_fast_path) for _ in range(runs)]
+            row["measured"] = measured[0]["measured"]
+            row["policies"][policy.value] = {"scheduled": min(m["scheduled"] for m in measured),
+                                             **{k: figure([m[k] for m in measured]) for k in FIGURES}}
+            tables[policy].append(_median_run(measured))
+            print(f"{policy.value:16s} " + _table([tables[policy][-1]]).splitlines()[-1], flush=True)
+        recorder.add(row)
+    for policy, rows in tables.items():
+        print(f"\n# policy {policy.value}")
+        print(_table(rows))
+        if args.json:
+            print(json.dumps(rows, indent=2))
+    print(f"# load average {os.getloadavg()[0]:.2f} at end")
+    if args.save:
+        print(f"# wrote {recorder.save(args.save)}")
     return 0
 
 

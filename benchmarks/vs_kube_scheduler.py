@@ -1,8 +1,10 @@
 """The real kube-scheduler v1.37.2 and ``kubedra simulate`` on the same scheduler_perf shapes, in one run.
 
-Run: ``python benchmarks/vs_kube_scheduler.py [-n RUNS] [--pods 500] [--nodes 50]`` (needs the test control plane:
-``tests/controlplane/build.sh``). For each shape (benchmarks/workloads.py's builders, scaled to ``--pods`` pods on
-``--nodes`` nodes of 10 devices; no init pods):
+Run: ``python benchmarks/vs_kube_scheduler.py [-n RUNS] [--pods 500] [--nodes 50] [--quick] [--save [DIR]]`` (needs
+the test control plane: ``tests/controlplane/build.sh``). Each side's pods/s is the median of ``RUNS``; ``--save``
+writes ``benchmarks/results/vs_kube_scheduler.json``, which ``benchmarks/figures.py`` renders into
+docs/performance.md; ``--quick`` runs 20 pods on 4 nodes once. For each shape (benchmarks/workloads.py's builders,
+scaled to ``--pods`` pods on ``--nodes`` nodes of 10 devices; no init pods):
 
 * real: a fresh control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager on this machine); every
   object is created with the scheduler stopped and the resourceclaim controller has made the template claims; then
@@ -19,6 +21,7 @@ scheduler's parallel Filter order, so single placements are not comparable here)
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -39,6 +42,7 @@ from kubedra.objects.load import load_text  # noqa: E402
 from kubedra.scheduler.scoring import Policy  # noqa: E402
 from kubedra.sim.scenario import build_scenario  # noqa: E402
 from kubedra.sim.simulate import Options, simulate  # noqa: E402
+from results import RESULTS, ROOT, Recorder, figure  # noqa: E402
 from workloads import Workload, claim_template, extended_resource, shared_claims  # noqa: E402
 
 NAMESPACE = "test"
@@ -155,20 +159,38 @@ def run_kubedra(workload: Workload) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("-n", type=int, default=1, help="runs per shape (best is reported)")
+    parser.add_argument("-n", "--runs", type=int, default=1, help="runs per shape and side (the median is reported)")
     parser.add_argument("--pods", type=int, default=500)
     parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--quick", action="store_true", help="20 pods on 4 nodes, one run: checks the script")
+    parser.add_argument("--save", type=Path, nargs="?", const=RESULTS, metavar="DIR",
+                        help=f"write DIR/vs_kube_scheduler.json (default DIR: {RESULTS.relative_to(ROOT)}), read by "
+                             "the docs")
     args = parser.parse_args(argv)
+    pods, nodes, runs = (20, 4, 1) if args.quick else (args.pods, args.nodes, args.runs)
+    recorder = Recorder("vs_kube_scheduler", {"runs": runs, "quick": args.quick, "pods": pods, "nodes": nodes,
+                                              "devices": DEVICES})
+    print(f"# {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start, median of {runs}", flush=True)
     print("| shape | real kube-scheduler pods/s | kubedra pods/s | ratio | bound (real / kubedra) "
           "| same pods per node |")
     print("|---|---:|---:|---:|---|---|")
-    for workload in shapes(args.pods, args.nodes):
-        real = max((run_real(workload) for _ in range(args.n)), key=lambda r: r["pods_per_s"])
-        sim = max((run_kubedra(workload) for _ in range(args.n)), key=lambda r: r["pods_per_s"])
-        same = "yes" if real["per_node"] == sim["per_node"] else f"no ({real['per_node']} / {sim['per_node']})"
-        print(f"| {workload.name} | {real['pods_per_s']:,.0f} | {sim['pods_per_s']:,.0f} | "
-              f"{sim['pods_per_s'] / real['pods_per_s']:,.1f}x | {real['bound']} / {sim['bound']} | {same} |",
-              flush=True)
+    for workload in shapes(pods, nodes):
+        reals = [run_real(workload) for _ in range(runs)]
+        sims = [run_kubedra(workload) for _ in range(runs)]
+        real, sim = reals[0], sims[0]
+        row = {"shape": workload.name.split("/")[0], "pods": pods, "nodes": nodes,
+               "real_pods_per_s": figure([r["pods_per_s"] for r in reals]),
+               "kubedra_pods_per_s": figure([r["pods_per_s"] for r in sims]),
+               "real_bound": min(r["bound"] for r in reals), "kubedra_bound": min(r["bound"] for r in sims),
+               "same_pods_per_node": all(r["per_node"] == s["per_node"] for r in reals for s in sims)}
+        recorder.add(row)
+        real_rate, sim_rate = row["real_pods_per_s"]["median"], row["kubedra_pods_per_s"]["median"]
+        same = "yes" if row["same_pods_per_node"] else f"no ({real['per_node']} / {sim['per_node']})"
+        print(f"| {workload.name} | {real_rate:,.0f} | {sim_rate:,.0f} | {sim_rate / real_rate:,.1f}x | "
+              f"{row['real_bound']} / {row['kubedra_bound']} | {same} |", flush=True)
+    print(f"# load average {os.getloadavg()[0]:.1f} at end")
+    if args.save:
+        print(f"# wrote {recorder.save(args.save)}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """The benchmark scripts cannot rot unnoticed (issue 39, a first step): every script in benchmarks/ imports with the
 current code, and each one with a command line answers ``--help``. A ``--quick`` run of each, with its output's shape
-checked, for the scripts whose results the docs render (shapes, scaling, openb)."""
+checked, for the scripts whose results the docs render (``QUICK``)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,13 @@ QUICK = {  # script -> the rows its --quick results file must hold
     "scaling": 2,
     "openb": 3,
     "affinity": 5,
+    "micro": 7,
+    "simulate": 2,
+    "vs_kube_scheduler": 3,
+    "side_by_side": 2,
 }
+NEEDS_CONTROL_PLANE = {"vs_kube_scheduler"}
+NEEDS_GO = {"side_by_side"}
 
 
 @pytest.mark.parametrize("name", sorted(QUICK))
@@ -61,6 +67,16 @@ def test_each_results_benchmark_runs_quick_and_saves_its_figures(name: str, tmp_
     reads: every figure a median beside its runs, with the commit and machine."""
     import json
 
+    if name in NEEDS_CONTROL_PLANE:
+        from tests.controlplane.fixture import missing_binaries
+
+        if missing_binaries():
+            pytest.skip(f"needs the test control plane (tests/controlplane/build.sh): {', '.join(missing_binaries())}")
+    if name in NEEDS_GO:
+        from tests.controlplane.fixture import go_available
+
+        if not go_available():
+            pytest.skip("needs Go to build benchmarks/upstream")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), "--quick", "--save", str(tmp_path)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)

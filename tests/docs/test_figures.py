@@ -26,7 +26,8 @@ def test_each_page_shows_what_its_results_files_render(page: Path) -> None:
 
 def test_the_main_figures_are_rendered_not_typed() -> None:
     names = {name for page in figures.PAGES for name, _, _ in figures.sections(page.read_text())}
-    assert {"shapes", "scaling", "openb"} <= names
+    assert {"shapes", "scaling", "openb", "affinity", "micro", "simulate", "vs_kube_scheduler",
+            "side_by_side"} <= names
     for name in names:
         document = results.load(name)
         assert document["commit"] and document["machine"]["cores"], name
