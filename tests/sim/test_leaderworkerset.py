@@ -172,3 +172,12 @@ def test_the_vllm_example_does_what_its_header_says() -> None:
             and e["object"].startswith("StatefulSet ")}
     assert made == {"StatefulSet inference/vllm-0": 60.0, "StatefulSet inference/vllm-1": 60.0,
                     "StatefulSet inference/vllm-2": 60.0, "StatefulSet inference/vllm-3": 1860.0}
+
+
+def test_validate_says_it_checked_a_leaderworkerset(capsys: pytest.CaptureFixture[str]) -> None:
+    """validate's note for the example's LWS: checked as its webhook checks it, not 'passed through unchecked'."""
+    assert main(["validate", "-f", str(EXAMPLE)]) == 0
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    assert "LeaderWorkerSet/vllm: a LeaderWorkerSet: checked field by field" in said, said
+    assert "passed through unchecked" not in said

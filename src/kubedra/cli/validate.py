@@ -179,14 +179,7 @@ def schema_findings(sources: list[Any], release: str, notes: list[tuple[Any, str
                 unchecked = len(checker.custom_unchecked)
                 found.extend((index, obj, within, problem) for problem in checker.check(item))
                 if notes is not None and len(checker.custom_unchecked) > unchecked:
-                    from kubedra.sim.jobsets import API_VERSION as JOBSET
-
-                    notes.append((Location(source.name, index, obj, within=within),
-                                  "a JobSet: checked field by field as kubedra reads it and as JobSet's webhook "
-                                  "validates it; its CustomResourceDefinition's schema is not among the inputs"
-                                  if (item.get("apiVersion"), item.get("kind")) == (JOBSET, "JobSet") else
-                                  f"a custom resource ({item.get('apiVersion')}): passed through unchecked, its "
-                                  "CustomResourceDefinition is not among the inputs"))
+                    notes.append((Location(source.name, index, obj, within=within), _custom_note(item)))
         if not found:
             continue
         positions = {d.index: d.positions for d in parse(source)[0]}
@@ -195,6 +188,21 @@ def schema_findings(sources: list[Any], release: str, notes: list[tuple[Any, str
             message = f"{problem.message} (line {line})" if line is not None else problem.message
             findings.append(Problem(Location(source.name, index, obj, problem.path, within=within), message))
     return findings
+
+
+def _custom_note(item: dict[str, Any]) -> str:
+    """What validate did with a custom resource: the workload kinds kubedra simulates are checked as their webhooks
+    check them; any other passes through unchecked."""
+    from kubedra.sim.jobsets import API_VERSION as JOBSET
+    from kubedra.sim.leaderworkersets import API_VERSION as LWS
+
+    known = {(JOBSET, "JobSet"): "a JobSet", (LWS, "LeaderWorkerSet"): "a LeaderWorkerSet"}
+    kind = known.get((str(item.get("apiVersion")), str(item.get("kind"))))
+    if kind is not None:
+        return (f"{kind}: checked field by field as kubedra reads it and as its webhook validates it; its "
+                "CustomResourceDefinition's schema is not among the inputs")
+    return (f"a custom resource ({item.get('apiVersion')}): passed through unchecked, its CustomResourceDefinition "
+            "is not among the inputs")
 
 
 def _items(body: Any, within: str = "") -> list[tuple[str, Any]]:
