@@ -9,7 +9,8 @@ docs/performance.md. Each workload is written once with ``benchmarks/workloads.p
 * the Go harness ``benchmarks/upstream/bin/upstream-bench`` (built by ``benchmarks/upstream/build.sh`` when missing or
   older than its sources) schedules it with k8s.io/dynamic-resource-allocation v0.37.2 the way kube-scheduler's
   DynamicResources Filter does — one Allocator per pod, Allocate on every node in order, first feasible node wins;
-* kubedra's simulator schedules the same file in a fresh child process, ``Options(policy=Policy.FIRST_FIT)``, timed
+* kubedra's simulator schedules the same file in a fresh child process, ``Options(policy=Policy.FIRST_FIT)`` without
+  the fragmentation series (``benchmarks/simulate.py`` says why), timed
   as ``benchmarks/simulate.py`` times it (its ``_instrument``): measured pods over the wall time from the first
   measured pod's first attempt to the last measured pod's binding.
 
@@ -88,7 +89,7 @@ def run_kubedra(path: Path) -> dict[str, Any]:
         if pod.pod.metadata.annotations.get(MEASURED) == "true":
             measured.add(f"{pod.pod.metadata.namespace}/{pod.pod.metadata.name}")
     del text
-    simulation = prepare(scenario, Options(policy=Policy.FIRST_FIT))
+    simulation = prepare(scenario, Options(policy=Policy.FIRST_FIT, fragmentation_samples=0))
     positions = {name: i for i, name in enumerate(simulation.state.nodes)}
     node_count = len(positions)
     tally = _instrument(simulation, measured)

