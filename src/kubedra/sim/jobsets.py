@@ -35,12 +35,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubedra.objects.formats import unsupported
 from kubedra.objects.model import Affinity, LabelSelector, LabelSelectorRequirement, PodAffinity, PodAffinityTerm
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def _policy_problems(spec: Any, names: set[str]) -> list[tuple[str, str]]:
     success = spec.success_policy
     if success is not None:
         if success.operator not in SUCCESS_OPERATORS:
-            out.append(("spec.successPolicy.operator", _unsupported(success.operator, SUCCESS_OPERATORS)))
+            out.append(("spec.successPolicy.operator", unsupported(success.operator, SUCCESS_OPERATORS)))
         out += [("spec.successPolicy.targetReplicatedJobs",
                  f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs")
                 for target in success.target_replicated_jobs if target not in names]
@@ -154,14 +154,14 @@ def _policy_problems(spec: Any, names: set[str]) -> list[tuple[str, str]]:
     if startup is not None:
         if startup.startup_policy_order not in STARTUP_ORDERS:
             out.append(("spec.startupPolicy.startupPolicyOrder",
-                        _unsupported(startup.startup_policy_order, STARTUP_ORDERS)))
+                        unsupported(startup.startup_policy_order, STARTUP_ORDERS)))
         elif startup.startup_policy_order == "InOrder" and any(r.depends_on for r in spec.replicated_jobs):
             out.append(("spec", "StartupPolicy and DependsOn APIs are mutually exclusive"))
     failure = spec.failure_policy
     if failure is not None:
         if failure.restart_strategy not in RESTART_STRATEGIES:
             out.append(("spec.failurePolicy.restartStrategy",
-                        _unsupported(failure.restart_strategy, RESTART_STRATEGIES)))
+                        unsupported(failure.restart_strategy, RESTART_STRATEGIES)))
         elif failure.restart_strategy == "InPlaceRestart":
             out.append(("spec.failurePolicy.restartStrategy", "InPlaceRestart restart strategy cannot be set when "
                                                               "InPlaceRestart feature gate is disabled"))
@@ -169,10 +169,6 @@ def _policy_problems(spec: Any, names: set[str]) -> list[tuple[str, str]]:
             out.append(("spec.failurePolicy.maxRestarts",
                         f"Invalid value: {failure.max_restarts}: should be greater than or equal to 0"))
     return out
-
-
-def _unsupported(value: str, supported: Sequence[str]) -> str:
-    return f"Unsupported value: {quote(value)}: supported values: {', '.join(quote(s) for s in supported)}"
 
 
 def exclusive_affinity(affinity: Affinity | None, labels: dict[str, str], topology_key: str) -> Affinity:
@@ -190,6 +186,12 @@ def exclusive_affinity(affinity: Affinity | None, labels: dict[str, str], topolo
             LabelSelectorRequirement(key=PRIORITY_KEY, operator="In", values=[labels.get(PRIORITY_KEY, "")]),
         ]),
         topology_key=topology_key, namespace_selector=LabelSelector())
+    return with_required_terms(affinity, together, apart)
+
+
+def with_required_terms(affinity: Affinity | None, together: PodAffinityTerm, apart: PodAffinityTerm) -> Affinity:
+    """``affinity`` with ``together`` added to its required podAffinity and ``apart`` to its required
+    podAntiAffinity, as the exclusive-placement webhooks (JobSet's, LeaderWorkerSet's) add them."""
     base = affinity or Affinity()
     pod_affinity = base.pod_affinity or PodAffinity()
     anti = base.pod_anti_affinity or PodAffinity()

@@ -39,18 +39,18 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from kubedra.cluster.nodepool import Strict
+from kubedra.objects.formats import unsupported
 from kubedra.objects.model import (
     Affinity,
     Int32,
     LabelSelector,
     LabelSelectorRequirement,
     Pod,
-    PodAffinity,
     PodAffinityTerm,
     PodSpec,
 )
 from kubedra.objects.validate import validate_metadata, validate_pod_spec
-from kubedra.sim.jobsets import dns1035, quote
+from kubedra.sim.jobsets import dns1035, quote, with_required_terms
 from kubedra.sim.manifests import PodTemplate, _Doc
 
 if TYPE_CHECKING:
@@ -125,9 +125,9 @@ def webhook_problems(doc: LeaderWorkerSetDoc) -> list[tuple[str, str]]:
         out.append(("spec.replicas", f"Invalid value: {spec.replicas}: the product of replicas and worker replicas "
                                      f"must not exceed {MAX_INT32}"))
     if spec.startup_policy not in STARTUP_POLICIES:
-        out.append(("spec.startupPolicy", _unsupported(spec.startup_policy, STARTUP_POLICIES)))
+        out.append(("spec.startupPolicy", unsupported(spec.startup_policy, STARTUP_POLICIES)))
     if lwt.restart_policy and lwt.restart_policy not in RESTART_POLICIES:
-        out.append(("spec.leaderWorkerTemplate.restartPolicy", _unsupported(lwt.restart_policy, RESTART_POLICIES)))
+        out.append(("spec.leaderWorkerTemplate.restartPolicy", unsupported(lwt.restart_policy, RESTART_POLICIES)))
     return out + _subgroup_problems(doc) + _template_problems(lwt)
 
 
@@ -139,7 +139,7 @@ def _subgroup_problems(doc: LeaderWorkerSetDoc) -> list[tuple[str, str]]:
     if sub is not None:
         path = "spec.leaderWorkerTemplate.subGroupPolicy"
         if sub.sub_group_policy_type not in SUBGROUP_TYPES:
-            out.append((f"{path}.subGroupPolicyType", _unsupported(sub.sub_group_policy_type, SUBGROUP_TYPES)))
+            out.append((f"{path}.subGroupPolicyType", unsupported(sub.sub_group_policy_type, SUBGROUP_TYPES)))
         if sub.sub_group_size is None or sub.sub_group_size < 1:
             out.append((f"{path}.subGroupSize", f"Invalid value: {sub.sub_group_size}: subGroupSize must be equal "
                                                 "or greater than 1"))
@@ -167,10 +167,6 @@ def _template_problems(lwt: LeaderWorkerTemplate) -> list[tuple[str, str]]:
     return out
 
 
-def _unsupported(value: str, supported: tuple[str, ...]) -> str:
-    return f"Unsupported value: {quote(value)}: supported values: {', '.join(quote(s) for s in supported)}"
-
-
 def exclusive_affinity(affinity: Affinity | None, key: str, topology_key: str) -> Affinity:
     """``SetExclusiveAffinities``: required affinity to the pod's own ``group-key`` and anti-affinity to any other
     group's over ``topology_key`` (no namespaces: the pod's own), added to what the pod has."""
@@ -184,16 +180,7 @@ def exclusive_affinity(affinity: Affinity | None, key: str, topology_key: str) -
             LabelSelectorRequirement(key=GROUP_KEY, operator="NotIn", values=[key]),
         ]),
         topology_key=topology_key)
-    base = affinity or Affinity()
-    pod_affinity = base.pod_affinity or PodAffinity()
-    anti = base.pod_anti_affinity or PodAffinity()
-    return msgspec.structs.replace(
-        base,
-        pod_affinity=msgspec.structs.replace(pod_affinity, required_during_scheduling_ignored_during_execution=[
-            *pod_affinity.required_during_scheduling_ignored_during_execution, together]),
-        pod_anti_affinity=msgspec.structs.replace(anti, required_during_scheduling_ignored_during_execution=[
-            *anti.required_during_scheduling_ignored_during_execution, apart]),
-    )
+    return with_required_terms(affinity, together, apart)
 
 
 @dataclass(frozen=True, slots=True)
