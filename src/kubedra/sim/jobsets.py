@@ -35,13 +35,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubedra.cluster.gpuslices import stable_uid
 from kubedra.objects.formats import unsupported
 from kubedra.objects.model import Affinity, LabelSelector, LabelSelectorRequirement, PodAffinity, PodAffinityTerm
+from kubedra.sim.manifests import JobSetDoc, JobSpec, ReplicatedJob
 
 if TYPE_CHECKING:
     from kubedra.sim.run import Simulation
@@ -257,3 +260,63 @@ class InOrderController:
                 sim.start_job(job)
                 self.made += len(job.pods)
         return bool(self.waiting)
+
+
+class JobSetCounts:
+    """The counts ``labelAndAnnotateObject`` writes: every replicated job's replicas, per group and before each."""
+
+    def __init__(self, replicated: Sequence[ReplicatedJob]) -> None:
+        self.total = sum(max(r.replicas, 0) for r in replicated)
+        self.groups: dict[str, int] = {}
+        self.before: dict[str, tuple[int, int]] = {}  # replicated job -> (global, in its group) index of its Job 0
+        done = 0
+        for rjob in replicated:
+            self.before.setdefault(rjob.name, (done, self.groups.get(rjob.group_name, 0)))
+            self.groups[rjob.group_name] = self.groups.get(rjob.group_name, 0) + max(rjob.replicas, 0)
+            done += max(rjob.replicas, 0)
+
+    def marks(self, doc: JobSetDoc, namespace: str, rjob: ReplicatedJob, index: int) -> dict[str, str]:
+        """The labels (and, the same, annotations) of Job ``index`` of ``rjob`` and of its pods."""
+        name = doc.metadata.name
+        job_name = f"{name}-{rjob.name}-{index}"
+        global_before, group_before = self.before[rjob.name]
+        return {
+            PREFIX + "jobset-name": name,
+            PREFIX + "jobset-uid": doc.metadata.uid or stable_uid("JobSet", namespace, name),
+            PREFIX + "replicatedjob-name": rjob.name,
+            PREFIX + "restart-attempt": "0",
+            PREFIX + "replicatedjob-replicas": str(rjob.replicas),
+            PREFIX + "global-replicas": str(self.total),
+            PREFIX + "job-index": str(index),
+            JOB_KEY: job_key(namespace, job_name),
+            PREFIX + "job-global-index": str(global_before + index),
+            PREFIX + "group-name": rjob.group_name,
+            PREFIX + "group-replicas": str(self.groups[rjob.group_name]),
+            PREFIX + "job-group-index": str(group_before + index),
+        }
+
+
+def jobset_defaults(spec: JobSpec, mode_set: bool) -> JobSpec:
+    """The JobSet webhook's defaults on a replicated job's Job: ``completionMode: Indexed`` where it was not written,
+    ``restartPolicy: OnFailure`` where empty."""
+    if not mode_set:
+        spec = msgspec.structs.replace(spec, completion_mode="Indexed")
+    if not spec.template.spec.restart_policy:
+        pod_spec = msgspec.structs.replace(spec.template.spec, restart_policy="OnFailure")
+        spec = msgspec.structs.replace(spec, template=msgspec.structs.replace(spec.template, spec=pod_spec))
+    return spec
+
+
+def jobset_job(spec: JobSpec, marks: dict[str, str], exclusive: str | None, suspended: bool) -> JobSpec:
+    """``constructJob``'s Job spec: the marks on the pod template (its pods get ``jobset.sigs.k8s.io/priority`` from
+    the pod webhook), exclusive placement's affinities where asked for, suspended with the JobSet."""
+    meta = spec.template.metadata
+    pod_spec = spec.template.spec
+    labels = {**meta.labels, **marks, PRIORITY_KEY: str(pod_spec.priority or 0)}
+    annotations = {**meta.annotations, **marks}
+    if exclusive is not None:
+        annotations[EXCLUSIVE_KEY] = exclusive
+        pod_spec = msgspec.structs.replace(pod_spec, affinity=exclusive_affinity(pod_spec.affinity, labels, exclusive))
+    meta = msgspec.structs.replace(meta, labels=labels, annotations=annotations)
+    template = msgspec.structs.replace(spec.template, metadata=meta, spec=pod_spec)
+    return msgspec.structs.replace(spec, template=template, suspend=suspended)

@@ -48,7 +48,7 @@ from kubedra.objects.validate import validate_metadata, validate_pod_spec
 from kubedra.sim.cron import Schedule
 from kubedra.sim.daemonsets import TEMPLATE_GENERATION, daemon_specs
 from kubedra.sim.jobsets import API_VERSION as JOBSET_API_VERSION
-from kubedra.sim.jobsets import EXCLUSIVE_KEY, JOB_KEY, PREFIX, PRIORITY_KEY, JobSetRun, exclusive_affinity, job_key
+from kubedra.sim.jobsets import EXCLUSIVE_KEY, JobSetCounts, JobSetRun, jobset_defaults, jobset_job
 from kubedra.sim.jobsets import webhook_problems as jobset_problems
 from kubedra.sim.leaderworkersets import API_VERSION as LWS_API_VERSION
 from kubedra.sim.leaderworkersets import (
@@ -81,7 +81,6 @@ from kubedra.sim.manifests import (
     LabelSelector,
     PodTemplate,
     ReplicaSetDoc,
-    ReplicatedJob,
     StatefulSetDoc,
     template_hash,
 )
@@ -488,12 +487,12 @@ class _Expander(WorkloadChecks):
         self.timing(where, doc.metadata, doc.metadata, "")  # its own annotations checked; a template's come first
         in_order = spec.startup_policy is not None and spec.startup_policy.startup_policy_order == "InOrder"
         raw_jobs = raw_spec.get("replicatedJobs") or []
-        counts = _JobSetCounts(spec.replicated_jobs)
+        counts = JobSetCounts(spec.replicated_jobs)
         stages: list[tuple[JobRun, ...]] = []
         for i, rjob in enumerate(spec.replicated_jobs):
             prefix = f"spec.replicatedJobs[{i}].template.spec."
             raw_job = ((raw_jobs[i] if i < len(raw_jobs) else {}).get("template") or {}).get("spec") or {}
-            job_spec = _jobset_defaults(rjob.template.spec, "completionMode" in raw_job)
+            job_spec = jobset_defaults(rjob.template.spec, "completionMode" in raw_job)
             shape = self.job_shape(where, job_spec, prefix)
             for path, message in validate_pod_spec(job_spec.template.spec, prefix + "template.spec",
                                                    job_spec.template.metadata.labels):
@@ -509,7 +508,7 @@ class _Expander(WorkloadChecks):
             for index in range(rjob.replicas):
                 job_name = f"{name}-{rjob.name}-{index}"
                 marks = counts.marks(doc, namespace, rjob, index)
-                one = _jobset_job(job_spec, marks, exclusive, bool(spec.suspend))
+                one = jobset_job(job_spec, marks, exclusive, bool(spec.suspend))
                 delay = own if in_order and stages else start
                 jobs.append(self.job_run(job_name, namespace, stable_uid("Job", namespace, job_name), one, shape,
                                          timing=(delay, run_for)))
@@ -690,66 +689,6 @@ class _Expander(WorkloadChecks):
         else:
             assert isinstance(doc, DeploymentDoc | ReplicaSetDoc | StatefulSetDoc)
             self.apps(where, doc, namespace)
-
-
-class _JobSetCounts:
-    """The counts ``labelAndAnnotateObject`` writes: every replicated job's replicas, per group and before each."""
-
-    def __init__(self, replicated: Sequence[ReplicatedJob]) -> None:
-        self.total = sum(max(r.replicas, 0) for r in replicated)
-        self.groups: dict[str, int] = {}
-        self.before: dict[str, tuple[int, int]] = {}  # replicated job -> (global, in its group) index of its Job 0
-        done = 0
-        for rjob in replicated:
-            self.before.setdefault(rjob.name, (done, self.groups.get(rjob.group_name, 0)))
-            self.groups[rjob.group_name] = self.groups.get(rjob.group_name, 0) + max(rjob.replicas, 0)
-            done += max(rjob.replicas, 0)
-
-    def marks(self, doc: JobSetDoc, namespace: str, rjob: ReplicatedJob, index: int) -> dict[str, str]:
-        """The labels (and, the same, annotations) of Job ``index`` of ``rjob`` and of its pods."""
-        name = doc.metadata.name
-        job_name = f"{name}-{rjob.name}-{index}"
-        global_before, group_before = self.before[rjob.name]
-        return {
-            PREFIX + "jobset-name": name,
-            PREFIX + "jobset-uid": doc.metadata.uid or stable_uid("JobSet", namespace, name),
-            PREFIX + "replicatedjob-name": rjob.name,
-            PREFIX + "restart-attempt": "0",
-            PREFIX + "replicatedjob-replicas": str(rjob.replicas),
-            PREFIX + "global-replicas": str(self.total),
-            PREFIX + "job-index": str(index),
-            JOB_KEY: job_key(namespace, job_name),
-            PREFIX + "job-global-index": str(global_before + index),
-            PREFIX + "group-name": rjob.group_name,
-            PREFIX + "group-replicas": str(self.groups[rjob.group_name]),
-            PREFIX + "job-group-index": str(group_before + index),
-        }
-
-
-def _jobset_defaults(spec: JobSpec, mode_set: bool) -> JobSpec:
-    """The JobSet webhook's defaults on a replicated job's Job: ``completionMode: Indexed`` where it was not written,
-    ``restartPolicy: OnFailure`` where empty."""
-    if not mode_set:
-        spec = msgspec.structs.replace(spec, completion_mode="Indexed")
-    if not spec.template.spec.restart_policy:
-        pod_spec = msgspec.structs.replace(spec.template.spec, restart_policy="OnFailure")
-        spec = msgspec.structs.replace(spec, template=msgspec.structs.replace(spec.template, spec=pod_spec))
-    return spec
-
-
-def _jobset_job(spec: JobSpec, marks: dict[str, str], exclusive: str | None, suspended: bool) -> JobSpec:
-    """``constructJob``'s Job spec: the marks on the pod template (its pods get ``jobset.sigs.k8s.io/priority`` from
-    the pod webhook), exclusive placement's affinities where asked for, suspended with the JobSet."""
-    meta = spec.template.metadata
-    pod_spec = spec.template.spec
-    labels = {**meta.labels, **marks, PRIORITY_KEY: str(pod_spec.priority or 0)}
-    annotations = {**meta.annotations, **marks}
-    if exclusive is not None:
-        annotations[EXCLUSIVE_KEY] = exclusive
-        pod_spec = msgspec.structs.replace(pod_spec, affinity=exclusive_affinity(pod_spec.affinity, labels, exclusive))
-    meta = msgspec.structs.replace(meta, labels=labels, annotations=annotations)
-    template = msgspec.structs.replace(spec.template, metadata=meta, spec=pod_spec)
-    return msgspec.structs.replace(spec, template=template, suspend=suspended)
 
 
 def expand_workloads(
