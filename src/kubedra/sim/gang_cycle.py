@@ -132,8 +132,8 @@ class GangQueue:
                 member.pending_reason = reason
             return 0
         for k in waiting:
-            sim._unschedulable.pop(k, None)
-        order = member_order(taken, lambda k: sim._queued[k])
+            sim.queue.unschedulable.pop(k, None)
+        order = member_order(taken, lambda k: sim.queue.queued[k])
         priorities = sim.evictions.bound_priorities if sim.evictions is not None else None
         lower = bool(priorities) and min(priorities or (0,)) < (group.spec.priority or 0)
         outcome = schedule_group(sim.scheduler, group, order, bound, self.assume, lower_priority_bound=lower)

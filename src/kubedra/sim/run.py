@@ -9,7 +9,6 @@ Nothing here reads a clock: time is the events' own.
 from __future__ import annotations
 
 import heapq
-import itertools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,11 +41,12 @@ from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.gangs import GroupOutcome
 from kubedra.scheduler.outcome import Failed, Placement, Unschedulable
 from kubedra.scheduler.preemption import NEVER, NodeSizes, Preemption, without_victims
-from kubedra.scheduler.queueing_hints import bind_hinted_plugins, requeue_after_bind
+from kubedra.scheduler.queueing_hints import bind_hinted_plugins
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
 from kubedra.sim.gates import GATED_MESSAGE, GATED_REASON, ungate_after
+from kubedra.sim.queue import SchedulingQueue
 from kubedra.sim.replacements import JobRules, job_rules
 
 if TYPE_CHECKING:
@@ -126,14 +126,7 @@ class Simulation:
     # were made (the tie order). Pods arrive and finish in batches at one instant, so a heap entry serves many.
     _instants: list[float] = field(default_factory=list)
     _at: dict[float, list[tuple[int, str]]] = field(default_factory=dict)
-    _seq: itertools.count[int] = field(default_factory=itertools.count)
-    _active: list[str] = field(default_factory=list)
-    _unschedulable: dict[str, None] = field(default_factory=dict)  # kube-scheduler's unschedulable pool, in order
-    # Of those, the pods a bound pod may help and the plugins that rejected them (``scheduler.queueing_hints``); and
-    # the pods a binding moved back, tried again once the instant's active queue is empty.
-    _hinted: dict[str, frozenset[str]] = field(default_factory=dict)
-    _requeued: list[str] = field(default_factory=list)
-    _queued: dict[str, tuple[float, int]] = field(default_factory=dict)  # when a pod (re)entered the queue
+    queue: SchedulingQueue = field(default_factory=SchedulingQueue)
     _order: list[str] = field(default_factory=list)
     _jobs: dict[str, JobProgress] = field(default_factory=dict)
     _now: float = 0.0
@@ -302,9 +295,7 @@ class Simulation:
             heapq.heappop(self._instants)
             del self._at[now]  # what binding schedules for this instant (run-for 0) is the next instant
             if freed:
-                self._active.extend(self._unschedulable)
-                self._unschedulable.clear()
-                self._hinted.clear()
+                self.queue.flush()
             done += self._drain()
             if self._in_order:
                 self._jobset_steps()
@@ -464,8 +455,7 @@ class Simulation:
         return True
 
     def _enqueue(self, key: str) -> None:
-        self._active.append(key)
-        self._queued[key] = (self._now, next(self._seq))
+        self.queue.enqueue(key, self._now)
 
     def _queue_order(self, key: str) -> tuple[int, float, int]:
         """kube-scheduler's activeQ order: higher priority first, then the earlier queue timestamp.
@@ -473,17 +463,15 @@ class Simulation:
         A pod that failed keeps the time of its failed attempt, so a pod waiting since earlier goes before one that
         arrives at the instant a device is freed.
         """
-        at, seq = self._queued[key]
+        at, seq = self.queue.queued[key]
         return -(self.state.pods[key].pod.spec.priority or 0), at, seq
 
     def _drain(self) -> int:
         """One scheduling attempt for each pod in the active queue; then, while bindings moved unschedulable pods
         back (their backoff queue, which kube-scheduler pops once the active queue is empty), an attempt for each."""
-        active, self._active = sorted(self._active, key=self._queue_order), []
-        scheduled = self._attempt(active)
-        while self._requeued:
-            again, self._requeued = sorted(self._requeued, key=self._queue_order), []
-            scheduled += self._attempt(again)
+        scheduled = self._attempt(self.queue.take_active(self._queue_order))
+        while self.queue.requeued:
+            scheduled += self._attempt(self.queue.take_requeued(self._queue_order))
         return scheduled
 
     def _attempt(self, active: list[str]) -> int:
@@ -580,22 +568,10 @@ class Simulation:
             kind = "Failed" if isinstance(outcome, Failed) else "Pending"
             self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
         record.pending_reason = message
-        self._queued[key] = (self._now, next(self._seq))
-        self._unschedulable[key] = None
+        hinted: frozenset[str] = frozenset()  # a group's member is tried again by its group's cycle
         if isinstance(outcome, Unschedulable) and not record.group:
-            plugins = bind_hinted_plugins(outcome.reasons)
-            if plugins:
-                self._hinted[key] = plugins
-
-    def _bound_hints(self, bound: Pod) -> None:
-        """A pod was bound (``AssignedPod`` Add): the unschedulable pods it may help go back to the queue."""
-        pods = self.state.pods
-        for key, plugins in list(self._hinted.items()):
-            if key not in self._unschedulable:  # moved back already (or taken by its group's cycle)
-                del self._hinted[key]
-            elif requeue_after_bind(pods[key].pod, plugins, bound):
-                del self._hinted[key], self._unschedulable[key]
-                self._requeued.append(key)
+            hinted = bind_hinted_plugins(outcome.reasons)
+        self.queue.failed(key, self._now, hinted)
 
     def _bind(self, record: PodRecord, placement: Placement) -> None:
         pod = record.pod
@@ -632,8 +608,8 @@ class Simulation:
         record.started_at = self._now
         record.pending_reason = ""
         self.state.bind(record, placement.node)
-        if self._hinted:
-            self._bound_hints(record.pod)
+        if self.queue.hinted:
+            self.queue.bound(record.pod, lambda key: self.state.pods[key].pod)
         self.events.append(Event(self._now, "Scheduled", f"Pod {record.key}", node=placement.node,
                                  message=f"Successfully assigned {record.key} to {placement.node}"))
         if record.run_for is not None:

@@ -1,0 +1,65 @@
+"""kube-scheduler's scheduling queue as the run loop keeps it: the active queue, the unschedulable pool and the pods
+a binding moved back (popped once the active queue is empty, as the backoff queue is), each pod's queue timestamp.
+
+A pod that fails goes to the pool; it comes back when a pod finishes (every pod of the pool, ``flush``) or when a
+bound pod may help it by its rejecting plugins' queueing hints (``bound``, ``scheduler.queueing_hints``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubedra.objects.model import Pod
+from kubedra.scheduler.queueing_hints import requeue_after_bind
+
+QueueOrder = tuple[int, float, int]
+
+
+@dataclass
+class SchedulingQueue:
+    active: list[str] = field(default_factory=list)
+    unschedulable: dict[str, None] = field(default_factory=dict)  # the pool, in the order pods entered it
+    # Of those, the pods a bound pod may help and the plugins that rejected them; and the pods a binding moved back.
+    hinted: dict[str, frozenset[str]] = field(default_factory=dict)
+    requeued: list[str] = field(default_factory=list)
+    queued: dict[str, tuple[float, int]] = field(default_factory=dict)  # when a pod (re)entered the queue
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
+
+    def enqueue(self, key: str, now: float) -> None:
+        self.active.append(key)
+        self.queued[key] = (now, next(self._seq))
+
+    def failed(self, key: str, now: float, hinted_plugins: frozenset[str] = frozenset()) -> None:
+        """The pod failed at ``now``: to the pool, keeping the time of its failed attempt; ``hinted_plugins``: its
+        rejecting plugins with a hint for a pod being bound."""
+        self.queued[key] = (now, next(self._seq))
+        self.unschedulable[key] = None
+        if hinted_plugins:
+            self.hinted[key] = hinted_plugins
+
+    def flush(self) -> None:
+        """A pod finished (room was freed): every pod of the pool back to the active queue."""
+        self.active.extend(self.unschedulable)
+        self.unschedulable.clear()
+        self.hinted.clear()
+
+    def bound(self, pod: Pod, pending: Callable[[str], Pod]) -> None:
+        """``pod`` was bound (``AssignedPod`` Add): the pool's pods it may help are moved back."""
+        for key, plugins in list(self.hinted.items()):
+            if key not in self.unschedulable:  # moved back already (or taken by its group's cycle)
+                del self.hinted[key]
+            elif requeue_after_bind(pending(key), plugins, pod):
+                del self.hinted[key], self.unschedulable[key]
+                self.requeued.append(key)
+
+    def take_active(self, order: Callable[[str], QueueOrder]) -> list[str]:
+        """The active queue in kube-scheduler's order, emptied."""
+        active, self.active = sorted(self.active, key=order), []
+        return active
+
+    def take_requeued(self, order: Callable[[str], QueueOrder]) -> list[str]:
+        """The pods bindings moved back, in queue order, emptied."""
+        again, self.requeued = sorted(self.requeued, key=order), []
+        return again
