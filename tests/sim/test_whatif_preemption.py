@@ -58,6 +58,8 @@ def test_devices_held_by_lower_priority_pods_are_not_freed_by_preemption_so_dele
             pod("waiting", template="two", priorityClassName="high", start_after="1m")]
     (preempt,) = _preemptions(*docs)
     assert [v["pod"] for v in preempt.change["victims"]] == ["default/batch-a", "default/batch-b"]
+    # Pods that never end within the run, ended, are the same change as deleted: offered once, as the deletion.
+    assert [s.cost.kind for s in _suggest(*docs)] == ["preemption", "nodes"]
     assert preempt.change["why"] == ["DRA devices are not freed by preemption in 1.37: the DynamicResources failure "
                                      "is UnschedulableAndUnresolvable, so DefaultPreemption skips the node"]
     assert preempt.text.startswith("fits on a100-0 if 2 lower-priority pods were deleted: default/batch-a (priority "

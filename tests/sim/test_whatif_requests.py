@@ -109,6 +109,17 @@ def test_a_request_already_written_with_first_available_gets_one_more_alternativ
     assert _phases(applied(docs, fallback))["default/waiting"] == "Running"
 
 
+def test_where_the_largest_count_does_not_divide_the_one_asked_the_largest_divisor_is_offered_too() -> None:
+    """One GPU held on a node of 8: 7 fits, but an 8-rank training job splits its work by 4, not 7."""
+    docs = [nodepool("h100", count=1, gpus=8), claim_template("one", count=1), pod("holder", template="one"),
+            claim_template("eight", count=8), pod("waiting", template="eight", start_after="1m")]
+    counts = [(s.cost.kind, s.change["to"]) for s in _suggest(*docs) if s.cost.kind in ("fallback", "count")]
+    assert counts == [("fallback", 7), ("fallback", 4), ("count", 7), ("count", 4)]
+    four = next(s for s in _suggest(*docs) if s.cost.kind == "count" and s.change["to"] == 4)
+    assert four.text.endswith("asked 4 devices instead of 8 (4 divides 8: the work splits evenly)")
+    assert _phases(applied(docs, four))["default/waiting"] == "Running"
+
+
 def test_a_job_asking_one_device_gets_no_count_change() -> None:
     docs = [nodepool("a100", count=1, gpus=1, model="A100-40GB"),
             claim_template("h100", selector='device.attributes["gpu.nvidia.com"].productName == "H100-80GB"'),
@@ -126,7 +137,8 @@ def test_every_request_change_offered_runs_the_pod_and_none_is_missed(
     gpus: int, nodes: int, asked: int, held: int, first_available: bool
 ) -> None:
     """The property: each fallback or count suggested, applied, runs the pod; where none is suggested no smaller count
-    would have; the count suggested is the largest that runs it."""
+    would have; the counts suggested are the largest that runs it and, where that does not divide the count asked, the
+    largest divisor that runs it."""
     template = claim_template("many", count=asked)
     if first_available:
         template["spec"]["spec"]["devices"]["requests"] = [{"name": "gpu", "firstAvailable": [
@@ -149,4 +161,6 @@ def test_every_request_change_offered_runs_the_pod_and_none_is_missed(
         return _phases(lowered)["default/waiting"] == "Running"
 
     largest = max((c for c in range(1, asked) if runs_with(c)), default=None)
-    assert {s.change["to"] for s in found} == (set() if largest is None else {largest})
+    divisor = max((c for c in range(1, largest) if asked % c == 0 and runs_with(c)), default=None) if (
+        largest is not None and asked % largest) else None
+    assert {s.change["to"] for s in found} == {c for c in (largest, divisor) if c is not None}

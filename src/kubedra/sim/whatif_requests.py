@@ -12,6 +12,9 @@ on its own:
 - ``count``: ``spec.devices.requests[i].exactly.count`` lowered to that count: the workload asks for less than it said
   it needs, everywhere. Cost: the devices given up, plus one (ranked after the fallback, which gives up less).
 
+Where the largest count that fits does not divide the one asked (7 of 8, one GPU held on every node), both are offered
+again for the largest divisor that fits (4 of 8): data- and tensor-parallel workloads split their work by the count.
+
 Both rank after a release: a workload made smaller costs more than waiting for a pod to end.
 
 Only a claim the user writes is changed: the ResourceClaimTemplate the pod's claim is made from, or the ResourceClaim
@@ -127,18 +130,43 @@ def requests(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[Sugg
             largest = _largest(inputs, record, (key, claim, index), asked=asked, limits=limits)
             if largest is None:
                 continue
-            count, _ = largest
-            kind, name, pointer = _owner(record, key)
-            if inputs.features.prioritized_list and not (request.exactly and request.exactly.admin_access):
-                yield from _fallback(inputs, record, (key, claim, index), count=count, owner=(kind, name, pointer),
-                                     limits=limits)
-            if request.exactly is not None:
-                yield from _lowered(inputs, record, (key, claim, index), count=count, owner=(kind, name, pointer),
-                                    limits=limits)
+            counts = [largest[0]]
+            if asked % largest[0]:
+                divisor = _largest_divisor(inputs, record, (key, claim, index), asked=asked, below=largest[0],
+                                           limits=limits)
+                counts += [divisor] if divisor is not None else []
+            owner = _owner(record, key)
+            for count in counts:
+                even = count != counts[0]  # the divisor offered beside a larger count that does not divide
+                if inputs.features.prioritized_list and not (request.exactly and request.exactly.admin_access):
+                    yield from _fallback(inputs, record, (key, claim, index), count=count, owner=owner,
+                                         limits=limits, even=even)
+                if request.exactly is not None:
+                    yield from _lowered(inputs, record, (key, claim, index), count=count, owner=owner, limits=limits,
+                                        even=even)
+
+
+def _largest_divisor(inputs: Inputs, record: PodRecord, target: tuple[str, ResourceClaim, int], *, asked: int,
+                     below: int, limits: Limits) -> int | None:
+    """The largest count below ``below`` that divides ``asked`` and fits: where the largest count that fits (7 of 8)
+    would split the work unevenly, the count a data- or tensor-parallel workload can run with (4 of 8)."""
+    key, claim, index = target
+    request = claim.spec.devices.requests[index]
+    divisors = [d for d in range(below - 1, 0, -1) if asked % d == 0][: limits.counts]
+    for divisor in divisors:
+        changed = with_fallback(request, divisor) if request.first_available else with_count(request, divisor)
+        if _fits(inputs, _copy(inputs, claims={key: _replaced(claim, index, changed)}), record, None,
+                 limits.nodes_checked):
+            return divisor
+    return None
+
+
+def _divides(asked: int, count: int) -> str:
+    return f"; {count} divides {asked}: the work splits evenly"
 
 
 def _fallback(inputs: Inputs, record: PodRecord, target: tuple[str, ResourceClaim, int], *, count: int,
-              owner: tuple[str, str, str], limits: Limits) -> Iterator[Suggestion]:
+              owner: tuple[str, str, str], limits: Limits, even: bool = False) -> Iterator[Suggestion]:
     key, claim, index = target
     kind, name, pointer = owner
     request = claim.spec.devices.requests[index]
@@ -162,14 +190,14 @@ def _fallback(inputs: Inputs, record: PodRecord, target: tuple[str, ResourceClai
     given_up = asked[0] - count
     yield Suggestion(
         f"fits on {_on(fitting)} if {kind} {name}, request {request.name}, asked {what} "
-        f"(it still gets {asked[0]} where {asked[0]} are free)",
+        f"(it still gets {asked[0]} where {asked[0]} are free{_divides(asked[0], count) if even else ''})",
         Cost("fallback", given_up, "devices", f"fall back to {count} of {asked[0]} devices"),
         {"object": {"kind": kind, "name": name}, "request": request.name, "from": asked[0], "to": count,
          "firstAvailable": [_wire(s) for s in changed.first_available], "patch": patch}, fitting)
 
 
 def _lowered(inputs: Inputs, record: PodRecord, target: tuple[str, ResourceClaim, int], *, count: int,
-             owner: tuple[str, str, str], limits: Limits) -> Iterator[Suggestion]:
+             owner: tuple[str, str, str], limits: Limits, even: bool = False) -> Iterator[Suggestion]:
     key, claim, index = target
     kind, name, pointer = owner
     request = claim.spec.devices.requests[index]
@@ -181,7 +209,8 @@ def _lowered(inputs: Inputs, record: PodRecord, target: tuple[str, ResourceClaim
         return
     field = f"{pointer}/{index}/exactly/count"
     yield Suggestion(
-        f"fits on {_on(fitting)} if {kind} {name}, request {request.name}, asked {count} devices instead of {asked}",
+        f"fits on {_on(fitting)} if {kind} {name}, request {request.name}, asked {count} devices instead of {asked}"
+        f"{f' ({_divides(asked, count)[2:]})' if even else ''}",
         Cost("count", asked - count + 1, "devices", f"ask {count} of {asked} devices"),
         {"object": {"kind": kind, "name": name}, "request": request.name,
          "field": field.replace("/", ".").lstrip(".").replace(f".{index}.", f"[{index}]."), "from": asked,
