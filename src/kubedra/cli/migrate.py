@@ -39,6 +39,11 @@ HELP = command_help(
     "per node label nvidia.com/device-plugin.config) becomes DeviceClasses with NVIDIA's GpuConfig and values for "
     "the DRA driver's chart (consumableShares: N); every behaviour that changes is listed as a decision. Beta and "
     "legacy DRA objects are converted as kubedra convert does; other documents pass through with their comments.",
+    "A GPU Operator ClusterPolicy (nvidia.com/v1) among the inputs is read (devicePlugin.config, mps, enabled; "
+    "mig.strategy; migManager.config; cdi; dcgmExporter; hostPaths; draDriver) and its DRA side written: "
+    "--dra-install helm (the default) adds values for the standalone DRA driver chart, --dra-install gpucluster a "
+    "GPUCluster (nvidia.com/v1alpha1, for a new cluster: NVIDIA supports no in-place move); its ConfigMap's keys "
+    "become DeviceClasses as above, and every setting with no DRA twin is a decision.",
     "Output: the migrated manifests on stdout, -o yaml (the default: multi-document YAML, comments kept), -o json "
     "(a v1 List, as kubectl get -o json prints several objects) or -o name (kind/name per object); --output-dir "
     "DIR: one YAML file per input instead, plus driver-values.yaml. The report on stderr: one summary line and the "
@@ -50,6 +55,7 @@ HELP = command_help(
         "kubedra migrate -f examples/migrate/inference-deployment.yaml --mode extended-resource",
         "kubedra migrate -f examples/migrate/device-plugin/time-slicing-config-fine.yaml --report-format json",
         "kubedra migrate -f examples/migrate/training-job.yaml -o name -q",
+        "kubedra migrate examples/migrate/gpu-operator --dra-install gpucluster --report",
         "cat examples/migrate/mig-statefulset.yaml | kubedra migrate -f -",
         "kubedra migrate examples/migrate/nightly-cronjob.yaml --mode extended-resource --min-memory 40Gi  # exit 2: "
         "conflict",
@@ -64,6 +70,11 @@ RELEASE = "1.37"  # the release whose API rules the input must meet (validate's 
 class ReportFormat(enum.StrEnum):
     table = "table"
     json = "json"
+
+
+class DraInstall(enum.StrEnum):
+    helm = "helm"
+    gpucluster = "gpucluster"
 
 
 class ManifestFormat(enum.StrEnum):
@@ -196,6 +207,10 @@ def register(app: typer.Typer) -> None:
                                                      "PCIe root (matchAttribute).")] = False,
         gpu_memory: Annotated[str | None, typer.Option("--gpu-memory", help="Memory of one GPU, for MPS's pinned "
                                                        "memory limit (memory / replicas).")] = None,
+        dra_install: Annotated[DraInstall, typer.Option(
+            "--dra-install", help="A ClusterPolicy's DRA side: helm (values for the standalone DRA driver chart, "
+            "NVIDIA's fully supported install) or gpucluster (a GPUCluster, GPU Operator v26.7.0+, greenfield only)."
+        )] = DraInstall.helm,
         output_dir: Annotated[str | None, typer.Option("--output-dir", help="Write one file per input here "
                                                        "instead of stdout.")] = None,
         report: Annotated[bool, typer.Option("--report", help="The full report on stderr: changes per object, "
@@ -214,7 +229,8 @@ def register(app: typer.Typer) -> None:
         inputs = [*(paths or []), *(files or [])]
         if not inputs:
             fail("no input: give FILES, a directory or - (or -f)")
-        options = Options(mode, min_memory, model, min_compute_capability, same_pcie_root, gpu_memory)
+        options = Options(mode, min_memory, model, min_compute_capability, same_pcie_root, gpu_memory,
+                          dra_install.value)
         sources, copies = read_sources(inputs, limits=parse_limits(max_file_size))
         print_warnings(copies, quiet=quiet)
         try:

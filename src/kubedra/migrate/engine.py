@@ -14,7 +14,9 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from kubedra.migrate import clusterpolicy as cp
 from kubedra.migrate import deviceplugin as dp
+from kubedra.migrate import dradriver
 from kubedra.migrate import workloads as wl
 from kubedra.migrate.documents import (
     ParsedDocument,
@@ -87,6 +89,13 @@ class _Run:
         self.plugin_classes: set[str] = set()
         self.configmaps: set[tuple[str, str]] = set()  # (namespace, name) of device-plugin ConfigMaps converted
         self.identity: tuple[str, ...] | None = None  # the workload being rewritten, when it has a name
+        self.configmap_keys: dict[str, set[str]] = {}  # ConfigMaps of the input: name -> data keys
+        self.policy_defaults: set[str] = set()  # devicePlugin.config.default of the input's ClusterPolicies
+        self.policies: list[tuple[int, Location, cp.Policy]] = []
+        self.gpu_cluster_in_input = False
+        if options.dra_install not in dradriver.INSTALLS:
+            self.problems.append(Problem(Location(), f'--dra-install: Unsupported value: "{options.dra_install}": '
+                                                     'supported values: "helm", "gpucluster"'))
         self.extra, errors = wl.requirements(options.min_memory, options.model, options.min_compute_capability,
                                              options.same_pcie_root)
         self.problems.extend(Problem(Location(), e) for e in errors)
@@ -135,8 +144,11 @@ class _Run:
         if self.problems:
             raise MigrationError(self.problems)
         self.add_extended_classes(outputs)
+        self.add_policy_installs(outputs)
         self.result.files = [OutputFile(s.name, docs) for s, docs in zip(self.sources, outputs, strict=True)]
         self.result.steps = steps(self.result, self.options, sorted(self.used_classes))
+        if self.policies:
+            self.result.steps.extend(policy_steps(self.options.dra_install))
         return self.result
 
     def scan(self, parsed: list[list[ParsedDocument]]) -> None:
@@ -163,11 +175,23 @@ class _Run:
                 self.scan_one(Location(where.file, where.document, field=f"items[{i}]"), item)
         if kind == "ResourceClaimTemplate":
             self.template_names.add((_namespace(data) or "default", _name(data)))
+        self.scan_gpu_operator(kind, api_version, data)
         if kind == "DeviceClass":
             self.class_names_in_input.add(_name(data))
             name = _get(data, ("spec", "extendedResourceName"))
             if name:
                 self.classes_in_input.add(str(name))
+
+    def scan_gpu_operator(self, kind: str, api_version: str, data: dict[str, Any]) -> None:
+        """ConfigMaps' keys, ClusterPolicies' default configs, a GPUCluster already there (a second run adds none)."""
+        if kind == "ConfigMap" and isinstance(data.get("data"), dict):
+            self.configmap_keys.setdefault(_name(data), set()).update(str(k) for k in data["data"])
+        if cp.is_cluster_policy(data):
+            default = _get(data, ("spec", "devicePlugin", "config", "default"))
+            if isinstance(default, str):
+                self.policy_defaults.add(default)
+        if kind == "GPUCluster" and api_version == dradriver.GPU_CLUSTER_VERSION:
+            self.gpu_cluster_in_input = True
 
     def convert_dra(self, parsed: list[list[ParsedDocument]]) -> dict[tuple[int, int], list[Any]]:
         """Beta and legacy DRA documents → v1 through the loader (references cross files: classes, claims)."""
@@ -239,6 +263,8 @@ class _Run:
             return [data, *self.plugin_configmap(where, data)]
         if kind in wl.POD_SPEC_PATHS:
             return self.workload(f, where, kind, data)
+        if cp.is_cluster_policy(data):
+            self.cluster_policy(f, where, data)
         return [data]
 
     def workload(self, f: int, where: Location, kind: str, data: Any) -> list[Any]:
@@ -432,7 +458,9 @@ class _Run:
                 configs.append((str(key), value))
         if not configs:
             return []
-        first = [c for c in configs if c[0] in ("default", "any")]  # the usual names of the config every node gets
+        # The config every node gets first (its classes keep their plain names): a ClusterPolicy's default, or the
+        # usual names of it.
+        first = [c for c in configs if c[0] in self.policy_defaults or c[0] in ("default", "any")]
         out: list[Any] = []
         for key, value in [*first, *(c for c in configs if c not in first)]:
             out.extend(self._plugin(where, key, value, prefix=f"data[{key}]."))
@@ -460,6 +488,41 @@ class _Run:
             self.change(where, "converted", f"device-plugin {label} -> {len(result.classes)} DeviceClass(es) and "
                                             "DRA driver values")
         return out
+
+    # ---------------------------------------------------------------------------------------------- GPU Operator
+
+    def cluster_policy(self, f: int, where: Location, data: Any) -> None:
+        policy, problems = cp.read_policy(plain(data), self.configmap_keys)
+        for path, message in problems:
+            self.problems.append(Problem(Location(where.file, where.document, where.object, path), message))
+        if not problems:
+            self.policies.append((f, where, policy))
+
+    def add_policy_installs(self, outputs: list[list[Any]]) -> None:
+        """Each ClusterPolicy's DRA install (the chart's values, or a GPUCluster after the policy) and its notes."""
+        pool_gates: dict[str, bool] = {}
+        for values in self.result.driver_values:
+            pool_gates.update(values.get("featureGates") or {})
+        install = self.options.dra_install
+        for f, where, policy in self.policies:
+            gates, gate_notes = dradriver.driver_gates(policy, pool_gates)
+            if install == "helm":
+                values = dradriver.helm_values(policy, gates)
+                self.result.driver_values.append({"config": where.object, **values})
+                self.change(where, "converted", "-> values for the standalone DRA driver chart (driver-values.yaml)")
+            elif not self.gpu_cluster_in_input:
+                self.gpu_cluster_in_input = True  # one singleton, however many policies
+                document = build(dradriver.gpu_cluster(policy, gates))
+                document.yaml_set_start_comment(
+                    "For a new cluster, or once the ClusterPolicy is gone: ClusterPolicy and GPUCluster must not "
+                    "both exist.")
+                output = outputs[f]
+                output.insert(next((i + 1 for i, d in enumerate(output) if d is _policy_data(d, where)),
+                                   len(output)), document)
+                self.change(Location(where.file, where.document, f"GPUCluster/{dradriver.GPU_CLUSTER_NAME}"),
+                            "added", f"from {where.object}")
+            for note in [*gate_notes, *cp.policy_notes(policy, self.configmap_keys, install)]:
+                self.decide(where, note)
 
     # ---------------------------------------------------------------------------------------------- extended mode
 
@@ -561,6 +624,21 @@ def steps(result: Migration, options: Options, classes: list[str]) -> list[str]:
         out.append("kubectl get pods -A -o custom-columns=NAME:.metadata.name,CLAIM:.status.extendedResourceClaimStatus"
                    ".resourceClaimName   # pods served through DRA")
     return out
+
+
+def _policy_data(document: Any, where: Location) -> Any:
+    """``document`` when it is the ClusterPolicy ``where`` names (else None)."""
+    return document if cp.is_cluster_policy(document) and f"ClusterPolicy/{_name(document)}" == where.object else None
+
+
+def policy_steps(install: str) -> list[str]:
+    """The GPU Operator's side of the switch."""
+    if install == "helm":
+        return ["helm upgrade --install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu -n nvidia-dra-driver-gpu "
+                "-f driver-values.yaml   # the ClusterPolicy's values; then per node: drain, turn its device plugin "
+                "off (label above), uncordon once its ResourceSlice appears"]
+    return ["on a new cluster with GPU Operator v26.7.0+ (no ClusterPolicy): kubectl apply -f <the GPUCluster above>",
+            "kubectl get gpucluster gpu-cluster -o jsonpath='{.status.state}'   # ready"]
 
 
 def migrate(sources: Sequence[Source], options: Options) -> Migration:

@@ -24,6 +24,7 @@ class Options:
     min_compute_capability: str | None = None
     same_pcie_root: bool = False
     gpu_memory: str | None = None  # memory of one GPU, for MPS's pinned-memory limit (memory / replicas)
+    dra_install: str = "helm"  # a ClusterPolicy's DRA side: the standalone chart's values, or a GPUCluster
 
     def requirements(self) -> list[str]:
         """The options given, as their flags (for messages)."""
