@@ -206,8 +206,10 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
     leaderworkersets = [replace(r, groups=tuple(
         replace(g, workers=tuple(admit(p, f"StatefulSet/{r.namespace}/{g.leader}") for p in g.workers))
         for g in r.groups)) for r in workloads.leaderworkersets]
+    rayjobs = [replace(r, submitter=_job(r.submitter, admit)) if r.submitter is not None else r
+               for r in workloads.rayjobs]
     return Workloads(arrivals=arrivals, jobs=jobs, cronjobs=cronjobs, jobsets=jobsets,
-                     leaderworkersets=leaderworkersets,
+                     leaderworkersets=leaderworkersets, rayjobs=rayjobs,
                      controllers=workloads.controllers)
 
 

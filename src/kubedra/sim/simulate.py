@@ -21,6 +21,7 @@ from kubedra.sim.evictions import Evictions
 from kubedra.sim.fragmentation import Sampler
 from kubedra.sim.groups import group_key
 from kubedra.sim.leaderworkersets import LeaderWorkerController
+from kubedra.sim.rayjobs import RayJobController
 from kubedra.sim.replacements import job_rules
 from kubedra.sim.run import Simulation, SimulationResult
 from kubedra.sim.scenario import Scenario
@@ -104,6 +105,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     priorities |= {p.spec.priority or 0 for j in scenario.workloads.all_jobs() for p in j.pods}
     priorities |= {p.spec.priority or 0 for c in scenario.workloads.cronjobs for p in c.sample().pods}
     priorities |= {p.spec.priority or 0 for lws in scenario.workloads.leaderworkersets for p in lws.pods()}
+    priorities |= {p.spec.priority or 0 for r in scenario.workloads.rayjobs if r.submitter for p in r.submitter.pods}
     if len(priorities) > 1:
         simulation.evictions = Evictions(simulation, scenario.budgets)
     specs = SpecCache()
@@ -123,6 +125,8 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         simulation.add_jobset(jobset)
     for lws in scenario.workloads.leaderworkersets:
         simulation.add_controller(LeaderWorkerController(simulation, lws))
+    for ray_job in scenario.workloads.rayjobs:
+        simulation.add_controller(RayJobController(simulation, ray_job))
     if options.fragmentation_samples > 0:
         simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation

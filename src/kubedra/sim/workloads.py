@@ -1,5 +1,5 @@
-"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, LeaderWorkerSet, Pod)
-expanded into the pods controllers create.
+"""Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, LeaderWorkerSet,
+RayCluster, RayJob, Pod) expanded into the pods controllers create.
 
 Names follow the controllers: a Deployment's pods are ``<name>-<pod-template-hash>-<5 chars>`` (through its
 ReplicaSet ``<name>-<hash>``; the hash is an FNV-32a of the template, shaped like Kubernetes' but not
@@ -26,6 +26,8 @@ controller (:mod:`kubedra.sim.jobsets`) makes them during the run. A LeaderWorke
 (``leaderworkerset.x-k8s.io/v1``) is expanded into leader pods ``<lws>-<group>`` and workers
 ``<lws>-<group>-<worker>``; where workers wait on their leader (LeaderReady, exclusive placement) they are a
 :class:`LeaderWorkerSetRun` whose controller (:mod:`kubedra.sim.leaderworkersets`) makes them during the run.
+KubeRay's RayCluster and RayJob (``ray.io/v1``) are expanded by :mod:`kubedra.sim.rayclusters` and
+:mod:`kubedra.sim.rayjobs`.
 
 Pods of one workload share their template's lists (containers, resourceClaims): treat them as immutable.
 """
@@ -84,6 +86,9 @@ from kubedra.sim.manifests import (
     StatefulSetDoc,
     template_hash,
 )
+from kubedra.sim.rayclusters import API_VERSION as RAY_API_VERSION
+from kubedra.sim.rayclusters import RayClusterDoc
+from kubedra.sim.rayjobs import RayJobDoc, RayJobRun, expand_ray
 from kubedra.sim.workload_checks import RUN_FOR, START_AFTER, WorkloadChecks
 
 DEFAULT_NAMESPACE = "default"
@@ -98,8 +103,12 @@ WORKLOAD_KINDS = {
     "CronJob": "batch/v1",
     "JobSet": JOBSET_API_VERSION,
     "LeaderWorkerSet": LWS_API_VERSION,
+    "RayCluster": RAY_API_VERSION,
+    "RayJob": RAY_API_VERSION,
     "Pod": "v1",
 }
+CUSTOM_DOCUMENTS: dict[str, type[LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc]] = {
+    "LeaderWorkerSet": LeaderWorkerSetDoc, "RayCluster": RayClusterDoc, "RayJob": RayJobDoc}
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +190,7 @@ class Workloads:
     jobsets: list[JobSetRun] = field(default_factory=list)  # InOrder JobSets' Jobs after their first replicated job
     # LeaderWorkerSets whose workers wait on their leader (LeaderReady, exclusive placement)
     leaderworkersets: list[LeaderWorkerSetRun] = field(default_factory=list)
+    rayjobs: list[RayJobRun] = field(default_factory=list)  # RayJobs' submitter Jobs, made once their cluster is ready
     # The ReplicaSets (a Deployment's too) and StatefulSets that exist, (namespace, kind, name) -> their selector's
     # requirements: what the system-default spreading's selector takes from a pod's controller.
     controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = field(default_factory=dict)
@@ -221,6 +231,7 @@ class _Expander(WorkloadChecks):
         self.cronjobs: list[CronJobRun] = []
         self.jobsets: list[JobSetRun] = []
         self.leaderworkersets: list[LeaderWorkerSetRun] = []
+        self.rayjobs: list[RayJobRun] = []
         self.controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = {}
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
@@ -620,6 +631,13 @@ class _Expander(WorkloadChecks):
                   "statefulset.kubernetes.io/pod-name": pod_name}
         return self.pod(pod_name, namespace, template, labels, ref)
 
+    def custom(self, where: Location, doc: LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc, namespace: str) -> None:
+        """The custom resources expanded here or in their own module (KubeRay's: :mod:`kubedra.sim.rayjobs`)."""
+        if isinstance(doc, LeaderWorkerSetDoc):
+            self.leaderworkerset(where, doc, namespace)
+        else:
+            expand_ray(self, where, doc, namespace)
+
     def bare(self, where: Location, pod: Pod) -> None:
         meta = pod.metadata
         namespace = meta.namespace or DEFAULT_NAMESPACE
@@ -664,16 +682,15 @@ class _Expander(WorkloadChecks):
             if pod is not None:
                 self.bare(where, pod)
             return
-        doc = convert_strict(raw.data, LeaderWorkerSetDoc if kind == "LeaderWorkerSet" else DOCUMENTS[kind], where,
-                             self.problems)
+        doc = convert_strict(raw.data, CUSTOM_DOCUMENTS.get(str(kind)) or DOCUMENTS[kind], where, self.problems)
         if doc is None:
             return
         if not doc.metadata.name:
             self.bad(where, "metadata.name", "Required value")
             return
         namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
-        if isinstance(doc, LeaderWorkerSetDoc):
-            self.leaderworkerset(where, doc, namespace)
+        if isinstance(doc, LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc):
+            self.custom(where, doc, namespace)
             return
         if isinstance(doc, JobSetDoc):
             self.jobset(where, doc, namespace, raw.data.get("spec") or {})
@@ -718,7 +735,8 @@ def expand_workloads(
     cronjobs = [_bounded(c, known_span(arrivals, jobs), expander) for c in expander.cronjobs]
     if expander.problems:
         raise InvalidInputError(expander.problems)
-    return Workloads(arrivals, jobs, cronjobs, expander.jobsets, expander.leaderworkersets, expander.controllers)
+    return Workloads(arrivals, jobs, cronjobs, expander.jobsets, expander.leaderworkersets, expander.rayjobs,
+                     expander.controllers)
 
 
 def known_span(arrivals: Iterable[PodArrival], jobs: Iterable[JobRun]) -> float:
