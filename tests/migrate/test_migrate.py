@@ -164,10 +164,12 @@ def test_device_plugin_time_slicing_becomes_shares_and_a_gpu_config(capsys: pyte
     assert parameters["sharing"] == {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}}
     report = json.loads(err)
     pools = {v["config"]: v for v in report["driverValues"]}
-    assert pools["a100-40gb"]["consumableShares"] == 2  # the last resource's replicas win for the pool
+    # The pool's GPUs are split in 8 (nvidia.com/gpu replicas: 8); the MIG slices' replicas: 2 have no shares.
+    assert pools["a100-40gb"]["consumableShares"] == 8
     assert pools["tesla-t4"]["nodeSelector"] == {"nvidia.com/device-plugin.config": "tesla-t4"}
     messages = " ".join(d["message"] for d in report["decisions"])
     assert "never set a timeslice" in messages
+    assert "nvidia.com/mig-1g.5gb time-slicing replicas 2: no consumable shares for MIG devices" in messages
     assert "failRequestsGreaterThanOne" in messages
     assert any("kubectl get deviceclasses" in s for s in report["steps"])
 
@@ -350,4 +352,4 @@ def test_output_formats_and_quiet_are_those_of_the_other_commands(capsys: pytest
     listed = json.loads(out)
     assert (listed["kind"], [i["kind"] for i in listed["items"]]) == ("List", ["ResourceClaimTemplate", "Job"])
     code, out, err = run(capsys, "migrate", "-f", job, "-q", "--report-format", "json")
-    assert set(json.loads(err)) == {"changes", "decisions", "steps", "driverValues"}
+    assert set(json.loads(err)) == {"changes", "decisions", "steps", "driverValues", "draDriverValues"}

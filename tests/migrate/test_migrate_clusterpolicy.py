@@ -39,14 +39,31 @@ def test_helm_install_writes_chart_values_and_keeps_the_policy(capsys: pytest.Ca
     kinds = [d["kind"] for d in docs]
     assert kinds == ["ClusterPolicy", "ConfigMap", "DeviceClass", "DeviceClass", "DeviceClass"]
     assert "GPUCluster" not in kinds
-    values = {v["config"]: v for v in data["driverValues"]}
-    assert values["ClusterPolicy/cluster-policy"] == {
-        "config": "ClusterPolicy/cluster-policy", "nvidiaDriverRoot": "/run/nvidia/driver",
+    # NVIDIA's chart refuses GPUs without the override; its kubelet plugin goes only where nodes are let in.
+    assert data["draDriverValues"] == {
+        "gpuResourcesEnabledOverride": True, "nvidiaDriverRoot": "/run/nvidia/driver",
         "featureGates": {"TimeSlicingSettings": True},
+        "kubeletPlugin": {"nodeSelector": {"nvidia.com/dra-kubelet-plugin": "true"}},
     }
+    values = {v["config"]: v for v in data["driverValues"]}
+    assert set(values) == {"a100-40gb", "l4"}
     assert values["a100-40gb"]["nodeSelector"] == {"nvidia.com/device-plugin.config": "a100-40gb"}
     assert values["l4"]["nodeSelector"] == {"nvidia.com/device-plugin.config": "l4"}
-    assert any("-f driver-values.yaml" in s for s in data["steps"])
+    install = next(s for s in data["steps"] if s.startswith("helm upgrade --install"))
+    assert install.startswith("helm upgrade --install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --namespace "
+                              "nvidia-dra-driver-gpu --create-namespace -f nvidia-dra-driver-gpu-values.yaml ")
+    assert "consumableShares" not in install  # not a value of NVIDIA's chart
+    order = [next(i for i, s in enumerate(data["steps"]) if marker in s) for marker in
+             ("helm upgrade", "kubectl drain", "nvidia.com/gpu.deploy.device-plugin=false",
+              "nvidia.com/dra-kubelet-plugin=true && kubectl uncordon")]
+    assert order == sorted(order)  # the device plugin is off on a node before the DRA driver is let in
+
+
+def test_output_dir_writes_a_values_file_helm_takes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "migrate", str(EXAMPLE), "--output-dir", str(tmp_path / "out"), "-q")
+    assert code == 0, err
+    values = yaml.safe_load((tmp_path / "out" / "nvidia-dra-driver-gpu-values.yaml").read_text())
+    assert values["gpuResourcesEnabledOverride"] is True and "config" not in values
 
 
 def test_policy_default_key_gets_the_plain_class_names(capsys: pytest.CaptureFixture[str]) -> None:
@@ -129,10 +146,11 @@ def test_mps_single_strategy_and_settings_the_target_lacks(capsys: pytest.Captur
                            "  hostPaths: {kubeletRootDir: /data/kubelet}\n"))
     docs, data = report(capsys, str(path))
     assert [d["kind"] for d in docs] == ["ClusterPolicy"]
-    values = data["driverValues"][0]
-    assert values == {"config": "ClusterPolicy/cp", "featureGates": {"MPSSupport": True},
-                      "kubeletPlugin": {"kubeletRegistrarDirectoryPath": "/data/kubelet/plugins_registry",
-                                        "kubeletPluginsDirectoryPath": "/data/kubelet/plugins"}}
+    assert data["draDriverValues"] == {
+        "gpuResourcesEnabledOverride": True, "featureGates": {"MPSSupport": True},
+        "kubeletPlugin": {"kubeletRegistrarDirectoryPath": "/data/kubelet/plugins_registry",
+                          "kubeletPluginsDirectoryPath": "/data/kubelet/plugins",
+                          "nodeSelector": {"nvidia.com/dra-kubelet-plugin": "true"}}}
     messages = " | ".join(d["message"] for d in data["decisions"])
     for note in ("devicePlugin.enabled false", "devicePlugin.mps (root /run/nvidia/mps)", "mig.strategy single",
                  "cdi.enabled false", "ConfigMap is not among the inputs"):

@@ -21,6 +21,7 @@ from kubedra.cli.output import (
     print_warnings,
     stderr_console,
 )
+from kubedra.migrate.dradriver import VALUES_FILE
 from kubedra.migrate.model import Migration, Mode
 
 HELP = command_help(
@@ -46,7 +47,9 @@ HELP = command_help(
     "become DeviceClasses as above, and every setting with no DRA twin is a decision.",
     "Output: the migrated manifests on stdout, -o yaml (the default: multi-document YAML, comments kept), -o json "
     "(a v1 List, as kubectl get -o json prints several objects) or -o name (kind/name per object); --output-dir "
-    "DIR: one YAML file per input instead, plus driver-values.yaml. The report on stderr: one summary line and the "
+    "DIR: one YAML file per input instead, plus driver-values.yaml (each node pool's sharing settings) and, from a "
+    "ClusterPolicy, nvidia-dra-driver-gpu-values.yaml (helm -f for NVIDIA's chart). The report on stderr: one "
+    "summary line and the "
     "decisions (-q drops them); --report: the full table of changes, decisions and steps; --report-format json: "
     "the same as JSON on stderr. Migrating migrated output changes nothing.",
     examples=[
@@ -125,6 +128,7 @@ def report_data(result: Migration) -> dict[str, Any]:
         "decisions": [{**where(d.location), "message": d.message} for d in result.decisions],
         "steps": result.steps,
         "driverValues": result.driver_values,
+        "draDriverValues": result.dra_values,
     }
 
 
@@ -152,6 +156,9 @@ def _print_report(result: Migration, full: bool, fmt: ReportFormat) -> None:
             console.print("DRA driver values (" + values["config"] + "):", highlight=False, markup=False)
             body = {k: v for k, v in values.items() if k != "config"}
             console.print(yaml.safe_dump(body, sort_keys=False).rstrip(), highlight=False, markup=False)
+        if result.dra_values is not None:
+            console.print(f"NVIDIA DRA driver chart values ({VALUES_FILE}):", highlight=False, markup=False)
+            console.print(yaml.safe_dump(result.dra_values, sort_keys=False).rstrip(), highlight=False, markup=False)
         console.print("Steps:", highlight=False, markup=False)
         for i, step in enumerate(result.steps, start=1):
             console.print(f"  {i}. {step}", highlight=False, markup=False)
@@ -162,7 +169,7 @@ def _print_report(result: Migration, full: bool, fmt: ReportFormat) -> None:
 
 
 def _write_dir(directory: str, result: Migration) -> None:
-    """One file per input (and driver-values.yaml): all written, each whole, or none (exit 2 naming the path)."""
+    """One file per input (and the chart values): all written, each whole, or none (exit 2 naming the path)."""
     from pathlib import Path
 
     from kubedra.cli.files import write_all
@@ -181,6 +188,10 @@ def _write_dir(directory: str, result: Migration) -> None:
         import yaml
 
         planned.append(("driver-values.yaml", yaml.safe_dump_all(result.driver_values, sort_keys=False)))
+    if result.dra_values is not None:
+        import yaml
+
+        planned.append((VALUES_FILE, yaml.safe_dump(result.dra_values, sort_keys=False)))
     try:
         write_all(Path(directory), planned)
     except OSError as exc:

@@ -162,12 +162,17 @@ def _convert_sharing(
                             "metadata": {"name": class_name}, "spec": spec})
         _behaviour_notes(name, served, replicas, mps=mps, rename=rename and primary, fail_many=fail_many,
                          class_name=class_name, out=out)
-        if mps:
-            gates["MPSSupport"] = True
-        else:
-            values["consumableShares"] = replicas
-            gates["ConsumableShares"] = True
-            gates["TimeSlicingSettings"] = True
+        _values_and_gates(name, replicas, mps=mps, values=values, gates=gates)
+
+
+def _values_and_gates(name: str, replicas: int, *, mps: bool, values: dict[str, Any], gates: dict[str, bool]) -> None:
+    if mps:
+        gates["MPSSupport"] = True
+        return
+    gates["TimeSlicingSettings"] = True
+    if name == GPU_RESOURCE:  # shares split whole GPUs (the chart's sharing.consumableShares), not MIG devices
+        values["consumableShares"] = replicas
+        gates["ConsumableShares"] = True
 
 
 def _behaviour_notes(
@@ -186,6 +191,10 @@ def _behaviour_notes(
             f"{name} time-slicing replicas {replicas} -> consumableShares {replicas} for the DRA driver: each claim "
             f"takes one share of a GPU; the device plugin's time-slicing never set a timeslice (it only advertised "
             f"{replicas} replicas per GPU), the GpuConfig sets interval Default (driver gate TimeSlicingSettings)"
+            if name == GPU_RESOURCE else
+            f"{name} time-slicing replicas {replicas}: no consumable shares for MIG devices (shares split whole GPUs "
+            f"only); each claim of DeviceClass {class_name} gets a MIG device of its own, and pods that are to share "
+            "one share its claim"
         )
         out.notes.append(
             f"{name}: a request for 2 or more used to get replicas, possibly of one GPU; a claim with count N now gets "

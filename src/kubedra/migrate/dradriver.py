@@ -23,6 +23,8 @@ DRIVER_GATES = frozenset({"TimeSlicingSettings", "MPSSupport", "IMEXDaemonsWithD
                           "NVMLDeviceHealthCheck", "DynamicMIG", "ComputeDomainCliques", "CrashOnNVLinkFabricErrors",
                           "DeviceMetadata"})
 KUBELET_ROOT = "/var/lib/kubelet"
+PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"  # kubedra's choice: nodes get it once their device plugin is off
+VALUES_FILE = "nvidia-dra-driver-gpu-values.yaml"
 CONTAINER_DRIVER_ROOT = "/run/nvidia/driver"
 
 
@@ -42,9 +44,10 @@ def driver_gates(policy: Policy, pool_gates: dict[str, bool]) -> tuple[dict[str,
 
 
 def helm_values(policy: Policy, gates: dict[str, bool]) -> dict[str, Any]:
-    """Values for ``helm upgrade --install ... -f`` of the standalone chart (only what differs from its defaults,
-    plus the gates)."""
-    values: dict[str, Any] = {}
+    """Values for ``helm upgrade --install ... -f`` of the standalone chart: GPUs let in
+    (``gpuResourcesEnabledOverride``: the chart refuses them otherwise), its kubelet plugin only on nodes labelled
+    ``PLUGIN_LABEL`` (those whose device plugin is off), what differs from its defaults, and the gates."""
+    values: dict[str, Any] = {"gpuResourcesEnabledOverride": True}
     root = policy.host_paths.get("driverInstallDir") or (CONTAINER_DRIVER_ROOT if policy.driver_enabled else None)
     if root and root != "/":
         values["nvidiaDriverRoot"] = root
@@ -55,6 +58,7 @@ def helm_values(policy: Policy, gates: dict[str, bool]) -> dict[str, Any]:
         base = kubelet.rstrip("/")
         values["kubeletPlugin"] = {"kubeletRegistrarDirectoryPath": f"{base}/plugins_registry",
                                    "kubeletPluginsDirectoryPath": f"{base}/plugins"}
+    values.setdefault("kubeletPlugin", {})["nodeSelector"] = {PLUGIN_LABEL: "true"}
     return values
 
 

@@ -28,6 +28,7 @@ from kubedra.migrate.documents import (
     plain,
 )
 from kubedra.migrate.model import Change, Decision, Migration, MigrationError, Mode, Options, OutputFile
+from kubedra.migrate.steps import steps
 from kubedra.objects import legacy
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 
@@ -146,9 +147,7 @@ class _Run:
         self.add_extended_classes(outputs)
         self.add_policy_installs(outputs)
         self.result.files = [OutputFile(s.name, docs) for s, docs in zip(self.sources, outputs, strict=True)]
-        self.result.steps = steps(self.result, self.options, sorted(self.used_classes))
-        if self.policies:
-            self.result.steps.extend(policy_steps(self.options.dra_install))
+        self.result.steps = steps(self.result, self.options, sorted(self.used_classes), bool(self.policies))
         return self.result
 
     def scan(self, parsed: list[list[ParsedDocument]]) -> None:
@@ -507,9 +506,8 @@ class _Run:
         for f, where, policy in self.policies:
             gates, gate_notes = dradriver.driver_gates(policy, pool_gates)
             if install == "helm":
-                values = dradriver.helm_values(policy, gates)
-                self.result.driver_values.append({"config": where.object, **values})
-                self.change(where, "converted", "-> values for the standalone DRA driver chart (driver-values.yaml)")
+                self.result.dra_values = dradriver.helm_values(policy, gates)
+                self.change(where, "converted", f"-> values for NVIDIA's DRA driver chart ({dradriver.VALUES_FILE})")
             elif not self.gpu_cluster_in_input:
                 self.gpu_cluster_in_input = True  # one singleton, however many policies
                 document = build(dradriver.gpu_cluster(policy, gates))
@@ -594,51 +592,9 @@ def _clean(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def steps(result: Migration, options: Options, classes: list[str]) -> list[str]:
-    """The order of steps for the cluster (the seed's helm/kubectl steps, with the real chart and resource names);
-    ``classes``: the DeviceClasses the converted claims use."""
-    added_classes = sorted({c.location.object.split("/", 1)[1] for c in result.changes
-                            if c.location.object.startswith("DeviceClass/") and c.action == "added"})
-    templates = sorted({(c.location.object.split("/", 1)[1]) for c in result.changes
-                        if c.location.object.startswith("ResourceClaimTemplate/") and c.action == "added"})
-    values = " ".join(f"--set consumableShares={v['consumableShares']}" for v in result.driver_values[:1]
-                      if "consumableShares" in v)
-    out = [
-        "helm repo add nvidia https://helm.ngc.nvidia.com/nvidia && helm repo update",
-        "helm upgrade --install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --namespace nvidia-dra-driver-gpu "
-        f"--create-namespace{(' ' + values) if values else ''}",
-        "kubectl get deviceclasses" + (f" {' '.join(classes)}" if classes else ""),
-        "kubectl get resourceslices",
-    ]
-    if added_classes:
-        out.append(f"kubectl apply -f <the DeviceClasses above>   # {', '.join(added_classes)}")
-    out.append("kubectl apply -f <the migrated manifests>   # templates come before the workloads that use them")
-    if templates:
-        out.append(f"kubectl get resourceclaimtemplates -A | grep -E '{'|'.join(templates)}'")
-    out.append("kubectl label node <node> nvidia.com/gpu.deploy.device-plugin=false   # node pool by pool "
-               "(GPU Operator); or helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator "
-               "--set devicePlugin.enabled=false once every pool is done")
-    out.append("kubectl get resourceclaims -A   # one claim per pod, allocated when the pod is scheduled")
-    out.append("kubectl describe pod <pod> | grep -A 5 Events:")
-    if options.mode is Mode.extended_resource:
-        out.append("kubectl get pods -A -o custom-columns=NAME:.metadata.name,CLAIM:.status.extendedResourceClaimStatus"
-                   ".resourceClaimName   # pods served through DRA")
-    return out
-
-
 def _policy_data(document: Any, where: Location) -> Any:
     """``document`` when it is the ClusterPolicy ``where`` names (else None)."""
     return document if cp.is_cluster_policy(document) and f"ClusterPolicy/{_name(document)}" == where.object else None
-
-
-def policy_steps(install: str) -> list[str]:
-    """The GPU Operator's side of the switch."""
-    if install == "helm":
-        return ["helm upgrade --install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu -n nvidia-dra-driver-gpu "
-                "-f driver-values.yaml   # the ClusterPolicy's values; then per node: drain, turn its device plugin "
-                "off (label above), uncordon once its ResourceSlice appears"]
-    return ["on a new cluster with GPU Operator v26.7.0+ (no ClusterPolicy): kubectl apply -f <the GPUCluster above>",
-            "kubectl get gpucluster gpu-cluster -o jsonpath='{.status.state}'   # ready"]
 
 
 def migrate(sources: Sequence[Source], options: Options) -> Migration:

@@ -66,6 +66,7 @@ class Migration:
     decisions: list[Decision] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
     driver_values: list[dict[str, Any]] = field(default_factory=list)  # chart values per node pool
+    dra_values: dict[str, Any] | None = None  # NVIDIA's DRA driver chart's values, from a ClusterPolicy
 
 
 class MigrationError(Exception):
