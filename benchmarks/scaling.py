@@ -53,7 +53,9 @@ QUICK_SIZES = (10, 20)  # --quick: proves the script works, not how it scales
 
 def _one(path: Path, policy: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-c", CHILD, str(path), policy], capture_output=True, text=True,
-                          check=True, env=ENV)
+                          check=False, env=ENV)
+    if done.returncode != 0:  # say why (a limit, memory), not only that it failed
+        raise SystemExit(f"scaling: the run of {path.name} exited {done.returncode}:\n{done.stderr[-3000:]}")
     got: dict[str, Any] = json.loads(done.stdout)
     return got
 

@@ -143,3 +143,20 @@ def test_a_finished_gang_member_is_not_said_to_wait_for_members(
     gang = data["gang"]
     assert isinstance(gang, dict)
     assert gang["waiting"] == ""
+
+
+def test_a_waiting_gang_is_told_how_many_more_nodes_let_every_member_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Four one-GPU members on a node of 3 GPUs: one more node of pool n, proven by running the whole scenario again
+    (tests/sim/test_whatif_gangs.py applies such patches to the manifests and runs them)."""
+    data = _json(capsys, tmp_path, GANG, "pod", "w0", "--feature-gates", "GenericWorkload=true")
+    suggestions = data["whatWouldFit"]
+    assert isinstance(suggestions, list)
+    (more,) = suggestions
+    assert more["kind"] == "nodes" and more["fitsOn"] == ["n-0", "n-1"]
+    assert more["change"]["patch"] == [{"op": "replace", "path": "/spec/count", "value": 2}]
+    path = tmp_path / "in.yaml"
+    assert main(["explain", "pod", "w0", "-f", str(path), "--feature-gates", "GenericWorkload=true"]) == 0
+    assert ("the gang default/train runs if 1 more node of pool n were added (like n-0; proven by simulating the whole "
+            "run again) [cost: add 1 node]") in capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
@@ -55,7 +56,9 @@ HELP = command_help(
     "where kube-scheduler will not preempt them (preemptionPolicy Never; devices, which preemption does not free in "
     "1.37; offered instead of ending the same pods) (cost: pods deleted), one more node of a node pool (cost: nodes "
     "added). Each is proven for the pod alone "
-    "(other pending pods may take what it frees); a gang's members are placed as a group and get none.",
+    "(other pending pods may take what it frees). A waiting gang's members (a PodGroup) are placed as a group: "
+    "they get the fewest more nodes of a pool with which every member runs, each count proven by simulating the "
+    "whole run again (at most 8 runs, 8 nodes).",
     "-o json prints {pod, phase, node, message, summary, startedAt, endedAt, endReason, claims, groups: [{check, "
     "reason, reasons, count, nodes}]}; for a claim {claim, state, devices, allocatedOn, reservedFor, message, pods, "
     "groups}; for a workload {workload, summary, groups: [{phase, count, pods, nodes, explanation}]}. A PodGroup's "
@@ -97,10 +100,11 @@ def _simulate(
     gates: str,
     live: tuple[str | None, str | None] = (None, None),
     quiet: bool = False,
-) -> tuple[Any, dict[str, Any]]:
-    """The one run ``kubedra simulate`` makes of these inputs (its final state and allocator), and the input
-    pods as written (a live cluster's or a snapshot's carry the cluster's own status); ``live`` (kubeconfig, context)
-    starts from a cluster; exits 2 on bad input."""
+) -> tuple[Any, dict[str, Any], Any]:
+    """The one run ``kubedra simulate`` makes of these inputs (its final state and allocator), the input
+    pods as written (a live cluster's or a snapshot's carry the cluster's own status), and (scenario, options) to run
+    it again changed (a gang's what would make it fit); ``live`` (kubeconfig, context) starts from a cluster; exits 2
+    on bad input."""
     from kubedra.cli.simulate import load_scenario
     from kubedra.objects.model import Pod
     from kubedra.sim.simulate import Options, simulate
@@ -111,13 +115,14 @@ def _simulate(
             f"Note: {len(loaded.warnings)} conversion warning(s); kubedra simulate prints them", highlight=False,
             markup=False,
         )
-    result = simulate(scenario, Options(policy=policy, seed=seed, features=features))
+    options = Options(policy=policy, seed=seed, features=features)
+    result = simulate(scenario, options)
     observed = {
         f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}": pod
         for pod in loaded.of_kind(Pod)
         if pod.metadata.name
     }
-    return result, observed
+    return result, observed, (scenario, replace(options, fragmentation_samples=0))
 
 
 def _fail(message: str) -> None:
@@ -227,7 +232,7 @@ def _print_workload(data: dict[str, Any], limit: int) -> None:
         _print_pod(explanation, limit, indent="    ", title=False)
 
 
-def _pod_with_cluster(result: Any, key: str, policy: Policy, observed: Any) -> dict[str, Any]:
+def _pod_with_cluster(result: Any, key: str, policy: Policy, observed: Any, again: Any) -> dict[str, Any]:
     """explain pod's answer, beside the cluster's own where the input pod carried it, with its gang and what
     preemption does for it."""
     from kubedra.scheduler.explain import explain_pod
@@ -245,29 +250,45 @@ def _pod_with_cluster(result: Any, key: str, policy: Policy, observed: Any) -> d
         explanation.gang = gang_section(record.group, result.pod_groups.get(record.group), members, cycle)
         explanation.summary = gang_summary(explanation.summary, record, cycle)
     explanation.preemption = preemption_section(result.preemptions.get(key), record, record.pending_reason)
-    return _with_what_would_fit(result, explanation.as_dict(), policy)
+    return _with_what_would_fit(result, explanation.as_dict(), policy, again, {})
 
 
-def _with_what_would_fit(result: Any, data: dict[str, Any], policy: Policy) -> dict[str, Any]:
+def _with_what_would_fit(
+    result: Any, data: dict[str, Any], policy: Policy, again: Any, gangs: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
     """A pending pod's explanation plus ``whatWouldFit``: the proven changes that would let it fit (``sim.whatif``),
-    cheapest first; a gang's member is placed with its group, which these single-pod proofs do not cover."""
+    cheapest first; for a gang's member, its group's (``sim.whatif_gangs``: the whole run again, once per group,
+    remembered in ``gangs``)."""
     from kubedra.sim.whatif import Inputs, what_would_fit
+    from kubedra.sim.whatif_gangs import gang_suggestions
 
     record = result.state.pods[data["pod"]]
-    if record.phase != "Pending" or record.group or record.pod.spec.scheduling_gates:
+    if record.phase != "Pending" or record.pod.spec.scheduling_gates:
         return data  # a gated pod's one change is its gates' removal, which the summary names
+    if record.group:
+        if record.group not in gangs:
+            scenario, options = again
+            gangs[record.group] = [s.as_dict() for s in gang_suggestions(scenario, options, record.group)]
+        data["whatWouldFit"] = gangs[record.group]
+        return data
     blocked = [n for g in data["groups"] if g["check"] == "devices" and g.get("heldBy") for n in g["nodes"]]
     inputs = Inputs(result.state, result.allocator.features, policy, blocked)
     data["whatWouldFit"] = [s.as_dict() for s in what_would_fit(inputs, data["pod"])]
     return data
 
 
-def _workload_with_what_would_fit(result: Any, kind: str, key: str, policy: Policy) -> dict[str, Any]:
+def _workload_with_what_would_fit(result: Any, kind: str, key: str, policy: Policy, again: Any) -> dict[str, Any]:
+    from kubedra.scheduler.explain_groups import gang_summary
     from kubedra.scheduler.explain_workload import explain_workload
 
     data = explain_workload(result.state, result.allocator, kind, key, policy=policy.value).as_dict()
+    gangs: dict[str, list[dict[str, Any]]] = {}
     for group in data["groups"]:
-        _with_what_would_fit(result, group["explanation"], policy)
+        explanation = group["explanation"]
+        record = result.state.pods[explanation["pod"]]
+        if record.group:  # as explain pod says it: the count describes the pod alone, not its group
+            explanation["summary"] = gang_summary(explanation["summary"], record, result.group_cycles.get(record.group))
+        _with_what_would_fit(result, explanation, policy, again, gangs)
     return data
 
 
@@ -302,7 +323,7 @@ def _explain(
     if not wanted:
         _fail(f"which {kind.lower()}? e.g. kubedra explain {written} NAME")
     assert wanted is not None
-    result, observed = _simulate(files, policy, seed, version, gates, live, quiet)
+    result, observed, again = _simulate(files, policy, seed, version, gates, live, quiet)
     state, allocator = result.state, result.allocator
     label = kind.lower()
     if kind == "pod":
@@ -317,12 +338,12 @@ def _explain(
     assert found.key is not None
     printer: Callable[[dict[str, Any], int], None]
     if kind == "pod":
-        data = _pod_with_cluster(result, found.key, policy, observed.get(found.key))
+        data = _pod_with_cluster(result, found.key, policy, observed.get(found.key), again)
         printer = _print_pod
     elif kind == "resourceclaim":
         data, printer = explain_claim(state, allocator, found.key, policy=policy.value).as_dict(), _print_claim
     else:
-        data = _workload_with_what_would_fit(result, kind, found.key, policy)
+        data = _workload_with_what_would_fit(result, kind, found.key, policy, again)
         printer = _print_workload
     fmt = output or default_format()
     if fmt in TABLE_FORMATS:

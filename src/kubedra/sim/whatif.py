@@ -80,6 +80,8 @@ class Limits:
     counts: int = 4  # counts tried per request asking several devices (bisected: 4 finds any below 16)
     taints: int = 4  # distinct taints tolerated
     pools: int = 4  # node pools grown
+    gang_nodes: int = 8  # nodes added to a pool for a waiting gang, at most
+    gang_runs: int = 8  # whole runs repeated to prove a gang's changes, at most
     nodes_checked: int = 500  # nodes a change is proven on (the ones it can affect first)
 
 
@@ -269,14 +271,14 @@ def pool_of(node: Node) -> tuple[str, str] | None:
     return None
 
 
-def clone_node(state: ClusterState, template: Node, name: str) -> tuple[Node, list[ResourceSlice]]:
-    """A new empty node like ``template``, named ``name``, with copies of the slices published for it."""
+def clone_node(slices: list[ResourceSlice], template: Node, name: str) -> tuple[Node, list[ResourceSlice]]:
+    """A new empty node like ``template``, named ``name``, with copies of the ``slices`` published for it."""
     old = template.metadata.name
     labels = {**template.metadata.labels, "kubernetes.io/hostname": name}
     meta = msgspec.structs.replace(template.metadata, name=name, uid=f"whatif-{name}", labels=labels)
     node = msgspec.structs.replace(template, metadata=meta)
-    slices = []
-    for slice_ in state.slices:
+    copies = []
+    for slice_ in slices:
         if slice_.spec.node_name != old:
             continue
         pool = slice_.spec.pool
@@ -285,8 +287,8 @@ def clone_node(state: ClusterState, template: Node, name: str) -> tuple[Node, li
                                        pool=msgspec.structs.replace(pool, name=pool_name))
         slice_meta = ObjectMeta(name=slice_.metadata.name.replace(old, name) if old in slice_.metadata.name
                                 else f"{slice_.metadata.name}-{name}")
-        slices.append(msgspec.structs.replace(slice_, metadata=slice_meta, spec=spec))
-    return node, slices
+        copies.append(msgspec.structs.replace(slice_, metadata=slice_meta, spec=spec))
+    return node, copies
 
 
 def _new_names(state: ClusterState, pool: str, count: int) -> list[str]:
@@ -310,7 +312,7 @@ def _more_nodes(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[S
     for (label, pool), template in list(pools.items())[: limits.pools]:
         # One pod lands on one node: one more node is enough or no number is.
         names = _new_names(state, pool, 1)
-        added = [clone_node(state, template, n) for n in names]
+        added = [clone_node(state.slices, template, n) for n in names]
         copy = _copy(inputs, nodes=[n for n, _ in added], slices=[s for _, ss in added for s in ss])
         fitting = _fits(inputs, copy, record, names)
         if fitting:
