@@ -79,7 +79,7 @@ def test_a_pod_the_cluster_marked_unschedulable_but_kubedra_places_is_called_a_d
     assert "0/1 nodes are available: 1 cannot allocate all claims." in data["cluster"]["note"]
     assert "kubedra finds it fits on gpu-node" in data["cluster"]["note"]
     code, out = _explain(capsys, tmp_path, NODE_AND_GPU + UNSCHEDULABLE_POD)
-    assert "cluster disagrees: the cluster's scheduler reports Unschedulable" in out
+    assert "Cluster Disagrees: the cluster's scheduler reports Unschedulable" in out
 
 
 def test_the_cluster_and_kubedra_agreeing_on_a_pending_pod_is_said_too(

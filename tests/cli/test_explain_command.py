@@ -100,8 +100,12 @@ def test_pending_pod_as_json(scenario: Path, capsys: pytest.CaptureFixture[str])
 def test_table_groups_nodes_and_elides_names(scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "pod", "ml/trainer", "-f", str(scenario), "-o", "table", "--max-nodes", "3")
     assert code == 0
-    assert "Pod ml/trainer: Pending" in out
+    # Laid out as kubectl describe lays out a pod: aligned fields, sections, the scheduler's event last.
+    assert out.startswith("Name:         trainer\nNamespace:    ml\nStatus:       Pending\nNode:         <none>\n")
     assert "8 nodes (node-0, node-1, node-2 and 5 more): claim ml/big, request gpu: 2 devices match class gpu" in out
+    assert out.splitlines()[-4:-1] == ["Events:", "  Type     Reason            From     Message",
+                                       "  ----     ------            ----     -------"]
+    assert out.splitlines()[-1].startswith("  Warning  FailedScheduling  kubedra  0/8 nodes are available: ")
 
 
 def test_running_pod_as_yaml(scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -225,8 +229,9 @@ def test_a_deployment_is_explained_as_its_pods_grouped(workloads: Path, capsys: 
 def test_a_job_in_the_table(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "job", "ml/sweep", "-f", str(workloads), "-o", "table")
     assert code == 0
-    assert out.startswith("Job ml/sweep: 2 pods: 2 Succeeded\n  2 pods Succeeded on ")
-    assert "finished on node-" in out
+    assert out.startswith("Name:         sweep\nNamespace:    ml\nKind:         Job\nPods:         2 pods: 2 Succeeded\n"
+                          "2 pods Succeeded on ")
+    assert "  Normal  Completed  kubedra  finished on node-" in out
 
 
 def test_an_unknown_workload_suggests_close_names(workloads: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -102,8 +102,8 @@ def test_the_table_names_the_group_and_its_quorum(capsys: pytest.CaptureFixture[
     path.write_text(GANG)
     assert main(["explain", "pod", "w3", "-f", str(path), "--feature-gates", "GenericWorkload=true"]) == 0
     out = capsys.readouterr().out
-    assert "PodGroup default/train (gang, minCount 4): 4 members, 0 bound" in out
-    assert "default/w3: 0/1 nodes are available: 1 cannot allocate all claims." in out
+    assert "PodGroup:     default/train (gang, minCount 4): 4 members, 0 bound" in out
+    assert "  default/w3: 0/1 nodes are available: 1 cannot allocate all claims." in out
 
 
 def test_preemption_names_its_victims_and_says_devices_are_not_freed(

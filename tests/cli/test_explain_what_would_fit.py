@@ -88,7 +88,7 @@ def test_one_more_node_schedules_it(suggestions: list[dict[str, Any]]) -> None:
 def test_the_table_has_the_section(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(ARGS) == 0
     out = capsys.readouterr().out
-    section = out[out.index("What would make it fit:"):].splitlines()
+    section = out[out.index("What Would Make It Fit:"):out.index("Events:")].splitlines()
     assert len(section) == 5
     assert section[1].startswith("  fits on 3 nodes (a100-0, a100-1, a100-2) if template ml/gpu-70gi")
     assert section[4].endswith("[cost: add 1 node]")

@@ -183,7 +183,7 @@ def test_validate_checks_a_good_daemonset_and_simulate_no_longer_ignores_it(
     captured = capsys.readouterr()
     assert "0 pending of 2" in captured.out and "not simulated" not in captured.err + captured.out
     assert main(["explain", "ds/dcgm", "-f", str(path)]) == 0
-    assert "DaemonSet monitoring/dcgm: 2 pods: 2 Running" in capsys.readouterr().out
+    assert "Kind:         DaemonSet\nPods:         2 pods: 2 Running\n" in capsys.readouterr().out
 
 
 # --------------------------------------------------------------------------------------------------- unit

@@ -56,4 +56,4 @@ def test_explain_says_the_gates_hold_it(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["explain", "pod", "held", "-f", str(path)]) == 0
     out = capsys.readouterr().out
     assert "Scheduling is blocked due to non-empty scheduling gates" in out
-    assert "gated by kueue.x-k8s.io/admission" in out and "What would make it fit" not in out
+    assert "gated by kueue.x-k8s.io/admission" in out and "What Would Make It Fit" not in out

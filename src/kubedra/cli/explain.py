@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kubedra.cli.explain_describe import print_claim, print_pod, print_workload
 from kubedra.cli.helptext import command_help
 from kubedra.cli.options import (
     ContextOption,
@@ -29,7 +30,6 @@ from kubedra.cli.output import (
     print_data,
     require_format,
     stderr_console,
-    stdout_console,
 )
 from kubedra.scheduler.scoring import Policy
 
@@ -44,8 +44,10 @@ HELP = command_help(
     "taints, cpu/memory/pods, device-plugin resources), claims already allocated elsewhere, then the allocator, whose "
     "diagnosis names the claim and request that failed and why (the selector and the values it reads, the claims "
     "holding the devices, matchAttribute, counter sets, taints, consumable capacity). Nodes with the same explanation "
-    "are grouped.",
-    "For a pending pod, What would make it fit: the few smallest changes that let it fit, each proven by running the "
+    "are grouped. The table is laid out as kubectl describe lays out an object: Name, Namespace, Status, Node, "
+    "Claims, Nodes, What Would Make It Fit, and last the Events kube-scheduler records (FailedScheduling with its "
+    "message; Scheduled).",
+    "For a pending pod, What Would Make It Fit: the few smallest changes that let it fit, each proven by running the "
     "scheduler's Filter for the pod on a copy of the end state with the change made, cheapest first: a resource a "
     "node pool does not publish published (cost: resources named), a numeric threshold of a CEL selector relaxed to "
     "the nearest value a device offers (cost: how far it moved), a node or device taint tolerated (cost: 1 "
@@ -135,101 +137,6 @@ def _not_found(kind: str, name: str, matches: list[str], ambiguous: bool) -> Non
         _fail(f"{kind} name {name!r} is ambiguous: {', '.join(matches)}; use -n or ns/name")
     hint = f"; did you mean: {', '.join(matches)}?" if matches else ""
     _fail(f"{kind} {name!r} not found{hint}")
-
-
-def _names_text(names: list[str], limit: int) -> str:
-    shown = ", ".join(names[:limit])
-    more = len(names) - limit
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
-def _say(text: str) -> None:
-    stdout_console().print(text, highlight=False, markup=False)
-
-
-def _print_groups(groups: list[dict[str, Any]], limit: int, fits_text: str, indent: str = "") -> None:
-    for group in groups:
-        count = group["count"]
-        head = f"{indent}  {count} node{'s' if count != 1 else ''} ({_names_text(group['nodes'], limit)}): "
-        reason = fits_text if group["check"] == "fits" else group["reason"]
-        _say(head + reason)
-
-
-def _print_nodes(data: dict[str, Any], limit: int, indent: str, body: str) -> None:
-    """The nodes checked, grouped by why; for a pod no node was tried for (gated), why not."""
-    if data["groups"]:
-        _say(f"{indent}Nodes: {data['summary']}")
-        fits = "could run it now" if data["phase"] == "Running" else "fits now"
-        _print_groups(data["groups"], limit, fits, indent)
-    elif data["phase"] == "Pending" and data["summary"]:
-        _say(f"{body}{data['summary']}")
-
-
-def _print_pod(data: dict[str, Any], limit: int, indent: str = "", title: bool = True) -> None:
-    body = indent + "  " if title else indent
-    if title:
-        where = f" on {data['node']}" if data["node"] else ""
-        _say(f"{indent}Pod {data['pod']}: {data['phase']}{where}")
-    if data["message"]:
-        _say(f"{body}{data['message']}")
-    cluster = data.get("cluster")
-    if cluster and (cluster["scheduled"] or cluster["node"]):  # the input carried the cluster's own answer
-        _say(f"{body}{'cluster' if cluster['agrees'] is not False else 'cluster disagrees'}: {cluster['note']}")
-    for claim in data["claims"]:
-        devices = f": {', '.join(claim['devices'])}" if claim["devices"] else ""
-        _say(f"{body}claim {claim['claim']} ({claim['state']}){devices}")
-    gang = data.get("gang")
-    if gang:
-        quorum = f", minCount {gang['minCount']}" if gang["policy"] == "gang" else ""
-        _say(f"{body}PodGroup {gang['podGroup']} ({gang['policy']}{quorum}): {gang['memberCount']} members, "
-             f"{gang['bound']} bound")
-        if gang["waiting"]:
-            _say(f"{body}  {gang['waiting']}")
-        for member in gang["members"] if data["phase"] == "Pending" else []:
-            _say(f"{body}  {member['pod']}: {member['outcome']}")
-    preemption = data.get("preemption")
-    if preemption:
-        _say(f"{body}preemption: {preemption['message']}")
-        for victim in preemption["victims"]:
-            _say(f"{body}  evicts {victim['pod']} (priority {victim['priority']}) on {victim['node']}")
-    _print_nodes(data, limit, indent, body)
-    if "whatWouldFit" in data:
-        suggestions = data["whatWouldFit"]
-        nothing = "" if suggestions else " nothing that kubedra tries (see explain -h)"
-        _say(f"{indent}What would make it fit:{nothing}")
-        for suggestion in suggestions:
-            _say(f"{indent}  {suggestion['text']} [cost: {suggestion['cost']['text']}]")
-
-
-def _print_claim(data: dict[str, Any], limit: int) -> None:
-    where = f" on {data['allocatedOn']}" if data["allocatedOn"] else ""
-    _say(f"ResourceClaim {data['claim']}: {data['state']}{where}")
-    if data["devices"]:
-        _say(f"  devices: {', '.join(data['devices'])}")
-    if data["reservedFor"]:
-        _say(f"  reserved for: {', '.join(data['reservedFor'])}")
-    _say(f"  {data['message']}")
-    if data["groups"]:
-        _say("Nodes:")
-        _print_groups(data["groups"], limit, "the claim fits now")
-    for pod in data["pods"]:
-        _say("")
-        _print_pod(pod, limit)
-
-
-def _print_workload(data: dict[str, Any], limit: int) -> None:
-    kind, _, key = data["workload"].partition("/")
-    _say(f"{kind} {key}: {data['summary']}")
-    for group in data["groups"]:
-        count, explanation = group["count"], group["explanation"]
-        pods = _names_text([p.split("/", 1)[1] for p in group["pods"]], limit)
-        nodes = f" on {_names_text(group['nodes'], limit)}" if group["nodes"] else ""
-        _say(f"  {count} pod{'s' if count != 1 else ''} {group['phase']}{nodes} ({pods})")
-        if group["phase"] == "Running":
-            continue
-        if count > 1:
-            _say(f"    for example pod {explanation['pod'].split('/', 1)[1]}:")
-        _print_pod(explanation, limit, indent="    ", title=False)
 
 
 def _pod_with_cluster(result: Any, key: str, policy: Policy, observed: Any, again: Any) -> dict[str, Any]:
@@ -339,12 +246,12 @@ def _explain(
     printer: Callable[[dict[str, Any], int], None]
     if kind == "pod":
         data = _pod_with_cluster(result, found.key, policy, observed.get(found.key), again)
-        printer = _print_pod
+        printer = print_pod
     elif kind == "resourceclaim":
-        data, printer = explain_claim(state, allocator, found.key, policy=policy.value).as_dict(), _print_claim
+        data, printer = explain_claim(state, allocator, found.key, policy=policy.value).as_dict(), print_claim
     else:
         data = _workload_with_what_would_fit(result, kind, found.key, policy, again)
-        printer = _print_workload
+        printer = print_workload
     fmt = output or default_format()
     if fmt in TABLE_FORMATS:
         printer(data, max_nodes)
