@@ -46,6 +46,7 @@ RAYJOB: dict[str, Any] = {
         "rayClusterSpec": {
             "rayVersion": "2.49.0",
             "enableInTreeAutoscaling": True,
+            "autoscalerOptions": {"version": "v2"},
             "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
                 {"name": "ray-head", "image": "rayproject/ray:2.49.0",
                  "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}},
@@ -215,6 +216,7 @@ def shape(pod: dict[str, Any], cluster_names: dict[str, str]) -> dict[str, Any]:
         "tolerations": [t for t in spec.get("tolerations", []) if t not in ADMITTED],
         "affinity": spec.get("affinity"),
         "priorityClassName": spec.get("priorityClassName"),
+        "restartPolicy": spec.get("restartPolicy"),
     }
 
 
