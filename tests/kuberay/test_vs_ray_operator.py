@@ -64,6 +64,33 @@ RAYJOB: dict[str, Any] = {
 }
 
 
+# SidecarMode: the submitter is a container of the head (no Job); group and template labels, one trying to override
+# ray.io/group (labelPod keeps the operator's); a head with labels of its own; min above max (max wins).
+SIDECAR: dict[str, Any] = {
+    "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "side"},
+    "spec": {
+        "entrypoint": "python run.py",
+        "submissionMode": "SidecarMode",
+        "rayClusterSpec": {
+            "headGroupSpec": {"rayStartParams": {}, "labels": {"role": "head"}, "template": {
+                "metadata": {"labels": {"app": "side"}},
+                "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.49.0",
+                                         "resources": {"requests": {"cpu": "1", "memory": "4Gi"}}}]}}},
+            "workerGroupSpecs": [{
+                "groupName": "small", "replicas": 3, "minReplicas": 3, "maxReplicas": 2, "rayStartParams": {},
+                "labels": {"ray.io/group": "other", "team": "a"},
+                "template": {"metadata": {"labels": {"team": "b", "tier": "x"}}, "spec": {
+                    "priorityClassName": "", "nodeSelector": {"pool": "cpu"},
+                    "initContainers": [{"name": "fetch", "image": "busybox",
+                                        "resources": {"requests": {"cpu": "100m"}}}],
+                    "containers": [{"name": "ray-worker", "image": "rayproject/ray:2.49.0",
+                                    "resources": {"requests": {"cpu": "4"}, "limits": {"memory": "8Gi"}}}]}},
+            }],
+        },
+    },
+}
+
+
 def crd_dir() -> Path:
     """The operator's CRDs, ``config/crd/bases`` of the module go.mod pins (in Go's module cache after the build)."""
     out = subprocess.run(["go", "list", "-mod=readonly", "-m", "-f", "{{.Dir}}", MODULE], cwd=HERE, check=True,
@@ -247,22 +274,27 @@ def test_the_example_raycluster_expands_as_ray_operator_makes_it(control_plane: 
     assert prefixes == ["ray-cluster-gpu-worker-"] * 4 + ["ray-cluster-head-"]
 
 
-def test_a_rayjob_s_cluster_expands_as_ray_operator_makes_it(control_plane: ControlPlane, operator: str) -> None:
-    namespace = operator
-    docs = documents(namespace, RAYJOB)
+@pytest.mark.parametrize(("rayjob", "count"), [
+    (RAYJOB, 3),  # the head and 1 replica of 2 hosts; no submitter Job until the cluster is ready
+    (SIDECAR, 3),  # the head (with the submitter container) and 2 workers (min 3 above max 2: max)
+], ids=["k8sjobmode-autoscaler-v2", "sidecarmode-labels"])
+def test_a_rayjob_s_cluster_expands_as_ray_operator_makes_it(control_plane: ControlPlane, operator: str,
+                                                             rayjob: dict[str, Any], count: int) -> None:
+    namespace, job = operator, rayjob["metadata"]["name"]
+    docs = documents(namespace, rayjob)
     apply(control_plane, docs)
 
     def cluster() -> dict[str, Any] | None:
         items: list[dict[str, Any]] = control_plane.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters")["items"]
-        return next((c for c in items if c["metadata"]["name"].startswith("train-")), None)
+        return next((c for c in items if c["metadata"]["name"].startswith(f"{job}-")), None)
 
     real_cluster = control_plane.wait_for(cluster, timeout=WAIT, interval=0.5, what="the RayJob's RayCluster")
     name = real_cluster["metadata"]["name"]
-    assert len(name) == len("train-") + SUFFIX
+    assert len(name) == len(f"{job}-") + SUFFIX
     owner = real_cluster["metadata"]["ownerReferences"][0]
-    assert (owner["kind"], owner["name"], owner["controller"]) == ("RayJob", "train", True)
-    real = real_pods(control_plane, namespace, name, 3)
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("RayJob", job, True)
+    real = real_pods(control_plane, namespace, name, count)
     ours = kubedra_pods(docs)
     our_name = ours[0]["metadata"]["labels"]["ray.io/cluster"]
-    assert len(real) == 3  # the head and 1 replica of 2 hosts; no submitter Job until the cluster is ready
+    assert len(our_name) == len(name)
     compare(real, ours, {name: "<cluster>"}, {our_name: "<cluster>"})
