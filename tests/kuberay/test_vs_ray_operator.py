@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
-from tests.controlplane.fixture import Component, ControlPlane, free_port
+from tests.controlplane.fixture import Component, ControlPlane, free_port, running_control_plane
 
 from kubedra.objects.load import load_text
 from kubedra.sim.scenario import build_scenario
@@ -106,7 +106,7 @@ def install_crds(plane: ControlPlane) -> None:
         try:
             plane.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
         except urllib.error.HTTPError as error:
-            if error.code != 409:  # already there: the session's API server is shared
+            if error.code != 409:  # already there
                 raise
 
     def established() -> bool:
@@ -136,9 +136,10 @@ def wait_ready(operator: Component, port: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def operator(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """ray-operator v1.5.0 watching a fresh namespace (returned): leader election and webhooks off, metrics and
-    probes on free ports, the control plane's admin kubeconfig."""
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """An API server of this module's own (etcd and kube-apiserver: nothing schedules, nothing else runs), so that
+    neither the ray.io CRDs nor the pods left Pending reach the session's control plane and its other tests.
+    Started only where the operator is built: else the module skips (CI=true: fails)."""
     if not OPERATOR.is_file():
         reason = f"ray-operator is not built ({OPERATOR}): run tests/kuberay/build.sh (scripts/test does)"
         if os.environ.get("CI") == "true":
@@ -146,6 +147,14 @@ def operator(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFacto
         pytest.skip(reason)
     if shutil.which("go") is None:
         pytest.skip("go is not on PATH: the operator's CRDs are read from Go's module cache")
+    with running_control_plane(tmp_path_factory.mktemp("kuberay-cp"), only=("etcd", "kube-apiserver")) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
+def operator(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """ray-operator v1.5.0 watching a fresh namespace (returned): leader election and webhooks off, metrics and
+    probes on free ports, the control plane's admin kubeconfig."""
     install_crds(control_plane)
     namespace = control_plane.create_namespace("ray")
     probe = free_port()
