@@ -1,6 +1,7 @@
 """kubedra's KubeRay expansion (``kubedra.sim.rayclusters`` / ``rayjobs``) against the real operator: ray-operator
 v1.5.0's manager (``tests/kuberay/build.sh``) runs against the test control plane, with its CRDs from the same
-module installed; the example RayCluster (and a RayJob) are applied to both, and the pods compared field by field:
+module installed; the example RayCluster and RayJobs are applied to both (a RayJob's cluster made Ready by hand, so
+that the operator makes its submitter Job, whose pod the Job controller makes), and the pods compared field by field:
 pod count per group, names modulo the 5-character suffix, labels, owner references, containers' and init
 containers' names, resources and claims, the pod's resource claims and what else the scheduler reads.
 
@@ -137,8 +138,8 @@ def wait_ready(operator: Component, port: int) -> None:
 
 @pytest.fixture(scope="module")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    """An API server of this module's own (etcd and kube-apiserver: nothing schedules, nothing else runs), so that
-    neither the ray.io CRDs nor the pods left Pending reach the session's control plane and its other tests.
+    """A control plane of this module's own (etcd, kube-apiserver, and kube-controller-manager with only the Job
+    controller, for the RayJob's submitter: nothing schedules), so that neither the ray.io CRDs nor the pods left Pending reach the session's control plane and its other tests.
     Started only where the operator is built: else the module skips (CI=true: fails)."""
     if not OPERATOR.is_file():
         reason = f"ray-operator is not built ({OPERATOR}): run tests/kuberay/build.sh (scripts/test does)"
@@ -147,7 +148,8 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
         pytest.skip(reason)
     if shutil.which("go") is None:
         pytest.skip("go is not on PATH: the operator's CRDs are read from Go's module cache")
-    with running_control_plane(tmp_path_factory.mktemp("kuberay-cp"), only=("etcd", "kube-apiserver")) as plane:
+    only, controllers = ("etcd", "kube-apiserver", "kube-controller-manager"), ("job-controller",)
+    with running_control_plane(tmp_path_factory.mktemp("kuberay-cp"), only=only, controllers=controllers) as plane:
         yield plane
 
 
@@ -210,6 +212,21 @@ def real_pods(plane: ControlPlane, namespace: str, cluster: str, count: int) -> 
 def kubedra_pods(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
     return [msgspec.to_builtins(a.pod) for a in scenario.workloads.arrivals]
+
+
+def kubedra_submitters(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The RayJobs' submitter Jobs' pods, made once their clusters are ready."""
+    scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
+    runs = [run.submitter for run in scenario.workloads.rayjobs if run.submitter is not None]
+    return [msgspec.to_builtins(pod) for run in runs for pod in run.pods]
+
+
+def make_ready(plane: ControlPlane, pod: dict[str, Any]) -> None:
+    """What a kubelet writes once the pod's containers run and pass their probes: phase Running, Ready."""
+    meta = pod["metadata"]
+    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    plane.request("PATCH", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status", {"status": status},
+                  content_type="application/merge-patch+json")
 
 
 def _quantities(resources: dict[str, Any] | None) -> dict[str, Any]:
@@ -307,3 +324,44 @@ def test_a_rayjob_s_cluster_expands_as_ray_operator_makes_it(control_plane: Cont
     our_name = ours[0]["metadata"]["labels"]["ray.io/cluster"]
     assert len(our_name) == len(name)
     compare(real, ours, {name: "<cluster>"}, {our_name: "<cluster>"})
+
+
+def test_a_rayjob_s_submitter_job_is_made_as_ray_operator_makes_it(control_plane: ControlPlane,
+                                                                    operator: str) -> None:
+    # K8sJobMode: once the cluster is Ready (every pod Running and Ready: CheckAllPodsRunning) createNewK8sJob makes
+    # the Job "<rayjob>" from GetSubmitterTemplate; the Job controller makes its pod.
+    namespace = operator
+    rayjob = copy.deepcopy(RAYJOB)
+    rayjob["metadata"]["name"] = "submit"
+    docs = documents(namespace, rayjob)
+    apply(control_plane, docs)
+
+    def cluster() -> str | None:
+        items: list[dict[str, Any]] = control_plane.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters")["items"]
+        return next((c["metadata"]["name"] for c in items if c["metadata"]["name"].startswith("submit-")), None)
+
+    name = control_plane.wait_for(cluster, timeout=WAIT, interval=0.5, what="the RayJob's RayCluster")
+    for pod in real_pods(control_plane, namespace, name, 3):
+        make_ready(control_plane, pod)
+    job = control_plane.wait_for(lambda: _get(control_plane, f"/apis/batch/v1/namespaces/{namespace}/jobs/submit"),
+                                 timeout=WAIT, interval=0.5, what="the submitter Job")
+    assert job["metadata"]["labels"] == {"ray.io/originated-from-cr-name": "submit",
+                                         "ray.io/originated-from-crd": "RayJob",
+                                         "app.kubernetes.io/created-by": "kuberay-operator"}
+    assert (job["spec"]["backoffLimit"], job["spec"].get("parallelism"), job["spec"].get("completions")) == (2, 1, 1)
+    path = f"/api/v1/namespaces/{namespace}/pods?labelSelector=job-name%3Dsubmit"
+    real = control_plane.wait_for(lambda: control_plane.get(path)["items"], timeout=WAIT, interval=0.5,
+                                  what="the submitter Job's pod")
+    uid = job["metadata"]["uid"]
+    ours = kubedra_submitters(docs)
+    our_uid = ours[0]["metadata"]["ownerReferences"][0]["uid"]
+    compare(real, ours, {uid: "<uid>"}, {our_uid: "<uid>"})
+
+
+def _get(plane: ControlPlane, path: str) -> dict[str, Any] | None:
+    try:
+        return plane.get(path)
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise

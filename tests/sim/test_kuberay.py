@@ -105,6 +105,9 @@ def test_rayjob_makes_its_cluster_then_the_submitter_and_shuts_down() -> None:
     spec = sim.pods[submitter[0]]["spec"]
     assert spec["containers"][0]["name"] == "ray-job-submitter" and spec["restartPolicy"] == "Never"
     assert spec["containers"][0]["resources"]["requests"] == {"cpu": "500m", "memory": "200Mi"}
+    # createNewK8sJob's ray.io/originated-from-* labels are the Job's, not its pod's (tests/kuberay: the real operator)
+    assert not any(k.startswith("ray.io/") for k in sim.pods[submitter[0]]["metadata"]["labels"])
+    assert sim.pods[submitter[0]]["metadata"]["labels"]["job-name"] == "train"
     deleted = [e["object"].rsplit("/", 1)[1] for e in sim.events if e["type"] == "Deleted"]
     assert len(deleted) == 3 and all("shutdownAfterJobFinishes" in e["message"] for e in sim.events
                                      if e["type"] == "Deleted")
