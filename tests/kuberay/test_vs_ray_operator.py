@@ -65,8 +65,9 @@ RAYJOB: dict[str, Any] = {
 }
 
 
-# SidecarMode: the submitter is a container of the head (no Job); group and template labels, one trying to override
-# ray.io/group (labelPod keeps the operator's); a head with labels of its own; min above max (max wins).
+# SidecarMode: the submitter is a container of the head (no Job); group and template labels, some trying to override
+# the operator's (labelPod keeps ray.io/cluster, node-type and group, lets the rest be overridden); a head with labels
+# of its own; min above max (max wins).
 SIDECAR: dict[str, Any] = {
     "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "side"},
     "spec": {
@@ -80,7 +81,8 @@ SIDECAR: dict[str, Any] = {
             "workerGroupSpecs": [{
                 "groupName": "small", "replicas": 3, "minReplicas": 3, "maxReplicas": 2, "rayStartParams": {},
                 "labels": {"ray.io/group": "other", "team": "a"},
-                "template": {"metadata": {"labels": {"team": "b", "tier": "x"}}, "spec": {
+                "template": {"metadata": {"labels": {"team": "b", "tier": "x", "app.kubernetes.io/name": "mine",
+                                                   "ray.io/identifier": "mine", "ray.io/cluster": "nope"}}, "spec": {
                     "priorityClassName": "", "nodeSelector": {"pool": "cpu"},
                     "initContainers": [{"name": "fetch", "image": "busybox",
                                         "resources": {"requests": {"cpu": "100m"}}}],
