@@ -75,6 +75,16 @@ def test_counts_as_get_worker_group_desired_replicas(fields: dict[str, Any], exp
     assert len(workers(sim)) == expected
 
 
+@pytest.mark.parametrize(("options", "expected"), [({"version": "v2"}, "Never"), ({}, "Always")])
+def test_autoscaler_v2_makes_every_pod_restart_never(options: dict[str, Any], expected: str) -> None:
+    # DefaultHeadPodTemplate / DefaultWorkerPodTemplate (common/pod.go): IsAutoscalingV2Enabled sets restartPolicy
+    # Never on the head and the workers (found by tests/kuberay against the real operator)
+    sim = run(pool(), cluster(group(replicas=1), enableInTreeAutoscaling=True, autoscalerOptions=options))
+    assert {p["spec"]["restartPolicy"] for p in sim.pods.values()} == {expected}
+    head = next(p for n, p in sim.pods.items() if n.startswith("rc-head-"))
+    assert [c["name"] for c in head["spec"]["containers"]][-1] == "autoscaler"
+
+
 def test_suspended_cluster_makes_no_pods() -> None:
     # reconcilePods (raycluster_controller.go): spec.suspend stops pod creation
     sim = run(pool(), cluster(group(replicas=2), suspend=True))
@@ -95,6 +105,9 @@ def test_rayjob_makes_its_cluster_then_the_submitter_and_shuts_down() -> None:
     spec = sim.pods[submitter[0]]["spec"]
     assert spec["containers"][0]["name"] == "ray-job-submitter" and spec["restartPolicy"] == "Never"
     assert spec["containers"][0]["resources"]["requests"] == {"cpu": "500m", "memory": "200Mi"}
+    # createNewK8sJob's ray.io/originated-from-* labels are the Job's, not its pod's (tests/kuberay: the real operator)
+    assert not any(k.startswith("ray.io/") for k in sim.pods[submitter[0]]["metadata"]["labels"])
+    assert sim.pods[submitter[0]]["metadata"]["labels"]["job-name"] == "train"
     deleted = [e["object"].rsplit("/", 1)[1] for e in sim.events if e["type"] == "Deleted"]
     assert len(deleted) == 3 and all("shutdownAfterJobFinishes" in e["message"] for e in sim.events
                                      if e["type"] == "Deleted")

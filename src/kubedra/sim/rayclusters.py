@@ -17,7 +17,8 @@ and the group's ``labels`` (which may not override cluster, node-type or group).
 
 What changes scheduling is carried: workers get the ``wait-gcs-ready`` init container (200m CPU, 256Mi, the
 operator's default ``ENABLE_INIT_CONTAINER_INJECTION``), and with ``enableInTreeAutoscaling`` the head gets the
-``autoscaler`` container (500m CPU, 512Mi, or ``autoscalerOptions.resources``). GPUs come from the Ray container's
+``autoscaler`` container (500m CPU, 512Mi, or ``autoscalerOptions.resources``), and with ``autoscalerOptions.version:
+v2`` as well every pod gets ``restartPolicy: Never``. GPUs come from the Ray container's
 ``nvidia.com/gpu`` limits or the template's ``resourceClaims``, as for any pod.
 
 **Not modelled.** Autoscaling: the pod count is ``replicas`` clamped to ``[min, max]`` and stays so. The head
@@ -215,17 +216,20 @@ def cluster_pods(exp: _Expander, name: str, namespace: str, spec: RayClusterSpec
     owner = f"RayCluster/{namespace}/{name}"
     head = spec.head_group_spec
     template = head.template
+    # IsAutoscalingV2Enabled: DefaultHeadPodTemplate and DefaultWorkerPodTemplate set restartPolicy Never
+    never = bool(spec.enable_in_tree_autoscaling) and spec.autoscaler_options is not None and \
+        spec.autoscaler_options.version == "v2"
     if spec.enable_in_tree_autoscaling:
         containers = [*template.spec.containers, _autoscaler(spec, template.spec.containers[0].image)]
-        template = msgspec.structs.replace(template, spec=msgspec.structs.replace(template.spec,
-                                                                                    containers=containers))
+        template = msgspec.structs.replace(template, spec=msgspec.structs.replace(
+            template.spec, containers=containers, **({"restart_policy": "Never"} if never else {})))
     labels = ray_labels(name, "head", HEAD_GROUP, template.metadata.labels, head.labels)
     pods = [exp.pod(exp.unique(namespace, pod_prefix(name, "head"), owner), namespace, template, labels, ref)]
     for group in spec.worker_group_specs:
         template = group.template
         init = [*template.spec.init_containers, _wait_gcs(template)]
-        template = msgspec.structs.replace(template, spec=msgspec.structs.replace(template.spec,
-                                                                                    init_containers=init))
+        template = msgspec.structs.replace(template, spec=msgspec.structs.replace(
+            template.spec, init_containers=init, **({"restart_policy": "Never"} if never else {})))
         labels = ray_labels(name, "worker", group.group_name, template.metadata.labels, group.labels)
         prefix = pod_prefix(f"{name}-{group.group_name}", "worker")
         pods += [exp.pod(exp.unique(namespace, prefix, owner), namespace, template, labels, ref)

@@ -162,13 +162,11 @@ def expand_rayjob(exp: _Expander, where: Location, doc: RayJobDoc, namespace: st
         exp.add(arrive_at, PodArrival(pod, arrive_at, None, owner))
     submitter = None
     if spec.submission_mode == "K8sJobMode":
-        labels = {"ray.io/originated-from-cr-name": name, "ray.io/originated-from-crd": "RayJob",
-                  "app.kubernetes.io/created-by": "kuberay-operator"}
+        # createNewK8sJob labels the Job (ray.io/originated-from-cr-name, ...), not its template: the submitter pod
+        # has the template's labels and the Job controller's only
         job_spec = JobSpec(parallelism=1, completions=1, template=template, backoff_limit=2)
         submitter = exp.job_run(name, namespace, stable_uid("Job", namespace, name), job_spec, (1, 1, False),
                                 timing=(0.0, job_timing[1]))
-        for pod in submitter.pods:
-            pod.metadata.labels.update({k: v for k, v in labels.items() if k not in pod.metadata.labels})
     return RayJobRun(name, namespace, tuple(f"{namespace}/{p.metadata.name}" for p in pods), submitter,
                      spec.shutdown_after_job_finishes)
 

@@ -1,0 +1,369 @@
+"""kubedra's KubeRay expansion (``kubedra.sim.rayclusters`` / ``rayjobs``) against the real operator: ray-operator
+v1.5.0's manager (``tests/kuberay/build.sh``) runs against the test control plane, with its CRDs from the same
+module installed; the example RayCluster and RayJobs are applied to both (a RayJob's cluster made Ready by hand, so
+that the operator makes its submitter Job, whose pod the Job controller makes), and the pods compared field by field:
+pod count per group, names modulo the 5-character suffix, labels, owner references, containers' and init
+containers' names, resources and claims, the pod's resource claims and what else the scheduler reads.
+
+Skips with the reason when the operator is not built (``scripts/test`` builds it where ``go`` is); in CI
+(``CI=true``) a missing operator fails instead."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+from tests.controlplane.fixture import Component, ControlPlane, free_port, running_control_plane
+
+from kubedra.objects.load import load_text
+from kubedra.sim.scenario import build_scenario
+
+HERE = Path(__file__).resolve().parent
+OPERATOR = HERE / "bin" / "ray-operator"
+MODULE = "github.com/ray-project/kuberay/ray-operator"
+CRDS = ("ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml", "ray.io_rayservices.yaml")  # its manager watches all three
+EXAMPLE = HERE.parents[1] / "examples" / "workloads" / "ray-cluster.yaml"
+SUFFIX = 5  # the random suffix of a generated name
+WAIT = 60.0
+
+pytestmark = pytest.mark.controlplane
+
+RAYJOB: dict[str, Any] = {
+    "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "train"},
+    "spec": {
+        "entrypoint": "python train.py",
+        "shutdownAfterJobFinishes": True,
+        "rayClusterSpec": {
+            "rayVersion": "2.49.0",
+            "enableInTreeAutoscaling": True,
+            "autoscalerOptions": {"version": "v2"},
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+                {"name": "ray-head", "image": "rayproject/ray:2.49.0",
+                 "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]}}},
+            "workerGroupSpecs": [{
+                "groupName": "gpu", "replicas": 1, "numOfHosts": 2, "rayStartParams": {},
+                "labels": {"team": "ml"},
+                "template": {"metadata": {"labels": {"tier": "train"}}, "spec": {
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "containers": [{"name": "ray-worker", "image": "rayproject/ray:2.49.0-gpu",
+                                    "resources": {"limits": {"nvidia.com/gpu": "8", "cpu": "32",
+                                                             "memory": "256Gi"}}}]}},
+            }],
+        },
+    },
+}
+
+
+# SidecarMode: the submitter is a container of the head (no Job); group and template labels, some trying to override
+# the operator's (labelPod keeps ray.io/cluster, node-type and group, lets the rest be overridden); a head with labels
+# of its own; min above max (max wins).
+SIDECAR: dict[str, Any] = {
+    "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "side"},
+    "spec": {
+        "entrypoint": "python run.py",
+        "submissionMode": "SidecarMode",
+        "rayClusterSpec": {
+            "headGroupSpec": {"rayStartParams": {}, "labels": {"role": "head"}, "template": {
+                "metadata": {"labels": {"app": "side"}},
+                "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.49.0",
+                                         "resources": {"requests": {"cpu": "1", "memory": "4Gi"}}}]}}},
+            "workerGroupSpecs": [{
+                "groupName": "small", "replicas": 3, "minReplicas": 3, "maxReplicas": 2, "rayStartParams": {},
+                "labels": {"ray.io/group": "other", "team": "a"},
+                "template": {"metadata": {"labels": {"team": "b", "tier": "x", "app.kubernetes.io/name": "mine",
+                                                   "ray.io/identifier": "mine", "ray.io/cluster": "nope"}}, "spec": {
+                    "priorityClassName": "", "nodeSelector": {"pool": "cpu"},
+                    "initContainers": [{"name": "fetch", "image": "busybox",
+                                        "resources": {"requests": {"cpu": "100m"}}}],
+                    "containers": [{"name": "ray-worker", "image": "rayproject/ray:2.49.0",
+                                    "resources": {"requests": {"cpu": "4"}, "limits": {"memory": "8Gi"}}}]}},
+            }],
+        },
+    },
+}
+
+
+def crd_dir() -> Path:
+    """The operator's CRDs, ``config/crd/bases`` of the module go.mod pins (in Go's module cache after the build)."""
+    out = subprocess.run(["go", "list", "-mod=readonly", "-m", "-f", "{{.Dir}}", MODULE], cwd=HERE, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    return Path(out) / "config" / "crd" / "bases"
+
+
+def install_crds(plane: ControlPlane) -> None:
+    names = []
+    for file in CRDS:
+        crd = yaml.safe_load((crd_dir() / file).read_text())
+        names.append(crd["metadata"]["name"])
+        try:
+            plane.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        except urllib.error.HTTPError as error:
+            if error.code != 409:  # already there
+                raise
+
+    def established() -> bool:
+        for name in names:
+            crd = plane.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            conditions = (crd.get("status") or {}).get("conditions") or []
+            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                return False
+        return True
+
+    plane.wait_for(established, timeout=WAIT, what="the ray.io CRDs to be established")
+
+
+def wait_ready(operator: Component, port: int) -> None:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if not operator.running():
+            raise AssertionError(f"ray-operator exited:\n{operator.log_tail()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"ray-operator not ready after {WAIT}s:\n{operator.log_tail()}")
+
+
+@pytest.fixture(scope="module")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """A control plane of this module's own (etcd, kube-apiserver, and kube-controller-manager with only the Job
+    controller, for the RayJob's submitter: nothing schedules), so that neither the ray.io CRDs nor the pods left Pending reach the session's control plane and its other tests.
+    Started only where the operator is built: else the module skips (CI=true: fails)."""
+    if not OPERATOR.is_file():
+        reason = f"ray-operator is not built ({OPERATOR}): run tests/kuberay/build.sh (scripts/test does)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true: {reason}")
+        pytest.skip(reason)
+    if shutil.which("go") is None:
+        pytest.skip("go is not on PATH: the operator's CRDs are read from Go's module cache")
+    only, controllers = ("etcd", "kube-apiserver", "kube-controller-manager"), ("job-controller",)
+    with running_control_plane(tmp_path_factory.mktemp("kuberay-cp"), only=only, controllers=controllers) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
+def operator(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """ray-operator v1.5.0 watching a fresh namespace (returned): leader election and webhooks off, metrics and
+    probes on free ports, the control plane's admin kubeconfig."""
+    install_crds(control_plane)
+    namespace = control_plane.create_namespace("ray")
+    probe = free_port()
+    log = tmp_path_factory.mktemp("ray-operator") / "ray-operator.log"
+    args = [str(OPERATOR), f"--kubeconfig={control_plane.kubeconfig}", f"--metrics-addr=127.0.0.1:{free_port()}",
+            f"--health-probe-bind-address=127.0.0.1:{probe}", "--enable-leader-election=false",
+            f"--watch-namespace={namespace}", "--log-stdout-encoder=console"]
+    component = Component("ray-operator", args, log, f"http://127.0.0.1:{probe}/readyz")
+    os.environ.pop("ENABLE_WEBHOOKS", None)  # its webhooks stay off (they need serving certificates)
+    component.start()
+    try:
+        wait_ready(component, probe)
+        yield namespace
+    finally:
+        component.stop()
+
+
+def documents(namespace: str, *docs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The documents with the namespace set on the namespaced ones (NodePools are kubedra's and have none)."""
+    out = [copy.deepcopy(doc) for doc in docs]
+    for doc in out:
+        if doc["apiVersion"] != "kubedra.io/v1alpha1":
+            doc["metadata"]["namespace"] = namespace
+    return out
+
+
+def apply(plane: ControlPlane, docs: list[dict[str, Any]]) -> None:
+    for doc in docs:
+        if doc["apiVersion"] == "kubedra.io/v1alpha1":
+            continue
+        if doc["apiVersion"] == "ray.io/v1":
+            plural = {"RayCluster": "rayclusters", "RayJob": "rayjobs"}[doc["kind"]]
+            plane.request("POST", f"/apis/ray.io/v1/namespaces/{doc['metadata']['namespace']}/{plural}", doc)
+        else:
+            plane.create(doc)
+
+
+def real_pods(plane: ControlPlane, namespace: str, cluster: str, count: int) -> list[dict[str, Any]]:
+    """The RayCluster's pods, once ``count`` exist (and a moment more: none beyond those)."""
+    path = f"/api/v1/namespaces/{namespace}/pods?labelSelector=ray.io/cluster%3D{cluster}"
+
+    def listed() -> list[dict[str, Any]] | None:
+        items: list[dict[str, Any]] = plane.get(path)["items"]
+        return items if len(items) >= count else None
+
+    pods = plane.wait_for(listed, timeout=WAIT, interval=0.5, what=f"{count} pods from ray-operator")
+    time.sleep(2)
+    items: list[dict[str, Any]] = plane.get(path)["items"]
+    assert len(items) == len(pods)
+    return items
+
+
+def kubedra_pods(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
+    return [msgspec.to_builtins(a.pod) for a in scenario.workloads.arrivals]
+
+
+def kubedra_submitters(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The RayJobs' submitter Jobs' pods, made once their clusters are ready."""
+    scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
+    runs = [run.submitter for run in scenario.workloads.rayjobs if run.submitter is not None]
+    return [msgspec.to_builtins(pod) for run in runs for pod in run.pods]
+
+
+def make_ready(plane: ControlPlane, pod: dict[str, Any]) -> None:
+    """What a kubelet writes once the pod's containers run and pass their probes: phase Running, Ready."""
+    meta = pod["metadata"]
+    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    plane.request("PATCH", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status", {"status": status},
+                  content_type="application/merge-patch+json")
+
+
+def _quantities(resources: dict[str, Any] | None) -> dict[str, Any]:
+    """Requests, limits and claims; a request left out is its limit, as kube-apiserver's defaulting (SetDefaults_Pod)
+    writes it into the stored pod and kubedra takes it when it reads one."""
+    resources = dict(resources or {})
+    if resources.get("limits"):
+        resources["requests"] = {**resources["limits"], **resources.get("requests", {})}
+    return {k: resources[k] for k in ("requests", "limits", "claims") if resources.get(k)}
+
+
+def _containers(containers: list[dict[str, Any]] | None) -> list[tuple[str, dict[str, Any]]]:
+    return [(c["name"], _quantities(c.get("resources"))) for c in containers or []]
+
+
+# kube-apiserver's DefaultTolerationSeconds admission adds these to every pod; the operator does not
+ADMITTED = [{"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            for key in ("not-ready", "unreachable")]
+
+
+def shape(pod: dict[str, Any], cluster_names: dict[str, str]) -> dict[str, Any]:
+    """What the comparison reads of a pod; ``cluster_names`` maps a generated cluster name to a stable one."""
+
+    def stable(text: str) -> str:
+        for name, alias in cluster_names.items():
+            text = text.replace(name, alias)
+        return text
+
+    meta, spec = pod["metadata"], pod["spec"]
+    owners = [(o["apiVersion"], o["kind"], stable(o["name"]), o.get("controller"), o.get("blockOwnerDeletion"))
+              for o in meta.get("ownerReferences", [])]
+    return {
+        "prefix": stable(meta["name"][:-SUFFIX]),
+        "labels": {k: stable(v) for k, v in meta.get("labels", {}).items()},
+        "owners": owners,
+        "containers": _containers(spec.get("containers")),
+        "initContainers": _containers(spec.get("initContainers")),
+        "resourceClaims": spec.get("resourceClaims", []),
+        "nodeSelector": spec.get("nodeSelector", {}),
+        "tolerations": [t for t in spec.get("tolerations", []) if t not in ADMITTED],
+        "affinity": spec.get("affinity"),
+        "priorityClassName": spec.get("priorityClassName"),
+        "restartPolicy": spec.get("restartPolicy"),
+    }
+
+
+def by_prefix(shapes: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for s in sorted(shapes, key=lambda s: s["prefix"]):
+        out.setdefault(s["prefix"], []).append(s)
+    return out
+
+
+def compare(real: list[dict[str, Any]], ours: list[dict[str, Any]], real_names: dict[str, str],
+            our_names: dict[str, str]) -> None:
+    real_groups = by_prefix([shape(p, real_names) for p in real])
+    our_groups = by_prefix([shape(p, our_names) for p in ours])
+    assert {k: len(v) for k, v in our_groups.items()} == {k: len(v) for k, v in real_groups.items()}
+    for prefix, group in real_groups.items():
+        assert all(s == group[0] for s in group), f"{prefix}: the operator's pods differ among themselves"
+        assert our_groups[prefix][0] == group[0], prefix
+
+
+def test_the_example_raycluster_expands_as_ray_operator_makes_it(control_plane: ControlPlane,
+                                                                   operator: str) -> None:
+    docs = documents(operator, *yaml.safe_load_all(EXAMPLE.read_text()))
+    apply(control_plane, docs)
+    real = real_pods(control_plane, operator, "ray-cluster", 5)  # the head and 4 workers (replicas 6 clamped to maxReplicas 4)
+    compare(real, kubedra_pods(docs), {}, {})
+    prefixes = sorted(p["metadata"]["name"][:-SUFFIX] for p in real)
+    assert prefixes == ["ray-cluster-gpu-worker-"] * 4 + ["ray-cluster-head-"]
+
+
+@pytest.mark.parametrize(("rayjob", "count"), [
+    (RAYJOB, 3),  # the head and 1 replica of 2 hosts; no submitter Job until the cluster is ready
+    (SIDECAR, 3),  # the head (with the submitter container) and 2 workers (min 3 above max 2: max)
+], ids=["k8sjobmode-autoscaler-v2", "sidecarmode-labels"])
+def test_a_rayjob_s_cluster_expands_as_ray_operator_makes_it(control_plane: ControlPlane, operator: str,
+                                                             rayjob: dict[str, Any], count: int) -> None:
+    namespace, job = operator, rayjob["metadata"]["name"]
+    docs = documents(namespace, rayjob)
+    apply(control_plane, docs)
+
+    def cluster() -> dict[str, Any] | None:
+        items: list[dict[str, Any]] = control_plane.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters")["items"]
+        return next((c for c in items if c["metadata"]["name"].startswith(f"{job}-")), None)
+
+    real_cluster = control_plane.wait_for(cluster, timeout=WAIT, interval=0.5, what="the RayJob's RayCluster")
+    name = real_cluster["metadata"]["name"]
+    assert len(name) == len(f"{job}-") + SUFFIX
+    owner = real_cluster["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("RayJob", job, True)
+    real = real_pods(control_plane, namespace, name, count)
+    ours = kubedra_pods(docs)
+    our_name = ours[0]["metadata"]["labels"]["ray.io/cluster"]
+    assert len(our_name) == len(name)
+    compare(real, ours, {name: "<cluster>"}, {our_name: "<cluster>"})
+
+
+def test_a_rayjob_s_submitter_job_is_made_as_ray_operator_makes_it(control_plane: ControlPlane,
+                                                                    operator: str) -> None:
+    # K8sJobMode: once the cluster is Ready (every pod Running and Ready: CheckAllPodsRunning) createNewK8sJob makes
+    # the Job "<rayjob>" from GetSubmitterTemplate; the Job controller makes its pod.
+    namespace = operator
+    rayjob = copy.deepcopy(RAYJOB)
+    rayjob["metadata"]["name"] = "submit"
+    docs = documents(namespace, rayjob)
+    apply(control_plane, docs)
+
+    def cluster() -> str | None:
+        items: list[dict[str, Any]] = control_plane.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters")["items"]
+        return next((c["metadata"]["name"] for c in items if c["metadata"]["name"].startswith("submit-")), None)
+
+    name = control_plane.wait_for(cluster, timeout=WAIT, interval=0.5, what="the RayJob's RayCluster")
+    for pod in real_pods(control_plane, namespace, name, 3):
+        make_ready(control_plane, pod)
+    job = control_plane.wait_for(lambda: _get(control_plane, f"/apis/batch/v1/namespaces/{namespace}/jobs/submit"),
+                                 timeout=WAIT, interval=0.5, what="the submitter Job")
+    assert job["metadata"]["labels"] == {"ray.io/originated-from-cr-name": "submit",
+                                         "ray.io/originated-from-crd": "RayJob",
+                                         "app.kubernetes.io/created-by": "kuberay-operator"}
+    assert (job["spec"]["backoffLimit"], job["spec"].get("parallelism"), job["spec"].get("completions")) == (2, 1, 1)
+    path = f"/api/v1/namespaces/{namespace}/pods?labelSelector=job-name%3Dsubmit"
+    real = control_plane.wait_for(lambda: control_plane.get(path)["items"], timeout=WAIT, interval=0.5,
+                                  what="the submitter Job's pod")
+    uid = job["metadata"]["uid"]
+    ours = kubedra_submitters(docs)
+    our_uid = ours[0]["metadata"]["ownerReferences"][0]["uid"]
+    compare(real, ours, {uid: "<uid>"}, {our_uid: "<uid>"})
+
+
+def _get(plane: ControlPlane, path: str) -> dict[str, Any] | None:
+    try:
+        return plane.get(path)
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return None
+        raise
