@@ -2,7 +2,8 @@
 
 Run: ``python benchmarks/scaling.py [--nodes N ...] [--policy P] [-n RUNS] [--quick] [--save]``. Each size runs
 in a fresh process: NodePools of 8 A100s (128 cpu, 1Ti), one Deployment of 10 one-GPU replicas per node (8 per node
-fit; the other 2 stay pending, so refusals are part of the cost, as in a full cluster). Printed per size: CPU seconds
+fit; the other 2 stay pending, so refusals are part of the cost, as in a full cluster; past 10,000 nodes, Deployments
+of 100,000 replicas each: ``--nodes 100000`` is a million pods). Printed per size: CPU seconds
 of building the cluster (load, NodePools, workloads, indexes) and of ``Simulation.run()``, CPU microseconds per pod of
 the run, the whole process's CPU seconds and peak RSS. A cost per pod that does not grow with the cluster is the goal;
 ``--save`` writes ``benchmarks/results/scaling.json``.
@@ -60,6 +61,16 @@ def _one(path: Path, policy: str) -> dict[str, Any]:
     return got
 
 
+PER_DEPLOYMENT = 100_000  # kubedra expands at most this many pods per workload, as no user writes more
+
+
+def _deployments(pods: int) -> list[dict[str, Any]]:
+    """One Deployment of ``pods`` replicas; past 100,000 pods (a million on 100,000 nodes), several of 100,000."""
+    counts = [min(PER_DEPLOYMENT, pods - start) for start in range(0, pods, PER_DEPLOYMENT)]
+    return [_controller("Deployment", "inference" if i == 0 else f"inference-{i}", count, "one-gpu",
+                        pod={"cpu": 1, "memory": "4Gi"}) for i, count in enumerate(counts)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, action="append", help="repeatable (default: 500 to 10,000)")
@@ -77,8 +88,7 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         for nodes in sizes:
-            docs = [_pool("a100", nodes, "A100-80GB", 8), _template("one-gpu"),
-                    _controller("Deployment", "inference", 10 * nodes, "one-gpu", pod={"cpu": 1, "memory": "4Gi"})]
+            docs = [_pool("a100", nodes, "A100-80GB", 8), _template("one-gpu"), *_deployments(10 * nodes)]
             path = Path(tmp) / f"scaling-{nodes}.yaml"
             path.write_text(yaml.safe_dump_all(docs))
             measured = [_one(path, args.policy) for _ in range(runs)]
