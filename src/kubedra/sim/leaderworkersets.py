@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubedra.cluster.gpuslices import stable_uid
 from kubedra.cluster.nodepool import Strict
 from kubedra.objects.formats import unsupported
 from kubedra.objects.model import (
@@ -45,16 +46,19 @@ from kubedra.objects.model import (
     Int32,
     LabelSelector,
     LabelSelectorRequirement,
+    OwnerReference,
     Pod,
     PodAffinityTerm,
     PodSpec,
 )
 from kubedra.objects.validate import validate_metadata, validate_pod_spec
 from kubedra.sim.jobsets import dns1035, quote, with_required_terms
-from kubedra.sim.manifests import PodTemplate, _Doc
+from kubedra.sim.manifests import PodTemplate, _Doc, template_hash
 
 if TYPE_CHECKING:
+    from kubedra.objects.errors import Location
     from kubedra.sim.run import Simulation
+    from kubedra.sim.workloads import _Expander
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 PREFIX = "leaderworkerset.sigs.k8s.io/"
@@ -259,3 +263,112 @@ def _pinned(pod: Pod, key: str, value: str) -> Pod:
     """``setNodeSelectorForWorkerPods``: the worker's nodeSelector gets the leader's topology value."""
     spec: PodSpec = msgspec.structs.replace(pod.spec, node_selector={**pod.spec.node_selector, key: value})
     return msgspec.structs.replace(pod, spec=spec)
+
+
+# ---------------------------------------------------------------------------------------------- expansion
+
+
+def expand_leaderworkerset(exp: _Expander, where: Location, doc: LeaderWorkerSetDoc, namespace: str) -> None:
+    """A LeaderWorkerSet's leader and worker pods as its controllers make them
+    (:mod:`kubedra.sim.leaderworkersets`): the leaders (and, with ``LeaderCreated`` and no exclusive placement,
+    the workers) arrive with it; other groups' workers are made during the run once their leader is ready or
+    scheduled."""
+    from kubedra.sim.manifests import LabelSelector as Selector
+    from kubedra.sim.workloads import PodArrival, selector_requirements
+
+    name, spec = doc.metadata.name, doc.spec
+    lwt = spec.leader_worker_template
+    for path, message in webhook_problems(doc):
+        exp.bad(where, path, message)
+    leader_template = lwt.leader_template or lwt.worker_template
+    leader_path = "spec.leaderWorkerTemplate.leaderTemplate." if lwt.leader_template is not None else \
+        "spec.leaderWorkerTemplate.workerTemplate."
+    leader_timing = exp.timing(where, doc.metadata, leader_template.metadata, leader_path)
+    worker_timing = exp.timing(where, doc.metadata, lwt.worker_template.metadata,
+                                "spec.leaderWorkerTemplate.workerTemplate.")
+    if exp.problems:
+        return
+    exclusive = doc.metadata.annotations.get(EXCLUSIVE_KEY) or None
+    waits = spec.startup_policy == "LeaderReady" or exclusive is not None
+    revision = template_hash(lwt.worker_template)
+    size = str(lwt.size)
+    leader_ref = OwnerReference(api_version="apps/v1", kind="StatefulSet", name=name,
+                                uid=stable_uid("StatefulSet", namespace, name), controller=True,
+                                block_owner_deletion=True)
+    exp.controllers[namespace, "StatefulSet", name] = selector_requirements(Selector(
+        match_labels={NAME_KEY: name, WORKER_INDEX_KEY: "0"}))
+    groups = []
+    for index in range(spec.replicas):
+        leader = f"{name}-{index}"
+        key = group_key(namespace, leader)
+        template = leader_template
+        if exclusive is not None:
+            affinity = exclusive_affinity(template.spec.affinity, key, exclusive)
+            template = msgspec.structs.replace(template, spec=msgspec.structs.replace(template.spec,
+                                                                                        affinity=affinity))
+        marks = {NAME_KEY: name, GROUP_INDEX_KEY: str(index), GROUP_KEY: key, REVISION_KEY: revision}
+        pod = _pod(exp, where, leader, namespace, template,
+                   made_by=({**marks, WORKER_INDEX_KEY: "0"}, leader_ref, index, name))
+        if pod is None:
+            return
+        pod.metadata.annotations[SIZE_KEY] = size
+        if exclusive is not None:
+            pod.metadata.annotations[EXCLUSIVE_KEY] = exclusive
+        exp.add(leader_timing[0], PodArrival(pod, leader_timing[0], leader_timing[1],
+                                              f"StatefulSet/{namespace}/{name}"))
+        workers = _workers(exp, where, doc, namespace, marks)
+        if workers is None:
+            return
+        if waits and workers:
+            groups.append(LeaderGroup(leader, tuple(workers), worker_timing[1]))
+        elif workers:
+            for pod in workers:
+                exp.add(worker_timing[0], PodArrival(pod, worker_timing[0], worker_timing[1],
+                                                      f"StatefulSet/{namespace}/{leader}"))
+    if groups:
+        exp.leaderworkersets.append(LeaderWorkerSetRun(name, namespace, spec.startup_policy, exclusive,
+                                                        tuple(groups)))
+
+
+def _workers(exp: _Expander, where: Location, doc: LeaderWorkerSetDoc, namespace: str,
+             marks: dict[str, str]) -> list[Pod] | None:
+    """A group's worker StatefulSet ``<leader>`` (ordinals from 1) and its pods; None after a problem."""
+    from kubedra.sim.manifests import LabelSelector as Selector
+    from kubedra.sim.workloads import selector_requirements
+
+    lwt = doc.spec.leader_worker_template
+    leader = f"{doc.metadata.name}-{marks[GROUP_INDEX_KEY]}"
+    worker_ref = OwnerReference(api_version="apps/v1", kind="StatefulSet", name=leader,
+                                uid=stable_uid("StatefulSet", namespace, leader), controller=True,
+                                block_owner_deletion=True)
+    selector = {key: marks[key] for key in (NAME_KEY, GROUP_INDEX_KEY, GROUP_KEY)}
+    exp.controllers[namespace, "StatefulSet", leader] = selector_requirements(Selector(
+        match_labels=selector))
+    exclusive = doc.metadata.annotations.get(EXCLUSIVE_KEY) or None
+    workers = []
+    for worker in range(1, lwt.size):
+        pod = _pod(exp, where, f"{leader}-{worker}", namespace, lwt.worker_template,
+                   made_by=({**marks, WORKER_INDEX_KEY: str(worker)}, worker_ref, worker, leader))
+        if pod is None:
+            return None
+        pod.metadata.annotations.update({SIZE_KEY: str(lwt.size), LEADER_NAME_KEY: leader})
+        if exclusive is not None:
+            pod.metadata.annotations[EXCLUSIVE_KEY] = exclusive
+        workers.append(pod)
+    return workers
+
+
+def _pod(exp: _Expander, where: Location, pod_name: str, namespace: str, template: PodTemplate, *,
+         made_by: tuple[dict[str, str], OwnerReference, int, str]) -> Pod | None:
+    """One StatefulSet pod of a LeaderWorkerSet (``made_by``: its labels, owner, ordinal and StatefulSet), its
+    name taken; None (a problem) where it already exists."""
+    labels, ref, ordinal, statefulset = made_by
+    first = exp.taken.get((namespace, pod_name))
+    if first is not None:
+        exp.bad(where, "metadata.name", f"pod {namespace}/{pod_name} already exists, defined at {first}")
+        return None
+    exp.taken[namespace, pod_name] = str(where)
+    labels = {**labels, "apps.kubernetes.io/pod-index": str(ordinal),
+              "controller-revision-hash": f"{statefulset}-{template_hash(template)}",
+              "statefulset.kubernetes.io/pod-name": pod_name}
+    return exp.pod(pod_name, namespace, template, labels, ref)

@@ -53,24 +53,7 @@ from kubedra.sim.jobsets import API_VERSION as JOBSET_API_VERSION
 from kubedra.sim.jobsets import EXCLUSIVE_KEY, JobSetCounts, JobSetRun, jobset_defaults, jobset_job
 from kubedra.sim.jobsets import webhook_problems as jobset_problems
 from kubedra.sim.leaderworkersets import API_VERSION as LWS_API_VERSION
-from kubedra.sim.leaderworkersets import (
-    EXCLUSIVE_KEY as LWS_EXCLUSIVE_KEY,
-)
-from kubedra.sim.leaderworkersets import (
-    GROUP_INDEX_KEY,
-    GROUP_KEY,
-    LEADER_NAME_KEY,
-    NAME_KEY,
-    REVISION_KEY,
-    SIZE_KEY,
-    WORKER_INDEX_KEY,
-    LeaderGroup,
-    LeaderWorkerSetDoc,
-    LeaderWorkerSetRun,
-    group_key,
-)
-from kubedra.sim.leaderworkersets import exclusive_affinity as lws_exclusive_affinity
-from kubedra.sim.leaderworkersets import webhook_problems as lws_problems
+from kubedra.sim.leaderworkersets import LeaderWorkerSetDoc, LeaderWorkerSetRun, expand_leaderworkerset
 from kubedra.sim.manifests import (
     DOCUMENTS,
     AppsSpec,
@@ -534,107 +517,10 @@ class _Expander(WorkloadChecks):
         if len(stages) > 1:
             self.jobsets.append(JobSetRun(name, namespace, tuple(stages[1:]), stages[0]))
 
-    def leaderworkerset(self, where: Location, doc: LeaderWorkerSetDoc, namespace: str) -> None:
-        """A LeaderWorkerSet's leader and worker pods as its controllers make them
-        (:mod:`kubedra.sim.leaderworkersets`): the leaders (and, with ``LeaderCreated`` and no exclusive placement,
-        the workers) arrive with it; other groups' workers are made during the run once their leader is ready or
-        scheduled."""
-        name, spec = doc.metadata.name, doc.spec
-        lwt = spec.leader_worker_template
-        for path, message in lws_problems(doc):
-            self.bad(where, path, message)
-        leader_template = lwt.leader_template or lwt.worker_template
-        leader_path = "spec.leaderWorkerTemplate.leaderTemplate." if lwt.leader_template is not None else \
-            "spec.leaderWorkerTemplate.workerTemplate."
-        leader_timing = self.timing(where, doc.metadata, leader_template.metadata, leader_path)
-        worker_timing = self.timing(where, doc.metadata, lwt.worker_template.metadata,
-                                    "spec.leaderWorkerTemplate.workerTemplate.")
-        if self.problems:
-            return
-        exclusive = doc.metadata.annotations.get(LWS_EXCLUSIVE_KEY) or None
-        waits = spec.startup_policy == "LeaderReady" or exclusive is not None
-        revision = template_hash(lwt.worker_template)
-        size = str(lwt.size)
-        leader_ref = OwnerReference(api_version="apps/v1", kind="StatefulSet", name=name,
-                                    uid=stable_uid("StatefulSet", namespace, name), controller=True,
-                                    block_owner_deletion=True)
-        self.controllers[namespace, "StatefulSet", name] = selector_requirements(LabelSelector(
-            match_labels={NAME_KEY: name, WORKER_INDEX_KEY: "0"}))
-        groups = []
-        for index in range(spec.replicas):
-            leader = f"{name}-{index}"
-            key = group_key(namespace, leader)
-            template = leader_template
-            if exclusive is not None:
-                affinity = lws_exclusive_affinity(template.spec.affinity, key, exclusive)
-                template = msgspec.structs.replace(template, spec=msgspec.structs.replace(template.spec,
-                                                                                            affinity=affinity))
-            marks = {NAME_KEY: name, GROUP_INDEX_KEY: str(index), GROUP_KEY: key, REVISION_KEY: revision}
-            pod = self._lws_pod(where, leader, namespace, template,
-                                ({**marks, WORKER_INDEX_KEY: "0"}, leader_ref, index, name))
-            if pod is None:
-                return
-            pod.metadata.annotations[SIZE_KEY] = size
-            if exclusive is not None:
-                pod.metadata.annotations[LWS_EXCLUSIVE_KEY] = exclusive
-            self.add(leader_timing[0], PodArrival(pod, leader_timing[0], leader_timing[1],
-                                                  f"StatefulSet/{namespace}/{name}"))
-            workers = self._lws_workers(where, doc, namespace, marks)
-            if workers is None:
-                return
-            if waits and workers:
-                groups.append(LeaderGroup(leader, tuple(workers), worker_timing[1]))
-            elif workers:
-                for pod in workers:
-                    self.add(worker_timing[0], PodArrival(pod, worker_timing[0], worker_timing[1],
-                                                          f"StatefulSet/{namespace}/{leader}"))
-        if groups:
-            self.leaderworkersets.append(LeaderWorkerSetRun(name, namespace, spec.startup_policy, exclusive,
-                                                            tuple(groups)))
-
-    def _lws_workers(self, where: Location, doc: LeaderWorkerSetDoc, namespace: str,
-                     marks: dict[str, str]) -> list[Pod] | None:
-        """A group's worker StatefulSet ``<leader>`` (ordinals from 1) and its pods; None after a problem."""
-        lwt = doc.spec.leader_worker_template
-        leader = f"{doc.metadata.name}-{marks[GROUP_INDEX_KEY]}"
-        worker_ref = OwnerReference(api_version="apps/v1", kind="StatefulSet", name=leader,
-                                    uid=stable_uid("StatefulSet", namespace, leader), controller=True,
-                                    block_owner_deletion=True)
-        selector = {key: marks[key] for key in (NAME_KEY, GROUP_INDEX_KEY, GROUP_KEY)}
-        self.controllers[namespace, "StatefulSet", leader] = selector_requirements(LabelSelector(
-            match_labels=selector))
-        exclusive = doc.metadata.annotations.get(LWS_EXCLUSIVE_KEY) or None
-        workers = []
-        for worker in range(1, lwt.size):
-            pod = self._lws_pod(where, f"{leader}-{worker}", namespace, lwt.worker_template,
-                                ({**marks, WORKER_INDEX_KEY: str(worker)}, worker_ref, worker, leader))
-            if pod is None:
-                return None
-            pod.metadata.annotations.update({SIZE_KEY: str(lwt.size), LEADER_NAME_KEY: leader})
-            if exclusive is not None:
-                pod.metadata.annotations[LWS_EXCLUSIVE_KEY] = exclusive
-            workers.append(pod)
-        return workers
-
-    def _lws_pod(self, where: Location, pod_name: str, namespace: str, template: PodTemplate,
-                 made_by: tuple[dict[str, str], OwnerReference, int, str]) -> Pod | None:
-        """One StatefulSet pod of a LeaderWorkerSet (``made_by``: its labels, owner, ordinal and StatefulSet), its
-        name taken; None (a problem) where it already exists."""
-        labels, ref, ordinal, statefulset = made_by
-        first = self.taken.get((namespace, pod_name))
-        if first is not None:
-            self.bad(where, "metadata.name", f"pod {namespace}/{pod_name} already exists, defined at {first}")
-            return None
-        self.taken[namespace, pod_name] = str(where)
-        labels = {**labels, "apps.kubernetes.io/pod-index": str(ordinal),
-                  "controller-revision-hash": f"{statefulset}-{template_hash(template)}",
-                  "statefulset.kubernetes.io/pod-name": pod_name}
-        return self.pod(pod_name, namespace, template, labels, ref)
-
     def custom(self, where: Location, doc: LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc, namespace: str) -> None:
         """The custom resources expanded here or in their own module (KubeRay's: :mod:`kubedra.sim.rayjobs`)."""
         if isinstance(doc, LeaderWorkerSetDoc):
-            self.leaderworkerset(where, doc, namespace)
+            expand_leaderworkerset(self, where, doc, namespace)
         else:
             expand_ray(self, where, doc, namespace)
 
