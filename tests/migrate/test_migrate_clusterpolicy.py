@@ -10,22 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
-
-from kubedra.cli import main
+from tests.migrate.test_migrate import documents, run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "migrate" / "gpu-operator"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def documents(text: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(text) if d is not None]
 
 
 def report(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
