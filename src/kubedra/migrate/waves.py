@@ -2,9 +2,11 @@
 
 ``naive`` takes the nodes in name order. ``smart`` builds each wave greedily: of the nodes left, the one whose wave
 (with the nodes already chosen for it) breaks the fewest PodDisruptionBudgets, evicts the fewest pods and leaves the
-fewest waiting — each candidate proven by simulating its wave — until the wave has ``--max-unavailable`` nodes. The
-greedy order is then compared with the naive one over the whole rollout, and where naive is no worse (budgets broken,
-then evictions, then waiting pods) smart keeps naive's order and says so: smart is never worse than naive.
+fewest waiting — each candidate proven by simulating its wave — until the wave has ``--max-unavailable`` nodes; on
+clusters of up to ``LOOKAHEAD_UP_TO`` nodes a second greedy order scores each candidate with the rest of the rollout
+in name order after it (a node drained last may have nowhere to send a budget's pods). The best order is then
+compared with the naive one over the whole rollout, and where naive is no worse (budgets broken, then evictions, then
+waiting pods) smart keeps naive's order and says so: smart is never worse than naive.
 """
 
 from __future__ import annotations
@@ -56,24 +58,37 @@ def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str,
     return ({k: n for k, (n, _) in first.items() if n}, {k: why for k, (n, why) in first.items() if not n})
 
 
-def plan_in_order(cluster: Cluster, features: Any, order: list[str], max_unavailable: int, name: str) -> Plan:
-    placement, waiting = _initial(cluster, features)
-    plan = Plan(name, [], dict(placement), waiting)
-    switched: set[str] = set()
+def _tail(cluster: Cluster, features: Any, switched: set[str], placement: dict[str, str], order: list[str],
+          max_unavailable: int) -> list[WaveOutcome]:
+    """The waves that switch ``order`` from this state, ``max_unavailable`` nodes at a time."""
+    out = []
+    switched = set(switched)
     for i in range(0, len(order), max_unavailable):
         wave = tuple(order[i: i + max_unavailable])
         outcome = simulate_wave(cluster, features, switched, wave, placement)
-        plan.waves.append(outcome)
+        out.append(outcome)
         switched |= set(wave)
         placement = outcome.placement
-    return plan
+    return out
+
+
+def plan_in_order(cluster: Cluster, features: Any, order: list[str], max_unavailable: int, name: str) -> Plan:
+    placement, waiting = _initial(cluster, features)
+    return Plan(name, _tail(cluster, features, set(), placement, order, max_unavailable), dict(placement), waiting)
 
 
 def naive(cluster: Cluster, features: Any, max_unavailable: int) -> Plan:
     return plan_in_order(cluster, features, sorted(cluster.gpu_nodes), max_unavailable, "naive")
 
 
-def greedy(cluster: Cluster, features: Any, max_unavailable: int) -> Plan:
+def _total(outcomes: list[WaveOutcome]) -> tuple[int, int, int]:
+    costs = [_cost(o) for o in outcomes]
+    return (sum(c[0] for c in costs), sum(c[1] for c in costs), sum(c[2] for c in costs))
+
+
+def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: bool = False) -> Plan:
+    """Each wave's nodes one at a time: the candidate whose wave costs least (``lookahead``: whose wave plus the
+    rest of the rollout in name order costs least, which sees a budget the last nodes would break)."""
     placement, waiting = _initial(cluster, features)
     plan = Plan("smart", [], dict(placement), waiting)
     switched: set[str] = set()
@@ -82,11 +97,18 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int) -> Plan:
         wave: list[str] = []
         best: WaveOutcome | None = None
         while left and len(wave) < max_unavailable:
-            tries = [(simulate_wave(cluster, features, switched, (*wave, node), placement), node) for node in left]
-            outcome, node = min(tries, key=lambda t: (_cost(t[0]), t[1]))
+            tries = []
+            for node in left:
+                outcome = simulate_wave(cluster, features, switched, (*wave, node), placement)
+                cost = _cost(outcome)
+                if lookahead:
+                    rest = [n for n in left if n != node]
+                    cost = _total([outcome, *_tail(cluster, features, switched | {*wave, node}, outcome.placement,
+                                                   rest, max_unavailable)])
+                tries.append((cost, node, outcome))
+            _, node, best = min(tries, key=lambda t: (t[0], t[1]))
             wave.append(node)
             left.remove(node)
-            best = outcome
         assert best is not None
         plan.waves.append(best)
         switched |= set(wave)
@@ -94,13 +116,20 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int) -> Plan:
     return plan
 
 
+LOOKAHEAD_UP_TO = 12  # nodes: beyond, the lookahead's simulations (cubic in the nodes) are left out
+
+
 def smart(cluster: Cluster, features: Any, max_unavailable: int, baseline: Plan | None = None) -> Plan:
-    """The greedy order, or naive's where that is no worse over the whole rollout."""
-    chosen = greedy(cluster, features, max_unavailable)
+    """The best of the greedy orders (with lookahead on small clusters) and name order: budgets broken, then
+    evictions, then waiting pods; name order where it is no worse."""
     baseline = baseline or naive(cluster, features, max_unavailable)
-    if baseline.cost() < chosen.cost():
+    tried = [greedy(cluster, features, max_unavailable)]
+    if len(cluster.gpu_nodes) <= LOOKAHEAD_UP_TO:
+        tried.append(greedy(cluster, features, max_unavailable, lookahead=True))
+    chosen = min(tried, key=Plan.cost)
+    if baseline.cost() <= chosen.cost():
         kept = Plan("smart", baseline.waves, baseline.start, baseline.waiting_at_start)
-        kept.notes.append("smart: the greedy order was worse than name order over the whole rollout; name order "
+        kept.notes.append("smart: no greedy order did better than name order over the whole rollout; name order "
                           "kept")
         return kept
     return chosen
