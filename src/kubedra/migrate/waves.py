@@ -58,7 +58,7 @@ def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str,
     return ({k: n for k, (n, _) in first.items() if n}, {k: why for k, (n, why) in first.items() if not n})
 
 
-def _tail(cluster: Cluster, features: Any, switched: set[str], placement: dict[str, str], order: list[str],
+def _tail(cluster: Cluster, features: Any, switched: set[str], placement: dict[str, str], order: list[str], *,
           max_unavailable: int) -> list[WaveOutcome]:
     """The waves that switch ``order`` from this state, ``max_unavailable`` nodes at a time."""
     out = []
@@ -74,7 +74,8 @@ def _tail(cluster: Cluster, features: Any, switched: set[str], placement: dict[s
 
 def plan_in_order(cluster: Cluster, features: Any, order: list[str], max_unavailable: int, name: str) -> Plan:
     placement, waiting = _initial(cluster, features)
-    return Plan(name, _tail(cluster, features, set(), placement, order, max_unavailable), dict(placement), waiting)
+    done = _tail(cluster, features, set(), placement, order, max_unavailable=max_unavailable)
+    return Plan(name, done, dict(placement), waiting)
 
 
 def naive(cluster: Cluster, features: Any, max_unavailable: int) -> Plan:
@@ -104,7 +105,7 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
                 if lookahead:
                     rest = [n for n in left if n != node]
                     cost = _total([outcome, *_tail(cluster, features, switched | {*wave, node}, outcome.placement,
-                                                   rest, max_unavailable)])
+                                                   rest, max_unavailable=max_unavailable)])
                 tries.append((cost, node, outcome))
             _, node, best = min(tries, key=lambda t: (t[0], t[1]))
             wave.append(node)
