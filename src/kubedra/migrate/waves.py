@@ -106,8 +106,8 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
                     rest = [n for n in left if n != node]
                     cost = _total([outcome, *_tail(cluster, features, switched | {*wave, node}, outcome.placement,
                                                    rest, max_unavailable=max_unavailable)])
-                tries.append((cost, node, outcome))
-            _, node, best = min(tries, key=lambda t: (t[0], t[1]))
+                tries.append((cost, _cost(outcome), node, outcome))
+            *_, node, best = min(tries, key=lambda t: t[:3])  # ties: the emptier wave, then name order
             wave.append(node)
             left.remove(node)
         assert best is not None
@@ -144,15 +144,14 @@ def commands(wave: WaveOutcome) -> list[str]:
                 f"kubectl drain {node} --ignore-daemonsets --delete-emptydir-data",
                 f"kubectl label node {node} {DEVICE_PLUGIN_LABEL}=false --overwrite",
                 f"kubectl label node {node} {PLUGIN_LABEL}=true --overwrite",
-                f"kubectl wait --for=jsonpath='{{.items[0].spec.nodeName}}'={node} resourceslices "
-                f"--field-selector spec.nodeName={node} --timeout=5m",
+                f"kubectl get resourceslices --field-selector spec.nodeName={node}  # the driver published: uncordon",
                 f"kubectl uncordon {node}"]
     return out
 
 
 PREPARE = [
     "helm upgrade --install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --namespace nvidia-dra-driver-gpu "
-    f"--create-namespace --set-string kubeletPlugin.nodeSelector.{PLUGIN_LABEL.replace('.', '[.]')}=true "
+    f"--create-namespace --set-string 'kubeletPlugin.nodeSelector.{PLUGIN_LABEL.replace('.', chr(92) + '.')}=true' "
     "-f driver-values.yaml",
     "kubectl apply -f deviceclasses.yaml  # kubedra migrate --mode extended-resource writes them",
 ]
