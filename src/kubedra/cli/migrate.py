@@ -8,6 +8,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from kubedra.cli.helptext import command_help
 from kubedra.cli.options import MaxFileSizeOption, QuietOption, parse_limits
@@ -54,6 +55,7 @@ HELP = command_help(
     "the same as JSON on stderr. Migrating migrated output changes nothing.",
     examples=[
         "kubedra migrate -f examples/migrate/training-job.yaml",
+        "kubedra migrate plan examples/migrate/rollout  # the rollout, node by node: kubedra migrate plan -h",
         "kubedra migrate -f examples/migrate --min-memory 40Gi --model 'A100*' --same-pcie-root --report",
         "kubedra migrate -f examples/migrate/inference-deployment.yaml --mode extended-resource",
         "kubedra migrate -f examples/migrate/device-plugin/time-slicing-config-fine.yaml --report-format json",
@@ -198,8 +200,22 @@ def _write_dir(directory: str, result: Migration) -> None:
         fail(str(exc))
 
 
+class _WithPlan(TyperCommand):
+    """``kubedra migrate plan ...`` is the rollout planner (:mod:`kubedra.cli.migrate_plan`), ``kubedra migrate
+    FILES`` the manifest migration: a first argument ``plan`` hands the rest to the planner (``./plan`` is a file)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        if args and args[0] == "plan":
+            from kubedra.cli.migrate_plan import plan_app
+
+            group = typer.main.get_command(plan_app())
+            command = group.commands["plan"]  # type: ignore[attr-defined]
+            return command.make_context(f"{info_name} plan", args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("migrate", help=HELP, no_args_is_help=True)
+    @app.command("migrate", help=HELP, no_args_is_help=True, cls=_WithPlan)
     def migrate_command(
         paths: Annotated[list[str] | None, typer.Argument(help="Files, directories or - (as -f).",
                                                           show_default=False)] = None,

@@ -1,0 +1,284 @@
+"""The cluster a rollout switches, and one wave of it simulated: device-plugin nodes moved to DRA, their pods evicted.
+
+The input is the cluster as manifests: NodePools with ``devicePlugin: true`` are the nodes to switch (their GPU model
+tells what the DRA driver will publish for them), other nodes stay as they are, and the running workloads are
+Deployments, StatefulSets, ReplicaSets, Jobs and bare Pods. The device plugin's time-slicing ConfigMap, when present,
+multiplies what an unswitched node advertises (``replicas`` per GPU); a switched node publishes whole GPUs, which
+pods asking ``nvidia.com/gpu`` get through the DeviceClass's ``extendedResourceName`` (KEP-5004).
+
+A wave is simulated with the library (:func:`kubedra.sim.simulate.simulate`): the pods left running stay on their
+node (pinned there with ``kubernetes.io/hostname``, bound first), then the evicted pods their controllers recreate
+and the pods already waiting arrive and are scheduled as kube-scheduler would. Bare pods evicted are lost.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import msgspec
+import yaml
+
+from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
+from kubedra.objects.errors import InvalidInputError, Location, Problem
+from kubedra.objects.load import Loaded
+from kubedra.objects.model import Node, Pod, ResourceSlice
+from kubedra.sim.budgets import PodDisruptionBudget
+from kubedra.sim.manifests import selector_matches
+from kubedra.sim.scenario import Scenario
+from kubedra.sim.workloads import DEFAULT_NAMESPACE, PodArrival, Workloads
+
+GPU = "nvidia.com/gpu"
+HOSTNAME = "kubernetes.io/hostname"
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+RECREATED_AT = 1.0  # evicted and waiting pods come after the pods that stay are bound again
+
+
+@dataclass(frozen=True)
+class _Raw:
+    location: Location
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GpuNode:
+    """A node the device plugin serves today: both of its shapes, before and after the switch."""
+
+    name: str
+    pool: str
+    plugin: Node  # advertising nvidia.com/gpu (times the time-slicing replicas)
+    dra: Node  # no nvidia.com/gpu: its GPUs are in ``slices``
+    slices: tuple[ResourceSlice, ...]
+    replicas: int = 1
+
+
+@dataclass
+class Cluster:
+    """What a plan switches: the scenario as read, its device-plugin nodes and the pods running at the start."""
+
+    scenario: Scenario
+    gpu_nodes: dict[str, GpuNode]
+    other_nodes: list[Node]
+    pods: list[PodArrival]  # in arrival order
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class WaveOutcome:
+    """One wave simulated: where each pod runs afterwards, and what it cost."""
+
+    switching: tuple[str, ...]
+    evicted: list[str]  # pod keys
+    lost: list[str]  # bare pods among them: nothing recreates them
+    placement: dict[str, str]  # pod key -> node, the pods running after the wave
+    moved: dict[str, str]  # evicted pods landed again -> node
+    waiting: dict[str, str]  # pod key -> why it is pending
+    budgets: list[dict[str, Any]]  # PDBs the drain or the wave takes below what they ask
+
+    @property
+    def breaks(self) -> int:
+        return len(self.budgets)
+
+
+def _plugin_replicas(loaded: Loaded) -> dict[str, int]:
+    """Time-slicing replicas of ``nvidia.com/gpu`` per config key (ConfigMap data keys; a bare config is ``""``)."""
+    out: dict[str, int] = {}
+    for raw in loaded.raw:
+        if raw.data.get("kind") != "ConfigMap" or not isinstance(raw.data.get("data"), dict):
+            continue
+        for key, text in raw.data["data"].items():
+            try:
+                config = yaml.safe_load(text) if isinstance(text, str) else None
+            except yaml.YAMLError:
+                continue
+            sharing = config.get("sharing") if isinstance(config, dict) else None
+            block = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
+            for entry in (block or {}).get("resources") or []:
+                if isinstance(entry, dict) and entry.get("name") == GPU and isinstance(entry.get("replicas"), int):
+                    out[str(key)] = max(1, entry["replicas"])
+    return out
+
+
+def _replicas_for(labels: dict[str, str], replicas: dict[str, int]) -> int:
+    """The node's config (its label names the key; unlabelled nodes take ``default`` or a bare config's)."""
+    key = labels.get(CONFIG_LABEL)
+    if key is not None:
+        return replicas.get(key, 1)
+    return replicas.get("default", replicas.get("", 1))
+
+
+def _scaled(node: Node, replicas: int) -> Node:
+    if replicas == 1:
+        return node
+    allocatable = dict(node.status.allocatable)
+    allocatable[GPU] = str(int(allocatable[GPU]) * replicas)
+    status = msgspec.structs.replace(node.status, allocatable=allocatable, capacity=dict(allocatable))
+    return msgspec.structs.replace(node, status=status)
+
+
+def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
+    """The cluster to switch. Raises InvalidInputError naming file, object and field where the input cannot be
+    planned (no device-plugin node, or a Node advertising nvidia.com/gpu: its GPU model is unknown)."""
+    problems: list[Problem] = []
+    notes: list[str] = []
+    replicas = _plugin_replicas(loaded)
+    gpu_nodes: dict[str, GpuNode] = {}
+    for raw in loaded.raw:
+        if not is_nodepool(raw.data) or not (raw.data.get("spec") or {}).get("devicePlugin"):
+            continue
+        data = copy.deepcopy(raw.data)
+        data["spec"].pop("devicePlugin")
+        plugin_nodes, _ = expand_nodepools([raw])
+        dra_nodes, dra_slices = expand_nodepools([_Raw(raw.location, data)])
+        for plugin, dra in zip(plugin_nodes, dra_nodes, strict=True):
+            name = plugin.metadata.name
+            times = _replicas_for(plugin.metadata.labels, replicas)
+            slices = tuple(s for s in dra_slices if s.spec.node_name == name)
+            gpu_nodes[name] = GpuNode(name, str(data["metadata"]["name"]), _scaled(plugin, times), dra, slices, times)
+        shared = max((g.replicas for g in gpu_nodes.values() if g.pool == data["metadata"]["name"]), default=1)
+        if shared > 1:
+            notes.append(f"NodePool {data['metadata']['name']}: time-slicing shares each GPU among {shared} pods on "
+                         "the device plugin; a switched node gives each nvidia.com/gpu a whole GPU (DRA shares per "
+                         "claim, not node-wide)")
+    for node in loaded.of_kind(Node):
+        if GPU in node.status.allocatable:
+            where = loaded.location_of(node)
+            problems.append(Problem(replace(where, field="status.allocatable[nvidia.com/gpu]"),
+                                    "a Node serving nvidia.com/gpu cannot be planned yet: its GPU model is not "
+                                    "known; describe it as a NodePool with spec.devicePlugin: true"))
+    if not gpu_nodes and not problems:
+        problems.append(Problem(Location(), "no NodePool with spec.devicePlugin: true: nothing to switch to DRA"))
+    if problems:
+        raise InvalidInputError(problems)
+    workloads = scenario.workloads
+    pods = [replace(a, arrive_at=0.0, run_for=None) for a in workloads.arrivals]
+    for job in workloads.jobs:
+        if not job.suspended:  # the Job's running pods: as many as its parallelism
+            pods.extend(PodArrival(p, 0.0, None, job.owner) for p in job.pods[: job.parallelism])
+    skipped = [kind for kind, items in (("CronJobs", workloads.cronjobs), ("JobSets", workloads.jobsets),
+                                         ("LeaderWorkerSets", workloads.leaderworkersets),
+                                         ("RayJobs", workloads.rayjobs)) if items]
+    if skipped:
+        notes.append(f"{', '.join(skipped)}: not planned yet (only Deployments, StatefulSets, ReplicaSets, Jobs and "
+                     "Pods move in a wave)")
+    others = [n for n in scenario.nodes if n.metadata.name not in gpu_nodes]
+    return Cluster(scenario, gpu_nodes, others, pods, notes)
+
+
+def pod_key(pod: Pod) -> str:
+    return f"{pod.metadata.namespace or DEFAULT_NAMESPACE}/{pod.metadata.name}"
+
+
+def _pinned(arrival: PodArrival, node: str) -> PodArrival:
+    spec = msgspec.structs.replace(arrival.pod.spec, node_selector={**arrival.pod.spec.node_selector, HOSTNAME: node})
+    return replace(arrival, pod=msgspec.structs.replace(arrival.pod, spec=spec))
+
+
+def _no_preemption(arrival: PodArrival) -> PodArrival:
+    """Priority still orders the queue, but a recreated pod does not preempt a running one: the plan moves pods,
+    it does not choose victims (preemption during a rollout is not modelled yet)."""
+    spec = msgspec.structs.replace(arrival.pod.spec, preemption_policy="Never")
+    return replace(arrival, pod=msgspec.structs.replace(arrival.pod, spec=spec))
+
+
+def mixed(cluster: Cluster, switched: set[str], arrivals: list[PodArrival], cordoned: set[str] | None = None
+          ) -> Scenario:
+    """The cluster with ``switched`` on DRA and every other device-plugin node as it is, running ``arrivals``;
+    ``cordoned`` nodes are left out (being drained: nothing lands there)."""
+    nodes = [*cluster.other_nodes]
+    slices = list(cluster.scenario.slices)
+    for name, gpu in cluster.gpu_nodes.items():
+        if name in (cordoned or set()):
+            continue
+        nodes.append(gpu.dra if name in switched else gpu.plugin)
+        if name in switched:
+            slices.extend(gpu.slices)
+    return replace(cluster.scenario, nodes=nodes, slices=slices, workloads=Workloads(
+        arrivals=[_no_preemption(a) for a in arrivals], controllers=cluster.scenario.workloads.controllers))
+
+
+def run(scenario: Scenario, features: Any) -> dict[str, tuple[str, str]]:
+    """pod key -> (node, "") for the pods running at the end, ("", reason) for the others."""
+    from kubedra.sim.simulate import Options, simulate
+
+    result = simulate(scenario, Options(features=features, fragmentation_samples=0))
+    out: dict[str, tuple[str, str]] = {}
+    for key, record in result.state.pods.items():
+        if record.phase == "Running":
+            out[key] = (record.pod.spec.node_name, "")
+        else:
+            out[key] = ("", record.pending_reason or record.end_reason or record.phase)
+    return out
+
+
+def covered(budget: PodDisruptionBudget, pod: Pod) -> bool:
+    """The budget's namespace and selector (a nil or empty selector covers no pod, as the eviction API reads it)."""
+    selector = budget.spec.selector
+    if selector is None or (not selector.match_labels and not selector.match_expressions):
+        return False
+    same = (pod.metadata.namespace or DEFAULT_NAMESPACE) == (budget.metadata.namespace or DEFAULT_NAMESPACE)
+    return same and selector_matches(selector, pod.metadata.labels)
+
+
+def _desired(value: int | str, expected: int, *, max_unavailable: bool) -> int:
+    if isinstance(value, str):
+        number = int(value.removesuffix("%") or 0)
+        scaled = -(-number * expected // 100)
+    else:
+        scaled = value
+    return expected - scaled if max_unavailable else scaled
+
+
+def budget_findings(cluster: Cluster, running: set[str], draining: set[str], after: set[str]) -> list[dict[str, Any]]:
+    """Each PDB below its desired count while the nodes drain (``draining``: the pods running then, the evicted ones
+    recreated on other nodes; ``kubectl drain`` waits for those, and blocks for good where they cannot run), or
+    after the wave."""
+    pods = {pod_key(a.pod): a.pod for a in cluster.pods}
+    out = []
+    for budget in cluster.scenario.budgets:
+        keys = [k for k, p in pods.items() if covered(budget, p)]
+        spec = budget.spec
+        value = spec.min_available if spec.min_available is not None else spec.max_unavailable or 0
+        desired = _desired(value, len(keys), max_unavailable=spec.min_available is None)
+        healthy = sum(1 for k in keys if k in running)
+        during = sum(1 for k in keys if k in draining)
+        later = sum(1 for k in keys if k in after)
+        if during < desired or later < desired:
+            name = f"{budget.metadata.namespace or DEFAULT_NAMESPACE}/{budget.metadata.name}"
+            out.append({"budget": name, "desired": desired, "healthy": healthy, "duringDrain": during,
+                        "after": later, "losesQuorum": during == 0 and healthy > 0})
+    return out
+
+
+def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching: tuple[str, ...],
+                  placement: dict[str, str]) -> WaveOutcome:
+    """``switching`` moved to DRA on top of ``switched``: their pods evicted, the rest kept where ``placement`` has
+    them, the evicted and waiting pods scheduled again."""
+    going = set(switching)
+    kept, again, evicted, lost = [], [], [], []
+    for arrival in cluster.pods:
+        key = pod_key(arrival.pod)
+        node = placement.get(key)
+        if node is not None and node not in going:
+            kept.append(_pinned(arrival, node))
+            continue
+        if node is not None:
+            evicted.append(key)
+            if arrival.owner.startswith("Pod/"):
+                lost.append(key)
+                continue
+        again.append(replace(arrival, arrive_at=RECREATED_AT))
+    drain = run(mixed(cluster, switched, [*kept, *again], going), features)
+    result = run(mixed(cluster, switched | going, [*kept, *again]), features)
+    after = {k: node for k, (node, _) in result.items() if node}
+    waiting = {k: why for k, (node, why) in result.items() if not node}
+    budgets = budget_findings(cluster, set(placement), {k for k, (node, _) in drain.items() if node}, set(after))
+    moved = {k: after[k] for k in evicted if k in after}
+    return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets)
+
+
+def start(cluster: Cluster, features: Any) -> dict[str, tuple[str, str]]:
+    """The cluster before any switch: every pod scheduled on the device plugin."""
+    return run(mixed(cluster, set(), list(cluster.pods)), features)
+

@@ -1,0 +1,178 @@
+"""The order of a rollout: which device-plugin nodes each wave switches to DRA, and the runbook that carries it out.
+
+``naive`` takes the nodes in name order. ``smart`` builds each wave greedily: of the nodes left, the one whose wave
+(with the nodes already chosen for it) breaks the fewest PodDisruptionBudgets, evicts the fewest pods and leaves the
+fewest waiting — each candidate proven by simulating its wave — until the wave has ``--max-unavailable`` nodes; on
+clusters of up to ``LOOKAHEAD_UP_TO`` nodes a second greedy order scores each candidate with the rest of the rollout
+in name order after it (a node drained last may have nowhere to send a budget's pods). The best order is then
+compared with the naive one over the whole rollout, and where naive is no worse (budgets broken, then evictions, then
+waiting pods) smart keeps naive's order and says so: smart is never worse than naive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubedra.migrate.rollout import Cluster, WaveOutcome, simulate_wave, start
+
+PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"  # what the runbook's DRA driver install selects nodes by
+DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"  # the GPU Operator's per-node switch
+
+
+@dataclass
+class Plan:
+    order: str
+    waves: list[WaveOutcome]
+    start: dict[str, str]  # pod key -> node before the first wave
+    waiting_at_start: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def evictions(self) -> int:
+        return sum(len(w.evicted) for w in self.waves)
+
+    @property
+    def waiting(self) -> int:
+        """Pod-waves spent pending: a pod waiting through two waves counts twice."""
+        return sum(len(w.waiting) for w in self.waves)
+
+    @property
+    def breaks(self) -> int:
+        return sum(w.breaks for w in self.waves)
+
+    @property
+    def lost(self) -> int:
+        return sum(len(w.lost) for w in self.waves)
+
+    def cost(self) -> tuple[int, int, int]:
+        return (self.breaks, self.evictions, self.waiting)
+
+
+def _cost(outcome: WaveOutcome) -> tuple[int, int, int]:
+    return (outcome.breaks, len(outcome.evicted), len(outcome.waiting))
+
+
+def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str, str]]:
+    first = start(cluster, features)
+    return ({k: n for k, (n, _) in first.items() if n}, {k: why for k, (n, why) in first.items() if not n})
+
+
+def _tail(cluster: Cluster, features: Any, switched: set[str], placement: dict[str, str], order: list[str], *,
+          max_unavailable: int) -> list[WaveOutcome]:
+    """The waves that switch ``order`` from this state, ``max_unavailable`` nodes at a time."""
+    out = []
+    switched = set(switched)
+    for i in range(0, len(order), max_unavailable):
+        wave = tuple(order[i: i + max_unavailable])
+        outcome = simulate_wave(cluster, features, switched, wave, placement)
+        out.append(outcome)
+        switched |= set(wave)
+        placement = outcome.placement
+    return out
+
+
+def plan_in_order(cluster: Cluster, features: Any, order: list[str], max_unavailable: int, name: str) -> Plan:
+    placement, waiting = _initial(cluster, features)
+    done = _tail(cluster, features, set(), placement, order, max_unavailable=max_unavailable)
+    return Plan(name, done, dict(placement), waiting)
+
+
+def naive(cluster: Cluster, features: Any, max_unavailable: int) -> Plan:
+    return plan_in_order(cluster, features, sorted(cluster.gpu_nodes), max_unavailable, "naive")
+
+
+def _total(outcomes: list[WaveOutcome]) -> tuple[int, int, int]:
+    costs = [_cost(o) for o in outcomes]
+    return (sum(c[0] for c in costs), sum(c[1] for c in costs), sum(c[2] for c in costs))
+
+
+def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: bool = False) -> Plan:
+    """Each wave's nodes one at a time: the candidate whose wave costs least (``lookahead``: whose wave plus the
+    rest of the rollout in name order costs least, which sees a budget the last nodes would break)."""
+    placement, waiting = _initial(cluster, features)
+    plan = Plan("smart", [], dict(placement), waiting)
+    switched: set[str] = set()
+    left = sorted(cluster.gpu_nodes)
+    while left:
+        wave: list[str] = []
+        best: WaveOutcome | None = None
+        while left and len(wave) < max_unavailable:
+            tries = []
+            for node in left:
+                outcome = simulate_wave(cluster, features, switched, (*wave, node), placement)
+                cost = _cost(outcome)
+                if lookahead:
+                    rest = [n for n in left if n != node]
+                    cost = _total([outcome, *_tail(cluster, features, switched | {*wave, node}, outcome.placement,
+                                                   rest, max_unavailable=max_unavailable)])
+                tries.append((cost, _cost(outcome), node, outcome))
+            *_, node, best = min(tries, key=lambda t: t[:3])  # ties: the emptier wave, then name order
+            wave.append(node)
+            left.remove(node)
+        assert best is not None
+        plan.waves.append(best)
+        switched |= set(wave)
+        placement = best.placement
+    return plan
+
+
+LOOKAHEAD_UP_TO = 12  # nodes: beyond, the lookahead's simulations (cubic in the nodes) are left out
+
+
+def smart(cluster: Cluster, features: Any, max_unavailable: int, baseline: Plan | None = None) -> Plan:
+    """The best of the greedy orders (with lookahead on small clusters) and name order: budgets broken, then
+    evictions, then waiting pods; name order where it is no worse."""
+    baseline = baseline or naive(cluster, features, max_unavailable)
+    tried = [greedy(cluster, features, max_unavailable)]
+    if len(cluster.gpu_nodes) <= LOOKAHEAD_UP_TO:
+        tried.append(greedy(cluster, features, max_unavailable, lookahead=True))
+    chosen = min(tried, key=Plan.cost)
+    if baseline.cost() <= chosen.cost():
+        kept = Plan("smart", baseline.waves, baseline.start, baseline.waiting_at_start)
+        kept.notes.append("smart: no greedy order did better than name order over the whole rollout; name order "
+                          "kept")
+        return kept
+    return chosen
+
+
+def commands(wave: WaveOutcome) -> list[str]:
+    """What an operator runs for one wave, in order."""
+    out: list[str] = []
+    for node in wave.switching:
+        out += [f"kubectl cordon {node}",
+                f"kubectl drain {node} --ignore-daemonsets --delete-emptydir-data",
+                f"kubectl label node {node} {DEVICE_PLUGIN_LABEL}=false --overwrite",
+                f"kubectl label node {node} {PLUGIN_LABEL}=true --overwrite",
+                f"kubectl get resourceslices --field-selector spec.nodeName={node}  # the driver published: uncordon",
+                f"kubectl uncordon {node}"]
+    return out
+
+
+PREPARE = [
+    "helm upgrade --install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu --namespace nvidia-dra-driver-gpu "
+    f"--create-namespace --set-string 'kubeletPlugin.nodeSelector.{PLUGIN_LABEL.replace('.', chr(92) + '.')}=true' "
+    "-f driver-values.yaml",
+    "kubectl apply -f deviceclasses.yaml  # kubedra migrate --mode extended-resource writes them",
+]
+
+
+def document(plan: Plan, other: Plan | None) -> dict[str, Any]:
+    """The plan as ``-o yaml|json`` prints it: a runbook."""
+    waves = []
+    for i, w in enumerate(plan.waves, start=1):
+        waves.append({
+            "wave": i, "nodes": list(w.switching), "evicted": w.evicted, "lost": w.lost,
+            "landed": dict(sorted(w.moved.items())), "waiting": dict(sorted(w.waiting.items())),
+            "budgets": w.budgets, "commands": commands(w)})
+    doc: dict[str, Any] = {
+        "apiVersion": "kubedra.io/v1alpha1", "kind": "RolloutPlan", "order": plan.order,
+        "summary": _summary(plan), "prepare": PREPARE, "waves": waves, "notes": plan.notes}
+    if other is not None:
+        doc["compare"] = {other.order: _summary(other)}
+    return doc
+
+
+def _summary(plan: Plan) -> dict[str, int]:
+    return {"waves": len(plan.waves), "evictions": plan.evictions, "lost": plan.lost, "waiting": plan.waiting,
+            "budgetsBroken": plan.breaks}

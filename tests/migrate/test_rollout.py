@@ -1,0 +1,101 @@
+"""``kubedra migrate plan``: the shipped rollout example, its runbook, and bad input refused with file, object, field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubedra.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "migrate" / "rollout"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_example_table_compares_the_orders(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "migrate", "plan", str(EXAMPLE))
+    assert code == 0
+    # The time-sliced A100s go last: the embeddings pods they can no longer hold wait through fewer waves.
+    assert "WAVE 1: h100-2\n  no pod evicted or waiting" in out and "WAVE 4: a100-0" in out
+    assert "default/notebook                    yes       lost (bare pod)" in out
+    assert "smart (chosen)   5       12          1      3         0" in out
+    assert "naive            5       12          1      12        0" in out
+    assert "time-slicing shares each GPU among 2 pods" in out
+
+
+def test_example_runbook(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "migrate", "plan", str(EXAMPLE), "--order", "naive", "--max-unavailable", "2",
+                       "-o", "yaml")
+    assert code == 0
+    doc: dict[str, Any] = yaml.safe_load(out)
+    assert doc["kind"] == "RolloutPlan" and doc["order"] == "naive"
+    assert [w["nodes"] for w in doc["waves"]] == [["a100-0", "a100-1"], ["h100-0", "h100-1"], ["h100-2"]]
+    first = doc["waves"][0]
+    assert first["commands"][:4] == [
+        "kubectl cordon a100-0",
+        "kubectl drain a100-0 --ignore-daemonsets --delete-emptydir-data",
+        "kubectl label node a100-0 nvidia.com/gpu.deploy.device-plugin=false --overwrite",
+        "kubectl label node a100-0 nvidia.com/dra-kubelet-plugin=true --overwrite",
+    ]
+    assert first["commands"][-1] == "kubectl uncordon a100-1"
+    assert first["lost"] == ["default/notebook"]
+    # Both A100s switched at once: time-slicing's 16 slots become 8 GPUs; the PDB's inference pods have nowhere to
+    # go while both drain.
+    assert first["waiting"]
+    assert [b["budget"] for b in first["budgets"]] == ["default/inference"]
+    assert set(doc["compare"]) == {"smart"}
+
+
+def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    code, out, _ = run(capsys, "migrate", "plan", str(EXAMPLE), "-o", "json")
+    assert code == 0
+    assert json.loads(out)["summary"]["waves"] == 5
+
+
+def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "migrate", "plan", "--help")
+    assert code == 0
+    assert "kubedra migrate plan examples/migrate/rollout" in out
+
+
+def test_node_serving_the_plugin_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "node.yaml"
+    path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: {nvidia.com/gpu: '4', "
+                    "pods: '110'}\n  capacity: {nvidia.com/gpu: '4', pods: '110'}\n")
+    code, _, err = run(capsys, "migrate", "plan", str(path))
+    assert code == 2
+    assert "node.yaml" in err and "Node/n1" in err and "status.allocatable[nvidia.com/gpu]" in err
+
+
+def test_bad_nodepool_field_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pool.yaml"
+    path.write_text("apiVersion: kubedra.io/v1alpha1\nkind: NodePool\nmetadata: {name: p}\nspec:\n  count: 1\n"
+                    "  gpu: {model: A100-40GB, count: 99}\n  devicePlugin: true\n")
+    code, _, err = run(capsys, "migrate", "plan", str(path))
+    assert code == 2
+    assert "pool.yaml" in err and "NodePool/p" in err and "spec.gpu.count" in err
+
+
+def test_nothing_to_switch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pool.yaml"
+    path.write_text("apiVersion: kubedra.io/v1alpha1\nkind: NodePool\nmetadata: {name: p}\nspec:\n  count: 1\n"
+                    "  gpu: {model: A100-40GB, count: 2}\n")
+    code, _, err = run(capsys, "migrate", "plan", str(path))
+    assert code == 2
+    assert "devicePlugin" in err
+
+
+def test_migrate_still_takes_files(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "migrate", str(ROOT / "examples" / "migrate" / "training-job.yaml"), "-q")
+    assert code == 0 and "ResourceClaimTemplate" in out
