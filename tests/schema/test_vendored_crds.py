@@ -185,3 +185,13 @@ def test_every_vendored_file_carries_its_provenance_and_no_descriptions() -> Non
         sizes += len(folder.joinpath(source.file).read_bytes())
     assert sizes < 100_000  # gzip JSON: the package stays small
     assert len(gzip.decompress(folder.joinpath("jobsets.jobset.x-k8s.io.json.gz").read_bytes())) > 10_000
+
+
+def test_an_item_of_a_list_is_one_finding_on_its_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "list.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List",
+                                    "items": [changed(JOBSET, "spec.replicatedJob", [])]}, sort_keys=False))
+    assert main(["validate", "-f", str(path), "-o", "json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "replicatedJob:" in text)
+    assert [(f["object"], f["field"], f["line"]) for f in findings] == [("JobSet/js", "spec.replicatedJob", line)]

@@ -307,7 +307,8 @@ class _Builder:
             api_version, kind = str(raw.data.get("apiVersion")), str(raw.data.get("kind"))
             validator = schemas.validator(api_version, kind) if (api_version, kind) in manifest() else None
             for problem in problems_of(validator, raw.data, custom=True) if validator is not None else ():
-                self.problem(replace(raw.location, field=_prefixed(raw.location.within, problem.path)), problem.message)
+                # the field within the object, as validate's schema findings name it (``within`` places the item)
+                self.problem(replace(raw.location, field=problem.path), problem.message)
 
     def _duplicates(self) -> None:
         """Two objects of one kind with one namespace and name: the API server would refuse the second, so it is
