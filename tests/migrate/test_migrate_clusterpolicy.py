@@ -116,7 +116,13 @@ def test_every_setting_without_a_dra_twin_is_said_plainly(capsys: pytest.Capture
         assert any(note in m for m in messages), note
 
 
+# What the published CRD (gpu-operator v26.7.0) requires of every ClusterPolicy's spec; the chart always writes them.
+REQUIRED = ("daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "driver", "gfd", "nodeStatusExporter", "operator",
+            "toolkit")
+
+
 def policy(spec: str) -> str:
+    spec += "".join(f"  {key}: {{}}\n" for key in REQUIRED if f"  {key}:" not in spec)
     return f"apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata:\n  name: cp\nspec:\n{spec}"
 
 
@@ -159,8 +165,11 @@ BAD = {
     "default-without-name": (policy("  devicePlugin:\n    config: {default: any}\n"),
                              "ClusterPolicy/cp: spec.devicePlugin.config.name: Required value"),
     "enabled-not-bool": (policy("  devicePlugin: {enabled: 'yes'}\n"),
-                         "ClusterPolicy/cp: spec.devicePlugin.enabled: Invalid value: 'yes': must be a boolean"),
-    "mig-not-object": (policy("  mig: mixed\n"), "ClusterPolicy/cp: spec.mig: Invalid value: 'mixed'"),
+                         'ClusterPolicy/cp: spec.devicePlugin.enabled: Invalid value: "string": '
+                         'spec.devicePlugin.enabled in body must be of type boolean: "string"'),
+    "mig-not-object": (policy("  mig: mixed\n"), 'ClusterPolicy/cp: spec.mig: Invalid value: "string": spec.mig in '
+                                                  'body must be of type object: "string"'),
+    "missing-required": (policy("").replace("  toolkit: {}\n", ""), "ClusterPolicy/cp: spec.toolkit: Required value"),
 }
 
 

@@ -135,17 +135,22 @@ def test_exclusive_topology_gives_each_job_its_own_domain() -> None:
 
 
 def test_webhook_problems_name_the_field() -> None:
-    bad = jobset("x" * 60, replicated("driver"), replicated("driver", -1),
-                 successPolicy={"operator": "Some", "targetReplicatedJobs": ["nope"]})
+    bad = jobset("x" * 60, replicated("driver"), replicated("driver"),
+                 successPolicy={"operator": "All", "targetReplicatedJobs": ["nope"]})
     with pytest.raises(InvalidInputError) as caught:
         build_scenario(load_text(text_of(pool(), bad), source="js.yaml"))
     text = str(caught.value)
     assert "spec.replicatedJobs[0].name" in text and "job names generated for this JobSet will exceed 63" in text
     assert 'spec.replicatedJobs[1].name: Duplicate value: {"name":"driver"}' in text
-    assert "spec.replicatedJobs[1].replicas: Invalid value: -1" in text
-    assert 'spec.successPolicy.operator: Unsupported value: "Some"' in text
     assert "invalid replicatedJob name 'nope'" in text
     assert "js.yaml" in text and "JobSet/" in text
+    # The published CRD's schema refuses these before any webhook (as the API server does).
+    bad = jobset("js", replicated("driver", -1), successPolicy={"operator": "Some"})
+    with pytest.raises(InvalidInputError) as caught:
+        load_text(text_of(pool(), bad), source="js.yaml")
+    text = str(caught.value)
+    assert "spec.replicatedJobs[0].replicas: Invalid value: -1" in text
+    assert 'spec.successPolicy.operator: Unsupported value: "Some"' in text
 
 
 def test_simulate_exits_2_and_validate_reports_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -118,15 +118,19 @@ def test_exclusive_topology_gives_each_group_its_own_rack_and_the_extra_group_wa
 
 
 def test_webhook_problems_name_the_field() -> None:
-    bad = lws("Bad_Name", replicas=-1, size=0, startupPolicy="Whenever")
+    # The published CRD's schema refuses these first (the API server validates it before any webhook is called).
+    bad = lws("vllm", replicas=-1, startupPolicy="Whenever")
     with pytest.raises(InvalidInputError) as caught:
-        build_scenario(load_text(text_of(pool(), bad), source="lws.yaml"))
+        load_text(text_of(pool(), bad), source="lws.yaml")
     text = str(caught.value)
-    assert "spec.replicas: Invalid value: -1: replicas must be equal or greater than 0" in text
-    assert "spec.leaderWorkerTemplate.size: Invalid value: 0: size must be equal or greater than 1" in text
+    assert "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0" in text
     assert 'spec.startupPolicy: Unsupported value: "Whenever"' in text
-    assert "metadata.name" in text
     assert "lws.yaml" in text and "LeaderWorkerSet/" in text
+    with pytest.raises(InvalidInputError) as caught:  # what only the webhook checks
+        build_scenario(load_text(text_of(pool(), lws("Bad_Name", size=0)), source="lws.yaml"))
+    text = str(caught.value)
+    assert "spec.leaderWorkerTemplate.size: Invalid value: 0: size must be equal or greater than 1" in text
+    assert "LeaderWorkerSet/Bad_Name: metadata.name" in text
 
 
 def test_unknown_field_and_simulate_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,9 +179,11 @@ def test_the_vllm_example_does_what_its_header_says() -> None:
 
 
 def test_validate_says_it_checked_a_leaderworkerset(capsys: pytest.CaptureFixture[str]) -> None:
-    """validate's note for the example's LWS: checked as its webhook checks it, not 'passed through unchecked'."""
+    """validate's note for the example's LWS: checked against the published CRD and as its webhook checks it, not
+    'passed through unchecked'."""
     assert main(["validate", "-f", str(EXAMPLE)]) == 0
     captured = capsys.readouterr()
     said = captured.out + captured.err
-    assert "LeaderWorkerSet/vllm: a LeaderWorkerSet: checked field by field" in said, said
+    assert ("LeaderWorkerSet/vllm: a LeaderWorkerSet: checked against its published CustomResourceDefinition "
+            "(github.com/kubernetes-sigs/lws v0.10.0-11-g060ab4d, 060ab4d) and field by field") in said, said
     assert "passed through unchecked" not in said

@@ -144,7 +144,8 @@ def schema_findings(sources: list[Any], release: str, notes: list[tuple[Any, str
     """Every document as written (its own apiVersion) against ``release``'s OpenAPI schemas, strictly, with the line
     of each field; a ``v1 List``'s items one by one. The seed's legacy dialect is skipped (it has no schema; its v1
     conversion is checked instead). A custom resource is checked against its CRD when the CRD is among the inputs,
-    else passed through with a line in ``notes``. Documents are read with the loader's fast parser; only a file with
+    else against the published CRD kubedra vendors for a kind it reads (with a line in ``notes`` saying which), else
+    passed through with a line in ``notes``. Documents are read with the loader's fast parser; only a file with
     findings is parsed again for the lines."""
     import yaml
 
@@ -178,8 +179,9 @@ def schema_findings(sources: list[Any], release: str, notes: list[tuple[Any, str
                 obj = f"{item.get('kind')}/{metadata.get('name') or metadata.get('generateName') or ''}"
                 unchecked = len(checker.custom_unchecked)
                 found.extend((index, obj, within, problem) for problem in checker.check(item))
-                if notes is not None and len(checker.custom_unchecked) > unchecked:
-                    notes.append((Location(source.name, index, obj, within=within), _custom_note(item)))
+                published = checker.published(item)
+                if notes is not None and (published is not None or len(checker.custom_unchecked) > unchecked):
+                    notes.append((Location(source.name, index, obj, within=within), _custom_note(item, published)))
         if not found:
             continue
         positions = {d.index: d.positions for d in parse(source)[0]}
@@ -190,14 +192,20 @@ def schema_findings(sources: list[Any], release: str, notes: list[tuple[Any, str
     return findings
 
 
-def _custom_note(item: dict[str, Any]) -> str:
-    """What validate did with a custom resource: the workload kinds kubedra simulates are checked as their webhooks
-    check them; any other passes through unchecked."""
+def _custom_note(item: dict[str, Any], published: Any = None) -> str:
+    """What validate did with a custom resource without its CustomResourceDefinition among the inputs: a kind kubedra
+    reads is checked against the published CRD kubedra vendors (``published``), the workload kinds kubedra simulates
+    also as their webhooks check them; any other passes through unchecked."""
     from kubedra.sim.jobsets import API_VERSION as JOBSET
     from kubedra.sim.leaderworkersets import API_VERSION as LWS
 
     known = {(JOBSET, "JobSet"): "a JobSet", (LWS, "LeaderWorkerSet"): "a LeaderWorkerSet"}
     kind = known.get((str(item.get("apiVersion")), str(item.get("kind"))))
+    if published is not None:
+        also = " and field by field as kubedra reads it and as its webhook validates it" if kind else ""
+        cel = "; its CEL rules (x-kubernetes-validations) are not evaluated" if published.celRules else ""
+        return (f"{kind or 'a ' + str(item.get('kind'))}: checked against its published CustomResourceDefinition "
+                f"({published}){also}{cel}")
     if kind is not None:
         return (f"{kind}: checked field by field as kubedra reads it and as its webhook validates it; its "
                 "CustomResourceDefinition's schema is not among the inputs")

@@ -274,6 +274,8 @@ class _Builder:
                     slot.raw = RawObject(output.location, output.raw)
                 elif output.document is not None:
                     self._decode_legacy(slot, output)
+        if not self.lenient:
+            self._custom_schemas()
         self._duplicates()
         if self.problems:
             raise InvalidInputError(sorted(self.problems, key=lambda p: self._order(p.location)))
@@ -285,6 +287,28 @@ class _Builder:
             elif slot.raw is not None:
                 loaded.raw.append(slot.raw)
         return loaded
+
+    def _custom_schemas(self) -> None:
+        """The custom kinds kubedra reads (JobSet, LeaderWorkerSet, RayCluster, RayJob, ClusterPolicy, GPUCluster)
+        against their published CRD's schema, or the input's CRD of that group and kind: what the API server would
+        refuse is refused here, whichever command reads them (validate, simulate, migrate)."""
+        from kubedra.schema import problems_of
+        from kubedra.schema.published import CustomSchemas, manifest
+
+        raws = [slot.raw for slot in self.slots if slot.raw is not None]
+        if not any((str(r.data.get("apiVersion")), str(r.data.get("kind"))) in manifest() for r in raws):
+            return
+        schemas = CustomSchemas()
+        for raw in raws:
+            if raw.data.get("kind") == "CustomResourceDefinition" and str(raw.data.get("apiVersion", "")).startswith(
+                    "apiextensions.k8s.io/"):
+                schemas.add_crd(raw.data)
+        for raw in raws:
+            api_version, kind = str(raw.data.get("apiVersion")), str(raw.data.get("kind"))
+            validator = schemas.validator(api_version, kind) if (api_version, kind) in manifest() else None
+            for problem in problems_of(validator, raw.data, custom=True) if validator is not None else ():
+                # the field within the object, as validate's schema findings name it (``within`` places the item)
+                self.problem(replace(raw.location, field=problem.path), problem.message)
 
     def _duplicates(self) -> None:
         """Two objects of one kind with one namespace and name: the API server would refuse the second, so it is

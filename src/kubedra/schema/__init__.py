@@ -3,8 +3,9 @@
 An adapter: the schemas are the JSON files kubernetes-validate ships (1.25-1.37, ``-local-strict``), read from its
 package on first use and compiled once per (release, kind, apiVersion). A kind no schema of that release knows is
 an error, except kubedra's own ``kubedra.io`` kinds (NodePool), which kubedra checks itself, and custom resources
-(a group only a CRD serves): those are checked against their CRD's schema when the CRD is added (``add_crd``), and
-otherwise passed through (``custom_unchecked`` lists them, for a note).
+(a group only a CRD serves): those are checked against their CRD's schema when the CRD is added (``add_crd``), else
+against the published CRD kubedra vendors for the kinds it reads (``schema.published``), and otherwise passed
+through (``custom_unchecked`` lists them, for a note).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
+
+from kubedra.schema.published import CustomSchemas, Published
 
 KUBEDRA_GROUP = "kubedra.io"
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
@@ -58,17 +61,17 @@ class SchemaChecker:
         self.release = release
         self._definitions: Any = None
         self._validators: dict[tuple[str, str], Any] = {}
-        self._custom: dict[tuple[str, str], Any] = {}
+        self._custom = CustomSchemas()
         self.custom_unchecked: list[str] = []  # "Kind (group/version)" of custom resources without a CRD
 
     def add_crd(self, crd: dict[str, Any]) -> None:
-        """Serve the custom resources a CustomResourceDefinition (``apiextensions.k8s.io/v1``) defines."""
-        import jsonschema
+        """Serve the custom resources a CustomResourceDefinition (``apiextensions.k8s.io/v1``) defines; it takes
+        precedence over the vendored CRD of its group and kind."""
+        self._custom.add_crd(crd)
 
-        from kubedra.schema.crd import crd_schemas
-
-        for key, schema in crd_schemas(crd).items():
-            self._custom[key] = jsonschema.Draft202012Validator(schema)
+    def published(self, document: dict[str, Any]) -> Published | None:
+        """The vendored CRD ``check`` uses for ``document`` (None: not a vendored kind, or an input CRD serves it)."""
+        return self._custom.published(str(document.get("apiVersion", "")), str(document.get("kind", "")))
 
     def _validator(self, kind: str, api_version: str) -> Any:
         key = (kind, api_version)
@@ -97,30 +100,35 @@ class SchemaChecker:
         from kubedra.schema.crd import is_custom_group
 
         if is_custom_group(api_version):
-            validator = self._custom.get((api_version, kind))
+            validator = self._custom.validator(api_version, kind)
             if validator is None:
                 self.custom_unchecked.append(f"{kind} ({api_version})")
                 return []
-            return self._problems(validator, document, custom=True)
+            return problems_of(validator, document, custom=True)
         validator = self._validator(kind, api_version)
         if validator is None:
             return [SchemaProblem("kind", f'Unsupported value: "{kind}": no kind "{kind}" in {api_version} in '
                                           f"Kubernetes {self.release}", ("kind",))]
-        return self._problems(validator, document)
+        return problems_of(validator, document)
 
-    @staticmethod
-    def _problems(validator: Any, document: dict[str, Any], *, custom: bool = False) -> list[SchemaProblem]:
-        from kubedra.schema.crd import api_server_message
 
-        problems = []
-        for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
-            parts = tuple(error.absolute_path)
-            unexpected = re.findall(r"'([^']+)'", error.message.split("(", 1)[-1]) if error.validator == (
-                "additionalProperties") else []
-            for name in unexpected:  # the API server's strict field validation names each field
-                path = _path((*parts, name))
-                problems.append(SchemaProblem(path, f'unknown field "{path}"', (*parts, name)))
-            if not unexpected:
-                message = api_server_message(error, _path(parts)) if custom else error.message
-                problems.append(SchemaProblem(_path(parts), message, parts))
-        return problems
+def problems_of(validator: Any, document: dict[str, Any], *, custom: bool = False) -> list[SchemaProblem]:
+    """Every violation ``validator`` finds in ``document``, an unknown field named one by one as the API server's
+    strict field validation names it; ``custom``: in the API server's words for a custom resource."""
+    from kubedra.schema.crd import api_server_message
+
+    problems = []
+    for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
+        parts = tuple(error.absolute_path)
+        unexpected = re.findall(r"'([^']+)'", error.message.split("(", 1)[-1]) if error.validator == (
+            "additionalProperties") else []
+        for name in unexpected:  # the API server's strict field validation names each field
+            path = _path((*parts, name))
+            problems.append(SchemaProblem(path, f'unknown field "{path}"', (*parts, name)))
+        missing = error.message.split("'")[1] if custom and error.validator == "required" else ""
+        if missing:  # the API server names the missing field: "spec.x: Required value"
+            problems.append(SchemaProblem(_path((*parts, missing)), "Required value", (*parts, missing)))
+        elif not unexpected:
+            message = api_server_message(error, _path(parts)) if custom else error.message
+            problems.append(SchemaProblem(_path(parts), message, parts))
+    return problems

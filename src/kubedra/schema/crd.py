@@ -2,7 +2,8 @@
 
 The API server validates a custom resource against the structural schema of its CRD version, and with strict field
 validation (kubectl's default) an unknown field is an error. The schema is OpenAPI v3 with Kubernetes extensions;
-it becomes a JSON Schema here: ``nullable`` allows null, ``x-kubernetes-int-or-string`` an integer or a string,
+it becomes a JSON Schema here: a required field with a ``default`` may be missing (the API server defaults it
+before it validates), ``nullable`` allows null, ``x-kubernetes-int-or-string`` an integer or a string,
 an object without ``x-kubernetes-preserve-unknown-fields`` or ``additionalProperties`` allows only its properties;
 ``apiVersion``, ``kind`` and ``metadata`` are always allowed at the root.
 """
@@ -37,6 +38,15 @@ def _json_schema(node: Any) -> Any:
     if (node.get("type") == "object" and "properties" in node and "additionalProperties" not in node
             and not node.get("x-kubernetes-preserve-unknown-fields")):
         out["additionalProperties"] = False
+    properties = node.get("properties")
+    if isinstance(node.get("required"), list) and isinstance(properties, dict):
+        # The API server defaults a missing field that has a default before it validates: that one is no error.
+        required = [n for n in node["required"]
+                    if not (isinstance(properties.get(n), dict) and "default" in properties[n])]
+        if required:
+            out["required"] = required
+        else:
+            out.pop("required", None)
     if node.get("nullable") and isinstance(out.get("type"), str):
         out["type"] = [out["type"], "null"]
     return out
