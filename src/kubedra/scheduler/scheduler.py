@@ -36,6 +36,7 @@ from kubedra.scheduler.fgd import TraceScorer
 from kubedra.scheduler.interpodaffinity_state import BoundAffinity
 from kubedra.scheduler.kube_scorer import Candidate, KubeScorer
 from kubedra.scheduler.nodefit import NOT_PINNED, claim_rejecting, is_extended_resource, node_fit_reason, pinned_nodes
+from kubedra.scheduler.nominated import Nominator, added
 from kubedra.scheduler.outcome import NO_NODES, Failed, Outcome, Placement, Unschedulable, summarize
 from kubedra.scheduler.podtopologyspread_state import SpreadIndex
 from kubedra.scheduler.prefilter import PreFilter
@@ -74,6 +75,7 @@ class Scheduler(FastPath):
         self._next_start = 0
         self.prefilter = PreFilter(state)
         self.pod_affinity = BoundAffinity(state)
+        self.nominator = Nominator()  # preemptors waiting for their victims (``scheduler.nominated``)
         # Pods that fit nowhere, by what Filter reads of them: the outcome holds until the cluster changes. A full
         # cluster refuses every later replica of a Deployment with the same walk over every node.
         self._version = 0
@@ -113,6 +115,11 @@ class Scheduler(FastPath):
             inter_pod=self.pod_affinity.prefilter(record.pod),
             spread=self.topology_spread.prefilter(record.pod),
         )
+        nominated = record.pod.status.nominated_node_name
+        if nominated and nominated in self.state.nodes:  # evaluateNominatedNode: there first, taken unscored
+            placed = self._place(attempt, self.state.nodes[nominated])
+            if not isinstance(placed, str):
+                return placed
         refusal_key = self._refusal_key(attempt)
         if refusal_key is not None:
             known = self._refusals.get(refusal_key)
@@ -154,18 +161,23 @@ class Scheduler(FastPath):
             inter_pod=self.pod_affinity.prefilter(record.pod),
             spread=self.topology_spread.prefilter(record.pod),
         )
-        node = self.state.nodes[node_name]
+        placed = self._place(attempt, self.state.nodes[node_name])
+        return placed.message if isinstance(placed, Failed) else placed
+
+    def nominate(self, record: PodRecord, node: str) -> None:
+        """PostFilter nominated the pod on ``node`` (``""``: cleared): lower-priority pods leave room for it."""
+        self.nominator.nominate(record, node)
+        self._version += 1
+
+    def _place(self, attempt: Attempt, node: Node) -> Placement | Failed | str:
+        """Filter on one node and, where the pod fits, its allocations there; else the node's reason."""
         verdict = self._filter_node(attempt, node)
-        if isinstance(verdict, Failed):
-            return verdict.message
-        if isinstance(verdict, str):
+        if isinstance(verdict, Failed | str):
             return verdict
         if not verdict.deferred or attempt.allocator is None:
             return self._placement(attempt, verdict, verdict.results)
         results = allocate(attempt.allocator, node, verdict.batch)
-        if isinstance(results, Failed):
-            return results.message
-        if isinstance(results, str):
+        if isinstance(results, Failed | str):
             return results
         return self._placement(attempt, verdict, results)
 
@@ -177,7 +189,8 @@ class Scheduler(FastPath):
         # Rare: host ports, pins (the fast path filters DoNotSchedule constraints and required inter-pod affinity as
         # bitsets, and scores ScheduleAnyway constraints and inter-pod affinity by domains).
         pod = attempt.record.pod
-        walked = attempt.record.host_ports or pinned_nodes(pod) is not None
+        walked = attempt.record.host_ports or pinned_nodes(pod) is not None or (
+            self.nominator and self.nominator.any_waiting(attempt.record))  # Filter runs twice where they wait
         if self.sets is not None and not ranked and not walked:
             fast = self._schedule_fast(attempt, self.sets)
             if fast is not None:
@@ -308,6 +321,15 @@ class Scheduler(FastPath):
         served = (
             dra_served_resources(attempt.extended, node, self.extended_map) if attempt.extended else frozenset()
         )
+        if self.nominator:
+            waiting = self.nominator.waiting_on(name, record)
+            if waiting:  # the first pass: the node with the nominated pods of equal or higher priority on it
+                with added(self.state, waiting, name):
+                    reason = node_fit_reason(record.pod, record.requests, node, self.state.usage[name], served,
+                                             ports=record.host_ports, inter_pod=self.pod_affinity.prefilter(record.pod),
+                                             spread=self.topology_spread.prefilter(record.pod))
+                if reason:
+                    return reason
         reason = node_fit_reason(record.pod, record.requests, node, self.state.usage[name], served,
                                  ports=record.host_ports, inter_pod=attempt.inter_pod, spread=attempt.spread)
         if reason:

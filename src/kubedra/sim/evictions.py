@@ -12,8 +12,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from kubedra.cluster.state import PodRecord
 from kubedra.scheduler.outcome import Unschedulable
 from kubedra.scheduler.preemption import (
@@ -105,6 +103,8 @@ class Evictions:
                              budgets=budgets, sizes=self.sim.node_sizes, units=self.units)
         self.last[record.key] = answer
         if not answer.found:
+            if record.pod.status.nominated_node_name:  # no candidates: the nomination is cleared (ModeOverride "")
+                self.sim.scheduler.nominate(record, "")
             return answer.message
         self._evict(record, answer)
         return ""
@@ -121,10 +121,7 @@ class Evictions:
             grace = victim.pod.spec.termination_grace_period_seconds
             sim.evict_at(sim.now + (DEFAULT_GRACE_SECONDS if grace is None else float(grace)), victim)
             self.replacements.terminating(victim)
-        pod = record.pod
-        record.pod = msgspec.structs.replace(
-            pod, status=msgspec.structs.replace(pod.status, nominated_node_name=answer.node)
-        )
+        sim.scheduler.nominate(record, answer.node)
         sim.events.append(Event(sim.now, "Nominated", f"Pod {record.key}", node=answer.node,
                                 message=f"preempting {len(answer.victims)} pod(s) on {answer.node}"))
 

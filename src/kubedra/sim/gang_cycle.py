@@ -168,9 +168,7 @@ class GangQueue:
             grace = victim.pod.spec.termination_grace_period_seconds
             sim.evict_at(sim.now + (DEFAULT_GRACE_SECONDS if grace is None else float(grace)), victim)
         for member_key, node in answer.nominated.items():
-            member = sim.state.pods[member_key]
-            member.pod = msgspec.structs.replace(
-                member.pod, status=msgspec.structs.replace(member.pod.status, nominated_node_name=node))
+            sim.scheduler.nominate(sim.state.pods[member_key], node)
         sim.events.append(Event(sim.now, "Nominated", f"PodGroup {key}",
                                 message=f"found a placement for podgroup, preempting {len(answer.victims)} victims"))
 
