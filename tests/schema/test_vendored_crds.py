@@ -85,6 +85,14 @@ CASES: dict[str, tuple[dict[str, Any], list[tuple[str, Any, str]]]] = {
          'spec.daemonsets.updateStrategy: Unsupported value: "Always": supported values: "RollingUpdate", '
          '"OnDelete"'),
     ]),
+    "PyTorchJob": (example("examples/workloads/pytorchjob.yaml", "PyTorchJob"), [
+        ("spec.pytorchReplicaSpecs.Worker.replicas", "3", 'spec.pytorchReplicaSpecs.Worker.replicas: Invalid value: '
+                                                          '"string"'),
+        ("spec.runPolicy.cleanPodPolicies", "All", 'spec.runPolicy.cleanPodPolicies: unknown field'),
+        ("spec.pytorchReplicaSpecs.Master.template.spec.containers", DELETE,
+         "spec.pytorchReplicaSpecs.Master.template.spec.containers: Required value"),
+        ("spec.elasticPolicy", {"minReplicas": "one"}, 'spec.elasticPolicy.minReplicas: Invalid value: "string"'),
+    ]),
     "GPUCluster": (GPUCLUSTER, [
         ("spec.draDriver", "on", 'spec.draDriver: Invalid value: "string": spec.draDriver in body must be of type '
                                  "object"),

@@ -209,7 +209,7 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
     rayjobs = [replace(r, submitter=_job(r.submitter, admit)) if r.submitter is not None else r
                for r in workloads.rayjobs]
     return Workloads(arrivals=arrivals, jobs=jobs, cronjobs=cronjobs, jobsets=jobsets,
-                     leaderworkersets=leaderworkersets, rayjobs=rayjobs,
+                     leaderworkersets=leaderworkersets, rayjobs=rayjobs, pytorchjobs=workloads.pytorchjobs,
                      controllers=workloads.controllers)
 
 

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
     from kubedra.sim.jobsets import InOrderController, JobSetRun
     from kubedra.sim.leaderworkersets import LeaderWorkerController
+    from kubedra.sim.pytorchjobs import PyTorchJobController
     from kubedra.sim.rayjobs import RayJobController
     from kubedra.sim.workloads import CronJobRun, JobRun
 
@@ -144,7 +145,8 @@ class Simulation:
     _crons: dict[str, CronController] = field(default_factory=dict)  # by "CronJob/ns/name"
     gangs_on: bool = False  # GenericWorkload: pods made during the run join their PodGroups
     # InOrder JobSets with Jobs still to make, LeaderWorkerSets with workers still to make
-    _in_order: list[InOrderController | LeaderWorkerController | RayJobController] = field(default_factory=list)
+    _in_order: list[InOrderController | LeaderWorkerController | RayJobController | PyTorchJobController] = field(
+        default_factory=list)
     _jobsets_made: int = 0  # pods of the Jobs InOrder JobSets made so far
 
     @property
@@ -223,7 +225,7 @@ class Simulation:
 
         self._in_order.append(InOrderController(self, run))
 
-    def add_controller(self, controller: LeaderWorkerController | RayJobController) -> None:
+    def add_controller(self, controller: LeaderWorkerController | RayJobController | PyTorchJobController) -> None:
         """A controller that makes pods during the run (``sim.leaderworkersets``), stepped after each instant as
         the InOrder JobSets' are."""
         self._in_order.append(controller)

@@ -21,6 +21,7 @@ from kubedra.sim.evictions import Evictions
 from kubedra.sim.fragmentation import Sampler
 from kubedra.sim.groups import group_key
 from kubedra.sim.leaderworkersets import LeaderWorkerController
+from kubedra.sim.pytorchjobs import PyTorchJobController
 from kubedra.sim.rayjobs import RayJobController
 from kubedra.sim.replacements import job_rules
 from kubedra.sim.run import Simulation, SimulationResult
@@ -127,6 +128,8 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         simulation.add_controller(LeaderWorkerController(simulation, lws))
     for ray_job in scenario.workloads.rayjobs:
         simulation.add_controller(RayJobController(simulation, ray_job))
+    for pytorch_job in scenario.workloads.pytorchjobs:
+        simulation.add_controller(PyTorchJobController(simulation, pytorch_job))
     if options.fragmentation_samples > 0:
         simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation

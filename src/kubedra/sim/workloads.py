@@ -1,5 +1,5 @@
 """Workloads users write (Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, LeaderWorkerSet,
-RayCluster, RayJob, Pod) expanded into the pods controllers create.
+RayCluster, RayJob, PyTorchJob, Pod) expanded into the pods controllers create.
 
 Names follow the controllers: a Deployment's pods are ``<name>-<pod-template-hash>-<5 chars>`` (through its
 ReplicaSet ``<name>-<hash>``; the hash is an FNV-32a of the template, shaped like Kubernetes' but not
@@ -27,7 +27,7 @@ controller (:mod:`kubedra.sim.jobsets`) makes them during the run. A LeaderWorke
 ``<lws>-<group>-<worker>``; where workers wait on their leader (LeaderReady, exclusive placement) they are a
 :class:`LeaderWorkerSetRun` whose controller (:mod:`kubedra.sim.leaderworkersets`) makes them during the run.
 KubeRay's RayCluster and RayJob (``ray.io/v1``) are expanded by :mod:`kubedra.sim.rayclusters` and
-:mod:`kubedra.sim.rayjobs`.
+:mod:`kubedra.sim.rayjobs`; Kubeflow's PyTorchJob (``kubeflow.org/v1``) by :mod:`kubedra.sim.pytorchjobs`.
 
 Pods of one workload share their template's lists (containers, resourceClaims): treat them as immutable.
 """
@@ -69,6 +69,8 @@ from kubedra.sim.manifests import (
     StatefulSetDoc,
     template_hash,
 )
+from kubedra.sim.pytorchjobs import API_VERSION as KUBEFLOW_API_VERSION
+from kubedra.sim.pytorchjobs import PyTorchJobDoc, PyTorchJobRun, expand_pytorchjob
 from kubedra.sim.rayclusters import API_VERSION as RAY_API_VERSION
 from kubedra.sim.rayclusters import RayClusterDoc
 from kubedra.sim.rayjobs import RayJobDoc, RayJobRun, expand_ray
@@ -88,10 +90,12 @@ WORKLOAD_KINDS = {
     "LeaderWorkerSet": LWS_API_VERSION,
     "RayCluster": RAY_API_VERSION,
     "RayJob": RAY_API_VERSION,
+    "PyTorchJob": KUBEFLOW_API_VERSION,
     "Pod": "v1",
 }
-CUSTOM_DOCUMENTS: dict[str, type[LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc]] = {
-    "LeaderWorkerSet": LeaderWorkerSetDoc, "RayCluster": RayClusterDoc, "RayJob": RayJobDoc}
+CUSTOM_DOCUMENTS: dict[str, type[LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc | PyTorchJobDoc]] = {
+    "LeaderWorkerSet": LeaderWorkerSetDoc, "RayCluster": RayClusterDoc, "RayJob": RayJobDoc,
+    "PyTorchJob": PyTorchJobDoc}
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +178,7 @@ class Workloads:
     # LeaderWorkerSets whose workers wait on their leader (LeaderReady, exclusive placement)
     leaderworkersets: list[LeaderWorkerSetRun] = field(default_factory=list)
     rayjobs: list[RayJobRun] = field(default_factory=list)  # RayJobs' submitter Jobs, made once their cluster is ready
+    pytorchjobs: list[PyTorchJobRun] = field(default_factory=list)  # PyTorchJobs' completion, clean-up, deadline
     # The ReplicaSets (a Deployment's too) and StatefulSets that exist, (namespace, kind, name) -> their selector's
     # requirements: what the system-default spreading's selector takes from a pod's controller.
     controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = field(default_factory=dict)
@@ -215,6 +220,7 @@ class _Expander(WorkloadChecks):
         self.jobsets: list[JobSetRun] = []
         self.leaderworkersets: list[LeaderWorkerSetRun] = []
         self.rayjobs: list[RayJobRun] = []
+        self.pytorchjobs: list[PyTorchJobRun] = []
         self.controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = {}
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
@@ -517,10 +523,15 @@ class _Expander(WorkloadChecks):
         if len(stages) > 1:
             self.jobsets.append(JobSetRun(name, namespace, tuple(stages[1:]), stages[0]))
 
-    def custom(self, where: Location, doc: LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc, namespace: str) -> None:
+    def custom(self, where: Location, doc: LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc | PyTorchJobDoc,
+               namespace: str) -> None:
         """The custom resources expanded here or in their own module (KubeRay's: :mod:`kubedra.sim.rayjobs`)."""
         if isinstance(doc, LeaderWorkerSetDoc):
             expand_leaderworkerset(self, where, doc, namespace)
+        elif isinstance(doc, PyTorchJobDoc):
+            run = expand_pytorchjob(self, where, doc, namespace)
+            if run is not None:
+                self.pytorchjobs.append(run)
         else:
             expand_ray(self, where, doc, namespace)
 
@@ -575,7 +586,7 @@ class _Expander(WorkloadChecks):
             self.bad(where, "metadata.name", "Required value")
             return
         namespace = doc.metadata.namespace or DEFAULT_NAMESPACE
-        if isinstance(doc, LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc):
+        if isinstance(doc, LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc | PyTorchJobDoc):
             self.custom(where, doc, namespace)
             return
         if isinstance(doc, JobSetDoc):
@@ -622,7 +633,7 @@ def expand_workloads(
     if expander.problems:
         raise InvalidInputError(expander.problems)
     return Workloads(arrivals, jobs, cronjobs, expander.jobsets, expander.leaderworkersets, expander.rayjobs,
-                     expander.controllers)
+                     expander.pytorchjobs, expander.controllers)
 
 
 def known_span(arrivals: Iterable[PodArrival], jobs: Iterable[JobRun]) -> float:
