@@ -29,6 +29,7 @@ BINARY = harness.BIN / "jobset-controller"
 MODULE = "sigs.k8s.io/jobset"
 EXAMPLE = harness.EXAMPLES / "jobset-train.yaml"
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+JOB_SELECTOR = ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name")
 
 pytestmark = pytest.mark.controlplane
 
@@ -71,17 +72,24 @@ def real_pods(plane: ControlPlane, namespace: str, job: str, count: int) -> list
     return harness.listed(plane, path, count, f"pods of {job}")
 
 
+def unify(marks: dict[str, str], *uids: str) -> dict[str, str]:
+    """Labels or annotations with the uids (the JobSet's, the Job's: each side has its own) replaced by ``<uid>``."""
+    out = {}
+    for key, value in marks.items():
+        for uid in uids:
+            value = value.replace(uid, "<uid>")
+        out[key] = value
+    return out
+
+
 def pod_shape(pod: dict[str, Any], uid: str) -> dict[str, Any]:
-    """What the comparison reads of a pod; the owning Job's uid (kubedra's is its own) replaced by ``<uid>``."""
+    """What the comparison reads of a pod; its Job's and JobSet's uids (kubedra's are its own) unified."""
     meta, spec = pod["metadata"], pod["spec"]
-
-    def stable(value: str) -> str:
-        return value.replace(uid, "<uid>")
-
+    js_uid = meta.get("labels", {}).get("jobset.sigs.k8s.io/jobset-uid", "")
     return {
         "prefix": meta["name"][:-harness.SUFFIX],
-        "labels": {k: stable(v) for k, v in meta.get("labels", {}).items()},
-        "annotations": meta.get("annotations", {}),
+        "labels": unify(meta.get("labels", {}), uid, js_uid),
+        "annotations": unify(meta.get("annotations", {}), js_uid),
         "owners": [(o["apiVersion"], o["kind"], o["name"], o.get("controller"), o.get("blockOwnerDeletion"))
                    for o in meta.get("ownerReferences", [])],
         "containers": harness.containers(spec.get("containers")),
@@ -110,11 +118,17 @@ def compare(plane: ControlPlane, namespace: str, docs: list[dict[str, Any]],
         # the Job's pod template carries the controller's marks (labels and annotations)
         template = job["spec"]["template"]["metadata"]
         our_template = our_spec["template"]["metadata"]
-        assert template.get("annotations", {}) == our_template.get("annotations", {}), name
+        uid = job["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-uid"]
+        our_uid = our_template["labels"]["jobset.sigs.k8s.io/jobset-uid"]
+        assert unify(template.get("annotations", {}), uid) == unify(our_template.get("annotations", {}), our_uid), name
         # the priority label is the pod webhook's (set on the pod), kubedra writes it on the template
-        our_labels = {k: v for k, v in our_template.get("labels", {}).items() if k != "jobset.sigs.k8s.io/priority"}
-        assert template.get("labels", {}) == our_labels, name
-        assert job["metadata"]["labels"] == our_labels, name  # labelAndAnnotateObject on the Job as on its template
+        our_labels = unify({k: v for k, v in our_template.get("labels", {}).items()
+                            if k != "jobset.sigs.k8s.io/priority"}, our_uid)
+        # less the Job's own selector labels, which kube-apiserver's Job defaulting adds to the template
+        labels = {k: v for k, v in template.get("labels", {}).items() if k not in JOB_SELECTOR}
+        assert unify(labels, uid) == our_labels, name
+        # labelAndAnnotateObject on the Job as on its template
+        assert unify(job["metadata"]["labels"], uid) == our_labels, name
         owner = job["metadata"]["ownerReferences"][0]
         assert (owner["kind"], owner["name"], owner["controller"]) == ("JobSet", job["metadata"]["labels"][
             "jobset.sigs.k8s.io/jobset-name"], True)

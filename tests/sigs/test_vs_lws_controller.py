@@ -105,11 +105,14 @@ def compare(real: dict[str, dict[str, Any]], ours: dict[str, dict[str, Any]]) ->
     assert sorted(ours) == sorted(real)
     for name, pod in real.items():
         assert shape(ours[name]) == shape(pod), name
-    for key in HASHES:  # one value per StatefulSet (controller-revision-hash) or per LWS (template-revision-hash)
-        for side in (real, ours):
-            values = {(p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/worker-index") == "0"
-                       if key == HASHES[0] else True, p["metadata"]["labels"].get(key)) for p in side.values()}
-            assert len({v for _, v in values}) == len({k for k, _ in values}), (key, values)
+    for side in (real, ours):
+        # the StatefulSet controller's revision name: its StatefulSet's name and a hash (of its own making)
+        for pod in side.values():
+            labels = pod["metadata"]["labels"]
+            statefulset = pod["metadata"]["ownerReferences"][0]["name"]
+            assert labels[HASHES[0]].rsplit("-", 1)[0] == statefulset
+        # LWS's template hash: one value on every pod of the LeaderWorkerSet
+        assert len({p["metadata"]["labels"][HASHES[1]] for p in side.values()}) == 1
 
 
 def leaders(pods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
