@@ -76,9 +76,10 @@ def unify(marks: dict[str, str], *uids: str) -> dict[str, str]:
     """Labels or annotations with the uids (the JobSet's, the Job's: each side has its own) replaced by ``<uid>``."""
     out = {}
     for key, value in marks.items():
+        text = value
         for uid in uids:
-            value = value.replace(uid, "<uid>")
-        out[key] = value
+            text = text.replace(uid, "<uid>")
+        out[key] = text
     return out
 
 
