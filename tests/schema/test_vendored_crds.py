@@ -175,7 +175,7 @@ def test_a_crd_among_the_inputs_overrides_the_vendored_one(tmp_path: Path,
     path.write_text(yaml.safe_dump(JOBSET))
     main(["validate", "-f", str(path)])
     assert "JobSet/js: a JobSet: checked against its published CustomResourceDefinition " \
-           "(github.com/kubernetes-sigs/jobset v0.13.0-devel, 08dfbdf)" in capsys.readouterr().out
+           "(github.com/kubernetes-sigs/jobset v0.12.0, f22e565)" in capsys.readouterr().out
 
 
 def test_every_vendored_file_carries_its_provenance_and_no_descriptions() -> None:

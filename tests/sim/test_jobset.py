@@ -149,8 +149,8 @@ def test_webhook_problems_name_the_field() -> None:
     with pytest.raises(InvalidInputError) as caught:
         load_text(text_of(pool(), bad), source="js.yaml")
     text = str(caught.value)
-    assert "spec.replicatedJobs[0].replicas: Invalid value: -1" in text
     assert 'spec.successPolicy.operator: Unsupported value: "Some"' in text
+    assert "spec.replicatedJobs[0].replicas" not in text  # v0.12.0's CRD sets no minimum (the dev commit's came later)
 
 
 def test_simulate_exits_2_and_validate_reports_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

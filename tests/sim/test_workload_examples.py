@@ -57,6 +57,6 @@ def test_preemption_frees_cpu_for_inference_but_never_a_gpu() -> None:
     assert "finetune" in scheduled and not any("finetune" in p for p in preempted)
 
 
-@pytest.mark.parametrize("name", ["gang.yaml", "preemption.yaml"])
+@pytest.mark.parametrize("name", ["gang.yaml", "preemption.yaml", "jobset-train.yaml"])
 def test_every_example_header_names_its_own_file(name: str) -> None:
     assert f"examples/workloads/{name}" in (EXAMPLES / name).read_text().splitlines()[0]

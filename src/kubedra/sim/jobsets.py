@@ -2,6 +2,12 @@
 kubernetes-sigs/jobset at 08dfbdfd (v0.13.0-devel): ``api/jobset/v1alpha2/jobset_types.go``,
 ``pkg/controllers/jobset_controller.go`` (``constructJob``, ``labelAndAnnotateObject``, ``reconcileReplicatedJobs``),
 ``pkg/webhooks/jobset_webhook.go`` (defaults, ``ValidateCreate``) and ``pod_webhook.go`` (exclusive placement).
+Users run the release, v0.12.0: its CRD is the one vendored (the dev commit's adds ``minimum: 0`` on a replicated
+job's ``replicas``), and the Jobs' and pods' names, labels, annotations, owners, hostnames and subdomains, the leader's
+exclusive-placement affinities and InOrder's order of creation are checked against the v0.12.0 controller
+(``tests/sigs``). Still differing: v0.12.0 accepts negative ``replicas`` (no Jobs), kubedra refuses them; v0.12.0's
+pod webhook pins followers with a ``nodeSelector`` on the leader's domain once the leader is scheduled, kubedra gives
+them the leader's affinity terms (the same placement, see below).
 
 **Expansion.** Each ``spec.replicatedJobs[i]`` makes ``replicas`` Jobs ``<jobset>-<replicatedJob>-<index>``, each
 run as kubedra runs any Job (parallelism, completions, restartPolicy, the template's ``kubedra.io/run-for``). The

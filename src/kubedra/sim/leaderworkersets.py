@@ -3,7 +3,10 @@ kubernetes-sigs/lws at 060ab4da (v0.10.0-11-g060ab4d): ``api/leaderworkerset/v1/
 ``pkg/controllers/leaderworkerset_controller.go`` (``constructLeaderStatefulSetApplyConfiguration``),
 ``pkg/controllers/pod_controller.go`` (``constructWorkerStatefulSetApplyConfiguration``,
 ``setNodeSelectorForWorkerPods``), ``pkg/webhooks/leaderworkerset_webhook.go`` (defaults, ``generalValidate``) and
-``pkg/webhooks/pod_webhook.go`` (labels, ``SetExclusiveAffinities``).
+``pkg/webhooks/pod_webhook.go`` (labels, ``SetExclusiveAffinities``). Where that commit differs from the release
+users run, v0.9.0, in what is modelled here, kubedra follows v0.9.0: its webhook has no upper bound on ``replicas``
+(the dev commit's ``replicas must be equal or less than 1000000``). The pods' labels, annotations, owners, affinities
+and node selectors, and when the workers are made, are checked against the v0.9.0 controller (``tests/sigs``).
 
 **Expansion.** ``spec.replicas`` groups (default 1) of ``leaderWorkerTemplate.size`` pods (default 1): the leader
 StatefulSet ``<lws>`` makes leader ``<lws>-<group>`` from ``leaderTemplate`` (else ``workerTemplate``); for each
@@ -74,7 +77,6 @@ LEADER_NAME_KEY = PREFIX + "leader-name"
 STARTUP_POLICIES = ("LeaderCreated", "LeaderReady")
 RESTART_POLICIES = ("Default", "RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None")
 SUBGROUP_TYPES = ("LeaderWorker", "LeaderExcluded")
-MAX_REPLICAS = 1_000_000
 MAX_INT32 = 2**31 - 1
 
 
@@ -120,8 +122,6 @@ def webhook_problems(doc: LeaderWorkerSetDoc) -> list[tuple[str, str]]:
     out += [("metadata.name", f"Invalid value: {quote(doc.metadata.name)}: {m}") for m in dns1035(doc.metadata.name)]
     if spec.replicas < 0:
         out.append(("spec.replicas", f"Invalid value: {spec.replicas}: replicas must be equal or greater than 0"))
-    elif spec.replicas > MAX_REPLICAS:
-        out.append(("spec.replicas", f"Invalid value: {spec.replicas}: replicas must be equal or less than 1000000"))
     if lwt.size < 1:
         out.append(("spec.leaderWorkerTemplate.size",
                     f"Invalid value: {lwt.size}: size must be equal or greater than 1"))
