@@ -3,10 +3,10 @@ simulated again, where the pod must then run; a pod nothing helps gets no sugges
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
+from fixtures.patches import applied
 from fixtures.scenarios import claim_template, controller, nodepool, pod, run
 
 from kubedra.cel import CompileCache
@@ -49,10 +49,10 @@ def test_a_relaxed_memory_threshold_is_proven_by_running_the_pod_with_it() -> No
                             "memory >= 40Gi instead of 80Gi")
     assert relaxed.cost.amount == 50.0
     assert not [s for s in suggestions if s.cost.kind == "nodes"]  # a node like the others has 40Gi GPUs too
-    applied = copy.deepcopy(docs)
-    applied[1]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"] = (
-        relaxed.change["relaxed"])
-    assert _phase(*applied) == "Running"
+    (patch,) = relaxed.change["patches"]
+    assert patch["object"] == {"kind": "ResourceClaimTemplate", "name": "default/big"}
+    assert patch["patch"][0]["value"]["exactly"]["selectors"][0]["cel"]["expression"] == relaxed.change["relaxed"]
+    assert _phase(*applied(docs, relaxed.change)) == "Running"
 
 
 def test_releasing_the_holder_and_adding_a_node_are_each_proven() -> None:
@@ -64,12 +64,13 @@ def test_releasing_the_holder_and_adding_a_node_are_each_proven() -> None:
     release, more = suggestions
     assert release.nodes == ["small-0"] and release.change["endPods"][0].startswith("default/holder-")
     assert release.change["releases"][0]["devices"] == ["gpu-0"]
-    assert more.change == {"pool": "small", "label": "kubedra.io/nodepool", "nodes": 1, "like": "small-0"}
+    assert more.change == {"pool": "small", "label": "kubedra.io/nodepool", "nodes": 1, "like": "small-0",
+                           "patches": [{"object": {"kind": "NodePool", "name": "small"},
+                                        "patch": [{"op": "replace", "path": "/spec/count", "value": 2}]}]}
     assert more.nodes == ["small-1"]
     ended = [*docs[:2], controller("Deployment", "holder", 1, template="one-gpu", run_for="30s"), docs[3]]
     assert _phase(*ended) == "Running"
-    grown = [nodepool("small", count=2, gpus=1), *docs[1:]]
-    assert _phase(*grown) == "Running"
+    assert _phase(*applied(docs, more.change)) == "Running"
 
 
 def test_a_resource_the_pool_does_not_publish_is_proven_by_publishing_it() -> None:
@@ -80,12 +81,12 @@ def test_a_resource_the_pool_does_not_publish_is_proven_by_publishing_it() -> No
     suggestions = _suggest(*docs)
     assert [s.cost.kind for s in suggestions] == ["resources"]
     (publish,) = suggestions
-    assert publish.change == {"pool": "a100", "label": "kubedra.io/nodepool", "allocatable": {"cpu": "4"}}
+    assert publish.change == {"pool": "a100", "label": "kubedra.io/nodepool", "allocatable": {"cpu": "4"},
+                              "patches": [{"object": {"kind": "NodePool", "name": "a100"},
+                                           "patch": [{"op": "add", "path": "/spec/allocatable/cpu", "value": "4"}]}]}
     assert publish.text == "fits if the nodes of pool a100 published cpu (at least 4): for a NodePool, spec.allocatable"
     assert publish.nodes == ["a100-0", "a100-1"]
-    applied = copy.deepcopy(docs)
-    applied[0]["spec"]["allocatable"].update(publish.change["allocatable"])
-    assert _phase(*applied) == "Running"
+    assert _phase(*applied(docs, publish.change)) == "Running"
 
 
 def test_a_node_taint_tolerated_is_proven() -> None:
@@ -93,12 +94,31 @@ def test_a_node_taint_tolerated_is_proven() -> None:
     docs = [nodepool("bad", count=1, gpus=1, taints=[taint]), claim_template("one-gpu"),
             pod("waiting", template="one-gpu")]
     toleration = _of(_suggest(*docs), "toleration")
-    assert toleration.change == {"target": "pod", "key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
+    wanted = {"key": "gpu.nvidia.com/xid", "operator": "Equal", "value": "79", "effect": "NoSchedule"}
+    assert toleration.change == {
+        "target": "pod", "key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule",
+        "patches": [{"object": {"kind": "Pod", "name": "default/waiting"},
+                     "patch": [{"op": "add", "path": "/spec/tolerations", "value": [wanted]}]}]}
     assert toleration.text == "fits on 1 node (bad-0) if the pod tolerated the node taint gpu.nvidia.com/xid=79:NoSchedule"
-    tolerating = pod("waiting", template="one-gpu",
-                     tolerations=[{"key": "gpu.nvidia.com/xid", "operator": "Equal", "value": "79",
-                                   "effect": "NoSchedule"}])
-    assert _phase(*docs[:2], tolerating) == "Running"
+    assert _phase(*applied(docs, toleration.change)) == "Running"
+
+
+def test_a_deployments_pods_get_the_toleration_in_its_template() -> None:
+    """The patch names the object the user writes: the Deployment, at /spec/template/spec, its own tolerations
+    kept."""
+    taint = {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
+    own = {"key": "team", "operator": "Exists", "effect": "NoSchedule"}
+    docs = [nodepool("bad", count=1, gpus=1, taints=[taint]), claim_template("one-gpu"),
+            controller("Deployment", "web", 1, template="one-gpu", tolerations=[own])]
+    result = run(*docs).result
+    (key,) = result.state.pods
+    toleration = _of(_suggest(*docs, pod_key=key), "toleration")
+    (patch,) = toleration.change["patches"]
+    assert patch["object"] == {"kind": "Deployment", "name": "default/web"}
+    assert patch["patch"] == [{"op": "add", "path": "/spec/template/spec/tolerations", "value": [
+        own, {"key": "gpu.nvidia.com/xid", "operator": "Equal", "value": "79", "effect": "NoSchedule"}]}]
+    patched = run(*applied(docs, toleration.change)).result
+    assert [r.phase for r in patched.state.pods.values()] == ["Running"]
 
 
 def test_a_device_taint_tolerated_is_proven() -> None:
@@ -109,10 +129,9 @@ def test_a_device_taint_tolerated_is_proven() -> None:
     toleration = _of(_suggest(*docs), "toleration")
     assert toleration.change["target"] == "claims" and toleration.change["claims"] == ["default/one-gpu"]
     assert toleration.cost.amount == 2  # a device taint costs one more than a node taint of the same effect
-    applied = copy.deepcopy(docs)
-    applied[2]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
-        {"key": "gpu.nvidia.com/xid", "operator": "Equal", "value": "48", "effect": "NoSchedule"}]
-    assert _phase(*applied) == "Running"
+    assert [p["object"] for p in toleration.change["patches"]] == [
+        {"kind": "ResourceClaimTemplate", "name": "default/one-gpu"}]
+    assert _phase(*applied(docs, toleration.change)) == "Running"
 
 
 def test_nothing_helps_a_pod_asking_devices_no_node_has() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from fixtures.patches import applied as apply_patches
 from fixtures.scenarios import claim_template, job, nodepool, pod, resource_claim, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,43 +26,9 @@ def _suggest(*docs: Doc, pod_key: str = "default/waiting") -> list[Suggestion]:
     return what_would_fit(Inputs(result.state, result.allocator.features, Policy.KUBE_SCHEDULER), pod_key)
 
 
-def _pointer(path: str) -> list[str]:
-    return [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
-
-
-def apply_patch(document: Doc, patch: list[Doc]) -> Doc:
-    """RFC 6902's add, remove and replace, enough for the patches whatif writes."""
-    out = copy.deepcopy(document)
-    for op in patch:
-        *parents, last = _pointer(op["path"])
-        target: Any = out
-        for part in parents:
-            target = target[int(part)] if isinstance(target, list) else target[part]
-        if op["op"] == "remove":
-            del target[int(last) if isinstance(target, list) else last]
-        elif isinstance(target, list) and op["op"] == "add":
-            target.insert(len(target) if last == "-" else int(last), op["value"])
-        elif isinstance(target, list):
-            target[int(last)] = op["value"]
-        else:
-            target[last] = op["value"]
-    return out
-
-
 def applied(docs: list[Doc], suggestion: Suggestion) -> list[Doc]:
-    """``docs`` with the suggestion's patch applied to the object it names."""
-    obj = suggestion.change["object"]
-    namespace, _, name = obj["name"].partition("/")
-    out, hits = [], 0
-    for doc in docs:
-        meta = doc.get("metadata", {})
-        if doc["kind"] == obj["kind"] and meta.get("name") == name and meta.get("namespace", "default") == namespace:
-            out.append(apply_patch(doc, suggestion.change["patch"]))
-            hits += 1
-        else:
-            out.append(doc)
-    assert hits == 1
-    return out
+    """``docs`` with the suggestion's patches applied to the objects they name."""
+    return apply_patches(docs, suggestion.change)
 
 
 def _phases(docs: list[Doc]) -> dict[str, str]:

@@ -66,7 +66,8 @@ HELP = command_help(
     "groups}; for a workload {workload, summary, groups: [{phase, count, pods, nodes, explanation}]}. A PodGroup's "
     "member adds gang {podGroup, policy, minCount, memberCount, bound, condition, waiting, members}; a pod preemption "
     "concerns adds preemption {possible, node, victims, message}; a pending pod adds whatWouldFit [{kind: resources|"
-    "selector|toleration|release|fallback|count|preemption|nodes, text, change, fitsOn, cost {amount, unit, text}}].",
+    "selector|toleration|release|fallback|count|preemption|nodes, text, change, fitsOn, cost {amount, unit, text}}]; "
+    "a change that edits manifests has patches [{object {kind, name}, patch}], JSON patches on the objects you write.",
     examples=[
         "kubedra explain pod trainer-n92p7 -n ml-training",
         "kubedra explain pod/ml-training/trainer-n92p7 -o json",

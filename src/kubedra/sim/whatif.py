@@ -316,9 +316,14 @@ def _more_nodes(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[S
         copy = _copy(inputs, nodes=[n for n, _ in added], slices=[s for _, ss in added for s in ss])
         fitting = _fits(inputs, copy, record, names)
         if fitting:
+            from kubedra.sim.whatif_patches import nodepool
+
+            count = sum(1 for n in state.nodes.values() if n.metadata.labels.get(label) == pool)
+            patch = nodepool(label, pool, [{"op": "replace", "path": "/spec/count", "value": count + 1}])
             yield Suggestion(f"fits if 1 more node of pool {pool} were added (like {template.metadata.name})",
                              Cost("nodes", 1, "nodes", "add 1 node"),
-                             {"pool": pool, "label": label, "nodes": 1, "like": template.metadata.name}, fitting)
+                             {"pool": pool, "label": label, "nodes": 1, "like": template.metadata.name,
+                              "patches": [patch] if patch is not None else []}, fitting)
 
 
 # ---------------------------------------------------------------------------------------------- all together

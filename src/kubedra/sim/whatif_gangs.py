@@ -20,8 +20,7 @@ from kubedra.objects.model import Node
 from kubedra.sim.scenario import Scenario
 from kubedra.sim.simulate import Options, simulate
 from kubedra.sim.whatif import Cost, Limits, Suggestion, clone_node, pool_of
-
-NODEPOOL_LABEL = "kubedra.io/nodepool"
+from kubedra.sim.whatif_patches import nodepool
 
 
 def _grown(scenario: Scenario, pool: str, template: Node, count: int) -> Scenario:
@@ -99,9 +98,10 @@ def _pools(scenario: Scenario, options: Options, group: str, limits: Limits) -> 
         count, fits_on = smallest
         many = "s" * (count > 1)
         change: dict[str, object] = {"pool": pool, "label": label, "nodes": count, "like": template.metadata.name}
-        if label == NODEPOOL_LABEL:
-            change["object"] = {"kind": "NodePool", "name": pool}
-            change["patch"] = [{"op": "replace", "path": "/spec/count", "value": current + count}]
+        patch = nodepool(label, pool, [{"op": "replace", "path": "/spec/count", "value": current + count}])
+        if patch is not None:
+            change["object"], change["patch"] = patch["object"], patch["patch"]
+        change["patches"] = [patch] if patch is not None else []
         yield Suggestion(
             f"the gang {group} runs if {count} more node{many} of pool {pool} were added (like "
             f"{template.metadata.name}; proven by simulating the whole run again)",

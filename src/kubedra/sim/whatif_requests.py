@@ -32,6 +32,7 @@ import msgspec
 from kubedra.cluster.state import PodRecord
 from kubedra.objects.model import DeviceRequest, DeviceSubRequest, ResourceClaim
 from kubedra.sim.whatif import Cost, Inputs, Limits, Suggestion, _copy, _fits, _on, _pending_claims, _template_of
+from kubedra.sim.whatif_patches import claim_object, entry
 
 EXACT_COUNT = ("", "ExactCount")
 
@@ -112,10 +113,7 @@ def _largest(inputs: Inputs, record: PodRecord, target: tuple[str, ResourceClaim
 
 def _owner(record: PodRecord, key: str) -> tuple[str, str, str]:
     """(kind, namespace/name, the JSON pointer to the claim spec's requests) of the object the user edits."""
-    template = _template_of(record, key)
-    if template:
-        return "ResourceClaimTemplate", template, "/spec/spec/devices/requests"
-    return "ResourceClaim", key, "/spec/devices/requests"
+    return claim_object(_template_of(record, key), key)
 
 
 def requests(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[Suggestion]:
@@ -193,7 +191,8 @@ def _fallback(inputs: Inputs, record: PodRecord, target: tuple[str, ResourceClai
         f"(it still gets {asked[0]} where {asked[0]} are free{_divides(asked[0], count) if even else ''})",
         Cost("fallback", given_up, "devices", f"fall back to {count} of {asked[0]} devices"),
         {"object": {"kind": kind, "name": name}, "request": request.name, "from": asked[0], "to": count,
-         "firstAvailable": [_wire(s) for s in changed.first_available], "patch": patch}, fitting)
+         "firstAvailable": [_wire(s) for s in changed.first_available], "patch": patch,
+         "patches": [entry(kind, name, patch)]}, fitting)
 
 
 def _lowered(inputs: Inputs, record: PodRecord, target: tuple[str, ResourceClaim, int], *, count: int,
@@ -214,4 +213,5 @@ def _lowered(inputs: Inputs, record: PodRecord, target: tuple[str, ResourceClaim
         Cost("count", asked - count + 1, "devices", f"ask {count} of {asked} devices"),
         {"object": {"kind": kind, "name": name}, "request": request.name,
          "field": field.replace("/", ".").lstrip(".").replace(f".{index}.", f"[{index}]."), "from": asked,
-         "to": count, "patch": [{"op": "replace", "path": field, "value": count}]}, fitting)
+         "to": count, "patch": [{"op": "replace", "path": field, "value": count}],
+         "patches": [entry(kind, name, [{"op": "replace", "path": field, "value": count}])]}, fitting)

@@ -14,6 +14,7 @@ from kubedra.cluster.state import PodRecord
 from kubedra.objects.model import Node
 from kubedra.scheduler.nodefit import is_extended_resource
 from kubedra.sim.whatif import Cost, Inputs, Limits, Suggestion, _copy, _fits, pool_of
+from kubedra.sim.whatif_patches import nodepool
 
 
 def _publishing(node: Node, amounts: dict[str, str]) -> Node:
@@ -47,4 +48,12 @@ def published_resources(inputs: Inputs, record: PodRecord, limits: Limits) -> It
             yield Suggestion(
                 f"fits if the nodes of pool {pool} published {listed}: for a NodePool, spec.allocatable",
                 Cost("resources", len(missing), "resources", f"publish {', '.join(missing)}"),
-                {"pool": pool, "label": label, "allocatable": amounts}, fitting)
+                {"pool": pool, "label": label, "allocatable": amounts,
+                 "patches": _nodepool_patches(label, pool, amounts)}, fitting)
+
+
+def _nodepool_patches(label: str, pool: str, amounts: dict[str, str]) -> list[dict[str, object]]:
+    ops = [{"op": "add", "path": f"/spec/allocatable/{name.replace('~', '~0').replace('/', '~1')}", "value": amount}
+           for name, amount in amounts.items()]
+    found = nodepool(label, pool, ops)
+    return [found] if found is not None else []

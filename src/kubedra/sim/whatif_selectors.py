@@ -18,6 +18,7 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import CELDeviceSelector, DeviceRequest, DeviceSelector, ResourceClaim
 from kubedra.objects.quantity import Quantity
 from kubedra.sim.whatif import Cost, Inputs, Limits, Suggestion, _copy, _fits, _on, _pending_claims, _template_of
+from kubedra.sim.whatif_patches import claim_patch
 
 
 @dataclass(frozen=True)
@@ -307,5 +308,6 @@ def _relax(  # noqa: PLR0917 - one comparison of one selector, and what proves i
             f"{_short(comparison, text)} instead of {shown_old}",
             Cost("selector", percent, "percent", f"threshold moved {percent:g}%"),
             {"claim": key, "template": template or None, "request": request, "selector": index,
-             "expression": source, "relaxed": relaxed, "from": shown_old, "to": text}, fitting)
+             "expression": source, "relaxed": relaxed, "from": shown_old, "to": text,
+             "patches": [claim_patch(claim, template, key, changed)]}, fitting)
     return None

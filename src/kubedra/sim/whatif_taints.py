@@ -24,6 +24,7 @@ from kubedra.sim.whatif import (
     _pending_claims,
     _template_of,
 )
+from kubedra.sim.whatif_patches import claim_patch, pod_toleration
 
 
 def _node_taints(state: ClusterState, record: PodRecord) -> list[tuple[str, str, str]]:
@@ -88,9 +89,11 @@ def tolerations(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[S
                         limits.nodes_checked)
         if fitting:
             taint = _taint_text(key, value, effect)
+            patch = pod_toleration(record, Toleration(key=key, operator="Equal", value=value, effect=effect))
             yield Suggestion(f"fits on {_on(fitting)} if the pod tolerated the node taint {taint}",
                              Cost("toleration", EFFECT_RISK[effect], "risk", f"tolerate a {effect} node taint"),
-                             {"target": "pod", "key": key, "value": value, "effect": effect}, fitting)
+                             {"target": "pod", "key": key, "value": value, "effect": effect,
+                              "patches": [patch] if patch is not None else []}, fitting)
     pending = _pending_claims(state, record)
     if not pending:
         return
@@ -98,13 +101,15 @@ def tolerations(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[S
         if tried >= limits.taints:
             return
         tried += 1
-        changed: dict[str, ResourceClaim | None] = {
-            k: _tolerating_claim(c, key, value, effect) for k, c in pending}
-        fitting = _fits(inputs, _copy(inputs, claims=changed), record, None, limits.nodes_checked)
+        changed: dict[str, ResourceClaim] = {k: _tolerating_claim(c, key, value, effect) for k, c in pending}
+        fitting = _fits(inputs, _copy(inputs, claims=dict(changed)), record, None, limits.nodes_checked)
         if fitting:
             taint = _taint_text(key, value, effect)
             claims = [_template_of(record, k) or k for k, _ in pending]
+            patches = {name: claim_patch(c, _template_of(record, k), k, changed[k])  # one per object written
+                       for name, (k, c) in zip(claims, pending, strict=True)}
             yield Suggestion(
                 f"fits on {_on(fitting)} if {', '.join(claims)} tolerated the device taint {taint}",
                 Cost("toleration", EFFECT_RISK[effect] + 1, "risk", f"tolerate a {effect} device taint"),
-                {"target": "claims", "claims": claims, "key": key, "value": value, "effect": effect}, fitting)
+                {"target": "claims", "claims": claims, "key": key, "value": value, "effect": effect,
+                 "patches": list(patches.values())}, fitting)
