@@ -25,10 +25,10 @@ def test_example_table_compares_the_orders(capsys: pytest.CaptureFixture[str]) -
     code, out, _ = run(capsys, "migrate", "plan", str(EXAMPLE))
     assert code == 0
     # The time-sliced A100s go last: the embeddings pods they can no longer hold wait through fewer waves.
-    assert "WAVE 1: h100-2\n  no pod evicted or waiting" in out and "WAVE 4: a100-0" in out
+    assert "WAVE 1: h100-2\n  no pod evicted or waiting" in out and "WAVE 4: a100-1" in out
     assert "default/notebook                    yes       lost (bare pod)" in out
-    assert "smart (chosen)   5       12          1      3         0" in out
-    assert "naive            5       12          1      12        0" in out
+    assert "smart (chosen)   5       11          1      2         1" in out
+    assert "naive            5       13          1      8         1" in out
     assert "time-slicing shares each GPU among 2 pods" in out
 
 

@@ -8,7 +8,9 @@ pods asking ``nvidia.com/gpu`` get through the DeviceClass's ``extendedResourceN
 
 A wave is simulated with the library (:func:`kubedra.sim.simulate.simulate`): the pods left running stay on their
 node (pinned there with ``kubernetes.io/hostname``, bound first), then the evicted pods their controllers recreate
-and the pods already waiting arrive and are scheduled as kube-scheduler would. Bare pods evicted are lost.
+and the pods already waiting arrive and are scheduled as kube-scheduler would: first while the switching nodes are
+cordoned (the controllers recreate a pod as soon as it is evicted, and a pod bound then stays where it landed), then,
+for those still pending, on the switched and uncordoned nodes. Bare pods evicted are lost.
 """
 
 from __future__ import annotations
@@ -252,13 +254,17 @@ def budget_findings(cluster: Cluster, running: set[str], draining: set[str], aft
 
 
 def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching: tuple[str, ...],
-                  placement: dict[str, str]) -> WaveOutcome:
+                  placement: dict[str, str], *, gone: frozenset[str] = frozenset()) -> WaveOutcome:
     """``switching`` moved to DRA on top of ``switched``: their pods evicted, the rest kept where ``placement`` has
-    them, the evicted and waiting pods scheduled again."""
+    them, the evicted and waiting pods scheduled again: first while ``switching`` is cordoned (the drain: a pod that
+    lands then stays there), then the ones still pending on the switched, uncordoned nodes. ``gone``: the bare pods
+    earlier waves evicted, which no longer exist."""
     going = set(switching)
     kept, again, evicted, lost = [], [], [], []
     for arrival in cluster.pods:
         key = pod_key(arrival.pod)
+        if key in gone:
+            continue
         node = placement.get(key)
         if node is not None and node not in going:
             kept.append(_pinned(arrival, node))
@@ -270,7 +276,13 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
                 continue
         again.append(replace(arrival, arrive_at=RECREATED_AT))
     drain = run(mixed(cluster, switched, [*kept, *again], going), features)
-    result = run(mixed(cluster, switched | going, [*kept, *again]), features)
+    # The controllers recreate an evicted pod at once, while its node is still cordoned: where the replacement binds
+    # during the drain it stays (kube-scheduler never moves a bound pod); only the pods that found no node then
+    # land after the switch and the uncordon.
+    landed = {k: node for k, (node, _) in drain.items() if node}
+    settled = [replace(_pinned(a, landed[pod_key(a.pod)]), arrive_at=0.0) for a in again if pod_key(a.pod) in landed]
+    later = [a for a in again if pod_key(a.pod) not in landed]
+    result = run(mixed(cluster, switched | going, [*kept, *settled, *later]), features)
     after = {k: node for k, (node, _) in result.items() if node}
     waiting = {k: why for k, (node, why) in result.items() if not node}
     budgets = budget_findings(cluster, set(placement), {k for k, (node, _) in drain.items() if node}, set(after))

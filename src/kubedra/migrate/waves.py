@@ -59,16 +59,18 @@ def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str,
 
 
 def _tail(cluster: Cluster, features: Any, switched: set[str], placement: dict[str, str], order: list[str], *,
-          max_unavailable: int) -> list[WaveOutcome]:
-    """The waves that switch ``order`` from this state, ``max_unavailable`` nodes at a time."""
+          max_unavailable: int, gone: frozenset[str] = frozenset()) -> list[WaveOutcome]:
+    """The waves that switch ``order`` from this state, ``max_unavailable`` nodes at a time (``gone``: the bare pods
+    evicted before, never recreated)."""
     out = []
     switched = set(switched)
     for i in range(0, len(order), max_unavailable):
         wave = tuple(order[i: i + max_unavailable])
-        outcome = simulate_wave(cluster, features, switched, wave, placement)
+        outcome = simulate_wave(cluster, features, switched, wave, placement, gone=gone)
         out.append(outcome)
         switched |= set(wave)
         placement = outcome.placement
+        gone |= set(outcome.lost)
     return out
 
 
@@ -93,6 +95,7 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
     placement, waiting = _initial(cluster, features)
     plan = Plan("smart", [], dict(placement), waiting)
     switched: set[str] = set()
+    gone: frozenset[str] = frozenset()
     left = sorted(cluster.gpu_nodes)
     while left:
         wave: list[str] = []
@@ -100,12 +103,13 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
         while left and len(wave) < max_unavailable:
             tries = []
             for node in left:
-                outcome = simulate_wave(cluster, features, switched, (*wave, node), placement)
+                outcome = simulate_wave(cluster, features, switched, (*wave, node), placement, gone=gone)
                 cost = _cost(outcome)
                 if lookahead:
                     rest = [n for n in left if n != node]
                     cost = _total([outcome, *_tail(cluster, features, switched | {*wave, node}, outcome.placement,
-                                                   rest, max_unavailable=max_unavailable)])
+                                                   rest, max_unavailable=max_unavailable,
+                                                   gone=gone | set(outcome.lost))])
                 tries.append((cost, _cost(outcome), node, outcome))
             *_, node, best = min(tries, key=lambda t: t[:3])  # ties: the emptier wave, then name order
             wave.append(node)
@@ -114,6 +118,7 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
         plan.waves.append(best)
         switched |= set(wave)
         placement = best.placement
+        gone |= set(best.lost)
     return plan
 
 
