@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
 from kubedra.cli import main
+from kubedra.migrate.rollout import read_cluster
+from kubedra.objects.load import load_paths
+from kubedra.sim.scenario import build_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "migrate" / "rollout"
@@ -69,13 +74,41 @@ def test_help_teaches(capsys: pytest.CaptureFixture[str]) -> None:
     assert "kubedra migrate plan examples/migrate/rollout" in out
 
 
-def test_node_serving_the_plugin_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_node_without_gfd_product_label_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "node.yaml"
     path.write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: {nvidia.com/gpu: '4', "
                     "pods: '110'}\n  capacity: {nvidia.com/gpu: '4', pods: '110'}\n")
     code, _, err = run(capsys, "migrate", "plan", str(path))
     assert code == 2
-    assert "node.yaml" in err and "Node/n1" in err and "status.allocatable[nvidia.com/gpu]" in err
+    assert "node.yaml" in err and "Node n1" in err and "nvidia.com/gpu.product" in err
+
+
+def gfd_nodes(cluster: Any) -> list[dict[str, Any]]:
+    """The example's device-plugin nodes as plain Nodes, labelled as GPU Feature Discovery labels them."""
+    out = []
+    for gpu in cluster.gpu_nodes.values():
+        model = "NVIDIA-A100-SXM4-40GB" if gpu.pool == "a100" else "NVIDIA-H100-80GB-HBM3"
+        node = msgspec.to_builtins(gpu.plugin)
+        node["metadata"]["labels"].update({
+            "nvidia.com/gpu.product": model + ("-SHARED" if gpu.replicas > 1 else ""),
+            "nvidia.com/gpu.count": str(len(gpu.slices[0].spec.devices)),
+            "nvidia.com/gpu.replicas": str(gpu.replicas)})
+        out.append({"apiVersion": "v1", "kind": "Node", **node})
+    return out
+
+
+def test_gfd_labelled_nodes_plan_as_their_nodepools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loaded = load_paths([str(EXAMPLE)], recursive=True)
+    cluster = read_cluster(loaded, build_scenario(loaded))
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all(gfd_nodes(cluster)))
+    (tmp_path / "workloads.yaml").write_text((EXAMPLE / "workloads.yaml").read_text())
+    code, pools, _ = run(capsys, "migrate", "plan", str(EXAMPLE), "-o", "json")
+    assert code == 0
+    code, nodes, err = run(capsys, "migrate", "plan", str(tmp_path), "-o", "json")
+    assert code == 0, err
+    want, got = json.loads(pools), json.loads(nodes)
+    assert got["waves"] == want["waves"] and got["compare"] == want["compare"] and got["summary"] == want["summary"]
+    assert any("Node a100-0: time-slicing shares each GPU among 2 pods" in n for n in got["notes"])
 
 
 def test_bad_nodepool_field_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

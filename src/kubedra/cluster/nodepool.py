@@ -357,3 +357,10 @@ def expand_nodepools(
             if factory is not None:
                 slices.extend(factory.node_slices(node.metadata.name, node.metadata.uid))
     return nodes, slices
+
+
+def gpu_node_slices(node: str, node_uid: str, model: catalogue.GpuModel, count: int) -> list[ResourceSlice]:
+    """The slices NVIDIA's DRA driver publishes for a node of ``count`` whole GPUs of ``model`` (driver defaults, no
+    MIG, no sharing): what a device-plugin node read from a cluster publishes once switched."""
+    gpu = PoolGpu(model=model.name, count=count)
+    return SliceFactory(_layout(NodePoolSpec(count=1, gpu=gpu), gpu, model)).node_slices(node, node_uid)

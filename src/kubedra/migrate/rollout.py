@@ -1,7 +1,8 @@
 """The cluster a rollout switches, and one wave of it simulated: device-plugin nodes moved to DRA, their pods evicted.
 
-The input is the cluster as manifests: NodePools with ``devicePlugin: true`` are the nodes to switch (their GPU model
-tells what the DRA driver will publish for them), other nodes stay as they are, and the running workloads are
+The input is the cluster as manifests or read live: NodePools with ``devicePlugin: true`` and plain Nodes advertising
+``nvidia.com/gpu`` with GPU Feature Discovery's labels are the nodes to switch (their GPU model tells what the DRA
+driver will publish for them), other nodes stay as they are, and the running workloads are
 Deployments, StatefulSets, ReplicaSets, Jobs and bare Pods. The device plugin's time-slicing ConfigMap, when present,
 multiplies what an unswitched node advertises (``replicas`` per GPU); a switched node publishes whole GPUs, which
 pods asking ``nvidia.com/gpu`` get through the DeviceClass's ``extendedResourceName`` (KEP-5004).
@@ -11,6 +12,14 @@ node (pinned there with ``kubernetes.io/hostname``, bound first), then the evict
 and the pods already waiting arrive and are scheduled as kube-scheduler would: first while the switching nodes are
 cordoned (the controllers recreate a pod as soon as it is evicted, and a pod bound then stays where it landed), then,
 for those still pending, on the switched and uncordoned nodes. Bare pods evicted are lost.
+
+A Node's GPU model is read from the labels GPU Feature Discovery puts on it (NVIDIA/k8s-device-plugin, which hosts
+GFD since v0.15; ``internal/lm/resource.go`` at commit 02f65cca): ``nvidia.com/gpu.product`` is NVML's product name
+with spaces made ``-`` and ``-SHARED`` appended when time-slicing replicates the GPU (unless renamed),
+``nvidia.com/gpu.count`` the physical GPUs, ``nvidia.com/gpu.memory`` each GPU's memory in MiB,
+``nvidia.com/gpu.replicas`` the time-slicing replicas; ``nvidia.com/mig.strategy`` comes from ``internal/lm/
+mig-strategy.go``. A cluster read live keeps its pods where they run (``Cluster.observed``): the plan starts from
+there instead of simulating the start.
 """
 
 from __future__ import annotations
@@ -22,7 +31,9 @@ from typing import Any
 import msgspec
 import yaml
 
-from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
+from kubedra.cluster import catalogue
+from kubedra.cluster.gpuslices import stable_uid
+from kubedra.cluster.nodepool import POOL_LABEL, expand_nodepools, gpu_node_slices, is_nodepool
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import Node, Pod, ResourceSlice
@@ -34,6 +45,12 @@ from kubedra.sim.workloads import DEFAULT_NAMESPACE, PodArrival, Workloads
 GPU = "nvidia.com/gpu"
 HOSTNAME = "kubernetes.io/hostname"
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
+PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU Feature Discovery's labels (see the module docstring)
+COUNT_LABEL = "nvidia.com/gpu.count"
+MEMORY_LABEL = "nvidia.com/gpu.memory"
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
+SHARED_SUFFIX = "-SHARED"
 RECREATED_AT = 1.0  # evicted and waiting pods come after the pods that stay are bound again
 
 
@@ -64,6 +81,7 @@ class Cluster:
     other_nodes: list[Node]
     pods: list[PodArrival]  # in arrival order
     notes: list[str] = field(default_factory=list)
+    observed: dict[str, str] | None = None  # pod key -> node where it runs (a live cluster); None: simulate the start
 
 
 @dataclass
@@ -119,9 +137,74 @@ def _scaled(node: Node, replicas: int) -> Node:
     return msgspec.structs.replace(node, status=status)
 
 
+def gfd_model(product: str, memory: str | None) -> catalogue.GpuModel | None:
+    """The catalogue's model for GFD's ``nvidia.com/gpu.product`` (NVML's name, spaces as ``-``, ``-SHARED`` when
+    time-sliced); a product the catalogue does not know is declared from ``nvidia.com/gpu.memory`` (MiB) where the
+    node has it, else None."""
+    name = product.removesuffix(SHARED_SUFFIX).upper()
+    for model in catalogue.MODELS:
+        if name in {k.replace(" ", "-").upper() for k in (model.product_name, model.name, *model.aliases)}:
+            return model
+    if memory is not None and memory.isdigit() and int(memory) > 0:
+        return catalogue.GpuModel(product.removesuffix(SHARED_SUFFIX), product.removesuffix(SHARED_SUFFIX),
+                                  "Nvidia", "", "", int(memory), 0)
+    return None
+
+
+def labelled_gpu_node(node: Node, where: Location, replicas: dict[str, int], problems: list[Problem],
+                      notes: list[str]) -> GpuNode | None:
+    """A plain Node the device plugin serves, its GPUs read from GPU Feature Discovery's labels; None (and a
+    problem naming the node and the label) where a label it needs is missing or unreadable."""
+    name, labels = node.metadata.name, node.metadata.labels
+
+    def bad(label: str, message: str) -> None:
+        problems.append(Problem(replace(where, field=f"metadata.labels[{label}]"), f"Node {name}: {message}"))
+
+    product = labels.get(PRODUCT_LABEL)
+    if not product:
+        bad(PRODUCT_LABEL, f"advertises nvidia.com/gpu but has no label {PRODUCT_LABEL} (GPU Feature Discovery's): "
+            "its GPU model is unknown; deploy GFD (the GPU Operator does) or label the node")
+        return None
+    model = gfd_model(product, labels.get(MEMORY_LABEL))
+    if model is None:
+        bad(MEMORY_LABEL, f"{PRODUCT_LABEL}={product} is not in kubedra's catalogue and the node has no label "
+            f"{MEMORY_LABEL} (MiB) to declare it; known models: {', '.join(catalogue.known_names())}")
+        return None
+    label_replicas = labels.get(REPLICAS_LABEL, "")
+    if replicas:  # the device plugin's config is known: the node's config label selects its replicas
+        times = _replicas_for(labels, replicas)
+    else:  # GFD's label says what the plugin applies (0: sharing off)
+        times = max(1, int(label_replicas)) if label_replicas.isdigit() else 1
+    advertised = int(str(node.status.allocatable[GPU]))
+    count_text = labels.get(COUNT_LABEL)
+    if count_text is None:
+        count = advertised // times
+        if count < 1:
+            bad(COUNT_LABEL, f"has no label {COUNT_LABEL} and advertises {advertised} nvidia.com/gpu")
+            return None
+    elif not count_text.isdigit() or int(count_text) < 1:
+        bad(COUNT_LABEL, f"{COUNT_LABEL}={count_text!r} is not a positive GPU count")
+        return None
+    else:
+        count = int(count_text)
+    strategy = labels.get(MIG_STRATEGY_LABEL, "none")
+    if strategy not in ("", "none"):
+        notes.append(f"Node {name}: {MIG_STRATEGY_LABEL}={strategy}: MIG devices are not planned yet; the switched "
+                     "node is planned with whole GPUs")
+    allocatable = {k: v for k, v in node.status.allocatable.items() if k != GPU}
+    capacity = {k: v for k, v in node.status.capacity.items() if k != GPU}
+    dra = msgspec.structs.replace(node, status=msgspec.structs.replace(node.status, allocatable=allocatable,
+                                                                       capacity=capacity))
+    slices = tuple(gpu_node_slices(name, node.metadata.uid or stable_uid("Node", name), model, count))
+    if times > 1:
+        notes.append(f"Node {name}: time-slicing shares each GPU among {times} pods on the device plugin; once "
+                     "switched each nvidia.com/gpu is a whole GPU (DRA shares per claim, not node-wide)")
+    return GpuNode(name, labels.get(POOL_LABEL, product), node, dra, slices, times)
+
+
 def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
     """The cluster to switch. Raises InvalidInputError naming file, object and field where the input cannot be
-    planned (no device-plugin node, or a Node advertising nvidia.com/gpu: its GPU model is unknown)."""
+    planned (no device-plugin node, or a Node advertising nvidia.com/gpu without GPU Feature Discovery's labels)."""
     problems: list[Problem] = []
     notes: list[str] = []
     replicas = _plugin_replicas(loaded)
@@ -145,12 +228,12 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
                          "claim, not node-wide)")
     for node in loaded.of_kind(Node):
         if GPU in node.status.allocatable:
-            where = loaded.location_of(node)
-            problems.append(Problem(replace(where, field="status.allocatable[nvidia.com/gpu]"),
-                                    "a Node serving nvidia.com/gpu cannot be planned yet: its GPU model is not "
-                                    "known; describe it as a NodePool with spec.devicePlugin: true"))
+            labelled = labelled_gpu_node(node, loaded.location_of(node), replicas, problems, notes)
+            if labelled is not None:
+                gpu_nodes[labelled.name] = labelled
     if not gpu_nodes and not problems:
-        problems.append(Problem(Location(), "no NodePool with spec.devicePlugin: true: nothing to switch to DRA"))
+        problems.append(Problem(Location(), "no NodePool with spec.devicePlugin: true and no Node advertising "
+                                "nvidia.com/gpu: nothing to switch to DRA"))
     if problems:
         raise InvalidInputError(problems)
     workloads = scenario.workloads
@@ -291,6 +374,17 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
 
 
 def start(cluster: Cluster, features: Any) -> dict[str, tuple[str, str]]:
-    """The cluster before any switch: every pod scheduled on the device plugin."""
-    return run(mixed(cluster, set(), list(cluster.pods)), features)
+    """The cluster before any switch: every pod scheduled on the device plugin; where the placement was observed
+    (a live cluster), the running pods stay on their nodes and only the others (pending, or added from files) are
+    scheduled."""
+    if cluster.observed is None:
+        return run(mixed(cluster, set(), list(cluster.pods)), features)
+    kept, new = [], []
+    for arrival in cluster.pods:
+        node = cluster.observed.get(pod_key(arrival.pod))
+        if node is not None:
+            kept.append(_pinned(arrival, node))
+        else:
+            new.append(replace(arrival, arrive_at=RECREATED_AT))
+    return run(mixed(cluster, set(), [*kept, *new]), features)
 
