@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from kubedra.cli.helptext import command_help
-from kubedra.cli.options import MaxFileSizeOption, QuietOption, parse_limits
+from kubedra.cli.options import ContextOption, KubeconfigOption, MaxFileSizeOption, QuietOption, parse_limits
 from kubedra.cli.output import EXIT_OK, Column, OutputFormat, Table, fail, fail_invalid, print_data, stdout_console
 
 HELP = command_help(
@@ -28,13 +28,21 @@ HELP = command_help(
     "Output: a table per wave (nodes, evicted, landed again and where, waiting and why, budgets) and the two "
     "orders compared; -o yaml|json: a runbook (kind RolloutPlan) with the commands of each wave: cordon, drain, "
     "the GPU Operator's device-plugin label off, the DRA driver's label on, wait for the node's ResourceSlices, "
-    "uncordon. Not modelled yet: live clusters, the time the driver's DaemonSet takes, preemption during a wave.",
+    "uncordon. Not modelled yet: the time the driver's DaemonSet takes, preemption during a wave.",
+    "--kubeconfig (and --context) reads the live cluster instead, read only: its Nodes, running pods (they keep "
+    "their nodes: the plan starts from there), their controllers, PriorityClasses, PodDisruptionBudgets, "
+    "ResourceSlices, DeviceClasses, and the GPU Operator's ClusterPolicy with the device plugin's ConfigMap it "
+    "names; FILES add manifests (workloads not yet deployed). Nodes advertising nvidia.com/gpu are the nodes to "
+    "switch, their GPUs read from GPU Feature Discovery's labels (nvidia.com/gpu.product, nvidia.com/gpu.count, "
+    "nvidia.com/gpu.memory, nvidia.com/gpu.replicas); a node without nvidia.com/gpu.product is refused.",
     examples=[
         "kubedra migrate plan examples/migrate/rollout",
         "kubedra migrate plan examples/migrate/rollout --max-unavailable 2 --order naive",
         "kubedra migrate plan examples/migrate/rollout -o yaml > runbook.yaml",
+        "kubedra migrate plan --kubeconfig ~/.kube/config --context prod",
     ],
-    exit_status="0 planned (waiting pods are reported, not an error), 2 invalid input (file, object and field).",
+    exit_status="0 planned (waiting pods are reported, not an error), 2 invalid input (file, object and field; a "
+    "node without GFD's labels) or a cluster that cannot be read.",
 )
 
 
@@ -43,7 +51,23 @@ class Order(enum.StrEnum):
     naive = "naive"
 
 
-def _plan(paths: list[str], max_unavailable: int, order: Order, limits: Any) -> tuple[Any, Any, list[str]]:
+def _live(kubeconfig: str | None, context: str | None, paths: list[str], limits: Any) -> Any:
+    """The cluster read live (read only), ``paths`` added; exit 2 saying why where it cannot be read."""
+    import os
+
+    from kubedra.cli.live import request_timeout
+    from kubedra.kube.api import KubeError, connect
+    from kubedra.migrate.live import read_live
+
+    try:
+        with connect(kubeconfig, context, timeout=request_timeout(os.environ)) as client:
+            return read_live(client, paths, limits).cluster
+    except KubeError as exc:
+        fail(str(exc))
+
+
+def _plan(paths: list[str], max_unavailable: int, order: Order, limits: Any,
+          live: tuple[str | None, str | None] | None = None) -> tuple[Any, Any, list[str]]:
     from kubedra.allocator import Features
     from kubedra.migrate import waves
     from kubedra.migrate.rollout import read_cluster
@@ -52,9 +76,12 @@ def _plan(paths: list[str], max_unavailable: int, order: Order, limits: Any) -> 
     from kubedra.sim.scenario import build_scenario
 
     try:
-        loaded = load_paths(paths, limits=limits, recursive=True)
-        scenario = build_scenario(loaded)
-        cluster = read_cluster(loaded, scenario)
+        if live is not None:
+            cluster = _live(*live, paths, limits)
+        else:
+            loaded = load_paths(paths, limits=limits, recursive=True)
+            scenario = build_scenario(loaded)
+            cluster = read_cluster(loaded, scenario)
     except InvalidInputError as error:
         fail_invalid(error)
     features = Features.for_release("1.37")
@@ -102,7 +129,7 @@ def plan_app() -> typer.Typer:
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode="rich",
                       context_settings={"help_option_names": ["-h", "--help"]})
 
-    @app.command("plan", help=HELP, no_args_is_help=True)
+    @app.command("plan", help=HELP)
     def plan_command(
         paths: Annotated[list[str] | None, typer.Argument(help="Files, directories or - (as -f).",
                                                           show_default=False)] = None,
@@ -116,15 +143,18 @@ def plan_app() -> typer.Typer:
         = OutputFormat.table,
         quiet: QuietOption = False,  # noqa: ARG001  (the notes are part of the plan's output)
         max_file_size: MaxFileSizeOption = "8Mi",
+        kubeconfig: KubeconfigOption = None,
+        context: ContextOption = None,
     ) -> None:
         from kubedra.migrate import waves
 
         inputs = [*(paths or []), *(files or [])]
-        if not inputs:
-            fail("no input: give FILES, a directory or - (or -f)")
+        live = (kubeconfig, context) if kubeconfig is not None or context is not None else None
+        if not inputs and live is None:
+            fail("no input: give FILES, a directory or - (or -f), or --kubeconfig")
         if output not in (OutputFormat.table, OutputFormat.wide, OutputFormat.yaml, OutputFormat.json):
             fail(f"-o {output.value}: migrate plan prints table, yaml or json")
-        plan, other, notes = _plan(inputs, max_unavailable, order, parse_limits(max_file_size))
+        plan, other, notes = _plan(inputs, max_unavailable, order, parse_limits(max_file_size), live)
         plan.notes[:0] = notes
         if output in (OutputFormat.yaml, OutputFormat.json):
             print_data(waves.document(plan, other), output)
