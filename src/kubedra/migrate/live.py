@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import msgspec
 from lightkube import Client
 
 from kubedra.kube.api import READ_ERRORS, KubeError, describe_error, list_kind, list_selected, served_version
@@ -27,6 +28,7 @@ from kubedra.migrate.rollout import Cluster, pod_key
 from kubedra.migrate.rollout import read_cluster as rollout_cluster
 from kubedra.objects.load import Loaded, load_paths
 from kubedra.sim.scenario import Scenario, build_scenario
+from kubedra.sim.workloads import PodArrival
 
 DEPLOYMENT = Kind("Deployment", "apps", "deployments", namespaced=True, versions=("v1",))
 JOB = Kind("Job", "batch", "jobs", namespaced=True, versions=("v1",))
@@ -36,6 +38,7 @@ CONFIG_MAP = Kind("ConfigMap", "", "configmaps", namespaced=True, versions=("v1"
 CLUSTER_POLICY = Kind("ClusterPolicy", "nvidia.com", "clusterpolicies", namespaced=False, versions=("v1",))
 OPERATOR_NAMESPACE = "gpu-operator"  # where the GPU Operator's Helm chart installs (its ConfigMaps live there)
 TERMINATED = ("Succeeded", "Failed")
+HTTP_NOT_FOUND = 404
 
 
 @dataclass
@@ -62,10 +65,23 @@ def _key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
 
 
+def _status(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    code = getattr(response, "status_code", None)
+    if code is None:
+        code = getattr(getattr(exc, "status", None), "code", None)
+    return code if isinstance(code, int) else None
+
+
 def device_plugin_config(client: Client, notes: list[str]) -> list[dict[str, Any]]:
     """The ConfigMap the ClusterPolicy's device plugin reads (empty where there is none), with notes saying why."""
     try:
-        version = served_version(client, CLUSTER_POLICY)
+        try:
+            version = served_version(client, CLUSTER_POLICY)
+        except READ_ERRORS as exc:  # a group the server does not know at all: a plain 404
+            if _status(exc) != HTTP_NOT_FOUND:
+                raise
+            version = None
         if version is None:
             notes.append("the cluster serves no ClusterPolicy (nvidia.com/v1): the GPU Operator is not installed "
                          "(or not through a ClusterPolicy); time-slicing replicas read from the nodes' "
@@ -96,6 +112,20 @@ def device_plugin_config(client: Client, notes: list[str]) -> list[dict[str, Any
         maps.sort(key=lambda m: (m["metadata"].get("namespace") != OPERATOR_NAMESPACE, m["metadata"].get("namespace")))
         found.append(maps[0])
     return found
+
+
+def _observed(cluster: Cluster, owners: dict[str, str]) -> tuple[list[PodArrival], dict[str, str]]:
+    """The pods with their controllers as owners, unbound (an evicted pod's replacement is scheduled again), and
+    where each bound one runs: the plan's start."""
+    pods, observed = [], {}
+    for arrival in cluster.pods:
+        key = pod_key(arrival.pod)
+        pod = arrival.pod
+        if pod.spec.node_name:
+            observed[key] = pod.spec.node_name
+            pod = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=""))
+        pods.append(replace(arrival, pod=pod, owner=owners.get(key, arrival.owner)))
+    return pods, observed
 
 
 def read_live(client: Client, paths: Sequence[str] = (), limits: Any = None) -> LiveCluster:
@@ -149,11 +179,7 @@ def read_live(client: Client, paths: Sequence[str] = (), limits: Any = None) -> 
         scenario.cluster_controllers, spread_notes = cluster_controllers(live_controllers)
         notes.extend(spread_notes)
     cluster = rollout_cluster(loaded, scenario)
-    pods = []
-    for arrival in cluster.pods:
-        resolved = owners.get(pod_key(arrival.pod))
-        pods.append(replace(arrival, owner=resolved) if resolved else arrival)
-    observed = {pod_key(a.pod): a.pod.spec.node_name for a in pods if a.pod.spec.node_name}
+    pods, observed = _observed(cluster, owners)
     cluster.pods = pods
     cluster.observed = observed
     cluster.notes[:0] = [*notes, "the plan starts from where the cluster's pods run now (read live), not from a "

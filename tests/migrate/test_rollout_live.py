@@ -1,0 +1,142 @@
+"""``kubedra migrate plan --kubeconfig`` on the real control plane (kube-apiserver, kube-scheduler and
+kube-controller-manager v1.37.2): the rollout example's cluster created as plain Nodes the device plugin serves,
+labelled as GPU Feature Discovery labels them, its workloads placed by the real scheduler (the test marks bound pods
+Running, as kubelets would). The plan read live must be the plan of the same objects given as files: the same waves,
+and per wave the same evictions, losses, landings and waiting pods per workload (pod names differ: the controllers
+name the live ones). No ClusterPolicy CRD is served here: the plan says so and reads the replicas from the nodes'
+``nvidia.com/gpu.replicas``. A Node advertising ``nvidia.com/gpu`` without ``nvidia.com/gpu.product`` is refused,
+naming it. Nothing is written to the cluster."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from tests.controlplane.fixture import ControlPlane, running_control_plane
+from tests.kube.builders import run_cli
+from tests.kube.vs_controllers import CONTROLLERS
+from tests.migrate.test_rollout import gfd_nodes
+from tests.migrate.test_rollout_controlplane import EXAMPLE, PATHS, _api, _settled
+
+from kubedra.allocator import Features
+from kubedra.cluster.deviceclasses import GPU_CLASS, default_device_classes
+from kubedra.kube.api import connect
+from kubedra.kube.read import manifest
+from kubedra.migrate import waves
+from kubedra.migrate.live import read_live
+from kubedra.migrate.rollout import Cluster, read_cluster
+from kubedra.objects.load import load_paths
+from kubedra.sim.scenario import build_scenario
+
+pytestmark = pytest.mark.controlplane
+
+FEATURES = Features.for_release("1.37")
+NAMESPACE = "live"
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    with running_control_plane(tmp_path_factory.mktemp("live"), controllers=(*CONTROLLERS, "disruption")) as started:
+        yield started
+
+
+def _workloads() -> list[dict[str, Any]]:
+    docs = []
+    for doc in yaml.safe_load_all((EXAMPLE / "workloads.yaml").read_text()):
+        if doc["kind"] == "PriorityClass":
+            doc["preemptionPolicy"] = "Never"  # the plan does not model preemption during a rollout
+        else:
+            doc["metadata"]["namespace"] = NAMESPACE
+        docs.append(doc)
+    return docs
+
+
+@pytest.fixture(scope="module")
+def files(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cluster created live; the same objects (the nodes as the API server has them) written as files."""
+    loaded = load_paths([str(EXAMPLE)], recursive=True)
+    example = read_cluster(loaded, build_scenario(loaded))
+    (gpu_class,) = [c for c in default_device_classes() if c.metadata.name == GPU_CLASS]
+    plane.create(_api(gpu_class, "resource.k8s.io/v1", "DeviceClass"))
+    nodes = []
+    for node in gfd_nodes(example):
+        allocatable = dict(node["status"]["allocatable"])
+        plane.create_node(node["metadata"]["name"], cpu=allocatable.pop("cpu"), memory=allocatable.pop("memory"),
+                          pods=allocatable.pop("pods"), extra_allocatable=allocatable,
+                          labels=node["metadata"]["labels"])
+        nodes.append(manifest(plane.get(f"/api/v1/nodes/{node['metadata']['name']}")))
+    plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": NAMESPACE}})
+    workloads = _workloads()
+    for doc in workloads:
+        plane.request("POST", PATHS[doc["kind"]].format(ns=NAMESPACE), doc)
+    before = _settled(plane, NAMESPACE, len(example.pods))
+    assert all(p["spec"].get("nodeName") for p in before)
+    out = tmp_path_factory.mktemp("files")
+    (out / "nodes.yaml").write_text(yaml.safe_dump_all(nodes))
+    (out / "workloads.yaml").write_text(yaml.safe_dump_all(workloads))
+    return out
+
+
+def _owner(owner: str) -> str:
+    kind, namespace, name = owner.split("/", 2)
+    return f"{kind}/{namespace}/{name}"
+
+
+def _summary(cluster: Cluster, plan: waves.Plan) -> list[dict[str, Any]]:
+    """Per wave, what the plan does per workload (pod names left out)."""
+    owners = {f"{a.pod.metadata.namespace or 'default'}/{a.pod.metadata.name}": _owner(a.owner) for a in cluster.pods}
+    out = []
+    for wave in plan.waves:
+        out.append({"nodes": wave.switching, "evicted": Counter(owners[k] for k in wave.evicted),
+                    "lost": Counter(owners[k] for k in wave.lost),
+                    "landed": Counter((owners[k], node) for k, node in wave.moved.items()),
+                    "waiting": Counter(owners[k] for k in wave.waiting),
+                    "where": Counter((owners[k], node) for k, node in wave.placement.items()),
+                    "budgets": wave.budgets})
+    return out
+
+
+def test_the_live_plan_is_the_plan_of_the_same_objects_as_files(plane: ControlPlane, files: Path) -> None:
+    loaded = load_paths([str(files)], recursive=True)
+    offline = read_cluster(loaded, build_scenario(loaded))
+    with connect(str(plane.kubeconfig)) as client:
+        live = read_live(client).cluster
+    assert sorted(live.gpu_nodes) == sorted(offline.gpu_nodes) == ["a100-0", "a100-1", "h100-0", "h100-1", "h100-2"]
+    assert live.observed is not None and len(live.observed) == len(offline.pods) == len(live.pods)
+    assert {g.replicas for g in live.gpu_nodes.values() if g.pool == "a100"} == {2}
+    assert any("serves no ClusterPolicy" in n for n in live.notes)
+    for order in ("naive", "smart"):
+        if order == "naive":
+            want, got = waves.naive(offline, FEATURES, 1), waves.naive(live, FEATURES, 1)
+        else:
+            want, got = waves.smart(offline, FEATURES, 1), waves.smart(live, FEATURES, 1)
+        assert _summary(live, got) == _summary(offline, want), order
+        assert got.cost() == want.cost()
+
+
+def test_the_cli_reads_the_cluster_and_writes_nothing(plane: ControlPlane, files: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    before = plane.get(f"/api/v1/namespaces/{NAMESPACE}/pods")
+    code, out, err = run_cli(capsys, "migrate", "plan", "--kubeconfig", str(plane.kubeconfig), "-o", "yaml")
+    assert code == 0, err
+    doc = yaml.safe_load(out)
+    code, offline, err = run_cli(capsys, "migrate", "plan", str(files), "-o", "yaml")
+    assert code == 0, err
+    assert doc["summary"] == yaml.safe_load(offline)["summary"]
+    assert [w["nodes"] for w in doc["waves"]] == [w["nodes"] for w in yaml.safe_load(offline)["waves"]]
+    after = plane.get(f"/api/v1/namespaces/{NAMESPACE}/pods")
+    assert [p["metadata"]["resourceVersion"] for p in after["items"]] == \
+        [p["metadata"]["resourceVersion"] for p in before["items"]]
+
+
+def test_a_gpu_node_without_gfd_labels_is_refused(plane: ControlPlane, files: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    plane.create_node("plain-gpu", extra_allocatable={"nvidia.com/gpu": "4"})
+    code, _, err = run_cli(capsys, "migrate", "plan", "--kubeconfig", str(plane.kubeconfig))
+    assert code == 2
+    assert "Node plain-gpu" in err and "nvidia.com/gpu.product" in err
