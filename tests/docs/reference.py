@@ -39,6 +39,13 @@ def _commands(command: Any, context: Any) -> list[tuple[Any, Any]]:
     for name, sub in sorted(getattr(command, "commands", {}).items()):
         if not sub.hidden:
             found.extend(_commands(sub, core.Context(sub, info_name=name, parent=context)))
+    if context.command_path == "kubedra migrate":  # ``migrate plan``: handed over by ``migrate``, not a subcommand
+        from kubedra.cli.helptext import name_placeholders
+        from kubedra.cli.migrate_plan import plan_app
+
+        plan = typer.main.get_command(plan_app()).commands["plan"]  # type: ignore[attr-defined]
+        name_placeholders(plan)
+        found.append((plan, core.Context(plan, info_name="kubedra migrate plan")))
     return found
 
 

@@ -134,6 +134,31 @@ def test_the_cli_reads_the_cluster_and_writes_nothing(plane: ControlPlane, files
         [p["metadata"]["resourceVersion"] for p in before["items"]]
 
 
+def test_the_planner_needs_only_the_two_published_roles(plane: ControlPlane, files: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A user bound to exactly deploy/rbac.yaml's kubedra-reader and deploy/migration-planner-rbac.yaml's
+    kubedra-migration-planner plans as the admin does (the roles list what the plan reads; nothing is written)."""
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    deploy = Path(__file__).resolve().parents[2] / "deploy"
+    for path in (deploy / "rbac.yaml", deploy / "migration-planner-rbac.yaml"):
+        role = yaml.safe_load(path.read_text())
+        name = role["metadata"]["name"]
+        plane.request("POST", f"{rbac}/clusterroles", role)
+        plane.request("POST", f"{rbac}/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "reader"}]})
+    reader = str(plane.kubeconfig_for(plane.reader_token, "reader"))
+    admin = run_cli(capsys, "migrate", "plan", "--kubeconfig", str(plane.kubeconfig), "-o", "yaml")
+
+    def planned() -> tuple[int, str, str] | None:
+        result = run_cli(capsys, "migrate", "plan", "--kubeconfig", reader, "-o", "yaml")
+        return result if result[0] == 0 and result[2] == admin[2] else None
+
+    _, out, _ = plane.wait_for(planned, timeout=10, what="the planner's plan to be allowed")
+    assert yaml.safe_load(out) == yaml.safe_load(admin[1])
+
+
 def test_a_gpu_node_without_gfd_labels_is_refused(plane: ControlPlane, files: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     plane.create_node("plain-gpu", extra_allocatable={"nvidia.com/gpu": "4"})

@@ -206,10 +206,12 @@ class _WithPlan(TyperCommand):
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         if args and args[0] == "plan":
+            from kubedra.cli.helptext import name_placeholders
             from kubedra.cli.migrate_plan import plan_app
 
             group = typer.main.get_command(plan_app())
             command = group.commands["plan"]  # type: ignore[attr-defined]
+            name_placeholders(command)  # as main() does for the others: -f FILE, not a Python type
             return command.make_context(f"{info_name} plan", args[1:], parent=parent, **extra)
         return super().make_context(info_name, args, parent=parent, **extra)
 

@@ -4,7 +4,9 @@
 read only for their selectors, by the commands that schedule (``snapshot``, ``simulate --kubeconfig``, ``explain
 --kubeconfig``): PodTopologySpread's system-default constraints build a pod's selector from the Services selecting it
 and its controlling ReplicaSet, StatefulSet or ReplicationController (``helper.DefaultSelector``). A user not allowed
-to list them still gets the rest. Secrets, ConfigMaps and everything else are never read.
+to list them still gets the rest. ``migrate plan --kubeconfig`` also reads the workloads' controllers, PriorityClasses,
+PodDisruptionBudgets, the GPU Operator's ClusterPolicy and the one ConfigMap it names (the device plugin's config).
+Secrets and everything else are never read.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ SERVICE = Kind("Service", "", "services", namespaced=True, versions=("v1",))
 REPLICA_SET = Kind("ReplicaSet", "apps", "replicasets", namespaced=True, versions=("v1",))
 STATEFUL_SET = Kind("StatefulSet", "apps", "statefulsets", namespaced=True, versions=("v1",))
 REPLICATION_CONTROLLER = Kind("ReplicationController", "", "replicationcontrollers", namespaced=True, versions=("v1",))
+# Read by ``migrate plan --kubeconfig`` only (the workloads' controllers, their priorities and budgets, the GPU
+# Operator's ClusterPolicy and the device plugin's ConfigMap it names): deploy/migration-planner-rbac.yaml.
+DEPLOYMENT = Kind("Deployment", "apps", "deployments", namespaced=True, versions=("v1",))
+JOB = Kind("Job", "batch", "jobs", namespaced=True, versions=("v1",))
+PRIORITY_CLASS = Kind("PriorityClass", "scheduling.k8s.io", "priorityclasses", namespaced=False, versions=("v1",))
+PDB = Kind("PodDisruptionBudget", "policy", "poddisruptionbudgets", namespaced=True, versions=("v1",))
+CONFIG_MAP = Kind("ConfigMap", "", "configmaps", namespaced=True, versions=("v1",))
+CLUSTER_POLICY = Kind("ClusterPolicy", "nvidia.com", "clusterpolicies", namespaced=False, versions=("v1",))
 
 # Inventory first, then what uses it: the order a snapshot is written in.
 KINDS: tuple[Kind, ...] = (

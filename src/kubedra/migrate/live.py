@@ -22,7 +22,17 @@ import msgspec
 from lightkube import Client
 
 from kubedra.kube.api import READ_ERRORS, KubeError, describe_error, list_kind, list_selected, served_version
-from kubedra.kube.kinds import REPLICA_SET, STATEFUL_SET, Kind
+from kubedra.kube.kinds import (
+    CLUSTER_POLICY,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    JOB,
+    PDB,
+    PRIORITY_CLASS,
+    REPLICA_SET,
+    STATEFUL_SET,
+    Kind,
+)
 from kubedra.kube.read import SOURCE, read_cluster
 from kubedra.migrate.rollout import Cluster, pod_key
 from kubedra.migrate.rollout import read_cluster as rollout_cluster
@@ -30,12 +40,6 @@ from kubedra.objects.load import Loaded, load_paths
 from kubedra.sim.scenario import Scenario, build_scenario
 from kubedra.sim.workloads import PodArrival
 
-DEPLOYMENT = Kind("Deployment", "apps", "deployments", namespaced=True, versions=("v1",))
-JOB = Kind("Job", "batch", "jobs", namespaced=True, versions=("v1",))
-PRIORITY_CLASS = Kind("PriorityClass", "scheduling.k8s.io", "priorityclasses", namespaced=False, versions=("v1",))
-PDB = Kind("PodDisruptionBudget", "policy", "poddisruptionbudgets", namespaced=True, versions=("v1",))
-CONFIG_MAP = Kind("ConfigMap", "", "configmaps", namespaced=True, versions=("v1",))
-CLUSTER_POLICY = Kind("ClusterPolicy", "nvidia.com", "clusterpolicies", namespaced=False, versions=("v1",))
 OPERATOR_NAMESPACE = "gpu-operator"  # where the GPU Operator's Helm chart installs (its ConfigMaps live there)
 TERMINATED = ("Succeeded", "Failed")
 HTTP_NOT_FOUND = 404
