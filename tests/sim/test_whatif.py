@@ -89,6 +89,20 @@ def test_a_resource_the_pool_does_not_publish_is_proven_by_publishing_it() -> No
     assert _phase(*applied(docs, publish.change)) == "Running"
 
 
+def test_two_omissions_are_answered_together() -> None:
+    """A first NodePool without cpu, and a selector asking 80Gi of H100s that publish 81559Mi: neither change alone
+    runs the pod, both together do (the NodePool published, the threshold relaxed), proven and patched as one."""
+    docs = [nodepool("h100", count=1, gpus=2, model="H100-80GB", allocatable={"memory": "64Gi"}),
+            claim_template("big", selector=MEMORY_80), pod("waiting", template="big", requests={"cpu": "4"})]
+    (both,) = _suggest(*docs)
+    assert both.cost.kind == "selector" and both.text.startswith("with pool h100 publishing cpu (at least 4)")
+    assert [c.get("pool") or c.get("template") for c in both.change["and"]] == ["h100", "default/big"]
+    assert [p["object"]["kind"] for p in both.change["patches"]] == ["NodePool", "ResourceClaimTemplate"]
+    assert _phase(*applied(docs, both.change)) == "Running"
+    for one in both.change["patches"]:  # each alone leaves it waiting
+        assert _phase(*applied(docs, {"patches": [one]})) == "Pending"
+
+
 def test_a_node_taint_tolerated_is_proven() -> None:
     taint = {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}
     docs = [nodepool("bad", count=1, gpus=1, taints=[taint]), claim_template("one-gpu"),

@@ -346,7 +346,12 @@ def what_would_fit(inputs: Inputs, key: str, limits: Limits = Limits()) -> list[
     record = inputs.state.pods.get(key)
     if record is None or record.phase != "Pending":
         return []
-    found = _once([s for kind in _kinds() for s in kind(inputs, record, limits)])
+    kinds = _kinds()
+    found = _once([s for kind in kinds for s in kind(inputs, record, limits)])
+    if not found:  # two omissions at once: a pool's missing resource published, then each other change
+        from kubedra.sim.whatif_resources import then_publishing
+
+        found = _once(list(then_publishing(inputs, record, limits, kinds[1:])))
     return sorted(found, key=lambda s: s.cost.rank())[: limits.suggestions]
 
 
@@ -354,6 +359,6 @@ def _once(found: list[Suggestion]) -> list[Suggestion]:
     """Ending pods that never end within the run is deleting them: where a release and a preemption name the same
     pods on the same node, only the preemption is kept (it says why kube-scheduler will not, and what to scale down)."""
     deleted = {(s.change["node"], frozenset(v["pod"] for v in s.change["victims"]))
-               for s in found if s.cost.kind == "preemption"}
-    return [s for s in found
-            if s.cost.kind != "release" or (s.change["node"], frozenset(s.change["endPods"])) not in deleted]
+               for s in found if s.cost.kind == "preemption" and "victims" in s.change}
+    return [s for s in found if s.cost.kind != "release" or "endPods" not in s.change
+            or (s.change["node"], frozenset(s.change["endPods"])) not in deleted]
