@@ -57,7 +57,8 @@ HELP = command_help(
     "devices given up; a JSON patch on the template or claim), the fewest lower-priority pods on a node deleted "
     "where kube-scheduler will not preempt them (preemptionPolicy Never; devices, which preemption does not free in "
     "1.37; offered instead of ending the same pods) (cost: pods deleted), one more node of a node pool (cost: nodes "
-    "added). Each is proven for the pod alone "
+    "added); where no single change fits, a pool's missing resources published together with each other change. "
+    "Each is proven for the pod alone "
     "(other pending pods may take what it frees). A waiting gang's members (a PodGroup) are placed as a group: "
     "they get the fewest more nodes of a pool with which every member runs, each count proven by simulating the "
     "whole run again (at most 8 runs, 8 nodes).",
