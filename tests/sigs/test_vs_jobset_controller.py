@@ -182,6 +182,22 @@ def test_inorder_makes_the_next_replicated_job_once_the_first_is_ready(plane: Co
         ["staged-workers-0", "staged-workers-1"]]
 
 
+def test_negative_replicas_are_accepted_and_make_no_jobs(plane: ControlPlane, jobset: None) -> None:
+    namespace = plane.create_namespace("js")
+    docs = example(namespace)
+    js = docs[-1]
+    js["metadata"]["name"] = "neg"
+    none = copy.deepcopy(js["spec"]["replicatedJobs"][0])
+    none["name"], none["replicas"] = "none", -1
+    js["spec"]["replicatedJobs"].insert(0, none)
+    harness.apply(plane, docs)  # accepted: neither the CRD nor the webhook bounds replicas below
+    # none of "none"; workers-0's job-global-index and job-group-index are "-1", which kube-apiserver refuses as a
+    # label value (the controller retries it for ever); workers-1 is made, global-replicas "1"
+    real = real_jobs(plane, namespace, 1)
+    assert sorted(real) == ["neg-workers-1"]
+    compare(plane, namespace, docs, real)
+
+
 def test_exclusive_placement_pins_followers_to_the_leader_s_domain(plane: ControlPlane, jobset: None) -> None:
     namespace = plane.create_namespace("js")
     docs = example(namespace)

@@ -153,6 +153,23 @@ def test_webhook_problems_name_the_field() -> None:
     assert "spec.replicatedJobs[0].replicas" not in text  # v0.12.0's CRD sets no minimum (the dev commit's came later)
 
 
+def test_negative_replicas_are_accepted_and_make_no_jobs() -> None:
+    # v0.12.0: no minimum in the CRD, no check in ValidateCreate; createJobs makes none, and globalReplicas,
+    # globalJobIndex and groupReplicas sum the count as it is: workers-0's job-global-index is "-1", no label value,
+    # so kube-apiserver refuses that Job (as the real controller shows, tests/sigs)
+    sim = run(pool(), jobset("train", replicated("driver", -1), replicated("workers", 3, 2)))
+    assert sorted({p["metadata"]["labels"]["job-name"] for p in sim.pods.values()}) == [
+        "train-workers-1", "train-workers-2"]
+    labels = sim.pods[of_job(sim, "train-workers-1")[0]]["metadata"]["labels"]
+    assert labels[PREFIX + "global-replicas"] == "2"
+    assert labels[PREFIX + "job-global-index"] == "0"
+    assert labels[PREFIX + "group-replicas"] == "2"
+    # InOrder: allReplicasStarted (replicas == ready + succeeded + failed) never holds, so nothing after is made
+    sim = run(pool(), jobset("train", replicated("driver"), replicated("none", -1), replicated("workers", 2, 2),
+                             startupPolicy={"startupPolicyOrder": "InOrder"}))
+    assert sorted({p["metadata"]["labels"]["job-name"] for p in sim.pods.values()}) == ["train-driver-0"]
+
+
 def test_simulate_exits_2_and_validate_reports_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "js.yaml"
     path.write_text(text_of(pool(), jobset(startupPolicy={"startupPolicyOrder": "Sideways"})))

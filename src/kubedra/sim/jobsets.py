@@ -5,9 +5,14 @@ kubernetes-sigs/jobset at 08dfbdfd (v0.13.0-devel): ``api/jobset/v1alpha2/jobset
 Users run the release, v0.12.0: its CRD is the one vendored (the dev commit's adds ``minimum: 0`` on a replicated
 job's ``replicas``), and the Jobs' and pods' names, labels, annotations, owners, hostnames and subdomains, the leader's
 exclusive-placement affinities and InOrder's order of creation are checked against the v0.12.0 controller
-(``tests/sigs``). Still differing: v0.12.0 accepts negative ``replicas`` (no Jobs), kubedra refuses them; v0.12.0's
-pod webhook pins followers with a ``nodeSelector`` on the leader's domain once the leader is scheduled, kubedra gives
-them the leader's affinity terms (the same placement, see below).
+(``tests/sigs``). Still differing: v0.12.0's pod webhook pins followers with a ``nodeSelector`` on the leader's
+domain once the leader is scheduled, kubedra gives them the leader's affinity terms (the same placement, see below).
+
+**Negative replicas.** v0.12.0's CRD sets no minimum and its webhook no check: a replicated job with ``replicas < 0``
+makes no Job, and the counts the controller writes sum it as it is (``globalReplicas``, ``globalJobIndex``,
+``groupReplicas``, ``groupJobIndex``); a Job whose count comes out negative (``"-1"``) is no label value, so
+kube-apiserver refuses it and the controller retries it for ever: kubedra makes no such Job. InOrder stops at such a
+replicated job (``allReplicasStarted`` asks ``replicas == ready + succeeded + failed``).
 
 **Expansion.** Each ``spec.replicatedJobs[i]`` makes ``replicas`` Jobs ``<jobset>-<replicatedJob>-<index>``, each
 run as kubedra runs any Job (parallelism, completions, restartPolicy, the template's ``kubedra.io/run-for``). The
@@ -83,6 +88,11 @@ def dns1035(value: str) -> list[str]:
     return out
 
 
+def int32(value: int) -> int:
+    """``value`` wrapped as Go's int32 arithmetic wraps it."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
 def job_key(namespace: str, job: str) -> str:
     """``jobHashKey``: SHA-1 of ``<namespace>/<job>``, hex."""
     return hashlib.sha1(f"{namespace}/{job}".encode()).hexdigest()  # noqa: S324 - the controller's label value
@@ -107,9 +117,6 @@ def webhook_problems(name: str, spec: Any, raw_spec: dict[str, Any]) -> list[tup
         if rjob.name in seen:
             out.append((f"{path}.name", f'Duplicate value: {{"name":{quote(rjob.name)}}}'))
         seen.add(rjob.name)
-        if rjob.replicas < 0:
-            out.append((f"{path}.replicas", f"Invalid value: {rjob.replicas}: should be greater than or equal to 0"))
-            continue
         if i == 0 and rjob.depends_on:
             out.append((f"{path}.dependsOn", "DependsOn can't be set for the first ReplicatedJob"))
         raw = ((raw_jobs[i] if i < len(raw_jobs) else {}).get("template") or {}).get("spec") or {}
@@ -133,12 +140,12 @@ def _replicated_problems(name: str, path: str, rjob: Any, indexed: bool) -> list
                                         f"for replicatedJob '{rjob.name}'"))
     out += _dns(f"{path}.groupName", rjob.group_name,
                 ".spec.replicatedJob[].groupName is too long, must be less than 63 characters")
-    longest_job = f"{name}-{rjob.name}-{max(rjob.replicas - 1, 0)}"
+    longest_job = f"{name}-{rjob.name}-{int32(rjob.replicas - 1)}"  # int32 arithmetic: 0 replicas give "-1"
     out += _dns(f"{path}.name", longest_job,
                 "JobSet name is too long, job names generated for this JobSet will exceed 63 characters")
     completions = rjob.template.spec.completions
     if indexed and completions is not None:
-        longest_pod = f"{longest_job}-{completions - 1}-abcde"
+        longest_pod = f"{longest_job}-{int32(completions - 1)}-abcde"
         out += _dns(f"{path}.name", longest_pod,
                     "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters",
                     shown=longest_job)
@@ -269,17 +276,19 @@ class InOrderController:
 
 
 class JobSetCounts:
-    """The counts ``labelAndAnnotateObject`` writes: every replicated job's replicas, per group and before each."""
+    """The counts ``labelAndAnnotateObject`` writes: every replicated job's replicas, per group and before each, summed
+    as ``globalReplicas``, ``groupReplicas``, ``globalJobIndex`` and ``groupJobIndex`` sum them (a negative one, which
+    v0.12.0 accepts and makes no Job of, counts as it is)."""
 
     def __init__(self, replicated: Sequence[ReplicatedJob]) -> None:
-        self.total = sum(max(r.replicas, 0) for r in replicated)
+        self.total = sum(r.replicas for r in replicated)
         self.groups: dict[str, int] = {}
         self.before: dict[str, tuple[int, int]] = {}  # replicated job -> (global, in its group) index of its Job 0
         done = 0
         for rjob in replicated:
             self.before.setdefault(rjob.name, (done, self.groups.get(rjob.group_name, 0)))
-            self.groups[rjob.group_name] = self.groups.get(rjob.group_name, 0) + max(rjob.replicas, 0)
-            done += max(rjob.replicas, 0)
+            self.groups[rjob.group_name] = self.groups.get(rjob.group_name, 0) + rjob.replicas
+            done += rjob.replicas
 
     def marks(self, doc: JobSetDoc, namespace: str, rjob: ReplicatedJob, index: int) -> dict[str, str]:
         """The labels (and, the same, annotations) of Job ``index`` of ``rjob`` and of its pods."""
