@@ -134,6 +134,51 @@ def test_exclusive_topology_gives_each_job_its_own_domain() -> None:
     assert len(set.union(*racks_of.values())) == 3
 
 
+def test_exclusive_followers_are_made_once_their_leader_is_bound_pinned_to_its_domain() -> None:
+    # v0.12.0's pod webhook (pkg/webhooks/pod_webhook.go): setExclusiveAffinities on the leader (completion index
+    # 0) only; ValidateCreate refuses followers until the leader has a node, setNodeSelector then pins them
+    racks = [nodepool(f"rack{i}", 2, gpus=8, model="H100-80GB", device_plugin=True, labels={"rack": f"r{i}"})
+             for i in range(2)]
+    sim = run(*racks, jobset("train", replicated("workers", 2, 2, completions=4),
+                             annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}))
+    for job in ("train-workers-0", "train-workers-1"):
+        pods = of_job(sim, job)
+        assert len(pods) == 4
+        leader = next(p for p in pods if p.startswith(f"{job}-0-"))
+        rack = sim.pods[leader]["spec"]["nodeName"].rsplit("-", 1)[0].removeprefix("rack")
+        assert sim.pods[leader]["spec"]["affinity"]["podAffinity"]
+        order = [e["object"].split("/", 1)[1] for e in sim.events if e["object"].startswith("Pod ")]
+        bound = order.index(leader)  # its first event: bound at the instant it came
+        for follower in (p for p in pods if p != leader):
+            spec = sim.pods[follower]["spec"]
+            assert spec.get("affinity") is None
+            assert spec["nodeSelector"] == {"rack": f"r{rack}"}
+            assert order.index(follower) > bound
+    events = [e for e in sim.events if e["type"] == "Created" and "followers admitted" in e.get("message", "")]
+    assert len(events) == 2
+
+
+def test_exclusive_followers_never_come_while_the_leader_is_pending() -> None:
+    # no node has the topology key: the leader's required affinity fails everywhere, and ValidateCreate refuses
+    # its followers for as long ("leader pod not yet scheduled")
+    sim = run(pool(), jobset("train", replicated("workers", 1, 2),
+                             annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}))
+    [leader] = of_job(sim, "train-workers-0")
+    assert leader.startswith("train-workers-0-0-") and not sim.node_of(leader)
+    assert "didn't match pod affinity rules" in sim.pending_reason(leader)
+
+
+def test_exclusive_in_order_stage_is_made_during_the_run() -> None:
+    racks = [nodepool(f"rack{i}", 2, gpus=8, model="H100-80GB", device_plugin=True, labels={"rack": f"r{i}"})
+             for i in range(2)]
+    sim = run(*racks, jobset("train", replicated("driver"), replicated("workers", 1, 2),
+                             startupPolicy={"startupPolicyOrder": "InOrder"},
+                             annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}))
+    pods = of_job(sim, "train-workers-0")
+    assert len(pods) == 2 and all(sim.node_of(p) for p in pods)
+    assert len({sim.node_of(p).rsplit("-", 1)[0] for p in pods}) == 1
+
+
 def test_webhook_problems_name_the_field() -> None:
     bad = jobset("x" * 60, replicated("driver"), replicated("driver"),
                  successPolicy={"operator": "All", "targetReplicatedJobs": ["nope"]})

@@ -4,9 +4,8 @@ kubernetes-sigs/jobset at 08dfbdfd (v0.13.0-devel): ``api/jobset/v1alpha2/jobset
 ``pkg/webhooks/jobset_webhook.go`` (defaults, ``ValidateCreate``) and ``pod_webhook.go`` (exclusive placement).
 Users run the release, v0.12.0: its CRD is the one vendored (the dev commit's adds ``minimum: 0`` on a replicated
 job's ``replicas``), and the Jobs' and pods' names, labels, annotations, owners, hostnames and subdomains, the leader's
-exclusive-placement affinities and InOrder's order of creation are checked against the v0.12.0 controller
-(``tests/sigs``). Still differing: v0.12.0's pod webhook pins followers with a ``nodeSelector`` on the leader's
-domain once the leader is scheduled, kubedra gives them the leader's affinity terms (the same placement, see below).
+exclusive-placement affinities, the followers' node selectors and InOrder's order of creation are checked against
+the v0.12.0 controller (``tests/sigs``).
 
 **Negative replicas.** v0.12.0's CRD sets no minimum and its webhook no check: a replicated job with ``replicas < 0``
 makes no Job, and the counts the controller writes sum it as it is (``globalReplicas``, ``globalJobIndex``,
@@ -29,11 +28,13 @@ replicated job's Jobs are made only once each Job of the one before is ready (it
 suspended, so no pod is made.
 
 **Exclusive placement.** ``alpha.jobset.sigs.k8s.io/exclusive-topology: <key>`` on the JobSet or a replicated job's
-template: the pod webhook gives the leader pod (completion index 0) required pod affinity to its own ``job-key`` and
-anti-affinity to other Jobs' ``job-key`` (same ``jobset.sigs.k8s.io/priority``) over ``<key>``, and pins followers
-to the leader's domain; kubedra gives every pod of the Job the leader's two terms, which InterPodAffinity decides
-the same way (followers land with the leader, no other Job in the domain). The node-selector strategy
-(``alpha.jobset.sigs.k8s.io/node-selector``) is not modelled.
+template, as v0.12.0's pod webhook (``pkg/webhooks/pod_webhook.go``) does it: the leader pod (completion index 0)
+gets required pod affinity to its own ``job-key`` and anti-affinity to other Jobs' ``job-key`` (same
+``jobset.sigs.k8s.io/priority``) over ``<key>`` (``setExclusiveAffinities``); the followers are made once the leader
+is bound (``ValidateCreate`` refuses them before, the Job controller retries), each pinned by
+``nodeSelector: {<key>: <leader's node's value>}`` (``setNodeSelector``): :class:`ExclusiveJobController`. The
+node-selector strategy (``alpha.jobset.sigs.k8s.io/node-selector``) is not modelled, nor a leader replaced after
+preemption before its followers are made (they keep waiting on the first).
 
 **Not modelled.** Success and failure policies end nothing early and restart nothing: kubedra's Jobs succeed at the
 end of ``run-for`` and never fail, so a JobSet completes when its Jobs do and ``failurePolicy.maxRestarts`` is
@@ -54,10 +55,19 @@ import msgspec
 
 from kubedra.cluster.gpuslices import stable_uid
 from kubedra.objects.formats import unsupported
-from kubedra.objects.model import Affinity, LabelSelector, LabelSelectorRequirement, PodAffinity, PodAffinityTerm
+from kubedra.objects.model import (
+    Affinity,
+    LabelSelector,
+    LabelSelectorRequirement,
+    Pod,
+    PodAffinity,
+    PodAffinityTerm,
+)
 from kubedra.sim.manifests import JobSetDoc, JobSpec, ReplicatedJob
 
 if TYPE_CHECKING:
+    from kubedra.cluster.state import PodRecord
+    from kubedra.sim.replacements import JobRules
     from kubedra.sim.run import Simulation
     from kubedra.sim.workloads import JobRun
 
@@ -270,7 +280,7 @@ class InOrderController:
                 sim.events.append(Event(sim.now, "Created", f"Job {job.namespace}/{job.name}",
                                         message=f"JobSet {self.run.namespace}/{self.run.name}: startupPolicy InOrder, "
                                                 "the replicated job before it is ready"))
-                sim.start_job(job)
+                start_job(sim, job)
                 self.made += len(job.pods)
         return bool(self.waiting)
 
@@ -311,6 +321,17 @@ class JobSetCounts:
         }
 
 
+def jobset_stages(stages: list[tuple[JobRun, ...]], replicated: Sequence[ReplicatedJob], refused: set[int],
+                  in_order: bool) -> list[tuple[JobRun, ...]]:
+    """The Jobs by when they are made: each replicated job's in turn (InOrder), else all at once. InOrder stops at a
+    replicated job whose count is negative (which v0.12.0 accepts, making no Job) or one of whose Jobs was refused
+    (``refused``): ``allReplicasStarted`` asks ``replicas == ready + succeeded + failed``, never so there."""
+    if not in_order:
+        return [tuple(job for stage in stages for job in stage)]
+    stuck = [i for i, rjob in enumerate(replicated) if rjob.replicas < 0 or i in refused]
+    return stages[:stuck[0] + 1] if stuck else stages
+
+
 def jobset_defaults(spec: JobSpec, mode_set: bool) -> JobSpec:
     """The JobSet webhook's defaults on a replicated job's Job: ``completionMode: Indexed`` where it was not written,
     ``restartPolicy: OnFailure`` where empty."""
@@ -324,14 +345,127 @@ def jobset_defaults(spec: JobSpec, mode_set: bool) -> JobSpec:
 
 def jobset_job(spec: JobSpec, marks: dict[str, str], exclusive: str | None, suspended: bool) -> JobSpec:
     """``constructJob``'s Job spec: the marks on the pod template (its pods get ``jobset.sigs.k8s.io/priority`` from
-    the pod webhook), exclusive placement's affinities where asked for, suspended with the JobSet."""
+    the pod webhook), the exclusive-topology annotation where asked for (the pod webhook acts on it: ``leader_pods``),
+    suspended with the JobSet."""
     meta = spec.template.metadata
     pod_spec = spec.template.spec
     labels = {**meta.labels, **marks, PRIORITY_KEY: str(pod_spec.priority or 0)}
     annotations = {**meta.annotations, **marks}
     if exclusive is not None:
         annotations[EXCLUSIVE_KEY] = exclusive
-        pod_spec = msgspec.structs.replace(pod_spec, affinity=exclusive_affinity(pod_spec.affinity, labels, exclusive))
     meta = msgspec.structs.replace(meta, labels=labels, annotations=annotations)
     template = msgspec.structs.replace(spec.template, metadata=meta, spec=pod_spec)
     return msgspec.structs.replace(spec, template=template, suspend=suspended)
+
+
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def is_leader(pod: Pod) -> bool:
+    """``placement.IsLeaderPod``: completion index 0 (a NonIndexed Job's pods have none: all are followers)."""
+    return pod.metadata.annotations.get(COMPLETION_INDEX) == "0"
+
+
+def leader_pods(pods: Sequence[Pod], topology_key: str) -> tuple[Pod, ...]:
+    """``podWebhook.patchPod`` on the leader: ``setExclusiveAffinities``; followers are left for
+    :class:`ExclusiveJobController` (``setNodeSelector``, once the leader is scheduled)."""
+    return tuple(msgspec.structs.replace(pod, spec=msgspec.structs.replace(
+        pod.spec, affinity=exclusive_affinity(pod.spec.affinity, pod.metadata.labels, topology_key)))
+        if is_leader(pod) else pod for pod in pods)
+
+
+def _pinned(record: PodRecord, key: str, value: str) -> None:
+    """``setNodeSelector``: the follower's nodeSelector gets the leader's node's value of the topology key."""
+    pod = record.pod
+    record.pod = msgspec.structs.replace(pod, spec=msgspec.structs.replace(
+        pod.spec, node_selector={**pod.spec.node_selector, key: value}))
+
+
+class ExclusiveJobController:
+    """One Job of a JobSet with exclusive placement, as v0.12.0's pod webhook admits its pods
+    (``pkg/webhooks/pod_webhook.go``): the Job controller makes its first ``parallelism`` pods at once, but only the
+    leader (completion index 0) is admitted; ``ValidateCreate`` refuses each follower ("leader pod not yet
+    scheduled") until the leader has a node, and the Job controller retries, so after each instant this makes the
+    followers once the leader is bound, each with ``nodeSelector {<topology key>: <leader's node's value>}``
+    (``setNodeSelector``); the Job's later pods (past ``parallelism``) get the same. A leader's node without the
+    label fails ``topologyFromPod``: no follower is ever admitted. A NonIndexed Job has no leader: none of its pods
+    is. ``counted``: its pods are already in the run's total (an InOrder stage's)."""
+
+    def __init__(self, sim: Simulation, job: JobRun, records: list[PodRecord], counted: bool = False) -> None:
+        from kubedra.sim.replacements import JobRules, job_rules
+        from kubedra.sim.run import JobProgress
+
+        assert job.exclusive is not None
+        self.sim = sim
+        self.job = job
+        self.topology_key = job.exclusive
+        self.counted = counted
+        self.made = 0
+        rules = job_rules(job.spec) if job.spec is not None else JobRules()
+        self.progress = JobProgress(waiting=list(records[job.parallelism:]), work_queue=job.completions is None,
+                                    rules=rules)
+        first = records[:job.parallelism]
+        self.leader = next((record for record in first if is_leader(record.pod)), None)
+        self.held = [record for record in first if record is not self.leader]
+        if self.leader is not None:
+            sim.add(self.leader)
+            sim.track_job(self.leader.key, self.progress)
+
+    def step(self) -> bool:
+        """Admit the followers once the leader is bound; whether they still wait."""
+        from kubedra.sim.run import Event
+
+        sim, leader = self.sim, self.leader
+        if leader is None:
+            return False
+        record = sim.state.pods.get(leader.key)
+        node_name = record.pod.spec.node_name if record is not None else None
+        if record is None or record.started_at is None or not node_name:
+            return True
+        node = sim.state.nodes.get(node_name)
+        value = node.metadata.labels.get(self.topology_key) if node is not None else None
+        job = self.job
+        if value is None:
+            sim.events.append(Event(sim.now, "Failed", f"Job {job.namespace}/{job.name}",
+                                    message=f"JobSet pod webhook: node does not have topology label: "
+                                            f"{self.topology_key}; the followers of {leader.key} are never admitted"))
+            return False
+        for waiting in self.progress.waiting:
+            _pinned(waiting, self.topology_key, value)
+        if self.held:
+            sim.events.append(Event(sim.now, "Created", f"Job {job.namespace}/{job.name}",
+                                    message=f"JobSet exclusive placement: followers admitted once leader "
+                                            f"{leader.key} is scheduled, pinned to {self.topology_key}={value}"))
+        for follower in self.held:
+            _pinned(follower, self.topology_key, value)
+            follower.arrive_at = sim.now
+            sim.add(follower)
+            sim.track_job(follower.key, self.progress)
+            if not self.counted:
+                self.made += 1
+        self.held = []
+        return False
+
+
+def start_job(sim: Simulation, job: JobRun, records: list[PodRecord] | None = None) -> None:
+    """A JobSet's Job made now (``records``: its pods' records, made before the run) or during the run (an InOrder
+    stage's, whose pods are already counted): with exclusive placement, through :class:`ExclusiveJobController`."""
+    from kubedra.sim.run import job_record
+
+    if job.exclusive is None or job.suspended:
+        if records is None:
+            sim.start_job(job)
+        else:
+            sim.add_job(records, job.parallelism, work_queue=job.completions is None,
+                        rules=job_rules_of(job))
+        return
+    during = records is None
+    if records is None:
+        records = [job_record(pod, sim.now + job.arrive_at, job.run_for, job.owner, sim.gangs_on) for pod in job.pods]
+    sim.add_controller(ExclusiveJobController(sim, job, records, counted=during))
+
+
+def job_rules_of(job: JobRun) -> JobRules | None:
+    from kubedra.sim.replacements import job_rules
+
+    return job_rules(job.spec) if job.spec is not None else None

@@ -51,7 +51,15 @@ from kubedra.objects.validate_scheduling import label_value
 from kubedra.sim.cron import Schedule
 from kubedra.sim.daemonsets import TEMPLATE_GENERATION, daemon_specs
 from kubedra.sim.jobsets import API_VERSION as JOBSET_API_VERSION
-from kubedra.sim.jobsets import EXCLUSIVE_KEY, JobSetCounts, JobSetRun, jobset_defaults, jobset_job
+from kubedra.sim.jobsets import (
+    EXCLUSIVE_KEY,
+    JobSetCounts,
+    JobSetRun,
+    jobset_defaults,
+    jobset_job,
+    jobset_stages,
+    leader_pods,
+)
 from kubedra.sim.jobsets import webhook_problems as jobset_problems
 from kubedra.sim.leaderworkersets import API_VERSION as LWS_API_VERSION
 from kubedra.sim.leaderworkersets import LeaderWorkerSetDoc, LeaderWorkerSetRun, expand_leaderworkerset
@@ -124,6 +132,7 @@ class JobRun:
     pods: tuple[Pod, ...]
     suspended: bool = False
     spec: JobSpec | None = None  # as read: ``sim.replacements`` reads what a deleted pod costs the Job
+    exclusive: str | None = None  # a JobSet's exclusive placement: its topology key (``sim.jobsets``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,19 +526,15 @@ class _Expander(WorkloadChecks):
                     continue
                 one = jobset_job(job_spec, marks, exclusive, bool(spec.suspend))
                 delay = own if in_order and stages else start
-                jobs.append(self.job_run(job_name, namespace, stable_uid("Job", namespace, job_name), one, shape,
-                                         timing=(delay, run_for)))
+                job = self.job_run(job_name, namespace, stable_uid("Job", namespace, job_name), one, shape,
+                                   timing=(delay, run_for))
+                if exclusive is not None:
+                    job = replace(job, pods=leader_pods(job.pods, exclusive), exclusive=exclusive)
+                jobs.append(job)
             stages.append(tuple(jobs))
         if self.problems or not stages:
             return
-        if in_order and not spec.suspend:
-            # allReplicasStarted asks replicas == ready + succeeded + failed: never so for a negative count (which
-            # v0.12.0 accepts, making no Job) nor where a Job was refused, so InOrder stops there
-            stuck = [i for i, rjob in enumerate(spec.replicated_jobs) if rjob.replicas < 0 or i in refused]
-            if stuck:
-                stages = stages[:stuck[0] + 1]
-        if not in_order or spec.suspend:
-            stages = [tuple(job for stage in stages for job in stage)]
+        stages = jobset_stages(stages, spec.replicated_jobs, refused, in_order and not spec.suspend)
         for job in stages[0]:
             self.jobs.append((job.arrive_at, self.sequence, job))
             self.sequence += 1
