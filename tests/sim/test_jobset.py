@@ -179,6 +179,65 @@ def test_exclusive_in_order_stage_is_made_during_the_run() -> None:
     assert len({sim.node_of(p).rsplit("-", 1)[0] for p in pods}) == 1
 
 
+def first_seen(sim: Run, prefix: str) -> float:
+    return min(e["seconds"] for e in sim.events if e["object"].startswith(f"Pod default/{prefix}"))
+
+
+def test_success_policy_any_of_the_driver_completes_the_jobset_and_deletes_the_workers() -> None:
+    # executeSuccessPolicy (jobset_controller.go), numJobsExpectedToSucceed (success_policy.go): Any wants one
+    # succeeded Job of the targets; the finished JobSet's active Jobs are deleted (reconcile: jobSetFinished,
+    # deleteJobs)
+    sim = run(pool(), jobset("train", replicated("driver", run_for="5m"), replicated("workers", 2, 2, run_for="1h"),
+                             successPolicy={"operator": "Any", "targetReplicatedJobs": ["driver"]}))
+    done = [e for e in sim.events if e["object"] == "JobSet default/train"]
+    assert [(e["type"], e["seconds"]) for e in done] == [("Completed", 300.0)]
+    deleted = sorted(e["object"] for e in sim.events if e["type"] == "Deleted" and e["object"].startswith("Job "))
+    assert deleted == ["Job default/train-workers-0", "Job default/train-workers-1"]
+    gone = {e["seconds"] for e in sim.events if e["type"] == "Deleted" and e["object"].startswith("Pod ")}
+    assert gone == {330.0}  # the workers' four pods leave after their grace period (30s), not after 1h
+    assert not any(e["type"] == "Finished" and "workers" in e["object"] for e in sim.events)
+
+
+def test_success_policy_all_of_targets_waits_for_every_target_job() -> None:
+    sim = run(pool(), jobset("train", replicated("driver", run_for="1h"), replicated("workers", 2, 2, run_for="5m"),
+                             successPolicy={"operator": "All", "targetReplicatedJobs": ["workers"]}))
+    done = [(e["type"], e["seconds"]) for e in sim.events if e["object"] == "JobSet default/train"]
+    assert done == [("Completed", 300.0)]
+    assert any(e["object"] == "Job default/train-driver-0" and e["type"] == "Deleted" for e in sim.events)
+
+
+def test_depends_on_complete_makes_the_workers_once_the_driver_succeeded() -> None:
+    # reconcileReplicatedJobs skips a replicated job until dependencyReachedStatus (depends_on.go): Complete wants
+    # replicas == succeeded Jobs, Ready replicas == ready + succeeded + failed
+    workers = replicated("workers", 2, 2, dependsOn=[{"name": "driver", "status": "Complete"}])
+    workers["dependsOn"] = workers["template"]["spec"].pop("dependsOn")
+    sim = run(pool(), jobset("train", replicated("driver", run_for="5m"), workers))
+    assert first_seen(sim, "train-driver-0") == 0.0
+    assert first_seen(sim, "train-workers-0") == 300.0 and first_seen(sim, "train-workers-1") == 300.0
+    workers["dependsOn"] = [{"name": "driver", "status": "Ready"}]
+    sim = run(pool(), jobset("train", replicated("driver", run_for="5m"), workers))
+    assert first_seen(sim, "train-workers-0") == 0.0
+    made = [e["message"] for e in sim.events if e["type"] == "Created" and e["object"].startswith("Job ")]
+    assert made and all("dependsOn driver Ready" in m for m in made)
+
+
+def test_a_failed_job_fails_the_jobset_and_deletes_the_others() -> None:
+    # executeFailurePolicy (failure_policy.go): without a failurePolicy the JobSet fails at the first failed Job;
+    # with maxRestarts 0 RestartJobSet fails it too (ReachedMaxRestarts). A preempted pod fails its Job here
+    # (backoffLimit 0).
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+            "value": 1000}
+    for policy, reason in (({}, "FailedJobs"), ({"failurePolicy": {"maxRestarts": 0}}, "ReachedMaxRestarts")):
+        js = jobset("train", replicated("workers", 3, 1, run_for="1h", backoffLimit=0), **policy)
+        sim = run(pool(3), high, js, pod("urgent", start_after="1m", run_for="10m", requests=GPUS8, limits=GPUS8,
+                                         priorityClassName="high"))
+        done = [e for e in sim.events if e["object"] == "JobSet default/train"]
+        assert [e["type"] for e in done] == ["Failed"] and done[0]["message"].startswith(reason)
+        deleted = [e["object"] for e in sim.events if e["type"] == "Deleted" and e["object"].startswith("Job ")]
+        assert len(deleted) == 2
+        assert not any(e["type"] == "Finished" and "workers" in e["object"] for e in sim.events)
+
+
 def test_webhook_problems_name_the_field() -> None:
     bad = jobset("x" * 60, replicated("driver"), replicated("driver"),
                  successPolicy={"operator": "All", "targetReplicatedJobs": ["nope"]})

@@ -68,7 +68,7 @@ from kubedra.sim.manifests import JobSetDoc, JobSpec, ReplicatedJob
 if TYPE_CHECKING:
     from kubedra.cluster.state import PodRecord
     from kubedra.sim.replacements import JobRules
-    from kubedra.sim.run import Simulation
+    from kubedra.sim.run import JobProgress, Simulation
     from kubedra.sim.workloads import JobRun
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -232,14 +232,21 @@ def with_required_terms(affinity: Affinity | None, together: PodAffinityTerm, ap
 
 @dataclass(frozen=True, slots=True)
 class JobSetRun:
-    """A JobSet whose Jobs the controller makes in order (``startupPolicy: InOrder``): ``stages`` are its replicated
-    jobs' Jobs after the first (which is among the workload's Jobs); each is made once every Job of the one before
-    it (``waits_on``) is ready."""
+    """A JobSet whose controller acts during the run (:class:`JobSetController`): ``first`` are the Jobs made when
+    it is (among the workload's Jobs); ``stages`` the Jobs made later, one replicated job's each, in order
+    (``startupPolicy: InOrder``: each once the one before is ready) or, where ``waits`` is given (one entry per
+    stage), once the stage's ``dependsOn`` (replicated job, ``Ready``/``Complete``) is reached. ``replicas``: every
+    replicated job's count; ``success``: the success policy's operator and targets; ``failure``: the failure
+    policy's ``maxRestarts`` and rules, None without one."""
 
     name: str
     namespace: str
     stages: tuple[tuple[JobRun, ...], ...]
     first: tuple[JobRun, ...]
+    waits: tuple[tuple[tuple[str, str], ...], ...] = ()
+    replicas: tuple[tuple[str, int], ...] = ()
+    success: tuple[str, tuple[str, ...]] = ("All", ())
+    failure: tuple[int, tuple[dict[str, Any], ...]] | None = None
 
     @property
     def owner(self) -> str:
@@ -258,31 +265,194 @@ def job_ready(sim: Simulation, job: JobRun) -> bool:
     return have >= want
 
 
-class InOrderController:
-    """One InOrder JobSet: after each instant, the next replicated job's Jobs are made once the last ones are
-    ready."""
+def replicated_job_of(job: JobRun) -> str:
+    return job.spec.template.metadata.labels.get(PREFIX + "replicatedjob-name", "") if job.spec is not None else ""
+
+
+def rule_applies(rule: dict[str, Any], rjob: str, reason: str, message: str) -> bool:
+    """``ruleIsApplicable`` (failure_policy.go): the Job's failure reason among ``onJobFailureReasons``, a message
+    pattern matching, its replicated job among ``targetReplicatedJobs`` (each unset: any)."""
+    reasons = rule.get("onJobFailureReasons") or []
+    patterns = rule.get("onJobFailureMessagePatterns") or []
+    targets = rule.get("targetReplicatedJobs") or []
+    return ((not reasons or reason in reasons) and (not patterns or any(re.search(p, message) for p in patterns))
+            and (not targets or rjob in targets))
+
+
+class JobSetController:
+    """One JobSet's controller during the run (``pkg/controllers/jobset_controller.go`` ``reconcile``), after each
+    instant: a failed Job ends the JobSet as ``executeFailurePolicy`` decides, else enough succeeded Jobs complete it
+    (``executeSuccessPolicy``); a finished JobSet's active Jobs are deleted (``deleteJobs``) and no more are made;
+    else the next Jobs are made (InOrder, ``dependsOn``: ``reconcileReplicatedJobs``)."""
 
     def __init__(self, sim: Simulation, run: JobSetRun) -> None:
         self.sim = sim
         self.run = run
-        self.waiting = list(run.stages)
-        self.current = run.first
         self.made = 0
+        self.seen = len(sim.events)
+        self.progress: dict[str, JobProgress | None] = {}  # made Jobs by name (None: no pod ever made)
+        self.jobs: dict[str, JobRun] = {}
+        self.succeeded: set[str] = set()
+        self.failed: dict[str, tuple[str, str]] = {}  # name -> (reason, message)
+        self.finished = False
+        for job in run.first:
+            pod = job.pods[0] if job.pods else None
+            self._track(job, sim.job_of(f"{job.namespace}/{pod.metadata.name}") if pod is not None else None)
+        self.in_order = not run.waits
+        # nothing to do during the run: no Jobs to make, the default success policy (the JobSet ends with its last
+        # Job), and no Job can fail (kubedra's fail only by deleted pods, so only where preemption can delete them)
+        self.idle = (not run.stages and run.success == ("All", ()) and all(n >= 0 for _, n in run.replicas)
+                     and sim.evictions is None)
+        self.pending = list(zip(run.stages, run.waits or [() for _ in run.stages], strict=True))
+        self.current = run.first
+
+    def _track(self, job: JobRun, progress: JobProgress | None) -> None:
+        self.jobs[job.name] = job
+        self.progress[job.name] = progress
 
     def step(self) -> bool:
-        """Make the next stage's Jobs if the current one is ready; whether any remain."""
+        """One sync; whether the JobSet still needs its controller."""
+        if self.idle:
+            return False
+        self._observe()
+        if not self.finished:
+            if self.failed:
+                self._on_failure()
+            elif self.succeeded:
+                self._on_success()
+        if self.finished:
+            return False
+        self._make()
+        return bool(self.pending) or any(name not in self.succeeded and name not in self.failed
+                                         for name in self.jobs)
+
+    def _observe(self) -> None:
+        """The Jobs that finished since the last sync: failed where the Job controller said so (a ``Failed`` event
+        on the Job), succeeded where none of their pods remains to run."""
+        sim = self.sim
+        events = sim.events
+        dirty: set[str] = set()
+        prefix = f"Job {self.run.namespace}/"
+        for event in events[self.seen:]:
+            if event.object.startswith(prefix) and event.type == "Failed":
+                name = event.object[len(prefix):]
+                if name in self.jobs and name not in self.failed:
+                    reason, _, message = (event.message or "").partition(": ")
+                    self.failed[name] = (reason, message)
+            elif event.type in ("Finished", "Deleted") and event.object.startswith("Pod "):
+                record = sim.state.pods.get(event.object[4:])
+                if record is not None and record.owner.startswith("Job/"):
+                    dirty.add(record.owner.rsplit("/", 1)[1])
+        self.seen = len(events)
+        for name in dirty:
+            progress = self.progress.get(name)
+            if progress is not None and name not in self.failed and not sim.job_active(progress):
+                self.succeeded.add(name)
+
+    def _on_failure(self) -> None:
+        """``executeFailurePolicy``: without a policy the JobSet fails (``FailedJobs``); with one, the first rule that
+        applies to a failed Job (else ``RestartJobSet``) acts: ``FailJobSet`` fails it, ``RestartJobSet`` fails it once
+        ``maxRestarts`` is reached (0 restarts so far: at once where it is 0). Restarts are not modelled."""
+        first = next(iter(self.failed))
+        failure = self.run.failure
+        if failure is None:
+            self._finish("Failed", f"FailedJobs: jobset failed due to one or more job failures (first failed job: "
+                                   f"{first})")
+            return
+        max_restarts, rules = failure
+        action = "RestartJobSet"
+        for rule in rules:
+            hit = next((name for name, (reason, message) in self.failed.items()
+                        if rule_applies(rule, replicated_job_of(self.jobs[name]), reason, message)), None)
+            if hit is not None:
+                action, first = rule.get("action", "RestartJobSet"), hit
+                break
+        if action == "FailJobSet":
+            self._finish("Failed", f"FailedJobs: jobset failed due to one or more job failures (first failed job: "
+                                   f"{first})")
+        elif action == "RestartJobSet" and max_restarts <= 0:
+            self._finish("Failed", f"ReachedMaxRestarts: jobset failed due to reaching max number of restarts "
+                                   f"(first failed job: {first})")
+        else:
+            from kubedra.sim.run import Event
+
+            self.sim.events.append(Event(self.sim.now, "Pending", self.run.owner.replace("/", " ", 1),
+                                         message=f"failurePolicy action {action} after Job {first} failed: restarts "
+                                                 "are not modelled; the JobSet goes on"))
+            self.failed.clear()
+
+    def _on_success(self) -> None:
+        """``executeSuccessPolicy``: the succeeded Jobs of the targeted replicated jobs (all where none) reach one
+        (``Any``) or the targets' summed replicas (``All``): the JobSet completes."""
+        operator, targets = self.run.success
+        matching = sum(1 for name in self.succeeded
+                       if not targets or replicated_job_of(self.jobs[name]) in targets)
+        expected = 1 if operator == "Any" else sum(count for rjob, count in self.run.replicas
+                                                   if not targets or rjob in targets)
+        if matching >= expected:
+            self._finish("Completed", f"AllJobsCompleted: jobset completed successfully ({operator} of "
+                                      f"{', '.join(targets) or 'every replicated job'})")
+
+    def _finish(self, kind: str, message: str) -> None:
+        """The JobSet completed or failed: its active Jobs deleted (foreground: their pods first), no more made."""
+        from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
         from kubedra.sim.run import Event
 
+        sim, run = self.sim, self.run
+        self.finished = True
+        self.pending = []
+        sim.events.append(Event(sim.now, kind, run.owner.replace("/", " ", 1), message=message))
+        for name, progress in self.progress.items():
+            if progress is None or name in self.succeeded or name in self.failed or not sim.job_active(progress):
+                continue
+            progress.done = True
+            progress.waiting.clear()
+            sim.events.append(Event(sim.now, "Deleted", f"Job {run.namespace}/{name}",
+                                    message=f"{run.owner}: the JobSet {kind.lower()}"))
+            for record in sim.job_pods(progress):
+                grace = record.pod.spec.termination_grace_period_seconds
+                sim.delete(record, f"Job {run.namespace}/{name} deleted: its JobSet {kind.lower()}",
+                           DEFAULT_GRACE_SECONDS if grace is None else float(grace))
+
+    def _make(self) -> None:
+        """The Jobs whose turn has come: InOrder, the next replicated job's once each Job of the one before is ready;
+        with ``dependsOn``, each replicated job's once ``dependencyReachedStatus``."""
         sim = self.sim
-        while self.waiting and all(job_ready(sim, job) for job in self.current):
-            self.current = self.waiting.pop(0)
-            for job in self.current:
-                sim.events.append(Event(sim.now, "Created", f"Job {job.namespace}/{job.name}",
-                                        message=f"JobSet {self.run.namespace}/{self.run.name}: startupPolicy InOrder, "
-                                                "the replicated job before it is ready"))
-                start_job(sim, job)
-                self.made += len(job.pods)
-        return bool(self.waiting)
+        if self.in_order:
+            while self.pending and all(job_ready(sim, job) for job in self.current):
+                self.current = self.pending.pop(0)[0]
+                self._start(self.current, "startupPolicy InOrder, the replicated job before it is ready")
+            return
+        still = []
+        for stage, waits in self.pending:
+            if all(self._reached(name, status) for name, status in waits):
+                self._start(stage, "dependsOn " + ", ".join(f"{name} {status}" for name, status in waits))
+            else:
+                still.append((stage, waits))
+        self.pending = still
+
+    def _reached(self, rjob: str, status: str) -> bool:
+        """``dependencyReachedStatus`` (depends_on.go): ``Complete``: replicas == succeeded Jobs; ``Ready``:
+        replicas == ready + succeeded + failed Jobs."""
+        replicas = dict(self.run.replicas).get(rjob, 0)
+        names = [name for name, job in self.jobs.items() if replicated_job_of(job) == rjob]
+        succeeded = sum(1 for name in names if name in self.succeeded)
+        if status == "Complete":
+            return replicas == succeeded
+        failed = sum(1 for name in names if name in self.failed)
+        ready = sum(1 for name in names if name not in self.succeeded and name not in self.failed
+                    and job_ready(self.sim, self.jobs[name]))
+        return replicas == ready + succeeded + failed
+
+    def _start(self, jobs: tuple[JobRun, ...], why: str) -> None:
+        from kubedra.sim.run import Event
+
+        sim, run = self.sim, self.run
+        for job in jobs:
+            sim.events.append(Event(sim.now, "Created", f"Job {job.namespace}/{job.name}",
+                                    message=f"JobSet {run.namespace}/{run.name}: {why}"))
+            self._track(job, start_job(sim, job))
+            self.made += len(job.pods)
 
 
 class JobSetCounts:
@@ -321,15 +491,39 @@ class JobSetCounts:
         }
 
 
-def jobset_stages(stages: list[tuple[JobRun, ...]], replicated: Sequence[ReplicatedJob], refused: set[int],
-                  in_order: bool) -> list[tuple[JobRun, ...]]:
-    """The Jobs by when they are made: each replicated job's in turn (InOrder), else all at once. InOrder stops at a
-    replicated job whose count is negative (which v0.12.0 accepts, making no Job) or one of whose Jobs was refused
-    (``refused``): ``allReplicasStarted`` asks ``replicas == ready + succeeded + failed``, never so there."""
-    if not in_order:
-        return [tuple(job for stage in stages for job in stage)]
-    stuck = [i for i, rjob in enumerate(replicated) if rjob.replicas < 0 or i in refused]
-    return stages[:stuck[0] + 1] if stuck else stages
+def jobset_runs(name: str, namespace: str, spec: Any, stages: list[tuple[JobRun, ...]],
+                refused: set[int]) -> tuple[tuple[JobRun, ...], JobSetRun | None]:
+    """The Jobs made when the JobSet is, and its controller's run (None where it has nothing to do during the run).
+    InOrder makes each replicated job's Jobs in turn, stopping at one whose count is negative (which v0.12.0 accepts,
+    making no Job) or one of whose Jobs was refused (``refused``): ``allReplicasStarted`` asks ``replicas == ready +
+    succeeded + failed``, never so there. ``dependsOn``: a replicated job's Jobs wait for their dependencies."""
+    rjobs = spec.replicated_jobs
+    in_order = spec.startup_policy is not None and spec.startup_policy.startup_policy_order == "InOrder"
+    if spec.suspend:
+        return tuple(job for stage in stages for job in stage), None
+    later: list[tuple[JobRun, ...]] = []
+    waits: list[tuple[tuple[str, str], ...]] = []
+    if in_order:
+        stuck = [i for i, rjob in enumerate(rjobs) if rjob.replicas < 0 or i in refused]
+        stages = stages[:stuck[0] + 1] if stuck else stages
+        first, later = stages[0], list(stages[1:])
+    else:
+        made: list[JobRun] = []
+        for rjob, stage in zip(rjobs, stages, strict=True):
+            needs = tuple((str(d.get("name", "")), str(d.get("status", ""))) for d in rjob.depends_on or [])
+            if needs:
+                later.append(stage)
+                waits.append(needs)
+            else:
+                made += stage
+        first = tuple(made)
+    success = spec.success_policy
+    policy = (success.operator, tuple(success.target_replicated_jobs)) if success is not None else ("All", ())
+    failure = spec.failure_policy
+    run = JobSetRun(name, namespace, tuple(later), first, tuple(waits),
+                    tuple((rjob.name, rjob.replicas) for rjob in rjobs), policy,
+                    (failure.max_restarts, tuple(failure.rules or ())) if failure is not None else None)
+    return first, run if later or len(first) > 1 else None
 
 
 def jobset_defaults(spec: JobSpec, mode_set: bool) -> JobSpec:
@@ -420,13 +614,15 @@ class ExclusiveJobController:
             return False
         record = sim.state.pods.get(leader.key)
         node_name = record.pod.spec.node_name if record is not None else None
-        if record is None or record.started_at is None or not node_name:
+        if record is None or record.deleted or self.progress.done:  # its JobSet finished: the Job deleted
+            return False
+        if record.started_at is None or not node_name:
             return True
         node = sim.state.nodes.get(node_name)
         value = node.metadata.labels.get(self.topology_key) if node is not None else None
         job = self.job
         if value is None:
-            sim.events.append(Event(sim.now, "Failed", f"Job {job.namespace}/{job.name}",
+            sim.events.append(Event(sim.now, "Pending", f"Job {job.namespace}/{job.name}",
                                     message=f"JobSet pod webhook: node does not have topology label: "
                                             f"{self.topology_key}; the followers of {leader.key} are never admitted"))
             return False
@@ -447,22 +643,21 @@ class ExclusiveJobController:
         return False
 
 
-def start_job(sim: Simulation, job: JobRun, records: list[PodRecord] | None = None) -> None:
+def start_job(sim: Simulation, job: JobRun, records: list[PodRecord] | None = None) -> JobProgress | None:
     """A JobSet's Job made now (``records``: its pods' records, made before the run) or during the run (an InOrder
     stage's, whose pods are already counted): with exclusive placement, through :class:`ExclusiveJobController`."""
     from kubedra.sim.run import job_record
 
     if job.exclusive is None or job.suspended:
         if records is None:
-            sim.start_job(job)
-        else:
-            sim.add_job(records, job.parallelism, work_queue=job.completions is None,
-                        rules=job_rules_of(job))
-        return
+            return sim.start_job(job)
+        return sim.add_job(records, job.parallelism, work_queue=job.completions is None, rules=job_rules_of(job))
     during = records is None
     if records is None:
         records = [job_record(pod, sim.now + job.arrive_at, job.run_for, job.owner, sim.gangs_on) for pod in job.pods]
-    sim.add_controller(ExclusiveJobController(sim, job, records, counted=during))
+    controller = ExclusiveJobController(sim, job, records, counted=during)
+    sim.add_controller(controller)
+    return controller.progress
 
 
 def job_rules_of(job: JobRun) -> JobRules | None:

@@ -52,7 +52,7 @@ from kubedra.sim.replacements import JobRules, job_rules
 if TYPE_CHECKING:
     from kubedra.sim.cronjobs import CronController
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
-    from kubedra.sim.jobsets import ExclusiveJobController, InOrderController, JobSetRun
+    from kubedra.sim.jobsets import ExclusiveJobController, JobSetController, JobSetRun
     from kubedra.sim.leaderworkersets import LeaderWorkerController
     from kubedra.sim.pytorchjobs import PyTorchJobController
     from kubedra.sim.rayjobs import RayJobController
@@ -145,7 +145,7 @@ class Simulation:
     _crons: dict[str, CronController] = field(default_factory=dict)  # by "CronJob/ns/name"
     gangs_on: bool = False  # GenericWorkload: pods made during the run join their PodGroups
     # InOrder JobSets with Jobs still to make, LeaderWorkerSets with workers still to make
-    _in_order: list[InOrderController | LeaderWorkerController | RayJobController | PyTorchJobController
+    _in_order: list[JobSetController | LeaderWorkerController | RayJobController | PyTorchJobController
                     | ExclusiveJobController] = field(
         default_factory=list)
     _jobsets_made: int = 0  # pods of the Jobs InOrder JobSets made so far
@@ -222,9 +222,9 @@ class Simulation:
     def add_jobset(self, run: JobSetRun) -> None:
         """An InOrder JobSet (``sim.jobsets``): its first replicated job's Jobs are among the Jobs already added; the
         rest are made, one replicated job at a time, as the ones before become ready."""
-        from kubedra.sim.jobsets import InOrderController
+        from kubedra.sim.jobsets import JobSetController
 
-        self._in_order.append(InOrderController(self, run))
+        self._in_order.append(JobSetController(self, run))
 
     def add_controller(self, controller: LeaderWorkerController | RayJobController | PyTorchJobController
                        | ExclusiveJobController) -> None:

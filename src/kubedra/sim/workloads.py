@@ -57,7 +57,7 @@ from kubedra.sim.jobsets import (
     JobSetRun,
     jobset_defaults,
     jobset_job,
-    jobset_stages,
+    jobset_runs,
     leader_pods,
 )
 from kubedra.sim.jobsets import webhook_problems as jobset_problems
@@ -525,7 +525,8 @@ class _Expander(WorkloadChecks):
                     refused.add(len(stages))
                     continue
                 one = jobset_job(job_spec, marks, exclusive, bool(spec.suspend))
-                delay = own if in_order and stages else start
+                later = (in_order and stages) or (rjob.depends_on and not spec.suspend)  # its controller makes it
+                delay = own if later else start
                 job = self.job_run(job_name, namespace, stable_uid("Job", namespace, job_name), one, shape,
                                    timing=(delay, run_for))
                 if exclusive is not None:
@@ -534,12 +535,12 @@ class _Expander(WorkloadChecks):
             stages.append(tuple(jobs))
         if self.problems or not stages:
             return
-        stages = jobset_stages(stages, spec.replicated_jobs, refused, in_order and not spec.suspend)
-        for job in stages[0]:
+        first, run = jobset_runs(name, namespace, spec, stages, refused)
+        for job in first:
             self.jobs.append((job.arrive_at, self.sequence, job))
             self.sequence += 1
-        if len(stages) > 1:
-            self.jobsets.append(JobSetRun(name, namespace, tuple(stages[1:]), stages[0]))
+        if run is not None:
+            self.jobsets.append(run)
 
     def custom(self, where: Location, doc: LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc | PyTorchJobDoc,
                namespace: str) -> None:
