@@ -229,3 +229,82 @@ def test_exclusive_placement_pins_followers_to_the_leader_s_domain(plane: Contro
         assert ours_follower["affinity"] is None and ours_follower["nodeSelector"] == {}
         assert {**ours_follower, "nodeSelector": {"rack": f"r{index}"}} == shape
 
+
+
+def succeed(plane: ControlPlane, pod: dict[str, Any]) -> None:
+    """What a kubelet writes once the pod's containers exit 0: phase Succeeded."""
+    meta = pod["metadata"]
+    plane.request("PATCH", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
+                  {"status": {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}},
+                  content_type="application/merge-patch+json")
+
+
+def with_driver(namespace: str, name: str) -> list[dict[str, Any]]:
+    """The example with a one-pod ``driver`` replicated job first."""
+    docs = example(namespace)
+    js = docs[-1]
+    js["metadata"]["name"] = name
+    driver = copy.deepcopy(js["spec"]["replicatedJobs"][0])
+    driver["name"], driver["replicas"] = "driver", 1
+    driver["template"]["spec"].update(parallelism=1, completions=1)
+    driver["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    js["spec"]["replicatedJobs"].insert(0, driver)
+    return docs
+
+
+def test_success_policy_any_completes_the_jobset_and_deletes_the_other_jobs(plane: ControlPlane,
+                                                                           jobset: None) -> None:
+    # executeSuccessPolicy, then jobSetFinished -> deleteJobs (foreground: nothing here collects the Jobs, so they
+    # keep a deletionTimestamp)
+    namespace = plane.create_namespace("js")
+    docs = with_driver(namespace, "anyof")
+    docs[-1]["spec"]["successPolicy"] = {"operator": "Any", "targetReplicatedJobs": ["driver"]}
+    harness.apply(plane, docs)
+    real = real_jobs(plane, namespace, 3)
+    compare(plane, namespace, docs, real)
+    for pod in real_pods(plane, namespace, "anyof-driver-0", 1):
+        succeed(plane, pod)
+
+    def finished() -> dict[str, Any] | None:
+        js = plane.get(f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets/anyof")
+        done = [c["type"] for c in js.get("status", {}).get("conditions", []) if c["status"] == "True"]
+        return js if "Completed" in done else None
+
+    plane.wait_for(finished, timeout=harness.WAIT, interval=0.5, what="the JobSet Completed")
+
+    def deleted() -> list[str] | None:
+        items = plane.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
+        gone = sorted(j["metadata"]["name"] for j in items if j["metadata"].get("deletionTimestamp"))
+        return gone if len(gone) == 2 else None
+
+    gone = plane.wait_for(deleted, timeout=harness.WAIT, interval=0.5, what="the workers' Jobs deleted")
+    assert gone == ["anyof-workers-0", "anyof-workers-1"]
+    # kubedra: the JobSet's controller completes it when the driver's Job succeeds and deletes the same Jobs
+    scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
+    [run] = scenario.workloads.jobsets
+    assert run.success == ("Any", ("driver",))
+    assert sorted(j.name for j in run.first) == ["anyof-driver-0", *gone]
+
+
+def test_depends_on_complete_makes_the_next_replicated_job_once_the_first_succeeded(plane: ControlPlane,
+                                                                                   jobset: None) -> None:
+    # reconcileReplicatedJobs: dependencyReachedStatus (depends_on.go) keeps the workers' Jobs unmade until the
+    # driver's replicas all succeeded
+    namespace = plane.create_namespace("js")
+    docs = with_driver(namespace, "deps")
+    docs[-1]["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "driver", "status": "Complete"}]
+    harness.apply(plane, docs)
+    first = real_jobs(plane, namespace, 1)
+    assert sorted(first) == ["deps-driver-0"]
+    for pod in real_pods(plane, namespace, "deps-driver-0", 1):
+        harness.make_ready(plane, pod)
+    assert sorted(real_jobs(plane, namespace, 1)) == ["deps-driver-0"]  # Ready is not Complete
+    for pod in real_pods(plane, namespace, "deps-driver-0", 1):
+        succeed(plane, pod)
+    real = real_jobs(plane, namespace, 3)
+    compare(plane, namespace, docs, real)
+    scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
+    [run] = scenario.workloads.jobsets
+    assert [j.name for j in run.first] == ["deps-driver-0"]
+    assert [[j.name for j in stage] for stage in run.stages] == [["deps-workers-0", "deps-workers-1"]]
+    assert run.waits == ((("driver", "Complete"),),)
