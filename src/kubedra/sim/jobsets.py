@@ -36,10 +36,21 @@ is bound (``ValidateCreate`` refuses them before, the Job controller retries), e
 node-selector strategy (``alpha.jobset.sigs.k8s.io/node-selector``) is not modelled, nor a leader replaced after
 preemption before its followers are made (they keep waiting on the first).
 
-**Not modelled.** Success and failure policies end nothing early and restart nothing: kubedra's Jobs succeed at the
-end of ``run-for`` and never fail, so a JobSet completes when its Jobs do and ``failurePolicy.maxRestarts`` is
-never reached (both are validated). ``dependsOn``, coordinator, TTL, volume claim policies and ``managedBy`` are
-read and ignored.
+**During the run** (:class:`JobSetController`, ``reconcile`` in ``jobset_controller.go``), after each instant:
+a failed Job (the Job controller's ``Failed``: kubedra's Jobs fail only when deleted pods pass ``backoffLimit`` or
+match a ``FailJob`` rule) ends the JobSet as ``executeFailurePolicy`` decides: ``Failed`` without a
+``failurePolicy``; with one, the first rule that applies (``ruleIsApplicable``: ``onJobFailureReasons``,
+``onJobFailureMessagePatterns``, ``targetReplicatedJobs``) acts, ``RestartJobSet`` where none does: ``FailJobSet``
+fails it, ``RestartJobSet`` fails it where ``maxRestarts`` is 0 (``ReachedMaxRestarts``). Else enough succeeded Jobs
+complete it (``executeSuccessPolicy``: one of the targets' for ``Any``, the targets' summed ``replicas`` for
+``All``; targets default to every replicated job). A finished JobSet's active Jobs are deleted with their pods
+(``deleteJobs``), and no more are made. ``dependsOn``: a replicated job's Jobs are made once
+``dependencyReachedStatus`` holds (``Complete``: its dependency's ``replicas`` equal its succeeded Jobs; ``Ready``:
+its ready, succeeded and failed Jobs).
+
+**Not modelled.** Restarts (``RestartJobSet`` below ``maxRestarts``, ``RestartJobSetAndIgnoreMaxRestarts``,
+``RestartJob``): an event says so and the JobSet goes on. Coordinator, TTL, volume claim policies and ``managedBy``
+are read and ignored.
 """
 
 from __future__ import annotations

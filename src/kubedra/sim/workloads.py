@@ -21,8 +21,9 @@ time; :mod:`kubedra.sim.cronjobs` runs its controller during the simulation. Its
 its horizon (its own ``kubedra.io/run-for``; else the other workloads' known span; else a day) are documented there.
 
 A JobSet (``jobset.x-k8s.io/v1alpha2``) is expanded into its Jobs ``<jobset>-<replicatedJob>-<index>``, each a
-:class:`JobRun`; with ``startupPolicy: InOrder`` the replicated jobs after the first are a :class:`JobSetRun` whose
-controller (:mod:`kubedra.sim.jobsets`) makes them during the run. A LeaderWorkerSet
+:class:`JobRun`; the replicated jobs made later (``startupPolicy: InOrder``, ``dependsOn``) are a :class:`JobSetRun`
+whose controller (:mod:`kubedra.sim.jobsets`) makes them during the run, and ends the JobSet by its success and
+failure policies. A LeaderWorkerSet
 (``leaderworkerset.x-k8s.io/v1``) is expanded into leader pods ``<lws>-<group>`` and workers
 ``<lws>-<group>-<worker>``; where workers wait on their leader (LeaderReady, exclusive placement) they are a
 :class:`LeaderWorkerSetRun` whose controller (:mod:`kubedra.sim.leaderworkersets`) makes them during the run.
