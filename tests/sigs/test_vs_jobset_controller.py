@@ -23,6 +23,7 @@ from tests.controlplane.fixture import ControlPlane
 from tests.sigs import harness
 
 from kubedra.objects.load import load_text
+from kubedra.sim.jobsets import failed_message
 from kubedra.sim.scenario import build_scenario
 
 BINARY = harness.BIN / "jobset-controller"
@@ -231,12 +232,34 @@ def test_exclusive_placement_pins_followers_to_the_leader_s_domain(plane: Contro
 
 
 
-def succeed(plane: ControlPlane, pod: dict[str, Any]) -> None:
-    """What a kubelet writes once the pod's containers exit 0: phase Succeeded."""
+def succeed(plane: ControlPlane, pod: dict[str, Any], phase: str = "Succeeded") -> None:
+    """What a kubelet writes once the pod's containers exit (0: Succeeded, else Failed)."""
     meta = pod["metadata"]
     plane.request("PATCH", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
-                  {"status": {"phase": "Succeeded", "conditions": [{"type": "Ready", "status": "False"}]}},
+                  {"status": {"phase": phase, "conditions": [{"type": "Ready", "status": "False"}]}},
                   content_type="application/merge-patch+json")
+
+
+def condition(plane: ControlPlane, namespace: str, name: str, kind: str) -> dict[str, Any]:
+    """The JobSet's ``kind`` condition once it is True."""
+    def true() -> dict[str, Any] | None:
+        js = plane.get(f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets/{name}")
+        return next((c for c in js.get("status", {}).get("conditions", [])
+                     if c["type"] == kind and c["status"] == "True"), None)
+
+    found: dict[str, Any] = plane.wait_for(true, timeout=harness.WAIT, interval=0.5, what=f"the JobSet {kind}")
+    return found
+
+
+def deleted_jobs(plane: ControlPlane, namespace: str, count: int) -> list[str]:
+    """The Jobs given a deletionTimestamp (foreground deletion: nothing here collects them)."""
+    def deleted() -> list[str] | None:
+        items = plane.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
+        gone = sorted(j["metadata"]["name"] for j in items if j["metadata"].get("deletionTimestamp"))
+        return gone if len(gone) >= count else None
+
+    found: list[str] = plane.wait_for(deleted, timeout=harness.WAIT, interval=0.5, what=f"{count} Jobs deleted")
+    return found
 
 
 def with_driver(namespace: str, name: str) -> list[dict[str, Any]]:
@@ -265,19 +288,9 @@ def test_success_policy_any_completes_the_jobset_and_deletes_the_other_jobs(plan
     for pod in real_pods(plane, namespace, "anyof-driver-0", 1):
         succeed(plane, pod)
 
-    def finished() -> dict[str, Any] | None:
-        js = plane.get(f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets/anyof")
-        done = [c["type"] for c in js.get("status", {}).get("conditions", []) if c["status"] == "True"]
-        return js if "Completed" in done else None
-
-    plane.wait_for(finished, timeout=harness.WAIT, interval=0.5, what="the JobSet Completed")
-
-    def deleted() -> list[str] | None:
-        items = plane.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
-        gone = sorted(j["metadata"]["name"] for j in items if j["metadata"].get("deletionTimestamp"))
-        return gone if len(gone) == 2 else None
-
-    gone = plane.wait_for(deleted, timeout=harness.WAIT, interval=0.5, what="the workers' Jobs deleted")
+    done = condition(plane, namespace, "anyof", "Completed")
+    assert f"{done['reason']}: {done['message']}" == "AllJobsCompleted: jobset completed successfully"
+    gone = deleted_jobs(plane, namespace, 2)
     assert gone == ["anyof-workers-0", "anyof-workers-1"]
     # kubedra: the JobSet's controller completes it when the driver's Job succeeds and deletes the same Jobs
     scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
@@ -308,3 +321,17 @@ def test_depends_on_complete_makes_the_next_replicated_job_once_the_first_succee
     assert [j.name for j in run.first] == ["deps-driver-0"]
     assert [[j.name for j in stage] for stage in run.stages] == [["deps-workers-0", "deps-workers-1"]]
     assert run.waits == ((("driver", "Complete"),),)
+
+
+def test_a_failed_job_fails_the_jobset_and_deletes_the_others(plane: ControlPlane, jobset: None) -> None:
+    # executeFailurePolicy without a failurePolicy: Failed, FailedJobs, naming the first failed Job; then deleteJobs
+    namespace = plane.create_namespace("js")
+    docs = with_driver(namespace, "fails")
+    docs[-1]["spec"]["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] = 0
+    harness.apply(plane, docs)
+    real_jobs(plane, namespace, 3)
+    for pod in real_pods(plane, namespace, "fails-driver-0", 1):
+        succeed(plane, pod, "Failed")
+    failed = condition(plane, namespace, "fails", "Failed")
+    assert f"{failed['reason']}: {failed['message']}" == failed_message("FailedJobs", "fails-driver-0")
+    assert deleted_jobs(plane, namespace, 2) == ["fails-workers-0", "fails-workers-1"]

@@ -290,6 +290,15 @@ def rule_applies(rule: dict[str, Any], rjob: str, reason: str, message: str) -> 
             and (not targets or rjob in targets))
 
 
+FAILED_MESSAGES = {"FailedJobs": "jobset failed due to one or more job failures",
+                   "ReachedMaxRestarts": "jobset failed due to reaching max number of restarts"}
+
+
+def failed_message(reason: str, first: str) -> str:
+    """The Failed condition's ``<reason>: <message>`` (``messageWithFirstFailedJob``, failure_policy.go)."""
+    return f"{reason}: {FAILED_MESSAGES[reason]} (first failed job: {first})"
+
+
 class JobSetController:
     """One JobSet's controller during the run (``pkg/controllers/jobset_controller.go`` ``reconcile``), after each
     instant: a failed Job ends the JobSet as ``executeFailurePolicy`` decides, else enough succeeded Jobs complete it
@@ -367,8 +376,7 @@ class JobSetController:
         first = next(iter(self.failed))
         failure = self.run.failure
         if failure is None:
-            self._finish("Failed", f"FailedJobs: jobset failed due to one or more job failures (first failed job: "
-                                   f"{first})")
+            self._finish("Failed", failed_message("FailedJobs", first))
             return
         max_restarts, rules = failure
         action = "RestartJobSet"
@@ -379,11 +387,9 @@ class JobSetController:
                 action, first = rule.get("action", "RestartJobSet"), hit
                 break
         if action == "FailJobSet":
-            self._finish("Failed", f"FailedJobs: jobset failed due to one or more job failures (first failed job: "
-                                   f"{first})")
+            self._finish("Failed", failed_message("FailedJobs", first))
         elif action == "RestartJobSet" and max_restarts <= 0:
-            self._finish("Failed", f"ReachedMaxRestarts: jobset failed due to reaching max number of restarts "
-                                   f"(first failed job: {first})")
+            self._finish("Failed", failed_message("ReachedMaxRestarts", first))
         else:
             from kubedra.sim.run import Event
 
@@ -401,8 +407,7 @@ class JobSetController:
         expected = 1 if operator == "Any" else sum(count for rjob, count in self.run.replicas
                                                    if not targets or rjob in targets)
         if matching >= expected:
-            self._finish("Completed", f"AllJobsCompleted: jobset completed successfully ({operator} of "
-                                      f"{', '.join(targets) or 'every replicated job'})")
+            self._finish("Completed", "AllJobsCompleted: jobset completed successfully")
 
     def _finish(self, kind: str, message: str) -> None:
         """The JobSet completed or failed: its active Jobs deleted (foreground: their pods first), no more made."""
