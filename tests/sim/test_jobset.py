@@ -248,6 +248,13 @@ def test_webhook_problems_name_the_field() -> None:
     assert 'spec.replicatedJobs[1].name: Duplicate value: {"name":"driver"}' in text
     assert "invalid replicatedJob name 'nope'" in text
     assert "js.yaml" in text and "JobSet/" in text
+    # ValidateCreate: dependsOn names this replicated job or one before it
+    bad = jobset("js", replicated("driver"), replicated("workers"))
+    bad["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "later", "status": "Ready"}]
+    with pytest.raises(InvalidInputError) as caught:
+        build_scenario(load_text(text_of(pool(), bad), source="js.yaml"))
+    assert "spec.replicatedJobs[1].dependsOn: replicatedJob: workers cannot depend on replicatedJob: later" in str(
+        caught.value)
     # The published CRD's schema refuses these before any webhook (as the API server does).
     bad = jobset("js", replicated("driver", -1), successPolicy={"operator": "Some"})
     with pytest.raises(InvalidInputError) as caught:

@@ -140,6 +140,8 @@ def webhook_problems(name: str, spec: Any, raw_spec: dict[str, Any]) -> list[tup
         seen.add(rjob.name)
         if i == 0 and rjob.depends_on:
             out.append((f"{path}.dependsOn", "DependsOn can't be set for the first ReplicatedJob"))
+        out += [(f"{path}.dependsOn", f"replicatedJob: {rjob.name} cannot depend on replicatedJob: {dep.get('name')}")
+                for dep in rjob.depends_on or [] if dep.get("name") not in seen]  # this one or one before it
         raw = ((raw_jobs[i] if i < len(raw_jobs) else {}).get("template") or {}).get("spec") or {}
         out += _replicated_problems(name, path, rjob, raw.get("completionMode", "Indexed") == "Indexed")
     return out + _policy_problems(spec, seen)
