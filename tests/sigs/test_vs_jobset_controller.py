@@ -23,6 +23,7 @@ from tests.controlplane.fixture import ControlPlane
 from tests.sigs import harness
 
 from kubedra.objects.load import load_text
+from kubedra.sim.jobsets import failed_message
 from kubedra.sim.scenario import build_scenario
 
 BINARY = harness.BIN / "jobset-controller"
@@ -182,6 +183,22 @@ def test_inorder_makes_the_next_replicated_job_once_the_first_is_ready(plane: Co
         ["staged-workers-0", "staged-workers-1"]]
 
 
+def test_negative_replicas_are_accepted_and_make_no_jobs(plane: ControlPlane, jobset: None) -> None:
+    namespace = plane.create_namespace("js")
+    docs = example(namespace)
+    js = docs[-1]
+    js["metadata"]["name"] = "neg"
+    none = copy.deepcopy(js["spec"]["replicatedJobs"][0])
+    none["name"], none["replicas"] = "none", -1
+    js["spec"]["replicatedJobs"].insert(0, none)
+    harness.apply(plane, docs)  # accepted: neither the CRD nor the webhook bounds replicas below
+    # none of "none"; workers-0's job-global-index and job-group-index are "-1", which kube-apiserver refuses as a
+    # label value (the controller retries it for ever); workers-1 is made, global-replicas "1"
+    real = real_jobs(plane, namespace, 1)
+    assert sorted(real) == ["neg-workers-1"]
+    compare(plane, namespace, docs, real)
+
+
 def test_exclusive_placement_pins_followers_to_the_leader_s_domain(plane: ControlPlane, jobset: None) -> None:
     namespace = plane.create_namespace("js")
     docs = example(namespace)
@@ -207,7 +224,114 @@ def test_exclusive_placement_pins_followers_to_the_leader_s_domain(plane: Contro
         shape = pod_shape(follower, uid)
         assert shape["nodeSelector"] == {"rack": f"r{index}"}
         assert shape["affinity"] is None
-        # kubedra gives the follower the leader's affinity terms instead (the same placement: see jobsets.py)
+        # kubedra's follower as expanded: no affinity; its ExclusiveJobController makes it once the leader is bound,
+        # with the nodeSelector on the leader's node's value (tests/sim/test_jobset.py runs that)
         ours_follower = pod_shape(our_pods[1], our_uid)
-        assert {**ours_follower, "affinity": None, "nodeSelector": shape["nodeSelector"]} == shape
+        assert ours_follower["affinity"] is None and ours_follower["nodeSelector"] == {}
+        assert {**ours_follower, "nodeSelector": {"rack": f"r{index}"}} == shape
 
+
+
+def succeed(plane: ControlPlane, pod: dict[str, Any], phase: str = "Succeeded") -> None:
+    """What a kubelet writes once the pod's containers exit (0: Succeeded, else Failed)."""
+    meta = pod["metadata"]
+    plane.request("PATCH", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
+                  {"status": {"phase": phase, "conditions": [{"type": "Ready", "status": "False"}]}},
+                  content_type="application/merge-patch+json")
+
+
+def condition(plane: ControlPlane, namespace: str, name: str, kind: str) -> dict[str, Any]:
+    """The JobSet's ``kind`` condition once it is True."""
+    def true() -> dict[str, Any] | None:
+        js = plane.get(f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets/{name}")
+        return next((c for c in js.get("status", {}).get("conditions", [])
+                     if c["type"] == kind and c["status"] == "True"), None)
+
+    found: dict[str, Any] = plane.wait_for(true, timeout=harness.WAIT, interval=0.5, what=f"the JobSet {kind}")
+    return found
+
+
+def deleted_jobs(plane: ControlPlane, namespace: str, count: int) -> list[str]:
+    """The Jobs given a deletionTimestamp (foreground deletion: nothing here collects them)."""
+    def deleted() -> list[str] | None:
+        items = plane.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
+        gone = sorted(j["metadata"]["name"] for j in items if j["metadata"].get("deletionTimestamp"))
+        return gone if len(gone) >= count else None
+
+    found: list[str] = plane.wait_for(deleted, timeout=harness.WAIT, interval=0.5, what=f"{count} Jobs deleted")
+    return found
+
+
+def with_driver(namespace: str, name: str) -> list[dict[str, Any]]:
+    """The example with a one-pod ``driver`` replicated job first."""
+    docs = example(namespace)
+    js = docs[-1]
+    js["metadata"]["name"] = name
+    driver = copy.deepcopy(js["spec"]["replicatedJobs"][0])
+    driver["name"], driver["replicas"] = "driver", 1
+    driver["template"]["spec"].update(parallelism=1, completions=1)
+    driver["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    js["spec"]["replicatedJobs"].insert(0, driver)
+    return docs
+
+
+def test_success_policy_any_completes_the_jobset_and_deletes_the_other_jobs(plane: ControlPlane,
+                                                                           jobset: None) -> None:
+    # executeSuccessPolicy, then jobSetFinished -> deleteJobs (foreground: nothing here collects the Jobs, so they
+    # keep a deletionTimestamp)
+    namespace = plane.create_namespace("js")
+    docs = with_driver(namespace, "anyof")
+    docs[-1]["spec"]["successPolicy"] = {"operator": "Any", "targetReplicatedJobs": ["driver"]}
+    harness.apply(plane, docs)
+    real = real_jobs(plane, namespace, 3)
+    compare(plane, namespace, docs, real)
+    for pod in real_pods(plane, namespace, "anyof-driver-0", 1):
+        succeed(plane, pod)
+
+    done = condition(plane, namespace, "anyof", "Completed")
+    assert f"{done['reason']}: {done['message']}" == "AllJobsCompleted: jobset completed successfully"
+    gone = deleted_jobs(plane, namespace, 2)
+    assert gone == ["anyof-workers-0", "anyof-workers-1"]
+    # kubedra: the JobSet's controller completes it when the driver's Job succeeds and deletes the same Jobs
+    scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
+    [run] = scenario.workloads.jobsets
+    assert run.success == ("Any", ("driver",))
+    assert sorted(j.name for j in run.first) == ["anyof-driver-0", *gone]
+
+
+def test_depends_on_complete_makes_the_next_replicated_job_once_the_first_succeeded(plane: ControlPlane,
+                                                                                   jobset: None) -> None:
+    # reconcileReplicatedJobs: dependencyReachedStatus (depends_on.go) keeps the workers' Jobs unmade until the
+    # driver's replicas all succeeded
+    namespace = plane.create_namespace("js")
+    docs = with_driver(namespace, "deps")
+    docs[-1]["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "driver", "status": "Complete"}]
+    harness.apply(plane, docs)
+    first = real_jobs(plane, namespace, 1)
+    assert sorted(first) == ["deps-driver-0"]
+    for pod in real_pods(plane, namespace, "deps-driver-0", 1):
+        harness.make_ready(plane, pod)
+    assert sorted(real_jobs(plane, namespace, 1)) == ["deps-driver-0"]  # Ready is not Complete
+    for pod in real_pods(plane, namespace, "deps-driver-0", 1):
+        succeed(plane, pod)
+    real = real_jobs(plane, namespace, 3)
+    compare(plane, namespace, docs, real)
+    scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
+    [run] = scenario.workloads.jobsets
+    assert [j.name for j in run.first] == ["deps-driver-0"]
+    assert [[j.name for j in stage] for stage in run.stages] == [["deps-workers-0", "deps-workers-1"]]
+    assert run.waits == ((("driver", "Complete"),),)
+
+
+def test_a_failed_job_fails_the_jobset_and_deletes_the_others(plane: ControlPlane, jobset: None) -> None:
+    # executeFailurePolicy without a failurePolicy: Failed, FailedJobs, naming the first failed Job; then deleteJobs
+    namespace = plane.create_namespace("js")
+    docs = with_driver(namespace, "fails")
+    docs[-1]["spec"]["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] = 0
+    harness.apply(plane, docs)
+    real_jobs(plane, namespace, 3)
+    for pod in real_pods(plane, namespace, "fails-driver-0", 1):
+        succeed(plane, pod, "Failed")
+    failed = condition(plane, namespace, "fails", "Failed")
+    assert f"{failed['reason']}: {failed['message']}" == failed_message("FailedJobs", "fails-driver-0")
+    assert deleted_jobs(plane, namespace, 2) == ["fails-workers-0", "fails-workers-1"]

@@ -134,6 +134,110 @@ def test_exclusive_topology_gives_each_job_its_own_domain() -> None:
     assert len(set.union(*racks_of.values())) == 3
 
 
+def test_exclusive_followers_are_made_once_their_leader_is_bound_pinned_to_its_domain() -> None:
+    # v0.12.0's pod webhook (pkg/webhooks/pod_webhook.go): setExclusiveAffinities on the leader (completion index
+    # 0) only; ValidateCreate refuses followers until the leader has a node, setNodeSelector then pins them
+    racks = [nodepool(f"rack{i}", 2, gpus=8, model="H100-80GB", device_plugin=True, labels={"rack": f"r{i}"})
+             for i in range(2)]
+    sim = run(*racks, jobset("train", replicated("workers", 2, 2, completions=4),
+                             annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}))
+    for job in ("train-workers-0", "train-workers-1"):
+        pods = of_job(sim, job)
+        assert len(pods) == 4
+        leader = next(p for p in pods if p.startswith(f"{job}-0-"))
+        rack = sim.pods[leader]["spec"]["nodeName"].rsplit("-", 1)[0].removeprefix("rack")
+        assert sim.pods[leader]["spec"]["affinity"]["podAffinity"]
+        order = [e["object"].split("/", 1)[1] for e in sim.events if e["object"].startswith("Pod ")]
+        bound = order.index(leader)  # its first event: bound at the instant it came
+        for follower in (p for p in pods if p != leader):
+            spec = sim.pods[follower]["spec"]
+            assert spec.get("affinity") is None
+            assert spec["nodeSelector"] == {"rack": f"r{rack}"}
+            assert order.index(follower) > bound
+    events = [e for e in sim.events if e["type"] == "Created" and "followers admitted" in e.get("message", "")]
+    assert len(events) == 2
+
+
+def test_exclusive_followers_never_come_while_the_leader_is_pending() -> None:
+    # no node has the topology key: the leader's required affinity fails everywhere, and ValidateCreate refuses
+    # its followers for as long ("leader pod not yet scheduled")
+    sim = run(pool(), jobset("train", replicated("workers", 1, 2),
+                             annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}))
+    [leader] = of_job(sim, "train-workers-0")
+    assert leader.startswith("train-workers-0-0-") and not sim.node_of(leader)
+    assert "didn't match pod affinity rules" in sim.pending_reason(leader)
+
+
+def test_exclusive_in_order_stage_is_made_during_the_run() -> None:
+    racks = [nodepool(f"rack{i}", 2, gpus=8, model="H100-80GB", device_plugin=True, labels={"rack": f"r{i}"})
+             for i in range(2)]
+    sim = run(*racks, jobset("train", replicated("driver"), replicated("workers", 1, 2),
+                             startupPolicy={"startupPolicyOrder": "InOrder"},
+                             annotations={"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}))
+    pods = of_job(sim, "train-workers-0")
+    assert len(pods) == 2 and all(sim.node_of(p) for p in pods)
+    assert len({sim.node_of(p).rsplit("-", 1)[0] for p in pods}) == 1
+
+
+def first_seen(sim: Run, prefix: str) -> float:
+    return min(e["seconds"] for e in sim.events if e["object"].startswith(f"Pod default/{prefix}"))
+
+
+def test_success_policy_any_of_the_driver_completes_the_jobset_and_deletes_the_workers() -> None:
+    # executeSuccessPolicy (jobset_controller.go), numJobsExpectedToSucceed (success_policy.go): Any wants one
+    # succeeded Job of the targets; the finished JobSet's active Jobs are deleted (reconcile: jobSetFinished,
+    # deleteJobs)
+    sim = run(pool(), jobset("train", replicated("driver", run_for="5m"), replicated("workers", 2, 2, run_for="1h"),
+                             successPolicy={"operator": "Any", "targetReplicatedJobs": ["driver"]}))
+    done = [e for e in sim.events if e["object"] == "JobSet default/train"]
+    assert [(e["type"], e["seconds"]) for e in done] == [("Completed", 300.0)]
+    deleted = sorted(e["object"] for e in sim.events if e["type"] == "Deleted" and e["object"].startswith("Job "))
+    assert deleted == ["Job default/train-workers-0", "Job default/train-workers-1"]
+    gone = {e["seconds"] for e in sim.events if e["type"] == "Deleted" and e["object"].startswith("Pod ")}
+    assert gone == {330.0}  # the workers' four pods leave after their grace period (30s), not after 1h
+    assert not any(e["type"] == "Finished" and "workers" in e["object"] for e in sim.events)
+
+
+def test_success_policy_all_of_targets_waits_for_every_target_job() -> None:
+    sim = run(pool(), jobset("train", replicated("driver", run_for="1h"), replicated("workers", 2, 2, run_for="5m"),
+                             successPolicy={"operator": "All", "targetReplicatedJobs": ["workers"]}))
+    done = [(e["type"], e["seconds"]) for e in sim.events if e["object"] == "JobSet default/train"]
+    assert done == [("Completed", 300.0)]
+    assert any(e["object"] == "Job default/train-driver-0" and e["type"] == "Deleted" for e in sim.events)
+
+
+def test_depends_on_complete_makes_the_workers_once_the_driver_succeeded() -> None:
+    # reconcileReplicatedJobs skips a replicated job until dependencyReachedStatus (depends_on.go): Complete wants
+    # replicas == succeeded Jobs, Ready replicas == ready + succeeded + failed
+    workers = replicated("workers", 2, 2, dependsOn=[{"name": "driver", "status": "Complete"}])
+    workers["dependsOn"] = workers["template"]["spec"].pop("dependsOn")
+    sim = run(pool(), jobset("train", replicated("driver", run_for="5m"), workers))
+    assert first_seen(sim, "train-driver-0") == 0.0
+    assert first_seen(sim, "train-workers-0") == 300.0 and first_seen(sim, "train-workers-1") == 300.0
+    workers["dependsOn"] = [{"name": "driver", "status": "Ready"}]
+    sim = run(pool(), jobset("train", replicated("driver", run_for="5m"), workers))
+    assert first_seen(sim, "train-workers-0") == 0.0
+    made = [e["message"] for e in sim.events if e["type"] == "Created" and e["object"].startswith("Job ")]
+    assert made and all("dependsOn driver Ready" in m for m in made)
+
+
+def test_a_failed_job_fails_the_jobset_and_deletes_the_others() -> None:
+    # executeFailurePolicy (failure_policy.go): without a failurePolicy the JobSet fails at the first failed Job;
+    # with maxRestarts 0 RestartJobSet fails it too (ReachedMaxRestarts). A preempted pod fails its Job here
+    # (backoffLimit 0).
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+            "value": 1000}
+    for policy, reason in (({}, "FailedJobs"), ({"failurePolicy": {"maxRestarts": 0}}, "ReachedMaxRestarts")):
+        js = jobset("train", replicated("workers", 3, 1, run_for="1h", backoffLimit=0), **policy)
+        sim = run(pool(3), high, js, pod("urgent", start_after="1m", run_for="10m", requests=GPUS8, limits=GPUS8,
+                                         priorityClassName="high"))
+        done = [e for e in sim.events if e["object"] == "JobSet default/train"]
+        assert [e["type"] for e in done] == ["Failed"] and done[0]["message"].startswith(reason)
+        deleted = [e["object"] for e in sim.events if e["type"] == "Deleted" and e["object"].startswith("Job ")]
+        assert len(deleted) == 2
+        assert not any(e["type"] == "Finished" and "workers" in e["object"] for e in sim.events)
+
+
 def test_webhook_problems_name_the_field() -> None:
     bad = jobset("x" * 60, replicated("driver"), replicated("driver"),
                  successPolicy={"operator": "All", "targetReplicatedJobs": ["nope"]})
@@ -144,6 +248,13 @@ def test_webhook_problems_name_the_field() -> None:
     assert 'spec.replicatedJobs[1].name: Duplicate value: {"name":"driver"}' in text
     assert "invalid replicatedJob name 'nope'" in text
     assert "js.yaml" in text and "JobSet/" in text
+    # ValidateCreate: dependsOn names this replicated job or one before it
+    bad = jobset("js", replicated("driver"), replicated("workers"))
+    bad["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "later", "status": "Ready"}]
+    with pytest.raises(InvalidInputError) as caught:
+        build_scenario(load_text(text_of(pool(), bad), source="js.yaml"))
+    assert "spec.replicatedJobs[1].dependsOn: replicatedJob: workers cannot depend on replicatedJob: later" in str(
+        caught.value)
     # The published CRD's schema refuses these before any webhook (as the API server does).
     bad = jobset("js", replicated("driver", -1), successPolicy={"operator": "Some"})
     with pytest.raises(InvalidInputError) as caught:
@@ -151,6 +262,23 @@ def test_webhook_problems_name_the_field() -> None:
     text = str(caught.value)
     assert 'spec.successPolicy.operator: Unsupported value: "Some"' in text
     assert "spec.replicatedJobs[0].replicas" not in text  # v0.12.0's CRD sets no minimum (the dev commit's came later)
+
+
+def test_negative_replicas_are_accepted_and_make_no_jobs() -> None:
+    # v0.12.0: no minimum in the CRD, no check in ValidateCreate; createJobs makes none, and globalReplicas,
+    # globalJobIndex and groupReplicas sum the count as it is: workers-0's job-global-index is "-1", no label value,
+    # so kube-apiserver refuses that Job (as the real controller shows, tests/sigs)
+    sim = run(pool(), jobset("train", replicated("driver", -1), replicated("workers", 3, 2)))
+    assert sorted({p["metadata"]["labels"]["job-name"] for p in sim.pods.values()}) == [
+        "train-workers-1", "train-workers-2"]
+    labels = sim.pods[of_job(sim, "train-workers-1")[0]]["metadata"]["labels"]
+    assert labels[PREFIX + "global-replicas"] == "2"
+    assert labels[PREFIX + "job-global-index"] == "0"
+    assert labels[PREFIX + "group-replicas"] == "2"
+    # InOrder: allReplicasStarted (replicas == ready + succeeded + failed) never holds, so nothing after is made
+    sim = run(pool(), jobset("train", replicated("driver"), replicated("none", -1), replicated("workers", 2, 2),
+                             startupPolicy={"startupPolicyOrder": "InOrder"}))
+    assert sorted({p["metadata"]["labels"]["job-name"] for p in sim.pods.values()}) == ["train-driver-0"]
 
 
 def test_simulate_exits_2_and_validate_reports_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

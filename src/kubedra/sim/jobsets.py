@@ -4,10 +4,14 @@ kubernetes-sigs/jobset at 08dfbdfd (v0.13.0-devel): ``api/jobset/v1alpha2/jobset
 ``pkg/webhooks/jobset_webhook.go`` (defaults, ``ValidateCreate``) and ``pod_webhook.go`` (exclusive placement).
 Users run the release, v0.12.0: its CRD is the one vendored (the dev commit's adds ``minimum: 0`` on a replicated
 job's ``replicas``), and the Jobs' and pods' names, labels, annotations, owners, hostnames and subdomains, the leader's
-exclusive-placement affinities and InOrder's order of creation are checked against the v0.12.0 controller
-(``tests/sigs``). Still differing: v0.12.0 accepts negative ``replicas`` (no Jobs), kubedra refuses them; v0.12.0's
-pod webhook pins followers with a ``nodeSelector`` on the leader's domain once the leader is scheduled, kubedra gives
-them the leader's affinity terms (the same placement, see below).
+exclusive-placement affinities, the followers' node selectors and InOrder's order of creation are checked against
+the v0.12.0 controller (``tests/sigs``).
+
+**Negative replicas.** v0.12.0's CRD sets no minimum and its webhook no check: a replicated job with ``replicas < 0``
+makes no Job, and the counts the controller writes sum it as it is (``globalReplicas``, ``globalJobIndex``,
+``groupReplicas``, ``groupJobIndex``); a Job whose count comes out negative (``"-1"``) is no label value, so
+kube-apiserver refuses it and the controller retries it for ever: kubedra makes no such Job. InOrder stops at such a
+replicated job (``allReplicasStarted`` asks ``replicas == ready + succeeded + failed``).
 
 **Expansion.** Each ``spec.replicatedJobs[i]`` makes ``replicas`` Jobs ``<jobset>-<replicatedJob>-<index>``, each
 run as kubedra runs any Job (parallelism, completions, restartPolicy, the template's ``kubedra.io/run-for``). The
@@ -24,16 +28,29 @@ replicated job's Jobs are made only once each Job of the one before is ready (it
 suspended, so no pod is made.
 
 **Exclusive placement.** ``alpha.jobset.sigs.k8s.io/exclusive-topology: <key>`` on the JobSet or a replicated job's
-template: the pod webhook gives the leader pod (completion index 0) required pod affinity to its own ``job-key`` and
-anti-affinity to other Jobs' ``job-key`` (same ``jobset.sigs.k8s.io/priority``) over ``<key>``, and pins followers
-to the leader's domain; kubedra gives every pod of the Job the leader's two terms, which InterPodAffinity decides
-the same way (followers land with the leader, no other Job in the domain). The node-selector strategy
-(``alpha.jobset.sigs.k8s.io/node-selector``) is not modelled.
+template, as v0.12.0's pod webhook (``pkg/webhooks/pod_webhook.go``) does it: the leader pod (completion index 0)
+gets required pod affinity to its own ``job-key`` and anti-affinity to other Jobs' ``job-key`` (same
+``jobset.sigs.k8s.io/priority``) over ``<key>`` (``setExclusiveAffinities``); the followers are made once the leader
+is bound (``ValidateCreate`` refuses them before, the Job controller retries), each pinned by
+``nodeSelector: {<key>: <leader's node's value>}`` (``setNodeSelector``): :class:`ExclusiveJobController`. The
+node-selector strategy (``alpha.jobset.sigs.k8s.io/node-selector``) is not modelled, nor a leader replaced after
+preemption before its followers are made (they keep waiting on the first).
 
-**Not modelled.** Success and failure policies end nothing early and restart nothing: kubedra's Jobs succeed at the
-end of ``run-for`` and never fail, so a JobSet completes when its Jobs do and ``failurePolicy.maxRestarts`` is
-never reached (both are validated). ``dependsOn``, coordinator, TTL, volume claim policies and ``managedBy`` are
-read and ignored.
+**During the run** (:class:`JobSetController`, ``reconcile`` in ``jobset_controller.go``), after each instant:
+a failed Job (the Job controller's ``Failed``: kubedra's Jobs fail only when deleted pods pass ``backoffLimit`` or
+match a ``FailJob`` rule) ends the JobSet as ``executeFailurePolicy`` decides: ``Failed`` without a
+``failurePolicy``; with one, the first rule that applies (``ruleIsApplicable``: ``onJobFailureReasons``,
+``onJobFailureMessagePatterns``, ``targetReplicatedJobs``) acts, ``RestartJobSet`` where none does: ``FailJobSet``
+fails it, ``RestartJobSet`` fails it where ``maxRestarts`` is 0 (``ReachedMaxRestarts``). Else enough succeeded Jobs
+complete it (``executeSuccessPolicy``: one of the targets' for ``Any``, the targets' summed ``replicas`` for
+``All``; targets default to every replicated job). A finished JobSet's active Jobs are deleted with their pods
+(``deleteJobs``), and no more are made. ``dependsOn``: a replicated job's Jobs are made once
+``dependencyReachedStatus`` holds (``Complete``: its dependency's ``replicas`` equal its succeeded Jobs; ``Ready``:
+its ready, succeeded and failed Jobs).
+
+**Not modelled.** Restarts (``RestartJobSet`` below ``maxRestarts``, ``RestartJobSetAndIgnoreMaxRestarts``,
+``RestartJob``): an event says so and the JobSet goes on. Coordinator, TTL, volume claim policies and ``managedBy``
+are read and ignored.
 """
 
 from __future__ import annotations
@@ -49,11 +66,20 @@ import msgspec
 
 from kubedra.cluster.gpuslices import stable_uid
 from kubedra.objects.formats import unsupported
-from kubedra.objects.model import Affinity, LabelSelector, LabelSelectorRequirement, PodAffinity, PodAffinityTerm
+from kubedra.objects.model import (
+    Affinity,
+    LabelSelector,
+    LabelSelectorRequirement,
+    Pod,
+    PodAffinity,
+    PodAffinityTerm,
+)
 from kubedra.sim.manifests import JobSetDoc, JobSpec, ReplicatedJob
 
 if TYPE_CHECKING:
-    from kubedra.sim.run import Simulation
+    from kubedra.cluster.state import PodRecord
+    from kubedra.sim.replacements import JobRules
+    from kubedra.sim.run import JobProgress, Simulation
     from kubedra.sim.workloads import JobRun
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
@@ -83,6 +109,11 @@ def dns1035(value: str) -> list[str]:
     return out
 
 
+def int32(value: int) -> int:
+    """``value`` wrapped as Go's int32 arithmetic wraps it."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
 def job_key(namespace: str, job: str) -> str:
     """``jobHashKey``: SHA-1 of ``<namespace>/<job>``, hex."""
     return hashlib.sha1(f"{namespace}/{job}".encode()).hexdigest()  # noqa: S324 - the controller's label value
@@ -107,11 +138,10 @@ def webhook_problems(name: str, spec: Any, raw_spec: dict[str, Any]) -> list[tup
         if rjob.name in seen:
             out.append((f"{path}.name", f'Duplicate value: {{"name":{quote(rjob.name)}}}'))
         seen.add(rjob.name)
-        if rjob.replicas < 0:
-            out.append((f"{path}.replicas", f"Invalid value: {rjob.replicas}: should be greater than or equal to 0"))
-            continue
         if i == 0 and rjob.depends_on:
             out.append((f"{path}.dependsOn", "DependsOn can't be set for the first ReplicatedJob"))
+        out += [(f"{path}.dependsOn", f"replicatedJob: {rjob.name} cannot depend on replicatedJob: {dep.get('name')}")
+                for dep in rjob.depends_on or [] if dep.get("name") not in seen]  # this one or one before it
         raw = ((raw_jobs[i] if i < len(raw_jobs) else {}).get("template") or {}).get("spec") or {}
         out += _replicated_problems(name, path, rjob, raw.get("completionMode", "Indexed") == "Indexed")
     return out + _policy_problems(spec, seen)
@@ -133,12 +163,12 @@ def _replicated_problems(name: str, path: str, rjob: Any, indexed: bool) -> list
                                         f"for replicatedJob '{rjob.name}'"))
     out += _dns(f"{path}.groupName", rjob.group_name,
                 ".spec.replicatedJob[].groupName is too long, must be less than 63 characters")
-    longest_job = f"{name}-{rjob.name}-{max(rjob.replicas - 1, 0)}"
+    longest_job = f"{name}-{rjob.name}-{int32(rjob.replicas - 1)}"  # int32 arithmetic: 0 replicas give "-1"
     out += _dns(f"{path}.name", longest_job,
                 "JobSet name is too long, job names generated for this JobSet will exceed 63 characters")
     completions = rjob.template.spec.completions
     if indexed and completions is not None:
-        longest_pod = f"{longest_job}-{completions - 1}-abcde"
+        longest_pod = f"{longest_job}-{int32(completions - 1)}-abcde"
         out += _dns(f"{path}.name", longest_pod,
                     "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters",
                     shown=longest_job)
@@ -215,14 +245,21 @@ def with_required_terms(affinity: Affinity | None, together: PodAffinityTerm, ap
 
 @dataclass(frozen=True, slots=True)
 class JobSetRun:
-    """A JobSet whose Jobs the controller makes in order (``startupPolicy: InOrder``): ``stages`` are its replicated
-    jobs' Jobs after the first (which is among the workload's Jobs); each is made once every Job of the one before
-    it (``waits_on``) is ready."""
+    """A JobSet whose controller acts during the run (:class:`JobSetController`): ``first`` are the Jobs made when
+    it is (among the workload's Jobs); ``stages`` the Jobs made later, one replicated job's each, in order
+    (``startupPolicy: InOrder``: each once the one before is ready) or, where ``waits`` is given (one entry per
+    stage), once the stage's ``dependsOn`` (replicated job, ``Ready``/``Complete``) is reached. ``replicas``: every
+    replicated job's count; ``success``: the success policy's operator and targets; ``failure``: the failure
+    policy's ``maxRestarts`` and rules, None without one."""
 
     name: str
     namespace: str
     stages: tuple[tuple[JobRun, ...], ...]
     first: tuple[JobRun, ...]
+    waits: tuple[tuple[tuple[str, str], ...], ...] = ()
+    replicas: tuple[tuple[str, int], ...] = ()
+    success: tuple[str, tuple[str, ...]] = ("All", ())
+    failure: tuple[int, tuple[dict[str, Any], ...]] | None = None
 
     @property
     def owner(self) -> str:
@@ -241,45 +278,215 @@ def job_ready(sim: Simulation, job: JobRun) -> bool:
     return have >= want
 
 
-class InOrderController:
-    """One InOrder JobSet: after each instant, the next replicated job's Jobs are made once the last ones are
-    ready."""
+def replicated_job_of(job: JobRun) -> str:
+    return job.spec.template.metadata.labels.get(PREFIX + "replicatedjob-name", "") if job.spec is not None else ""
+
+
+def rule_applies(rule: dict[str, Any], rjob: str, reason: str, message: str) -> bool:
+    """``ruleIsApplicable`` (failure_policy.go): the Job's failure reason among ``onJobFailureReasons``, a message
+    pattern matching, its replicated job among ``targetReplicatedJobs`` (each unset: any)."""
+    reasons = rule.get("onJobFailureReasons") or []
+    patterns = rule.get("onJobFailureMessagePatterns") or []
+    targets = rule.get("targetReplicatedJobs") or []
+    return ((not reasons or reason in reasons) and (not patterns or any(re.search(p, message) for p in patterns))
+            and (not targets or rjob in targets))
+
+
+FAILED_MESSAGES = {"FailedJobs": "jobset failed due to one or more job failures",
+                   "ReachedMaxRestarts": "jobset failed due to reaching max number of restarts"}
+
+
+def failed_message(reason: str, first: str) -> str:
+    """The Failed condition's ``<reason>: <message>`` (``messageWithFirstFailedJob``, failure_policy.go)."""
+    return f"{reason}: {FAILED_MESSAGES[reason]} (first failed job: {first})"
+
+
+class JobSetController:
+    """One JobSet's controller during the run (``pkg/controllers/jobset_controller.go`` ``reconcile``), after each
+    instant: a failed Job ends the JobSet as ``executeFailurePolicy`` decides, else enough succeeded Jobs complete it
+    (``executeSuccessPolicy``); a finished JobSet's active Jobs are deleted (``deleteJobs``) and no more are made;
+    else the next Jobs are made (InOrder, ``dependsOn``: ``reconcileReplicatedJobs``)."""
 
     def __init__(self, sim: Simulation, run: JobSetRun) -> None:
         self.sim = sim
         self.run = run
-        self.waiting = list(run.stages)
-        self.current = run.first
         self.made = 0
+        self.seen = len(sim.events)
+        self.progress: dict[str, JobProgress | None] = {}  # made Jobs by name (None: no pod ever made)
+        self.jobs: dict[str, JobRun] = {}
+        self.succeeded: set[str] = set()
+        self.failed: dict[str, tuple[str, str]] = {}  # name -> (reason, message)
+        self.finished = False
+        for job in run.first:
+            pod = job.pods[0] if job.pods else None
+            self._track(job, sim.job_of(f"{job.namespace}/{pod.metadata.name}") if pod is not None else None)
+        self.in_order = not run.waits
+        # nothing to do during the run: no Jobs to make, the default success policy (the JobSet ends with its last
+        # Job), and no Job can fail (kubedra's fail only by deleted pods, so only where preemption can delete them)
+        self.idle = (not run.stages and run.success == ("All", ()) and all(n >= 0 for _, n in run.replicas)
+                     and sim.evictions is None)
+        self.pending = list(zip(run.stages, run.waits or [() for _ in run.stages], strict=True))
+        self.current = run.first
+
+    def _track(self, job: JobRun, progress: JobProgress | None) -> None:
+        self.jobs[job.name] = job
+        self.progress[job.name] = progress
 
     def step(self) -> bool:
-        """Make the next stage's Jobs if the current one is ready; whether any remain."""
+        """One sync; whether the JobSet still needs its controller."""
+        if self.idle:
+            return False
+        self._observe()
+        if not self.finished:
+            if self.failed:
+                self._on_failure()
+            elif self.succeeded:
+                self._on_success()
+        if self.finished:
+            return False
+        self._make()
+        return bool(self.pending) or any(name not in self.succeeded and name not in self.failed
+                                         for name in self.jobs)
+
+    def _observe(self) -> None:
+        """The Jobs that finished since the last sync: failed where the Job controller said so (a ``Failed`` event
+        on the Job), succeeded where none of their pods remains to run."""
+        sim = self.sim
+        events = sim.events
+        dirty: set[str] = set()
+        prefix = f"Job {self.run.namespace}/"
+        for event in events[self.seen:]:
+            if event.object.startswith(prefix) and event.type == "Failed":
+                name = event.object[len(prefix):]
+                if name in self.jobs and name not in self.failed:
+                    reason, _, message = (event.message or "").partition(": ")
+                    self.failed[name] = (reason, message)
+            elif event.type in ("Finished", "Deleted") and event.object.startswith("Pod "):
+                record = sim.state.pods.get(event.object[4:])
+                if record is not None and record.owner.startswith("Job/"):
+                    dirty.add(record.owner.rsplit("/", 1)[1])
+        self.seen = len(events)
+        for name in dirty:
+            progress = self.progress.get(name)
+            if progress is not None and name not in self.failed and not sim.job_active(progress):
+                self.succeeded.add(name)
+
+    def _on_failure(self) -> None:
+        """``executeFailurePolicy``: without a policy the JobSet fails (``FailedJobs``); with one, the first rule that
+        applies to a failed Job (else ``RestartJobSet``) acts: ``FailJobSet`` fails it, ``RestartJobSet`` fails it once
+        ``maxRestarts`` is reached (0 restarts so far: at once where it is 0). Restarts are not modelled."""
+        first = next(iter(self.failed))
+        failure = self.run.failure
+        if failure is None:
+            self._finish("Failed", failed_message("FailedJobs", first))
+            return
+        max_restarts, rules = failure
+        action = "RestartJobSet"
+        for rule in rules:
+            hit = next((name for name, (reason, message) in self.failed.items()
+                        if rule_applies(rule, replicated_job_of(self.jobs[name]), reason, message)), None)
+            if hit is not None:
+                action, first = rule.get("action", "RestartJobSet"), hit
+                break
+        if action == "FailJobSet":
+            self._finish("Failed", failed_message("FailedJobs", first))
+        elif action == "RestartJobSet" and max_restarts <= 0:
+            self._finish("Failed", failed_message("ReachedMaxRestarts", first))
+        else:
+            from kubedra.sim.run import Event
+
+            self.sim.events.append(Event(self.sim.now, "Pending", self.run.owner.replace("/", " ", 1),
+                                         message=f"failurePolicy action {action} after Job {first} failed: restarts "
+                                                 "are not modelled; the JobSet goes on"))
+            self.failed.clear()
+
+    def _on_success(self) -> None:
+        """``executeSuccessPolicy``: the succeeded Jobs of the targeted replicated jobs (all where none) reach one
+        (``Any``) or the targets' summed replicas (``All``): the JobSet completes."""
+        operator, targets = self.run.success
+        matching = sum(1 for name in self.succeeded
+                       if not targets or replicated_job_of(self.jobs[name]) in targets)
+        expected = 1 if operator == "Any" else sum(count for rjob, count in self.run.replicas
+                                                   if not targets or rjob in targets)
+        if matching >= expected:
+            self._finish("Completed", "AllJobsCompleted: jobset completed successfully")
+
+    def _finish(self, kind: str, message: str) -> None:
+        """The JobSet completed or failed: its active Jobs deleted (foreground: their pods first), no more made."""
+        from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
         from kubedra.sim.run import Event
 
+        sim, run = self.sim, self.run
+        self.finished = True
+        self.pending = []
+        sim.events.append(Event(sim.now, kind, run.owner.replace("/", " ", 1), message=message))
+        for name, progress in self.progress.items():
+            if progress is None or name in self.succeeded or name in self.failed or not sim.job_active(progress):
+                continue
+            progress.done = True
+            progress.waiting.clear()
+            sim.events.append(Event(sim.now, "Deleted", f"Job {run.namespace}/{name}",
+                                    message=f"{run.owner}: the JobSet {kind.lower()}"))
+            for record in sim.job_pods(progress):
+                grace = record.pod.spec.termination_grace_period_seconds
+                sim.delete(record, f"Job {run.namespace}/{name} deleted: its JobSet {kind.lower()}",
+                           DEFAULT_GRACE_SECONDS if grace is None else float(grace))
+
+    def _make(self) -> None:
+        """The Jobs whose turn has come: InOrder, the next replicated job's once each Job of the one before is ready;
+        with ``dependsOn``, each replicated job's once ``dependencyReachedStatus``."""
         sim = self.sim
-        while self.waiting and all(job_ready(sim, job) for job in self.current):
-            self.current = self.waiting.pop(0)
-            for job in self.current:
-                sim.events.append(Event(sim.now, "Created", f"Job {job.namespace}/{job.name}",
-                                        message=f"JobSet {self.run.namespace}/{self.run.name}: startupPolicy InOrder, "
-                                                "the replicated job before it is ready"))
-                sim.start_job(job)
-                self.made += len(job.pods)
-        return bool(self.waiting)
+        if self.in_order:
+            while self.pending and all(job_ready(sim, job) for job in self.current):
+                self.current = self.pending.pop(0)[0]
+                self._start(self.current, "startupPolicy InOrder, the replicated job before it is ready")
+            return
+        still = []
+        for stage, waits in self.pending:
+            if all(self._reached(name, status) for name, status in waits):
+                self._start(stage, "dependsOn " + ", ".join(f"{name} {status}" for name, status in waits))
+            else:
+                still.append((stage, waits))
+        self.pending = still
+
+    def _reached(self, rjob: str, status: str) -> bool:
+        """``dependencyReachedStatus`` (depends_on.go): ``Complete``: replicas == succeeded Jobs; ``Ready``:
+        replicas == ready + succeeded + failed Jobs."""
+        replicas = dict(self.run.replicas).get(rjob, 0)
+        names = [name for name, job in self.jobs.items() if replicated_job_of(job) == rjob]
+        succeeded = sum(1 for name in names if name in self.succeeded)
+        if status == "Complete":
+            return replicas == succeeded
+        failed = sum(1 for name in names if name in self.failed)
+        ready = sum(1 for name in names if name not in self.succeeded and name not in self.failed
+                    and job_ready(self.sim, self.jobs[name]))
+        return replicas == ready + succeeded + failed
+
+    def _start(self, jobs: tuple[JobRun, ...], why: str) -> None:
+        from kubedra.sim.run import Event
+
+        sim, run = self.sim, self.run
+        for job in jobs:
+            sim.events.append(Event(sim.now, "Created", f"Job {job.namespace}/{job.name}",
+                                    message=f"JobSet {run.namespace}/{run.name}: {why}"))
+            self._track(job, start_job(sim, job))
+            self.made += len(job.pods)
 
 
 class JobSetCounts:
-    """The counts ``labelAndAnnotateObject`` writes: every replicated job's replicas, per group and before each."""
+    """The counts ``labelAndAnnotateObject`` writes: every replicated job's replicas, per group and before each, summed
+    as ``globalReplicas``, ``groupReplicas``, ``globalJobIndex`` and ``groupJobIndex`` sum them (a negative one, which
+    v0.12.0 accepts and makes no Job of, counts as it is)."""
 
     def __init__(self, replicated: Sequence[ReplicatedJob]) -> None:
-        self.total = sum(max(r.replicas, 0) for r in replicated)
+        self.total = sum(r.replicas for r in replicated)
         self.groups: dict[str, int] = {}
         self.before: dict[str, tuple[int, int]] = {}  # replicated job -> (global, in its group) index of its Job 0
         done = 0
         for rjob in replicated:
             self.before.setdefault(rjob.name, (done, self.groups.get(rjob.group_name, 0)))
-            self.groups[rjob.group_name] = self.groups.get(rjob.group_name, 0) + max(rjob.replicas, 0)
-            done += max(rjob.replicas, 0)
+            self.groups[rjob.group_name] = self.groups.get(rjob.group_name, 0) + rjob.replicas
+            done += rjob.replicas
 
     def marks(self, doc: JobSetDoc, namespace: str, rjob: ReplicatedJob, index: int) -> dict[str, str]:
         """The labels (and, the same, annotations) of Job ``index`` of ``rjob`` and of its pods."""
@@ -302,6 +509,41 @@ class JobSetCounts:
         }
 
 
+def jobset_runs(name: str, namespace: str, spec: Any, stages: list[tuple[JobRun, ...]],
+                refused: set[int]) -> tuple[tuple[JobRun, ...], JobSetRun | None]:
+    """The Jobs made when the JobSet is, and its controller's run (None where it has nothing to do during the run).
+    InOrder makes each replicated job's Jobs in turn, stopping at one whose count is negative (which v0.12.0 accepts,
+    making no Job) or one of whose Jobs was refused (``refused``): ``allReplicasStarted`` asks ``replicas == ready +
+    succeeded + failed``, never so there. ``dependsOn``: a replicated job's Jobs wait for their dependencies."""
+    rjobs = spec.replicated_jobs
+    in_order = spec.startup_policy is not None and spec.startup_policy.startup_policy_order == "InOrder"
+    if spec.suspend:
+        return tuple(job for stage in stages for job in stage), None
+    later: list[tuple[JobRun, ...]] = []
+    waits: list[tuple[tuple[str, str], ...]] = []
+    if in_order:
+        stuck = [i for i, rjob in enumerate(rjobs) if rjob.replicas < 0 or i in refused]
+        stages = stages[:stuck[0] + 1] if stuck else stages
+        first, later = stages[0], list(stages[1:])
+    else:
+        made: list[JobRun] = []
+        for rjob, stage in zip(rjobs, stages, strict=True):
+            needs = tuple((str(d.get("name", "")), str(d.get("status", ""))) for d in rjob.depends_on or [])
+            if needs:
+                later.append(stage)
+                waits.append(needs)
+            else:
+                made += stage
+        first = tuple(made)
+    success = spec.success_policy
+    policy = (success.operator, tuple(success.target_replicated_jobs)) if success is not None else ("All", ())
+    failure = spec.failure_policy
+    run = JobSetRun(name, namespace, tuple(later), first, tuple(waits),
+                    tuple((rjob.name, rjob.replicas) for rjob in rjobs), policy,
+                    (failure.max_restarts, tuple(failure.rules or ())) if failure is not None else None)
+    return first, run if later or len(first) > 1 else None
+
+
 def jobset_defaults(spec: JobSpec, mode_set: bool) -> JobSpec:
     """The JobSet webhook's defaults on a replicated job's Job: ``completionMode: Indexed`` where it was not written,
     ``restartPolicy: OnFailure`` where empty."""
@@ -315,14 +557,128 @@ def jobset_defaults(spec: JobSpec, mode_set: bool) -> JobSpec:
 
 def jobset_job(spec: JobSpec, marks: dict[str, str], exclusive: str | None, suspended: bool) -> JobSpec:
     """``constructJob``'s Job spec: the marks on the pod template (its pods get ``jobset.sigs.k8s.io/priority`` from
-    the pod webhook), exclusive placement's affinities where asked for, suspended with the JobSet."""
+    the pod webhook), the exclusive-topology annotation where asked for (the pod webhook acts on it: ``leader_pods``),
+    suspended with the JobSet."""
     meta = spec.template.metadata
     pod_spec = spec.template.spec
     labels = {**meta.labels, **marks, PRIORITY_KEY: str(pod_spec.priority or 0)}
     annotations = {**meta.annotations, **marks}
     if exclusive is not None:
         annotations[EXCLUSIVE_KEY] = exclusive
-        pod_spec = msgspec.structs.replace(pod_spec, affinity=exclusive_affinity(pod_spec.affinity, labels, exclusive))
     meta = msgspec.structs.replace(meta, labels=labels, annotations=annotations)
     template = msgspec.structs.replace(spec.template, metadata=meta, spec=pod_spec)
     return msgspec.structs.replace(spec, template=template, suspend=suspended)
+
+
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def is_leader(pod: Pod) -> bool:
+    """``placement.IsLeaderPod``: completion index 0 (a NonIndexed Job's pods have none: all are followers)."""
+    return pod.metadata.annotations.get(COMPLETION_INDEX) == "0"
+
+
+def leader_pods(pods: Sequence[Pod], topology_key: str) -> tuple[Pod, ...]:
+    """``podWebhook.patchPod`` on the leader: ``setExclusiveAffinities``; followers are left for
+    :class:`ExclusiveJobController` (``setNodeSelector``, once the leader is scheduled)."""
+    return tuple(msgspec.structs.replace(pod, spec=msgspec.structs.replace(
+        pod.spec, affinity=exclusive_affinity(pod.spec.affinity, pod.metadata.labels, topology_key)))
+        if is_leader(pod) else pod for pod in pods)
+
+
+def _pinned(record: PodRecord, key: str, value: str) -> None:
+    """``setNodeSelector``: the follower's nodeSelector gets the leader's node's value of the topology key."""
+    pod = record.pod
+    record.pod = msgspec.structs.replace(pod, spec=msgspec.structs.replace(
+        pod.spec, node_selector={**pod.spec.node_selector, key: value}))
+
+
+class ExclusiveJobController:
+    """One Job of a JobSet with exclusive placement, as v0.12.0's pod webhook admits its pods
+    (``pkg/webhooks/pod_webhook.go``): the Job controller makes its first ``parallelism`` pods at once, but only the
+    leader (completion index 0) is admitted; ``ValidateCreate`` refuses each follower ("leader pod not yet
+    scheduled") until the leader has a node, and the Job controller retries, so after each instant this makes the
+    followers once the leader is bound, each with ``nodeSelector {<topology key>: <leader's node's value>}``
+    (``setNodeSelector``); the Job's later pods (past ``parallelism``) get the same. A leader's node without the
+    label fails ``topologyFromPod``: no follower is ever admitted. A NonIndexed Job has no leader: none of its pods
+    is. ``counted``: its pods are already in the run's total (an InOrder stage's)."""
+
+    def __init__(self, sim: Simulation, job: JobRun, records: list[PodRecord], counted: bool = False) -> None:
+        from kubedra.sim.replacements import JobRules, job_rules
+        from kubedra.sim.run import JobProgress
+
+        assert job.exclusive is not None
+        self.sim = sim
+        self.job = job
+        self.topology_key = job.exclusive
+        self.counted = counted
+        self.made = 0
+        rules = job_rules(job.spec) if job.spec is not None else JobRules()
+        self.progress = JobProgress(waiting=list(records[job.parallelism:]), work_queue=job.completions is None,
+                                    rules=rules)
+        first = records[:job.parallelism]
+        self.leader = next((record for record in first if is_leader(record.pod)), None)
+        self.held = [record for record in first if record is not self.leader]
+        if self.leader is not None:
+            sim.add(self.leader)
+            sim.track_job(self.leader.key, self.progress)
+
+    def step(self) -> bool:
+        """Admit the followers once the leader is bound; whether they still wait."""
+        from kubedra.sim.run import Event
+
+        sim, leader = self.sim, self.leader
+        if leader is None:
+            return False
+        record = sim.state.pods.get(leader.key)
+        node_name = record.pod.spec.node_name if record is not None else None
+        if record is None or record.deleted or self.progress.done:  # its JobSet finished: the Job deleted
+            return False
+        if record.started_at is None or not node_name:
+            return True
+        node = sim.state.nodes.get(node_name)
+        value = node.metadata.labels.get(self.topology_key) if node is not None else None
+        job = self.job
+        if value is None:
+            sim.events.append(Event(sim.now, "Pending", f"Job {job.namespace}/{job.name}",
+                                    message=f"JobSet pod webhook: node does not have topology label: "
+                                            f"{self.topology_key}; the followers of {leader.key} are never admitted"))
+            return False
+        for waiting in self.progress.waiting:
+            _pinned(waiting, self.topology_key, value)
+        if self.held:
+            sim.events.append(Event(sim.now, "Created", f"Job {job.namespace}/{job.name}",
+                                    message=f"JobSet exclusive placement: followers admitted once leader "
+                                            f"{leader.key} is scheduled, pinned to {self.topology_key}={value}"))
+        for follower in self.held:
+            _pinned(follower, self.topology_key, value)
+            follower.arrive_at = sim.now
+            sim.add(follower)
+            sim.track_job(follower.key, self.progress)
+            if not self.counted:
+                self.made += 1
+        self.held = []
+        return False
+
+
+def start_job(sim: Simulation, job: JobRun, records: list[PodRecord] | None = None) -> JobProgress | None:
+    """A JobSet's Job made now (``records``: its pods' records, made before the run) or during the run (an InOrder
+    stage's, whose pods are already counted): with exclusive placement, through :class:`ExclusiveJobController`."""
+    from kubedra.sim.run import job_record
+
+    if job.exclusive is None or job.suspended:
+        if records is None:
+            return sim.start_job(job)
+        return sim.add_job(records, job.parallelism, work_queue=job.completions is None, rules=job_rules_of(job))
+    during = records is None
+    if records is None:
+        records = [job_record(pod, sim.now + job.arrive_at, job.run_for, job.owner, sim.gangs_on) for pod in job.pods]
+    controller = ExclusiveJobController(sim, job, records, counted=during)
+    sim.add_controller(controller)
+    return controller.progress
+
+
+def job_rules_of(job: JobRun) -> JobRules | None:
+    from kubedra.sim.replacements import job_rules
+
+    return job_rules(job.spec) if job.spec is not None else None

@@ -52,7 +52,7 @@ from kubedra.sim.replacements import JobRules, job_rules
 if TYPE_CHECKING:
     from kubedra.sim.cronjobs import CronController
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
-    from kubedra.sim.jobsets import InOrderController, JobSetRun
+    from kubedra.sim.jobsets import ExclusiveJobController, JobSetController, JobSetRun
     from kubedra.sim.leaderworkersets import LeaderWorkerController
     from kubedra.sim.pytorchjobs import PyTorchJobController
     from kubedra.sim.rayjobs import RayJobController
@@ -145,7 +145,8 @@ class Simulation:
     _crons: dict[str, CronController] = field(default_factory=dict)  # by "CronJob/ns/name"
     gangs_on: bool = False  # GenericWorkload: pods made during the run join their PodGroups
     # InOrder JobSets with Jobs still to make, LeaderWorkerSets with workers still to make
-    _in_order: list[InOrderController | LeaderWorkerController | RayJobController | PyTorchJobController] = field(
+    _in_order: list[JobSetController | LeaderWorkerController | RayJobController | PyTorchJobController
+                    | ExclusiveJobController] = field(
         default_factory=list)
     _jobsets_made: int = 0  # pods of the Jobs InOrder JobSets made so far
 
@@ -221,11 +222,12 @@ class Simulation:
     def add_jobset(self, run: JobSetRun) -> None:
         """An InOrder JobSet (``sim.jobsets``): its first replicated job's Jobs are among the Jobs already added; the
         rest are made, one replicated job at a time, as the ones before become ready."""
-        from kubedra.sim.jobsets import InOrderController
+        from kubedra.sim.jobsets import JobSetController
 
-        self._in_order.append(InOrderController(self, run))
+        self._in_order.append(JobSetController(self, run))
 
-    def add_controller(self, controller: LeaderWorkerController | RayJobController | PyTorchJobController) -> None:
+    def add_controller(self, controller: LeaderWorkerController | RayJobController | PyTorchJobController
+                       | ExclusiveJobController) -> None:
         """A controller that makes pods during the run (``sim.leaderworkersets``), stepped after each instant as
         the InOrder JobSets' are."""
         self._in_order.append(controller)
@@ -233,12 +235,13 @@ class Simulation:
     def _jobset_steps(self) -> None:
         """The InOrder JobSets' controllers after an instant: each makes its next Jobs once the last are ready."""
         still = []
-        for controller in self._in_order:
+        stepping, self._in_order = self._in_order, []  # a step may add a controller (an exclusive JobSet's Job)
+        for controller in stepping:
             before = controller.made
             if controller.step():
                 still.append(controller)
             self._jobsets_made += controller.made - before
-        self._in_order = still
+        self._in_order = still + self._in_order
 
     def wake_cron(self, time: float, key: str) -> None:
         """A sync of the CronJob ``key`` at ``time`` (its controller asks once per instant)."""

@@ -20,10 +20,10 @@ from kubedra.scheduler.scoring import Policy
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.fragmentation import Sampler
 from kubedra.sim.groups import group_key
+from kubedra.sim.jobsets import start_job as start_jobset_job
 from kubedra.sim.leaderworkersets import LeaderWorkerController
 from kubedra.sim.pytorchjobs import PyTorchJobController
 from kubedra.sim.rayjobs import RayJobController
-from kubedra.sim.replacements import job_rules
 from kubedra.sim.run import Simulation, SimulationResult
 from kubedra.sim.scenario import Scenario
 
@@ -118,8 +118,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
             continue
         records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs=gangs, specs=specs)
                    for pod in job.pods]
-        rules = job_rules(job.spec) if job.spec is not None else None
-        simulation.add_job(records, job.parallelism, work_queue=job.completions is None, rules=rules)
+        start_jobset_job(simulation, job, records)  # add_job; a JobSet's exclusive-placement Job: its controller
     for cron in scenario.workloads.cronjobs:
         simulation.add_cronjob(cron)
     for jobset in scenario.workloads.jobsets:

@@ -21,8 +21,9 @@ time; :mod:`kubedra.sim.cronjobs` runs its controller during the simulation. Its
 its horizon (its own ``kubedra.io/run-for``; else the other workloads' known span; else a day) are documented there.
 
 A JobSet (``jobset.x-k8s.io/v1alpha2``) is expanded into its Jobs ``<jobset>-<replicatedJob>-<index>``, each a
-:class:`JobRun`; with ``startupPolicy: InOrder`` the replicated jobs after the first are a :class:`JobSetRun` whose
-controller (:mod:`kubedra.sim.jobsets`) makes them during the run. A LeaderWorkerSet
+:class:`JobRun`; the replicated jobs made later (``startupPolicy: InOrder``, ``dependsOn``) are a :class:`JobSetRun`
+whose controller (:mod:`kubedra.sim.jobsets`) makes them during the run, and ends the JobSet by its success and
+failure policies. A LeaderWorkerSet
 (``leaderworkerset.x-k8s.io/v1``) is expanded into leader pods ``<lws>-<group>`` and workers
 ``<lws>-<group>-<worker>``; where workers wait on their leader (LeaderReady, exclusive placement) they are a
 :class:`LeaderWorkerSetRun` whose controller (:mod:`kubedra.sim.leaderworkersets`) makes them during the run.
@@ -47,10 +48,19 @@ from kubedra.cluster.state import Requirement
 from kubedra.objects.errors import InvalidInputError, Location
 from kubedra.objects.model import Node, ObjectMeta, OwnerReference, Pod, PodSpec, PodStatus
 from kubedra.objects.validate import validate_metadata, validate_pod_spec
+from kubedra.objects.validate_scheduling import label_value
 from kubedra.sim.cron import Schedule
 from kubedra.sim.daemonsets import TEMPLATE_GENERATION, daemon_specs
 from kubedra.sim.jobsets import API_VERSION as JOBSET_API_VERSION
-from kubedra.sim.jobsets import EXCLUSIVE_KEY, JobSetCounts, JobSetRun, jobset_defaults, jobset_job
+from kubedra.sim.jobsets import (
+    EXCLUSIVE_KEY,
+    JobSetCounts,
+    JobSetRun,
+    jobset_defaults,
+    jobset_job,
+    jobset_runs,
+    leader_pods,
+)
 from kubedra.sim.jobsets import webhook_problems as jobset_problems
 from kubedra.sim.leaderworkersets import API_VERSION as LWS_API_VERSION
 from kubedra.sim.leaderworkersets import LeaderWorkerSetDoc, LeaderWorkerSetRun, expand_leaderworkerset
@@ -123,6 +133,7 @@ class JobRun:
     pods: tuple[Pod, ...]
     suspended: bool = False
     spec: JobSpec | None = None  # as read: ``sim.replacements`` reads what a deleted pod costs the Job
+    exclusive: str | None = None  # a JobSet's exclusive placement: its topology key (``sim.jobsets``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,6 +500,7 @@ class _Expander(WorkloadChecks):
         raw_jobs = raw_spec.get("replicatedJobs") or []
         counts = JobSetCounts(spec.replicated_jobs)
         stages: list[tuple[JobRun, ...]] = []
+        refused: set[int] = set()  # stages with a Job never made
         for i, rjob in enumerate(spec.replicated_jobs):
             prefix = f"spec.replicatedJobs[{i}].template.spec."
             raw_job = ((raw_jobs[i] if i < len(raw_jobs) else {}).get("template") or {}).get("spec") or {}
@@ -500,7 +512,7 @@ class _Expander(WorkloadChecks):
             template_meta = job_spec.template.metadata
             start, run_for = self.timing(where, doc.metadata, template_meta, prefix + "template.")
             own = start if START_AFTER in template_meta.annotations else 0.0  # a later InOrder stage's delay
-            if shape is None or rjob.replicas < 0 or self.problems:
+            if shape is None or self.problems:
                 continue
             exclusive = rjob.template.metadata.annotations.get(EXCLUSIVE_KEY, doc.metadata.annotations.get(
                 EXCLUSIVE_KEY))
@@ -508,20 +520,28 @@ class _Expander(WorkloadChecks):
             for index in range(rjob.replicas):
                 job_name = f"{name}-{rjob.name}-{index}"
                 marks = counts.marks(doc, namespace, rjob, index)
+                if any(label_value(value) for value in marks.values()):
+                    # a count summed with a negative replicas ("-1") is no label value: kube-apiserver refuses
+                    # the Job, and createJobs retries it for ever (v0.12.0, checked in tests/sigs)
+                    refused.add(len(stages))
+                    continue
                 one = jobset_job(job_spec, marks, exclusive, bool(spec.suspend))
-                delay = own if in_order and stages else start
-                jobs.append(self.job_run(job_name, namespace, stable_uid("Job", namespace, job_name), one, shape,
-                                         timing=(delay, run_for)))
+                later = (in_order and stages) or (rjob.depends_on and not spec.suspend)  # its controller makes it
+                delay = own if later else start
+                job = self.job_run(job_name, namespace, stable_uid("Job", namespace, job_name), one, shape,
+                                   timing=(delay, run_for))
+                if exclusive is not None:
+                    job = replace(job, pods=leader_pods(job.pods, exclusive), exclusive=exclusive)
+                jobs.append(job)
             stages.append(tuple(jobs))
         if self.problems or not stages:
             return
-        if not in_order or spec.suspend:
-            stages = [tuple(job for stage in stages for job in stage)]
-        for job in stages[0]:
+        first, run = jobset_runs(name, namespace, spec, stages, refused)
+        for job in first:
             self.jobs.append((job.arrive_at, self.sequence, job))
             self.sequence += 1
-        if len(stages) > 1:
-            self.jobsets.append(JobSetRun(name, namespace, tuple(stages[1:]), stages[0]))
+        if run is not None:
+            self.jobsets.append(run)
 
     def custom(self, where: Location, doc: LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc | PyTorchJobDoc,
                namespace: str) -> None:
