@@ -14,9 +14,6 @@ import copy
 import os
 import shutil
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ import msgspec
 import pytest
 import yaml
 from tests.controlplane.fixture import Component, ControlPlane, free_port, running_control_plane
+from tests.sigs.harness import containers, get_or_none, install_crds, listed, make_ready, wait_ready
 
 from kubedra.objects.load import load_text
 from kubedra.sim.scenario import build_scenario
@@ -101,43 +99,6 @@ def crd_dir() -> Path:
     return Path(out) / "config" / "crd" / "bases"
 
 
-def install_crds(plane: ControlPlane) -> None:
-    names = []
-    for file in CRDS:
-        crd = yaml.safe_load((crd_dir() / file).read_text())
-        names.append(crd["metadata"]["name"])
-        try:
-            plane.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-        except urllib.error.HTTPError as error:
-            if error.code != 409:  # already there
-                raise
-
-    def established() -> bool:
-        for name in names:
-            crd = plane.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return False
-        return True
-
-    plane.wait_for(established, timeout=WAIT, what="the ray.io CRDs to be established")
-
-
-def wait_ready(operator: Component, port: int) -> None:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if not operator.running():
-            raise AssertionError(f"ray-operator exited:\n{operator.log_tail()}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"ray-operator not ready after {WAIT}s:\n{operator.log_tail()}")
-
-
 @pytest.fixture(scope="module")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """A control plane of this module's own (etcd, kube-apiserver, and kube-controller-manager with only the Job
@@ -159,7 +120,7 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
 def operator(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """ray-operator v1.5.0 watching a fresh namespace (returned): leader election and webhooks off, metrics and
     probes on free ports, the control plane's admin kubeconfig."""
-    install_crds(control_plane)
+    install_crds(control_plane, [crd_dir() / file for file in CRDS])
     namespace = control_plane.create_namespace("ray")
     probe = free_port()
     log = tmp_path_factory.mktemp("ray-operator") / "ray-operator.log"
@@ -199,16 +160,7 @@ def apply(plane: ControlPlane, docs: list[dict[str, Any]]) -> None:
 def real_pods(plane: ControlPlane, namespace: str, cluster: str, count: int) -> list[dict[str, Any]]:
     """The RayCluster's pods, once ``count`` exist (and a moment more: none beyond those)."""
     path = f"/api/v1/namespaces/{namespace}/pods?labelSelector=ray.io/cluster%3D{cluster}"
-
-    def listed() -> list[dict[str, Any]] | None:
-        items: list[dict[str, Any]] = plane.get(path)["items"]
-        return items if len(items) >= count else None
-
-    pods = plane.wait_for(listed, timeout=WAIT, interval=0.5, what=f"{count} pods from ray-operator")
-    time.sleep(2)
-    items: list[dict[str, Any]] = plane.get(path)["items"]
-    assert len(items) == len(pods)
-    return items
+    return listed(plane, path, count, "pods from ray-operator")
 
 
 def kubedra_pods(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -221,27 +173,6 @@ def kubedra_submitters(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
     runs = [run.submitter for run in scenario.workloads.rayjobs if run.submitter is not None]
     return [msgspec.to_builtins(pod) for run in runs for pod in run.pods]
-
-
-def make_ready(plane: ControlPlane, pod: dict[str, Any]) -> None:
-    """What a kubelet writes once the pod's containers run and pass their probes: phase Running, Ready."""
-    meta = pod["metadata"]
-    status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
-    plane.request("PATCH", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status", {"status": status},
-                  content_type="application/merge-patch+json")
-
-
-def _quantities(resources: dict[str, Any] | None) -> dict[str, Any]:
-    """Requests, limits and claims; a request left out is its limit, as kube-apiserver's defaulting (SetDefaults_Pod)
-    writes it into the stored pod and kubedra takes it when it reads one."""
-    resources = dict(resources or {})
-    if resources.get("limits"):
-        resources["requests"] = {**resources["limits"], **resources.get("requests", {})}
-    return {k: resources[k] for k in ("requests", "limits", "claims") if resources.get(k)}
-
-
-def _containers(containers: list[dict[str, Any]] | None) -> list[tuple[str, dict[str, Any]]]:
-    return [(c["name"], _quantities(c.get("resources"))) for c in containers or []]
 
 
 # kube-apiserver's DefaultTolerationSeconds admission adds these to every pod; the operator does not
@@ -264,8 +195,8 @@ def shape(pod: dict[str, Any], cluster_names: dict[str, str]) -> dict[str, Any]:
         "prefix": stable(meta["name"][:-SUFFIX]),
         "labels": {k: stable(v) for k, v in meta.get("labels", {}).items()},
         "owners": owners,
-        "containers": _containers(spec.get("containers")),
-        "initContainers": _containers(spec.get("initContainers")),
+        "containers": containers(spec.get("containers")),
+        "initContainers": containers(spec.get("initContainers")),
         "resourceClaims": spec.get("resourceClaims", []),
         "nodeSelector": spec.get("nodeSelector", {}),
         "tolerations": [t for t in spec.get("tolerations", []) if t not in ADMITTED],
@@ -345,7 +276,7 @@ def test_a_rayjob_s_submitter_job_is_made_as_ray_operator_makes_it(control_plane
     name = control_plane.wait_for(cluster, timeout=WAIT, interval=0.5, what="the RayJob's RayCluster")
     for pod in real_pods(control_plane, namespace, name, 3):
         make_ready(control_plane, pod)
-    job = control_plane.wait_for(lambda: _get(control_plane, f"/apis/batch/v1/namespaces/{namespace}/jobs/submit"),
+    job = control_plane.wait_for(lambda: get_or_none(control_plane, f"/apis/batch/v1/namespaces/{namespace}/jobs/submit"),
                                  timeout=WAIT, interval=0.5, what="the submitter Job")
     assert job["metadata"]["labels"] == {"ray.io/originated-from-cr-name": "submit",
                                          "ray.io/originated-from-crd": "RayJob",
@@ -358,12 +289,3 @@ def test_a_rayjob_s_submitter_job_is_made_as_ray_operator_makes_it(control_plane
     ours = kubedra_submitters(docs)
     our_uid = ours[0]["metadata"]["ownerReferences"][0]["uid"]
     compare(real, ours, {uid: "<uid>"}, {our_uid: "<uid>"})
-
-
-def _get(plane: ControlPlane, path: str) -> dict[str, Any] | None:
-    try:
-        return plane.get(path)
-    except urllib.error.HTTPError as error:
-        if error.code == 404:
-            return None
-        raise

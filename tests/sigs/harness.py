@@ -33,6 +33,9 @@ ADMITTED = [{"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect":
             for key in ("not-ready", "unreachable")]
 
 
+HTTP_CONFLICT = 409
+
+
 def require(binary: Path) -> None:
     """Skip (CI=true: fail) where the controller is not built or Go cannot find its module."""
     if not binary.is_file():
@@ -65,7 +68,11 @@ def install_crds(plane: ControlPlane, files: list[Path]) -> None:
     for file in files:
         crd = yaml.safe_load(file.read_text())
         names.append(crd["metadata"]["name"])
-        plane.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        try:
+            plane.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        except urllib.error.HTTPError as error:
+            if error.code != HTTP_CONFLICT:  # already there
+                raise
 
     def established() -> bool:
         for name in names:
@@ -131,14 +138,14 @@ def controller(plane: ControlPlane, tmp: Path, binary: Path, config_api: str, mo
     os.environ.pop("ENABLE_WEBHOOKS", None)
     component.start()
     try:
-        _wait_ready(component, probe)
+        wait_ready(component, probe)
         install_webhooks(plane, webhook_dir, port, ca)
         yield
     finally:
         component.stop()
 
 
-def _wait_ready(component: Component, port: int) -> None:
+def wait_ready(component: Component, port: int) -> None:
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
         if not component.running():
