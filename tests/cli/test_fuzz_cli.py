@@ -38,6 +38,7 @@ from fuzzing import (
     NODE,
     NODEPOOL,
     POD,
+    ROOT,
     SLICE,
     Outcome,
     as_yaml,
@@ -289,3 +290,67 @@ def test_the_issue_reproduction_through_the_cli(tmp_path: Any) -> None:
         errors = sys.stderr.getvalue()
     assert (code, errors) == (0, "")
     assert report["summary"]["pods"]["running"] == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# migrate plan: the rollout example's cluster and workloads, made small (each wave is simulated, several times
+# over for --order smart), mutated as above, with random --max-unavailable, --order and -o.
+
+PLAN_FILES = sorted((ROOT / "examples" / "migrate" / "rollout").glob("*.yaml"))
+PLAN_EXAMPLES = depth.examples(per_run=25, deep=400, override="KUBEDRA_FUZZ_EXAMPLES")
+
+
+def _small(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with one node per pool, four GPUs a node and at most two replicas: the same shapes, fewer waves."""
+    doc = copy.deepcopy(doc)
+    spec = doc.get("spec") or {}
+    if doc.get("kind") == "NodePool":
+        spec["count"] = 1
+        spec["gpu"]["count"] = min(spec["gpu"]["count"], 4)
+    elif "replicas" in spec:
+        spec["replicas"] = min(spec["replicas"], 2)
+    if doc.get("kind") == "StatefulSet":
+        spec["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 4
+    return doc
+
+
+PLAN_DOCUMENTS = [_small(d) for p in PLAN_FILES for d in yaml.safe_load_all(p.read_text()) if d]
+plan_options = st.lists(
+    st.one_of(
+        st.sampled_from([["--order", "naive"], ["--order", "smart"], ["-o", "json"], ["-o", "yaml"], ["-o", "table"],
+                         ["-o", "wide"], ["-o", "name"], ["--order", "best"], ["-q"]]),
+        st.sampled_from(["1", "2", "3", "1", "2", "3", "0", "-1", "x", "1e3", "999999", str(2**63)]).map(
+            lambda n: [f"--max-unavailable={n}"]),
+        odd_strings.map(lambda n: [f"--max-unavailable={n}"]),
+    ),
+    max_size=3,
+).map(lambda groups: [arg for group in groups for arg in group])
+
+
+def run_plan(data: bytes, options: list[str], how: str) -> Outcome:
+    """``kubedra migrate plan`` on ``data`` (stdin, or a file in a directory); the output parses whole on exit 0."""
+    with tempfile.TemporaryDirectory() as directory:
+        if how == "stdin":
+            paths, stdin = ["-f", "-"], data
+        else:
+            (Path(directory) / "cluster.yaml").write_bytes(data)
+            paths, stdin = [directory], b""
+        outcome = invoke(["migrate", "plan", *paths, *options], stdin)
+    output = next((options[i + 1] for i in reversed(range(len(options) - 1)) if options[i] == "-o"), "table")
+    check(outcome, json_output=output == "json", codes=(0, 2))
+    if outcome.code == 0:
+        assert outcome.out, f"kubedra {' '.join(outcome.argv)} exited 0 and printed nothing"
+        if output == "yaml":
+            plan = yaml.safe_load(outcome.out)
+            assert plan["kind"] == "RolloutPlan", outcome.out[:300]
+    return outcome
+
+
+@settings(FUZZ, max_examples=PLAN_EXAMPLES)
+@given(inputs((PLAN_DOCUMENTS, PLAN_DOCUMENTS, PLAN_DOCUMENTS + DOCUMENTS[:2])), plan_options,
+       st.sampled_from(["stdin", "directory"]))
+@example(as_yaml(PLAN_DOCUMENTS), ["-o", "json", "--order", "naive"], "stdin")
+@example(as_yaml(PLAN_DOCUMENTS), ["-o", "yaml", "--max-unavailable=2"], "directory")
+def test_migrate_plan(data: bytes, options: list[str], how: str) -> None:
+    """Exit 0 or 2 only, no traceback, no hang; -o json|yaml parses whole on exit 0; on exit 2 an error: line."""
+    run_plan(data, options, how)
