@@ -1,12 +1,13 @@
 """Hypothesis fuzzing of the command line, in-process: whatever the input, every command keeps its contract.
 
 Inputs are small documents of every kind the commands read (NodePool, Node, ResourceSlice, DeviceClass,
-ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob), the seed article's legacy documents and the
-migration examples (workloads asking nvidia.com/gpu and MIG profiles, the device plugin's configs), mutated — a field
+ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob), the seed article's legacy documents, the custom
+kinds' examples (RayCluster, PyTorchJob, JobSet, LeaderWorkerSet) and the migration examples (workloads asking nvidia.com/gpu and MIG profiles, the device plugin's configs), mutated — a field
 replaced by a wrong type, a huge, negative or non-finite number, a numeric string, a deleted or an unknown key — then
 written as YAML, as a JSON List, or as raw and damaged bytes, and given on stdin, as files or as a directory. Every
 command that reads files runs on them: simulate, explain (pod, claim, workload), allocate, cel, convert, validate
-and migrate (with random options and output directories). The live commands (snapshot, exporter, simulate and
+migrate (with random options and output directories) and migrate plan (the rollout example, small, with random
+--max-unavailable, --order and -o). The live commands (snapshot, exporter, simulate and
 explain with --kubeconfig) are fuzzed against the real control plane in test_fuzz_live.py, the driver's flags,
 inventories and gRPC requests in tests/driver/test_fuzz_driver.py.
 
@@ -40,6 +41,7 @@ from fuzzing import (
     POD,
     ROOT,
     SLICE,
+    WORKLOAD_FILES,
     Outcome,
     as_yaml,
     check,
@@ -106,6 +108,8 @@ migrate_options = st.lists(
     max_size=4,
 ).map(lambda groups: [arg for group in groups for arg in group])
 
+CLUSTER_POLICY = ROOT / "examples" / "migrate" / "gpu-operator" / "cluster-policy.yaml"
+assert CLUSTER_POLICY in MIGRATE_FILES, "the migrate corpus reads every file under examples/migrate"
 OUTPUT_DIRS = ["stdout", "stdout", "fresh", "existing", "is-a-file", "under-a-file", "target-is-a-directory"]
 
 
@@ -206,6 +210,7 @@ LEGACY_POD = as_yaml([_with(_with(POD, ("metadata",), [None]), ("spec", "contain
 @example(INFINITE_CPU)
 @example(HUGE_PODS)
 @example(NAMELESS_POOL)
+@example(WORKLOAD_FILES[3].read_bytes())
 def test_simulate(data: bytes) -> None:
     run("simulate", data)
 
@@ -254,6 +259,7 @@ def test_convert(data: bytes) -> None:
 @given(inputs())
 @example(LEGACY_POD)
 @example(as_yaml([_with(_with(POD, ("metadata", "name"), None), ("spec", "containers", 0, "resources"), True)]))
+@example(WORKLOAD_FILES[0].read_bytes())  # the custom kinds' examples are in inputs()'s pools; one whole, always
 def test_validate(data: bytes) -> None:
     run("validate", data)
 
@@ -262,6 +268,7 @@ def test_validate(data: bytes) -> None:
 @given(migrate_inputs(), migrate_options, st.sampled_from(["stdin", "file", "directory"]), st.sampled_from(OUTPUT_DIRS))
 @example(MIGRATE_FILES[0].read_bytes(), [], "file", "target-is-a-directory")  # wrote the first files, then failed
 @example(MIGRATE_FILES[0].read_bytes(), ["--min-compute-capability=¹"], "stdin", "stdout")  # isdigit() took "¹"
+@example(CLUSTER_POLICY.read_bytes(), ["-o", "json"], "stdin", "stdout")  # in MIGRATE_FILES; whole, at least once
 def test_migrate(data: bytes, options: list[str], how: str, where: str) -> None:
     """Exit 0 or 2; on 2 nothing written anywhere; on 0 every output whole; migrating the output changes nothing."""
     outcome = run_migrate(data, options, how, where)
