@@ -2,7 +2,8 @@
 
 Inputs are small documents of every kind the commands read (NodePool, Node, ResourceSlice, DeviceClass,
 ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob), the seed article's legacy documents, the custom
-kinds' examples (RayCluster, PyTorchJob, JobSet, LeaderWorkerSet) and the migration examples (workloads asking nvidia.com/gpu and MIG profiles, the device plugin's configs), mutated — a field
+kinds' examples (RayCluster, PyTorchJob, JobSet, LeaderWorkerSet) and the migration examples (workloads asking
+nvidia.com/gpu and MIG profiles, the device plugin's configs, the GPU Operator's ClusterPolicy), mutated — a field
 replaced by a wrong type, a huge, negative or non-finite number, a numeric string, a deleted or an unknown key — then
 written as YAML, as a JSON List, or as raw and damaged bytes, and given on stdin, as files or as a directory. Every
 command that reads files runs on them: simulate, explain (pod, claim, workload), allocate, cel, convert, validate
@@ -358,6 +359,10 @@ def run_plan(data: bytes, options: list[str], how: str) -> Outcome:
        st.sampled_from(["stdin", "directory"]))
 @example(as_yaml(PLAN_DOCUMENTS), ["-o", "json", "--order", "naive"], "stdin")
 @example(as_yaml(PLAN_DOCUMENTS), ["-o", "yaml", "--max-unavailable=2"], "directory")
+# sixty nodes: smart's greedy search (a simulation per candidate per wave) took 18 s, a hundred past 30; now name order,
+@example(as_yaml([_with(PLAN_DOCUMENTS[0], ("spec", "count"), 60), *PLAN_DOCUMENTS[1:]]), [], "stdin")
+# a thousand nodes a wave each: a thousand waves simulated; now exit 2 asking for a larger --max-unavailable.
+@example(as_yaml([_with(PLAN_DOCUMENTS[0], ("spec", "count"), 1000), *PLAN_DOCUMENTS[1:]]), ["-o", "json"], "stdin")
 def test_migrate_plan(data: bytes, options: list[str], how: str) -> None:
     """Exit 0 or 2 only, no traceback, no hang; -o json|yaml parses whole on exit 0; on exit 2 an error: line."""
     run_plan(data, options, how)
