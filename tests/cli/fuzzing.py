@@ -136,6 +136,12 @@ SEED_DOCUMENTS = [d for p in sorted(seed_dir().glob("*.yaml")) for d in yaml.saf
 MIGRATE_FILES = sorted((ROOT / "examples" / "migrate").rglob("*.yaml"))
 MIGRATE_DOCUMENTS = [d for p in MIGRATE_FILES for d in yaml.safe_load_all(p.read_text()) if d]
 
+# The custom kinds' examples (RayCluster, PyTorchJob, JobSet, LeaderWorkerSet), each file its own pool: NodePools,
+# a ResourceClaimTemplate and the workload that names it.
+WORKLOAD_FILES = [ROOT / "examples" / "workloads" / f"{name}.yaml"
+                  for name in ("ray-cluster", "pytorchjob", "jobset-train", "vllm-lws")]
+WORKLOAD_POOLS = [[d for d in yaml.safe_load_all(p.read_text()) if d] for p in WORKLOAD_FILES]
+
 odd_numbers = st.one_of(
     st.sampled_from([0, -1, 1.5, -0.0, 2**31, 2**31 - 1, 2**63, -(2**63) - 1, 2**64, 10**30, 1e308, 1e-300]),
     st.sampled_from([float("inf"), float("-inf"), float("nan")]),
@@ -201,8 +207,12 @@ def mutate(draw: st.DrawFn, chosen: list[Any], times: int) -> None:
 
 @st.composite
 def documents(draw: st.DrawFn, pools: tuple[list[Any], ...] | None = None) -> list[Any]:
-    """All or some of one pool of documents (now and then one twice: a duplicate), then a few mutations."""
-    pool = draw(st.sampled_from(pools or (DOCUMENTS, DOCUMENTS, SEED_DOCUMENTS + DOCUMENTS[:4])))
+    """All or some of one pool of documents (now and then one twice: a duplicate), then a few mutations.
+
+    By default: the kinds above, the seed article's legacy documents, or one of the custom kinds' examples."""
+    pool = draw(st.sampled_from(pools or (DOCUMENTS, DOCUMENTS, SEED_DOCUMENTS + DOCUMENTS[:4], WORKLOAD_POOLS)))
+    if pool is WORKLOAD_POOLS:
+        pool = draw(st.sampled_from(WORKLOAD_POOLS))
     picked = pool
     if draw(st.booleans()):
         picked = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=7, unique_by=id))

@@ -1,12 +1,14 @@
 """Hypothesis fuzzing of the command line, in-process: whatever the input, every command keeps its contract.
 
 Inputs are small documents of every kind the commands read (NodePool, Node, ResourceSlice, DeviceClass,
-ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob), the seed article's legacy documents and the
-migration examples (workloads asking nvidia.com/gpu and MIG profiles, the device plugin's configs), mutated — a field
+ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob), the seed article's legacy documents, the custom
+kinds' examples (RayCluster, PyTorchJob, JobSet, LeaderWorkerSet) and the migration examples (workloads asking
+nvidia.com/gpu and MIG profiles, the device plugin's configs, the GPU Operator's ClusterPolicy), mutated — a field
 replaced by a wrong type, a huge, negative or non-finite number, a numeric string, a deleted or an unknown key — then
 written as YAML, as a JSON List, or as raw and damaged bytes, and given on stdin, as files or as a directory. Every
 command that reads files runs on them: simulate, explain (pod, claim, workload), allocate, cel, convert, validate
-and migrate (with random options and output directories). The live commands (snapshot, exporter, simulate and
+migrate (with random options and output directories) and migrate plan (the rollout example, small, with random
+--max-unavailable, --order and -o). The live commands (snapshot, exporter, simulate and
 explain with --kubeconfig) are fuzzed against the real control plane in test_fuzz_live.py, the driver's flags,
 inventories and gRPC requests in tests/driver/test_fuzz_driver.py.
 
@@ -38,7 +40,9 @@ from fuzzing import (
     NODE,
     NODEPOOL,
     POD,
+    ROOT,
     SLICE,
+    WORKLOAD_FILES,
     Outcome,
     as_yaml,
     check,
@@ -105,6 +109,8 @@ migrate_options = st.lists(
     max_size=4,
 ).map(lambda groups: [arg for group in groups for arg in group])
 
+CLUSTER_POLICY = ROOT / "examples" / "migrate" / "gpu-operator" / "cluster-policy.yaml"
+assert CLUSTER_POLICY in MIGRATE_FILES, "the migrate corpus reads every file under examples/migrate"
 OUTPUT_DIRS = ["stdout", "stdout", "fresh", "existing", "is-a-file", "under-a-file", "target-is-a-directory"]
 
 
@@ -205,6 +211,7 @@ LEGACY_POD = as_yaml([_with(_with(POD, ("metadata",), [None]), ("spec", "contain
 @example(INFINITE_CPU)
 @example(HUGE_PODS)
 @example(NAMELESS_POOL)
+@example(WORKLOAD_FILES[3].read_bytes())
 def test_simulate(data: bytes) -> None:
     run("simulate", data)
 
@@ -253,6 +260,7 @@ def test_convert(data: bytes) -> None:
 @given(inputs())
 @example(LEGACY_POD)
 @example(as_yaml([_with(_with(POD, ("metadata", "name"), None), ("spec", "containers", 0, "resources"), True)]))
+@example(WORKLOAD_FILES[0].read_bytes())  # the custom kinds' examples are in inputs()'s pools; one whole, always
 def test_validate(data: bytes) -> None:
     run("validate", data)
 
@@ -261,6 +269,7 @@ def test_validate(data: bytes) -> None:
 @given(migrate_inputs(), migrate_options, st.sampled_from(["stdin", "file", "directory"]), st.sampled_from(OUTPUT_DIRS))
 @example(MIGRATE_FILES[0].read_bytes(), [], "file", "target-is-a-directory")  # wrote the first files, then failed
 @example(MIGRATE_FILES[0].read_bytes(), ["--min-compute-capability=¹"], "stdin", "stdout")  # isdigit() took "¹"
+@example(CLUSTER_POLICY.read_bytes(), ["-o", "json"], "stdin", "stdout")  # in MIGRATE_FILES; whole, at least once
 def test_migrate(data: bytes, options: list[str], how: str, where: str) -> None:
     """Exit 0 or 2; on 2 nothing written anywhere; on 0 every output whole; migrating the output changes nothing."""
     outcome = run_migrate(data, options, how, where)
@@ -289,3 +298,71 @@ def test_the_issue_reproduction_through_the_cli(tmp_path: Any) -> None:
         errors = sys.stderr.getvalue()
     assert (code, errors) == (0, "")
     assert report["summary"]["pods"]["running"] == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# migrate plan: the rollout example's cluster and workloads, made small (each wave is simulated, several times
+# over for --order smart), mutated as above, with random --max-unavailable, --order and -o.
+
+PLAN_FILES = sorted((ROOT / "examples" / "migrate" / "rollout").glob("*.yaml"))
+PLAN_EXAMPLES = depth.examples(per_run=25, deep=400, override="KUBEDRA_FUZZ_EXAMPLES")
+
+
+def _small(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with one node per pool, four GPUs a node and at most two replicas: the same shapes, fewer waves."""
+    doc = copy.deepcopy(doc)
+    spec = doc.get("spec") or {}
+    if doc.get("kind") == "NodePool":
+        spec["count"] = 1
+        spec["gpu"]["count"] = min(spec["gpu"]["count"], 4)
+    elif "replicas" in spec:
+        spec["replicas"] = min(spec["replicas"], 2)
+    if doc.get("kind") == "StatefulSet":
+        spec["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 4
+    return doc
+
+
+PLAN_DOCUMENTS = [_small(d) for p in PLAN_FILES for d in yaml.safe_load_all(p.read_text()) if d]
+plan_options = st.lists(
+    st.one_of(
+        st.sampled_from([["--order", "naive"], ["--order", "smart"], ["-o", "json"], ["-o", "yaml"], ["-o", "table"],
+                         ["-o", "wide"], ["-o", "name"], ["--order", "best"], ["-q"]]),
+        st.sampled_from(["1", "2", "3", "1", "2", "3", "0", "-1", "x", "1e3", "999999", str(2**63)]).map(
+            lambda n: [f"--max-unavailable={n}"]),
+        odd_strings.map(lambda n: [f"--max-unavailable={n}"]),
+    ),
+    max_size=3,
+).map(lambda groups: [arg for group in groups for arg in group])
+
+
+def run_plan(data: bytes, options: list[str], how: str) -> Outcome:
+    """``kubedra migrate plan`` on ``data`` (stdin, or a file in a directory); the output parses whole on exit 0."""
+    with tempfile.TemporaryDirectory() as directory:
+        if how == "stdin":
+            paths, stdin = ["-f", "-"], data
+        else:
+            (Path(directory) / "cluster.yaml").write_bytes(data)
+            paths, stdin = [directory], b""
+        outcome = invoke(["migrate", "plan", *paths, *options], stdin)
+    output = next((options[i + 1] for i in reversed(range(len(options) - 1)) if options[i] == "-o"), "table")
+    check(outcome, json_output=output == "json", codes=(0, 2))
+    if outcome.code == 0:
+        assert outcome.out, f"kubedra {' '.join(outcome.argv)} exited 0 and printed nothing"
+        if output == "yaml":
+            plan = yaml.safe_load(outcome.out)
+            assert plan["kind"] == "RolloutPlan", outcome.out[:300]
+    return outcome
+
+
+@settings(FUZZ, max_examples=PLAN_EXAMPLES)
+@given(inputs((PLAN_DOCUMENTS, PLAN_DOCUMENTS, PLAN_DOCUMENTS + DOCUMENTS[:2])), plan_options,
+       st.sampled_from(["stdin", "directory"]))
+@example(as_yaml(PLAN_DOCUMENTS), ["-o", "json", "--order", "naive"], "stdin")
+@example(as_yaml(PLAN_DOCUMENTS), ["-o", "yaml", "--max-unavailable=2"], "directory")
+# sixty nodes: smart's greedy search (a simulation per candidate per wave) took 18 s, a hundred past 30; now name order,
+@example(as_yaml([_with(PLAN_DOCUMENTS[0], ("spec", "count"), 60), *PLAN_DOCUMENTS[1:]]), [], "stdin")
+# a thousand nodes a wave each: a thousand waves simulated; now exit 2 asking for a larger --max-unavailable.
+@example(as_yaml([_with(PLAN_DOCUMENTS[0], ("spec", "count"), 1000), *PLAN_DOCUMENTS[1:]]), ["-o", "json"], "stdin")
+def test_migrate_plan(data: bytes, options: list[str], how: str) -> None:
+    """Exit 0 or 2 only, no traceback, no hang; -o json|yaml parses whole on exit 0; on exit 2 an error: line."""
+    run_plan(data, options, how)

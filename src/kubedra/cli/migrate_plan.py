@@ -46,6 +46,11 @@ HELP = command_help(
 )
 
 
+MAX_WAVES = 100
+"""The most waves a plan simulates (each wave simulates the whole cluster): beyond, exit 2 asking for a larger
+--max-unavailable rather than running for minutes."""
+
+
 class Order(enum.StrEnum):
     smart = "smart"
     naive = "naive"
@@ -84,6 +89,11 @@ def _plan(paths: list[str], max_unavailable: int, order: Order, limits: Any,
             cluster = read_cluster(loaded, scenario)
     except InvalidInputError as error:
         fail_invalid(error)
+    nodes = len(cluster.gpu_nodes)
+    if -(-nodes // max_unavailable) > MAX_WAVES:
+        fail(f"--max-unavailable {max_unavailable}: {nodes} nodes to switch make {-(-nodes // max_unavailable)} "
+             f"waves, more than the {MAX_WAVES} a plan simulates; give --max-unavailable "
+             f"{-(-nodes // MAX_WAVES)} or more")
     features = Features.for_release("1.37")
     baseline = waves.naive(cluster, features, max_unavailable)
     if order is Order.naive:

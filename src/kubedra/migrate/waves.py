@@ -4,9 +4,10 @@
 (with the nodes already chosen for it) breaks the fewest PodDisruptionBudgets, evicts the fewest pods and leaves the
 fewest waiting — each candidate proven by simulating its wave — until the wave has ``--max-unavailable`` nodes; on
 clusters of up to ``LOOKAHEAD_UP_TO`` nodes a second greedy order scores each candidate with the rest of the rollout
-in name order after it (a node drained last may have nowhere to send a budget's pods). The best order is then
-compared with the naive one over the whole rollout, and where naive is no worse (budgets broken, then evictions, then
-waiting pods) smart keeps naive's order and says so: smart is never worse than naive.
+in name order after it (a node drained last may have nowhere to send a budget's pods); beyond ``GREEDY_UP_TO`` nodes
+the greedy search is left out (name order, with a note), so that a large cluster's plan takes seconds. The best order
+is then compared with the naive one over the whole rollout, and where naive is no worse (budgets broken, then
+evictions, then waiting pods) smart keeps naive's order and says so: smart is never worse than naive.
 """
 
 from __future__ import annotations
@@ -123,12 +124,18 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
 
 
 LOOKAHEAD_UP_TO = 12  # nodes: beyond, the lookahead's simulations (cubic in the nodes) are left out
+GREEDY_UP_TO = 24  # nodes: beyond, the greedy search's simulations (quadratic in the nodes) are left out too
 
 
 def smart(cluster: Cluster, features: Any, max_unavailable: int, baseline: Plan | None = None) -> Plan:
     """The best of the greedy orders (with lookahead on small clusters) and name order: budgets broken, then
     evictions, then waiting pods; name order where it is no worse."""
     baseline = baseline or naive(cluster, features, max_unavailable)
+    if len(cluster.gpu_nodes) > GREEDY_UP_TO:
+        kept = Plan("smart", baseline.waves, baseline.start, baseline.waiting_at_start)
+        kept.notes.append(f"smart: {len(cluster.gpu_nodes)} nodes to switch, more than {GREEDY_UP_TO}: the greedy "
+                          "search (a simulation per candidate node per wave) is left out; name order kept")
+        return kept
     tried = [greedy(cluster, features, max_unavailable)]
     if len(cluster.gpu_nodes) <= LOOKAHEAD_UP_TO:
         tried.append(greedy(cluster, features, max_unavailable, lookahead=True))
