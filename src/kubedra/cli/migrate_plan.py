@@ -62,7 +62,7 @@ def _live(kubeconfig: str | None, context: str | None, paths: list[str], limits:
 
     from kubedra.cli.live import request_timeout
     from kubedra.kube.api import KubeError, connect
-    from kubedra.migrate.live import read_live
+    from kubedra.kube.rollout import read_live
 
     try:
         with connect(kubeconfig, context, timeout=request_timeout(os.environ)) as client:
