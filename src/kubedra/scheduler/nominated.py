@@ -37,7 +37,7 @@ class Nominator:
         self.version = 0  # bumped on every change: what Filter remembered no longer holds
 
     def __bool__(self) -> bool:
-        return any(self._by_node.values())
+        return bool(self._by_node)
 
     def nominate(self, record: PodRecord, node: str) -> None:
         """Set (or, with ``""``, clear) the pod's ``status.nominatedNodeName`` and its place in the nominator."""
@@ -53,17 +53,20 @@ class Nominator:
         self.version += 1
 
     def waiting_on(self, node: str, record: PodRecord) -> list[PodRecord]:
-        """Pods nominated on ``node`` with priority at least ``record``'s, other than it (``addGENominatedPods``)."""
+        """Pods nominated on ``node`` with priority at least ``record``'s, other than it (``addGENominatedPods``).
+        Pods no longer waiting there (bound, deleted, ended) leave the nominator here, as assume and delete remove
+        them from kube-scheduler's: an idle nominator costs later pods nothing."""
         found = self._by_node.get(node)
         if not found:
             return []
+        for key in [k for k, other in found.items() if other.pod.spec.node_name or other.deleted
+                    or other.finished_at is not None or other.pod.status.nominated_node_name != node]:
+            del found[key]
+        if not found:
+            del self._by_node[node]
+            return []
         priority = _priority(record)
-        return [
-            other for other in found.values()
-            if other.key != record.key and not other.pod.spec.node_name and not other.deleted
-            and other.finished_at is None and other.pod.status.nominated_node_name == node
-            and _priority(other) >= priority
-        ]
+        return [other for other in found.values() if other.key != record.key and _priority(other) >= priority]
 
     def any_waiting(self, record: PodRecord) -> bool:
         """Whether any node has such pods for ``record`` (then Filter runs node by node, twice where they are)."""

@@ -39,7 +39,7 @@ The pod alone is proven: other pending pods may compete for what a change frees.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -291,12 +291,13 @@ def clone_node(slices: list[ResourceSlice], template: Node, name: str) -> tuple[
     return node, copies
 
 
-def _new_names(state: ClusterState, pool: str, count: int) -> list[str]:
+def new_names(taken: Container[str], pool: str, count: int) -> list[str]:
+    """The pool's next ``count`` node names (``<pool>-<i>``) not ``taken``."""
     names: list[str] = []
     index = 0
     while len(names) < count:
         candidate = f"{pool}-{index}"
-        if candidate not in state.nodes:
+        if candidate not in taken:
             names.append(candidate)
         index += 1
     return names
@@ -311,7 +312,7 @@ def _more_nodes(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[S
             pools[found] = node
     for (label, pool), template in list(pools.items())[: limits.pools]:
         # One pod lands on one node: one more node is enough or no number is.
-        names = _new_names(state, pool, 1)
+        names = new_names(state.nodes, pool, 1)
         added = [clone_node(state.slices, template, n) for n in names]
         copy = _copy(inputs, nodes=[n for n, _ in added], slices=[s for _, ss in added for s in ss])
         fitting = _fits(inputs, copy, record, names)

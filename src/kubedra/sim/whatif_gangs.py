@@ -19,19 +19,13 @@ from dataclasses import replace
 from kubedra.objects.model import Node
 from kubedra.sim.scenario import Scenario
 from kubedra.sim.simulate import Options, simulate
-from kubedra.sim.whatif import Cost, Limits, Suggestion, clone_node, pool_of
+from kubedra.sim.whatif import Cost, Limits, Suggestion, clone_node, new_names, pool_of
 from kubedra.sim.whatif_patches import nodepool
 
 
 def _grown(scenario: Scenario, pool: str, template: Node, count: int) -> Scenario:
     """The scenario with ``count`` more nodes like ``template``, named as the pool's next nodes."""
-    taken = {n.metadata.name for n in scenario.nodes}
-    names: list[str] = []
-    index = 0
-    while len(names) < count:
-        if f"{pool}-{index}" not in taken:
-            names.append(f"{pool}-{index}")
-        index += 1
+    names = new_names({n.metadata.name for n in scenario.nodes}, pool, count)
     added = [clone_node(scenario.slices, template, name) for name in names]
     return replace(scenario, nodes=[*scenario.nodes, *(n for n, _ in added)],
                    slices=[*scenario.slices, *(s for _, ss in added for s in ss)])
