@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,13 @@ from tests.controlplane.fixture import ControlPlane, go_available, running_contr
 settings.register_profile("per-run", settings.get_profile("default"))
 settings.register_profile("deep", max_examples=1000)
 settings.load_profile("deep" if depth.DEEP else "per-run")
+
+# gRPC's fork handlers restart its event-engine poller in a forked child. A child that runs Python before exec
+# (subprocess with preexec_fn, as the labs start their binaries) then closes that poller's epoll descriptor
+# (close_fds) and gRPC aborts the child: exit -6 and "epoll_wait error: Bad file descriptor", about 1 fork in 300
+# once this process has a gRPC server or channel. The suite never uses gRPC in a forked child, so it turns them off
+# before the first gRPC object exists.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 NO_GO = "go is not on PATH: the test control plane (tests/controlplane) cannot be built"
 
