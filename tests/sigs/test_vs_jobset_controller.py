@@ -23,7 +23,7 @@ from tests.controlplane.fixture import ControlPlane
 from tests.sigs import harness
 
 from kubedra.objects.load import load_text
-from kubedra.sim.jobsets import failed_message
+from kubedra.sim.jobset_controllers import failed_message
 from kubedra.sim.scenario import build_scenario
 
 BINARY = harness.BIN / "jobset-controller"

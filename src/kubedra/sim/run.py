@@ -52,7 +52,8 @@ from kubedra.sim.replacements import JobRules, job_rules
 if TYPE_CHECKING:
     from kubedra.sim.cronjobs import CronController
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
-    from kubedra.sim.jobsets import ExclusiveJobController, JobSetController, JobSetRun
+    from kubedra.sim.jobset_controllers import ExclusiveJobController, JobSetController
+    from kubedra.sim.jobsets import JobSetRun
     from kubedra.sim.leaderworkersets import LeaderWorkerController
     from kubedra.sim.pytorchjobs import PyTorchJobController
     from kubedra.sim.rayjobs import RayJobController
@@ -222,7 +223,7 @@ class Simulation:
     def add_jobset(self, run: JobSetRun) -> None:
         """An InOrder JobSet (``sim.jobsets``): its first replicated job's Jobs are among the Jobs already added; the
         rest are made, one replicated job at a time, as the ones before become ready."""
-        from kubedra.sim.jobsets import JobSetController
+        from kubedra.sim.jobset_controllers import JobSetController
 
         self._in_order.append(JobSetController(self, run))
 

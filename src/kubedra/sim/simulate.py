@@ -20,7 +20,7 @@ from kubedra.scheduler.scoring import Policy
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.fragmentation import Sampler
 from kubedra.sim.groups import group_key
-from kubedra.sim.jobsets import start_job as start_jobset_job
+from kubedra.sim.jobset_controllers import start_job as start_jobset_job
 from kubedra.sim.leaderworkersets import LeaderWorkerController
 from kubedra.sim.pytorchjobs import PyTorchJobController
 from kubedra.sim.rayjobs import RayJobController
