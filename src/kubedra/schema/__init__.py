@@ -118,10 +118,13 @@ def problems_of(validator: Any, document: dict[str, Any], *, custom: bool = Fals
     from kubedra.schema.crd import api_server_message
 
     problems = []
+    unknown = blocking = False
     for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
+        blocking = blocking or error.validator in _BLOCKING
         parts = tuple(error.absolute_path)
         unexpected = re.findall(r"'([^']+)'", error.message.split("(", 1)[-1]) if error.validator == (
             "additionalProperties") else []
+        unknown = unknown or bool(unexpected)
         for name in unexpected:  # the API server's strict field validation names each field
             path = _path((*parts, name))
             problems.append(SchemaProblem(path, f'unknown field "{path}"', (*parts, name)))
@@ -131,4 +134,19 @@ def problems_of(validator: Any, document: dict[str, Any], *, custom: bool = Fals
         elif not unexpected:
             message = api_server_message(error, _path(parts)) if custom else error.message
             problems.append(SchemaProblem(_path(parts), message, parts))
-    return problems
+    rules = getattr(validator, "rules", None) if custom else None
+    if rules is None or unknown:
+        return problems  # an unknown field fails strict decoding: nothing is validated further
+    if blocking:
+        return [*problems, SchemaProblem("<nil>", f"Invalid value: null: {RULES_UNCHECKED}", ())]
+    return problems + [SchemaProblem(_path(parts) or "<nil>", message, parts)
+                       for parts, message in rules.problems(document)]
+
+
+# The schema errors after which kube-apiserver leaves a custom resource's CEL rules unchecked (``hasBlockingErr``):
+# NotSupported, Required, TooLong, TooMany and TypeInvalid.
+_BLOCKING = frozenset({"enum", "required", "maxLength", "maxItems", "maxProperties", "type"})
+
+
+RULES_UNCHECKED = ("some validation rules were not checked because the object was invalid; correct the existing "
+                   "errors to complete validation")

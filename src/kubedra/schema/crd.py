@@ -52,8 +52,17 @@ def _json_schema(node: Any) -> Any:
     return out
 
 
-def crd_schemas(crd: dict[str, Any]) -> dict[tuple[str, str], Any]:
-    """(apiVersion, kind) -> JSON Schema for each served version of an ``apiextensions.k8s.io/v1`` CRD."""
+def to_json_schema(openapi: dict[str, Any]) -> Any:
+    """An ``openAPIV3Schema`` as JSON Schema, the fields every object has declared at its root."""
+    schema = _json_schema(openapi)
+    properties = schema.setdefault("properties", {})
+    for name in ROOT_FIELDS:
+        properties.setdefault(name, {})
+    return schema
+
+
+def openapi_schemas(crd: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> the ``openAPIV3Schema`` of each served version, as the CRD writes it."""
     spec: dict[str, Any] = crd["spec"] if isinstance(crd.get("spec"), dict) else {}
     names: dict[str, Any] = spec["names"] if isinstance(spec.get("names"), dict) else {}
     group, kind = spec.get("group"), names.get("kind")
@@ -67,11 +76,7 @@ def crd_schemas(crd: dict[str, Any]) -> dict[tuple[str, str], Any]:
         schema = holder.get("openAPIV3Schema") if isinstance(holder, dict) else None
         if not isinstance(schema, dict):
             continue
-        converted = _json_schema(schema)
-        properties = converted.setdefault("properties", {})
-        for name in ROOT_FIELDS:
-            properties.setdefault(name, {})
-        found[(f"{group}/{version.get('name')}", kind)] = converted
+        found[(f"{group}/{version.get('name')}", kind)] = schema
     return found
 
 

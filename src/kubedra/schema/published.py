@@ -4,8 +4,8 @@ JobSet, LeaderWorkerSet, RayCluster, RayJob, the GPU Operator's ClusterPolicy an
 as its project publishes it (only the versions kubedra reads, without ``description`` fields), written by
 ``scripts/vendor-crds`` with its provenance (``source``: repository, version, commit, path, licence). A custom
 resource of these kinds is checked against its published schema unless a CRD for its group and kind is among the
-inputs (that one is what the cluster serves). ``x-kubernetes-validations`` (CEL rules) are kept in the files but
-not evaluated.
+inputs (that one is what the cluster serves). Their ``x-kubernetes-validations`` (CEL rules) are evaluated as
+kube-apiserver evaluates them on create (``schema.cel_rules``), after the schema's own checks.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Published:
     commit: str | None
     path: str
     license: str
-    celRules: int  # noqa: N815 (the manifest's key): how many x-kubernetes-validations lists (not evaluated)
+    celRules: int  # noqa: N815 (the manifest's key): how many x-kubernetes-validations lists
 
     def __str__(self) -> str:
         at = f", {self.commit[:7]}" if self.commit else ""
@@ -59,35 +59,47 @@ def read(source: Published) -> dict[str, Any]:
     return body
 
 
-@cache
-def _validator(api_version: str, kind: str) -> Any:
+@dataclass(frozen=True)
+class CustomValidator:
+    """One served version of a CRD: its structural schema (as JSON Schema) and its CEL rules."""
+
+    schema: Any  # a jsonschema validator
+    rules: Any  # schema.cel_rules.CelRules
+
+    def iter_errors(self, document: Any) -> Any:
+        return self.schema.iter_errors(document)
+
+
+def validators(crd: dict[str, Any]) -> dict[tuple[str, str], CustomValidator]:
+    """(apiVersion, kind) -> the validator of each served version of ``crd``."""
     import jsonschema
 
-    from kubedra.schema.crd import crd_schemas
+    from kubedra.schema.cel_rules import CelRules
+    from kubedra.schema.crd import openapi_schemas, to_json_schema
 
-    schema = crd_schemas(read(manifest()[(api_version, kind)])["crd"])[(api_version, kind)]
-    return jsonschema.Draft202012Validator(schema)
+    return {key: CustomValidator(jsonschema.Draft202012Validator(to_json_schema(schema)), CelRules(schema))
+            for key, schema in openapi_schemas(crd).items()}
+
+
+@cache
+def _validator(api_version: str, kind: str) -> CustomValidator:
+    return validators(read(manifest()[(api_version, kind)])["crd"])[(api_version, kind)]
 
 
 class CustomSchemas:
     """Validators for custom resources: the CRDs among the inputs (``add_crd``) first, then the vendored ones."""
 
     def __init__(self) -> None:
-        self._given: dict[tuple[str, str], Any] = {}
+        self._given: dict[tuple[str, str], CustomValidator] = {}
         self._kinds: set[tuple[str, str]] = set()  # (group, kind) some input CRD defines
 
     def add_crd(self, crd: dict[str, Any]) -> None:
         """Serve the custom resources an ``apiextensions.k8s.io/v1`` CustomResourceDefinition defines."""
-        import jsonschema
-
-        from kubedra.schema.crd import crd_schemas
-
         spec: dict[str, Any] = crd["spec"] if isinstance(crd.get("spec"), dict) else {}
         names: dict[str, Any] = spec["names"] if isinstance(spec.get("names"), dict) else {}
         if isinstance(spec.get("group"), str) and isinstance(names.get("kind"), str):
             self._kinds.add((spec["group"], names["kind"]))
-        for key, schema in crd_schemas(crd).items():
-            self._given[key] = jsonschema.Draft202012Validator(schema)
+        self._given.update(validators(crd))
 
     def published(self, api_version: str, kind: str) -> Published | None:
         """The vendored CRD that checks this kind, unless an input CRD defines its group and kind."""

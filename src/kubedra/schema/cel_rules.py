@@ -1,0 +1,192 @@
+"""A CustomResourceDefinition's ``x-kubernetes-validations`` (CEL rules), evaluated on a new object as kube-apiserver
+evaluates them on create (``apiextensions-apiserver/pkg/apiserver/schema/cel/validation.go``, ``Validate``).
+
+Each rule of a schema node runs with ``self`` bound to the object's value there, wherever that value is present
+(a rule on an optional field that is absent does not run). Transition rules, those that read ``oldSelf``, have no old
+object on create and are skipped, as upstream skips them. A rule that is false fails at its node (or at its
+``fieldPath`` below it) with its ``messageExpression``'s result, else its ``message``, else ``failed rule: <rule>``,
+worded as v1.37's ``field.Invalid`` (``Invalid value: <message>`` for an object or a list, ``Invalid value:
+"<value>": <message>`` for a scalar), or as the ``reason`` asks (``FieldValueForbidden``, ``FieldValueRequired``,
+``FieldValueDuplicate``); a rule at the root fails at ``<nil>``. Wording checked against the real kube-apiserver
+(``tests/schema/test_cel_rules_controlplane.py``).
+
+The environment is kubedra's CEL (cel-cpp) with ``self`` declared dynamic and the Kubernetes libraries the DRA
+environment has (strings, lists, regex, quantity, semver, optional types, ``cel.bind``); a rule this environment
+cannot compile (a library kubedra does not have: urls, ip/cidr, format, sets) is left unevaluated and counted in
+``CelRules.unevaluated``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+_OLD_SELF = re.compile(r"\boldSelf\b")
+_REASONS = {"FieldValueForbidden": "Forbidden", "FieldValueRequired": "Required value"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One compiled rule of one schema node."""
+
+    rule: str
+    program: Any
+    message: str
+    message_program: Any | None
+    field_path: str
+    reason: str
+
+
+@dataclass
+class Node:
+    """The rules of one schema node and the nodes below it."""
+
+    type: str = ""
+    rules: list[Rule] = field(default_factory=list)
+    properties: dict[str, Node] = field(default_factory=dict)
+    known: frozenset[str] = frozenset()  # every declared property (``additional`` is for the others)
+    additional: Node | None = None
+    items: Node | None = None
+
+    def empty(self) -> bool:
+        return not self.rules and not self.properties and self.additional is None and self.items is None
+
+
+@cache
+def _environment() -> Any:
+    from cel_expr_python import cel
+    from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+    from kubedra.cel.library_lists import list_functions, regex_functions
+    from kubedra.cel.library_quantity import quantity_functions
+    from kubedra.cel.library_semver import compare_functions, semver_functions
+    from kubedra.cel.protos import protos
+    from kubedra.cel.values import Values
+
+    values = Values(protos())
+    return cel.NewEnv(
+        descriptor_pool=protos().pool,
+        variables={"self": cel.Type.DYN},
+        extensions=[ext_strings.ExtStrings(), ext_bindings.ExtBindings(), ext_optional.ExtOptional()],
+        functions=[*quantity_functions(values), *semver_functions(values), *compare_functions(values),
+                   *list_functions(), *regex_functions()],
+    )
+
+
+class CelRules:
+    """The create-time rules of one version's ``openAPIV3Schema``, compiled once."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.unevaluated: list[str] = []
+        self.root = self._node(schema)
+
+    def _node(self, schema: Any) -> Node:
+        node = Node()
+        if not isinstance(schema, dict):
+            return node
+        node.type = str(schema.get("type") or "")
+        for raw in schema.get("x-kubernetes-validations") or []:
+            rule = self._rule(raw)
+            if rule is not None:
+                node.rules.append(rule)
+        node.known = frozenset(schema.get("properties") or {})
+        for name, child in (schema.get("properties") or {}).items():
+            below = self._node(child)
+            if not below.empty():
+                node.properties[name] = below
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            below = self._node(extra)
+            node.additional = None if below.empty() else below
+        items = schema.get("items")
+        if isinstance(items, dict):
+            below = self._node(items)
+            node.items = None if below.empty() else below
+        return node
+
+    def _rule(self, raw: Any) -> Rule | None:
+        if not isinstance(raw, dict) or not isinstance(raw.get("rule"), str):
+            return None
+        text = raw["rule"]
+        if _OLD_SELF.search(text):
+            return None  # a transition rule: no old object on create
+        env = _environment()
+        try:
+            program = env.compile(text)
+        except RuntimeError:
+            self.unevaluated.append(text)
+            return None
+        message_program = None
+        if isinstance(raw.get("messageExpression"), str):
+            try:
+                message_program = env.compile(raw["messageExpression"])
+            except RuntimeError:
+                message_program = None
+        message = raw["message"] if isinstance(raw.get("message"), str) else f"failed rule: {text}"
+        return Rule(text, program, message, message_program, str(raw.get("fieldPath") or ""),
+                    str(raw.get("reason") or ""))
+
+    def problems(self, document: Any) -> list[tuple[tuple[Any, ...], str]]:
+        """(path as keys and indexes, message) for each rule ``document`` fails."""
+        out: list[tuple[tuple[Any, ...], str]] = []
+        self._check(self.root, document, (), out)
+        return out
+
+    def _check(self, node: Node, value: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]]) -> None:
+        if value is None:
+            return
+        for rule in node.rules:
+            failed = _evaluate(rule, value)
+            if failed is not None:
+                out.append(((*path, *_relative(rule.field_path)), _worded(rule, value, failed)))
+        if isinstance(value, dict):
+            for key, child in value.items():
+                below = node.properties.get(key) if key in node.known else node.additional
+                if below is not None:
+                    self._check(below, child, (*path, key), out)
+        elif isinstance(value, list) and node.items is not None:
+            for index, child in enumerate(value):
+                self._check(node.items, child, (*path, index), out)
+
+
+def _evaluate(rule: Rule, value: Any) -> str | None:
+    """None where the rule holds; else the failure's message (a runtime error's text where it errs)."""
+    from kubedra.cel.program import runtime_message
+
+    env = _environment()
+    activation = env.Activation({"self": value})
+    try:
+        result = rule.program.eval(activation)
+    except RuntimeError as exc:
+        return runtime_message(str(exc))
+    if result.value() is True:
+        return None
+    if result.value() is not False:
+        return runtime_message(str(result.value()))
+    if rule.message_program is not None:
+        try:
+            text = rule.message_program.eval(activation).value()
+        except RuntimeError:
+            text = None
+        if isinstance(text, str) and text.strip():
+            return text
+    return rule.message
+
+
+def _worded(rule: Rule, value: Any, message: str) -> str:
+    """``field.Invalid`` as v1.37 prints it: an object's or a list's value left out, a scalar's shown."""
+    if rule.reason in _REASONS:
+        return f"{_REASONS[rule.reason]}: {message}"
+    if isinstance(value, (dict, list)):
+        return f"Invalid value: {message}" if rule.reason != "FieldValueDuplicate" else "Duplicate value"
+    shown = f'"{value}"' if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else str(value)
+    if rule.reason == "FieldValueDuplicate":
+        return f"Duplicate value: {shown}"
+    return f"Invalid value: {shown}: {message}"
+
+
+def _relative(path: str) -> tuple[str, ...]:
+    """``.spec.foo`` and ``['a.b']`` as keys."""
+    return tuple(m.group(1) or m.group(2) for m in re.finditer(r"\.([A-Za-z0-9_$-]+)|\['([^']*)'\]", path))
