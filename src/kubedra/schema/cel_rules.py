@@ -156,7 +156,10 @@ def _evaluate(rule: Rule, value: Any) -> str | None:
     from kubedra.cel.program import runtime_message
 
     env = _environment()
-    activation = env.Activation({"self": value})
+    try:
+        activation = env.Activation({"self": value})
+    except (ValueError, TypeError, OverflowError):
+        return None  # a value no API server holds (an integer past int64): the schema's checks speak for it
     try:
         result = rule.program.eval(activation)
     except RuntimeError as exc:
