@@ -155,11 +155,10 @@ def _evaluate(rule: Rule, value: Any) -> str | None:
     """None where the rule holds; else the failure's message (a runtime error's text where it errs)."""
     from kubedra.cel.program import runtime_message
 
-    env = _environment()
-    try:
-        activation = env.Activation({"self": value})
-    except (ValueError, TypeError, OverflowError):
+    if not _representable(value):
         return None  # a value no API server holds (an integer past int64): the schema's checks speak for it
+    env = _environment()
+    activation = env.Activation({"self": value})
     try:
         result = rule.program.eval(activation)
     except RuntimeError as exc:
@@ -176,6 +175,16 @@ def _evaluate(rule: Rule, value: Any) -> str | None:
         if isinstance(text, str) and text.strip():
             return text
     return rule.message
+
+
+def _representable(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _representable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_representable(v) for v in value)
+    if isinstance(value, bool) or value is None or isinstance(value, (str, float)):
+        return True
+    return isinstance(value, int) and -(2**63) <= value < 2**63
 
 
 def _worded(rule: Rule, value: Any, message: str) -> str:
