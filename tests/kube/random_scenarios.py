@@ -406,3 +406,91 @@ def random_placement_scenario(seed: int, nodes: tuple[int, int] = (4, 9)) -> Sce
     name = f"placement-{seed}" if nodes == (4, 9) else f"placement-{seed}-nodes-{nodes[0]}-{nodes[1]}"
     return Scenario(name, docs, {"exact": "all", "messages": True},
                     f"random pod affinity, anti-affinity and spread constraints in zones, seed {seed}")
+
+
+# ---------------------------------------------------------------------------------------------- preemption
+
+PRIORITIES = [10, 100, 1000]
+
+
+def random_preemption_scenario(seed: int) -> Scenario:
+    """A small GPU cluster (2-5 nodes, some without GPUs) and 1-3 PriorityClasses (one sometimes
+    ``preemptionPolicy: Never``), then workloads from the lowest priority to the highest: Deployments, Jobs,
+    StatefulSets (``Parallel``: no kubelet makes a pod Ready for ``OrderedReady``) and bare pods, most asking for
+    GPUs through a ResourceClaimTemplate, some for cpu and memory only. Later, higher-priority workloads preempt
+    earlier ones and the controllers replace their victims (``vs_controllers``): every pod compared, canonically
+    renamed, messages included.
+
+    Each workload arrives a minute after the one before (``kubedra.io/start-after``; the real run creates the next
+    once everything is decided and settled), and every pod has ``terminationGracePeriodSeconds: 0``: a victim
+    leaves at once in both runs. The real API server removes such a pod as soon as the scheduler deletes it (no
+    kubelet needed; a Job's pod once the Job controller drops its finalizer), as kubedra evicts it at the instant
+    of its preemption; with the default 30 s, kubedra's victim would hold its devices for 30 s of simulated time
+    while the harness (standing in for the kubelet) removes the real one at once, so a replacement or a later pod
+    could fit in the real run where kubedra's still finds the victim.
+
+    A node has one GPU at most. A victim's generated claim is deallocated by the resourceclaim controller after the
+    pod is gone, while the scheduler retries the nominated preemptor at once: with another GPU free on the node the
+    real preemptor takes that one or the victim's, whichever of the two controllers is first (seed 4 of an earlier
+    draw with four GPUs a node: one run gave the preemptor gpu-1, the next gpu-0). kubedra frees the victim's
+    devices with the pod. With one GPU a node the preemptor can only have the victim's, in both runs."""
+    rng = random.Random(seed)
+    docs: list[dict[str, Any]] = [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }]
+    classes = sorted(rng.sample(PRIORITIES, rng.choice([1, 2, 2, 3, 3])))
+    for value in classes:
+        pc: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                              "metadata": {"name": f"p{value}"}, "value": value}
+        if value != classes[0] and rng.random() < 0.15:
+            pc["preemptionPolicy"] = "Never"
+        docs.append(pc)
+    for i in range(rng.randint(2, 5)):
+        cpu, memory = rng.choice(SIZES[:3])
+        name = f"n{i}"
+        docs.append({"apiVersion": "v1", "kind": "Node",
+                     "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                     "status": {"allocatable": {"cpu": str(cpu), "memory": f"{memory}Gi", "pods": "110"}}})
+        gpus = rng.choice([0, 1, 1])  # at most one: see the docstring
+        if gpus:
+            docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                         "metadata": {"name": f"{name}-gpus"},
+                         "spec": {"driver": DRIVER, "nodeName": name,
+                                  "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                                  "devices": _devices(rng, gpus)}})
+    templates = rng.randint(1, 2)
+    docs += [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": f"t{t}"},
+              "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                  "deviceClassName": "gpu"}}]}}}} for t in range(templates)]
+    count = rng.randint(3, 6)  # the first workloads of the lowest priority (they fill the cluster), then any
+    workloads = [(classes[0] if k < count // 2 else rng.choice(classes[1:] or classes), k) for k in range(count)]
+    workloads.sort(key=lambda w: w[0])  # lower priorities first
+    for minute, (priority, k) in enumerate(workloads):
+        kind = rng.choice(["Deployment", "Deployment", "Job", "StatefulSet", "Pod"])
+        requests = {"cpu": f"{rng.choice([500, 1000, 2000, 4000])}m", "memory": f"{rng.choice([1, 2, 4, 8])}Gi"}
+        container: dict[str, Any] = {"name": "c", "image": IMAGE, "resources": {"requests": requests}}
+        spec: dict[str, Any] = {"containers": [container], "priorityClassName": f"p{priority}",
+                                "terminationGracePeriodSeconds": 0}
+        if rng.random() < 0.75:
+            spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": f"t{rng.randrange(templates)}"}]
+            container["resources"]["claims"] = [{"name": "gpu"}]
+        name = {"Deployment": "web", "Job": "train", "StatefulSet": "db", "Pod": "solo"}[kind] + str(k)
+        meta: dict[str, Any] = {"name": name, "annotations": {"kubedra.io/start-after": f"{minute}m"}}
+        labels = {"app": name}
+        replicas = rng.randint(1, 3)
+        if kind == "Pod":
+            docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+        elif kind == "Job":
+            spec["restartPolicy"] = "Never"
+            docs.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+                         "spec": {"parallelism": replicas, "completions": replicas,
+                                  "template": {"spec": spec}}})
+        else:
+            body: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": labels},
+                                    "template": {"metadata": {"labels": labels}, "spec": spec}}
+            if kind == "StatefulSet":
+                body |= {"serviceName": name, "podManagementPolicy": "Parallel"}
+            docs.append({"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": body})
+    return Scenario(f"preempt-{seed}", docs, {"exact": "all", "messages": True},
+                    f"random preemption among controllers' pods, seed {seed}")

@@ -60,6 +60,7 @@ OWNERS = {
 ORDER = ["PriorityClass", "DeviceClass", "Node", "ResourceSlice", "ResourceClaimTemplate", "DaemonSet", "Deployment",
          "ReplicaSet", "StatefulSet", "Job", "Pod"]
 CONTROLLER_KINDS = ("DaemonSet", "Deployment", "ReplicaSet", "StatefulSet", "Job")
+BETWEEN_SECONDS = 1.0  # unchanged for this long before the next workload is created
 SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]{5}"  # the API server's generateName alphabet (and kubedra's)
 
 
@@ -83,64 +84,87 @@ def _owned_by(pod: Mapping[str, Any], uids: set[str]) -> bool:
 
 
 def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str, settle: float) -> Outcome:
-    """The scenario on the control plane, objects in ``ORDER``, each controller's pods decided before the next."""
+    """The scenario on the control plane: cluster objects in ``ORDER``, then the workloads (controllers and bare
+    pods) in document order (the order of their ``kubedra.io/start-after``), each created once every pod so far is
+    decided, every controller has its pods and nothing changed for ``BETWEEN_SECONDS`` (kubedra's workloads arrive
+    a minute apart: a Job's replacement after its back-off comes before the next one there too)."""
     _stop_scheduler(plane)
     _start_scheduler(plane)
-    pods_path = f"/api/v1/namespaces/{namespace}/pods"
     plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                   "metadata": {"name": namespace}})
     created: list[dict[str, Any]] = []
+    owners: list[tuple[str, str, int]] = []  # kind, uid, pods expected
     deleted: dict[str, bool] = {}  # name -> whether the scheduler preempted it
     try:
-        for doc in sorted(docs, key=lambda d: ORDER.index(d["kind"])):
+        for doc in sorted(docs, key=_rank):
             made = plane.request("POST", _path(doc), _for_api(doc, {}))
             created.append(doc)
             if doc["kind"] in CONTROLLER_KINDS:
-                uids = {made["metadata"]["uid"]}
-                want = _expected_pods(doc, docs)
-
-                def ready(uids: set[str] = uids, want: int = want, kind: str = doc["kind"]) -> bool:
-                    owners = set(uids)
-                    if kind == "Deployment":  # its pods are its ReplicaSet's
-                        sets = plane.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets")["items"]
-                        owners |= {r["metadata"]["uid"] for r in sets if _owned_by(r, uids)}
-                    pods = [p for p in plane.get(pods_path)["items"] if _owned_by(p, owners)]
-                    return len(pods) == want and all(_decided(p) for p in pods)
-
-                plane.wait_for(ready, timeout=TIMEOUT_SECONDS, what=f"{doc['kind']} {doc['metadata']['name']}'s pods")
-            elif doc["kind"] == "Pod":
-                path = f"{pods_path}/{doc['metadata']['name']}"
-                plane.wait_for(lambda path=path: _decided(plane.get(path)), timeout=TIMEOUT_SECONDS,
-                               what=f"pod {doc['metadata']['name']}")
-        pods = _settled(plane, pods_path, settle, deleted)
+                owners.append((doc["kind"], made["metadata"]["uid"], _expected_pods(doc, docs)))
+            if doc["kind"] in CONTROLLER_KINDS or doc["kind"] == "Pod":
+                _settled(plane, namespace, BETWEEN_SECONDS, deleted, owners)
+        pods = _settled(plane, namespace, settle, deleted, owners)
         return _outcome(plane, namespace, pods, deleted)
     finally:
         _clean_up(plane, namespace, created)
 
 
-def _settled(plane: ControlPlane, pods_path: str, settle: float, deleted: dict[str, bool]) -> list[dict[str, Any]]:
-    """The pods once every one is decided and nothing changed for ``settle`` seconds; in ``deleted`` those deleted
-    (removed here at once, by uid: a StatefulSet's new pod of the same name is left alone), and whether the
-    scheduler did it (the ``DisruptionTarget`` condition it sets, reason ``PreemptionByScheduler``)."""
+def _rank(doc: Mapping[str, Any]) -> int:
+    """Creation order: ``ORDER``'s, the workloads (controllers and bare pods) as one kind, in document order."""
+    return ORDER.index("Pod" if doc["kind"] in CONTROLLER_KINDS else doc["kind"])
+
+
+def _reaped(plane: ControlPlane, pods_path: str, deleted: dict[str, bool]) -> list[dict[str, Any]]:
+    """The pods not terminating. A terminating one (``deletionTimestamp`` set: a preemption victim, a failed Job's
+    pod) is removed here at once, as no kubelet runs, by uid (a StatefulSet's new pod of the same name is left
+    alone), and noted in ``deleted`` with whether the scheduler did it (the ``DisruptionTarget`` condition it sets,
+    reason ``PreemptionByScheduler``)."""
+    pods: list[dict[str, Any]] = plane.get(pods_path)["items"]
+    for pod in pods:
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            deleted[meta["name"]] = deleted.get(meta["name"], False) or any(
+                c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
+                for c in pod.get("status", {}).get("conditions", []))
+            with contextlib.suppress(Exception):
+                plane.request("DELETE", f"{pods_path}/{meta['name']}",
+                              {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def _complete(plane: ControlPlane, namespace: str, pods: Sequence[Mapping[str, Any]],
+              owners: Sequence[tuple[str, str, int]]) -> bool:
+    """Every controller of ``owners`` has its pods (a Deployment's are its ReplicaSet's; a finished Job none)."""
+    if not owners:
+        return True
+    sets = plane.get(f"/apis/apps/v1/namespaces/{namespace}/replicasets")["items"]
+    jobs = {j["metadata"]["uid"]: j for j in plane.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]}
+    for kind, uid, want in owners:
+        uids = {uid}
+        if kind == "Deployment":
+            uids |= {r["metadata"]["uid"] for r in sets if _owned_by(r, uids)}
+        finished = kind == "Job" and any(c.get("type") in ("Failed", "Complete") and c.get("status") == "True"
+                                         for c in jobs.get(uid, {}).get("status", {}).get("conditions", []))
+        if sum(_owned_by(p, uids) for p in pods) != (0 if finished else want):
+            return False
+    return True
+
+
+def _settled(plane: ControlPlane, namespace: str, settle: float, deleted: dict[str, bool],
+             owners: Sequence[tuple[str, str, int]] = ()) -> list[dict[str, Any]]:
+    """The pods not terminating (``_reaped``) once every one is decided, every controller of ``owners`` has its
+    pods (``_complete``) and nothing changed for ``settle`` seconds."""
+    pods_path = f"/api/v1/namespaces/{namespace}/pods"
     deadline = time.monotonic() + TIMEOUT_SECONDS
     last: tuple[tuple[str, str], ...] | None = None
     since = time.monotonic()
     while True:
-        pods: list[dict[str, Any]] = plane.get(pods_path)["items"]
-        for pod in pods:
-            meta = pod["metadata"]
-            if meta.get("deletionTimestamp"):
-                deleted[meta["name"]] = deleted.get(meta["name"], False) or any(
-                    c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
-                    for c in pod.get("status", {}).get("conditions", []))
-                with contextlib.suppress(Exception):
-                    plane.request("DELETE", f"{pods_path}/{meta['name']}",
-                                  {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
-        pods = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        pods = _reaped(plane, pods_path, deleted)
         snapshot = tuple(sorted((p["metadata"]["name"], p["spec"].get("nodeName", "")) for p in pods))
         if snapshot != last:
             last, since = snapshot, time.monotonic()
-        elif all(_decided(p) for p in pods) and time.monotonic() - since >= settle:
+        elif (all(_decided(p) for p in pods) and time.monotonic() - since >= settle
+              and _complete(plane, namespace, pods, owners)):
             return pods
         if time.monotonic() > deadline:
             raise TimeoutError(f"pods in {pods_path} not settled after {TIMEOUT_SECONDS}s: {snapshot}")
@@ -152,6 +176,12 @@ def _outcome(
 ) -> Outcome:
     claims = namespace_claims(plane, namespace)
     out: Outcome = {pod["metadata"]["name"]: real_placed(pod, claims) for pod in pods}
+    # A victim with terminationGracePeriodSeconds 0 and no finalizer is gone before the harness sees it terminating:
+    # the scheduler's Preempted event names it.
+    for event in plane.get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")["items"]:
+        regarding = event.get("regarding", {})
+        if event.get("reason") == "Preempted" and regarding.get("kind") == "Pod":
+            deleted[regarding["name"]] = True
     for name, preempted in deleted.items():
         if name not in out:
             out[name] = Placed(PREEMPTED if preempted else DELETED)
