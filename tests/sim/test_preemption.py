@@ -182,3 +182,27 @@ def test_a_request_beyond_the_node_s_size_is_not_helped_by_evicting() -> None:
     assert not any(e["type"] == "Preempted" for e in sim.events)
     assert sim.pending_reason("huge") == ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
                                           "available: 1 Preemption is not helpful for scheduling.")
+
+
+def test_a_second_preemptor_takes_the_victim_already_terminating_and_counts_the_nominated_one() -> None:
+    """Upstream's SelectVictimsOnNode takes every lower-priority pod as a potential victim, one already terminating
+    included (its executor sends no second deletion), and counts the pods nominated on the node. Failed before the
+    fix: the second pod of ``hi`` preempted ``a0`` too (scenario ``preemptor-reuses-terminating-victim``, as the real
+    kube-scheduler decided it; ``random_preemption_scenario(13)``)."""
+    pinned = {"nodeSelector": {"kubernetes.io/hostname": "n-0"}}
+    sim = run(
+        nodepool("n", gpus=None, allocatable={"cpu": "4", "memory": "16Gi"}, count=2),
+        priority_class("low", 10), priority_class("mid", 50), priority_class("high", 1000),
+        pod("a0", requests={"cpu": "1", "memory": "8Gi"}, priorityClassName="low", terminationGracePeriodSeconds=30,
+            **pinned),
+        pod("a1", requests={"cpu": "1", "memory": "8Gi"}, start_after="1m", priorityClassName="low",
+            terminationGracePeriodSeconds=30, **pinned),
+        pod("m0", requests={"cpu": "4", "memory": "2Gi"}, start_after="2m", priorityClassName="mid",
+            nodeSelector={"kubernetes.io/hostname": "n-1"}),
+        *(pod(f"hi-{i}", requests={"cpu": "500m", "memory": "4Gi"}, start_after="3m", priorityClassName="high")
+          for i in range(2)),
+    )
+    assert [e["object"] for e in sim.events if e["type"] == "Preempted"] == ["Pod default/a1"]
+    assert [e["message"] for e in sim.events if e["type"] == "Nominated"] == ["preempting 1 pod(s) on n-0"] * 2
+    assert sim.phase("a0") == "Running" and sim.phase("m0") == "Running"
+    assert sim.times("Pod", "Scheduled")["hi-1"] == 180.0 + 30.0  # on n-0, once a1 is gone

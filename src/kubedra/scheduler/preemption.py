@@ -3,7 +3,9 @@
 For a pod that fits nowhere: the candidate nodes are those whose Filter status is ``Unschedulable`` — NodeResourcesFit's
 ``Insufficient <resource>`` and ``Too many pods``; node rules (selector, affinity, taints, node name) and every
 DynamicResources failure are ``UnschedulableAndUnresolvable``, so **no preemption frees devices in 1.37** (KEP-5690 is
-planned for 1.38). On each candidate every lower-priority pod is removed; if the pod then fits, victims are reprieved
+planned for 1.38). On each candidate every lower-priority pod is removed (one already terminating, another preemptor's
+victim, too: a later preemptor may take it again, and no second deletion follows), the pods nominated there with at
+least the pod's priority counted as Filter counts them; if the pod then fits, victims are reprieved
 one by one, most important first (higher priority, then the earlier start; those a PodDisruptionBudget would count as
 violations before the others), keeping each whose return still lets the pod fit. Victims' devices stay held in that
 dry run: the DynamicResources plugin does not simulate their release. Among the nodes with victims,
@@ -14,7 +16,7 @@ The caller deletes the victims and nominates the node; the pod binds once they a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kubedra.cluster.state import ClusterState, PodRecord
@@ -161,11 +163,11 @@ def preempt(
     record: PodRecord,
     reasons: dict[str, list[str]],
     fits_on: FitsOn,
-    terminating: Iterable[str] = (),
     *,
     budgets: Sequence[Budget] = (),
     sizes: NodeSizes,
     units: UnitsOf = pod_units,
+    nominated: Callable[[str], Sequence[PodRecord]] = lambda _node: (),
 ) -> Preemption:
     """DefaultPreemption for ``record`` given Filter's ``reasons`` (reason -> nodes) and the PodDisruptionBudgets.
 
@@ -173,10 +175,10 @@ def preempt(
     node's status (``Preemption is not helpful for scheduling`` where Filter's failure is unresolvable, ``No
     preemption victims found for incoming pod`` where no lower-priority pod runs, else the Filter failure that remains
     with every such pod gone). ``units`` groups a node's pods into victims (``disruptionMode: all`` PodGroups whole,
-    their pods on other nodes included)."""
+    their pods on other nodes included). ``nominated`` gives the pods nominated on a node with at least this pod's
+    priority: the dry run counts them there as Filter does (``RunFilterPluginsWithNominatedPods``)."""
     if record.pod.spec.preemption_policy == "Never":
         return Preemption(message=NEVER)
-    going = set(terminating)
     priority = priority_of(record)
     unresolvable = sorted({reason for reason in reasons if not resolvable(reason)})
     statuses: dict[str, int] = {}
@@ -194,17 +196,16 @@ def preempt(
     by_filter = bool(candidates) and (has_pod_affinity(record.pod) or has_constraints(record.pod) or any(
         has_pod_affinity(r.pod) for pods in state.bound.values() for r in pods.values()))
     for node in sorted(candidates):
-        lower = [
-            unit for unit in units(r for r in state.bound.get(node, {}).values() if r.key not in going)
-            if unit.priority < priority and not any(p.key in going for p in unit.pods)
-        ]
+        # Every lower-priority pod, a victim already terminating included (upstream's SelectVictimsOnNode skips none;
+        # its executor sends no second deletion for a pod being deleted): a later preemptor may take the same one.
+        lower = [unit for unit in units(state.bound.get(node, {}).values()) if unit.priority < priority]
         if not lower:
             statuses[NO_VICTIMS] = statuses.get(NO_VICTIMS, 0) + 1
             continue
         ordered = sorted(lower, key=importance)
         violating, fine = split_by_budgets(ordered, budgets) if budgets else ([], ordered)
         victims, failure, violations = _victims_on(state, record, node, (violating, fine), fits_on,
-                                                    by_filter=by_filter)
+                                                    by_filter=by_filter, nominated=nominated(node))
         if victims:
             found.append((node, flatten(victims), violations))
         else:
@@ -244,11 +245,13 @@ def _victims_on(
     fits_on: FitsOn,
     *,
     by_filter: bool = False,
+    nominated: Sequence[PodRecord] = (),
 ) -> tuple[list[Victim], str, int]:
     """``SelectVictimsOnNode`` over the lower-priority units, most important first within each part: ([], Filter's
     reason, 0) when the pod does not fit even with all of them gone; else the victims and how many of their pods
     violate a budget (units that would are reprieved first). Only a unit's pods on ``node`` count for the fit (upstream
-    mutates only that node); its pods elsewhere go with it."""
+    mutates only that node); its pods elsewhere go with it. The ``nominated`` pods count as if bound there (Filter's
+    first pass with them, the harder of its two for resources; ``fits_on`` adds them itself)."""
     violating, fine = parts
     lower = [*(unit for unit, _ in violating), *fine]
     counts = [count for _, count in violating]
@@ -260,6 +263,8 @@ def _victims_on(
     target = state.nodes[node]
     usage = state.usage[node]
     scratch = NodeUsage(requested=dict(usage.requested), pods=usage.pods)
+    for pod in nominated:
+        scratch.add(pod.requests)
     here = [[pod for pod in unit.pods if pod.pod.spec.node_name == node] for unit in lower]
     for pods in here:
         for pod in pods:

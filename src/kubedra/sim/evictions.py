@@ -93,14 +93,18 @@ class Evictions:
         else:
             nominated = record.pod.status.nominated_node_name
             if nominated and any(
-                self.sim.state.pods[k].pod.spec.node_name == nominated for k, by in self.terminating.items()
-                if by == record.key
+                (victim := self.sim.state.pods[k]).pod.spec.node_name == nominated and priority_of(victim) < priority
+                for k in self.terminating
             ):
-                return TERMINATING  # its victims are still terminating: it waits for them (PodEligibleToPreemptOthers)
+                # A lower-priority pod preempted there (by this pod or another) is still terminating: it waits
+                # (PodEligibleToPreemptOthers reads every pod on the nominated node).
+                return TERMINATING
             state = self.sim.state
+            nominator = self.sim.scheduler.nominator
             budgets = current_budgets(self.budgets, state, self.terminating) if self.budgets else []
-            answer = preempt(state, record, outcome.reasons, self.sim.scheduler.fits_on, self.terminating,
-                             budgets=budgets, sizes=self.sim.node_sizes, units=self.units)
+            answer = preempt(state, record, outcome.reasons, self.sim.scheduler.fits_on, budgets=budgets,
+                             sizes=self.sim.node_sizes, units=self.units,
+                             nominated=lambda node: nominator.waiting_on(node, record))
         self.last[record.key] = answer
         if not answer.found:
             if record.pod.status.nominated_node_name:  # no candidates: the nomination is cleared (ModeOverride "")
@@ -114,6 +118,8 @@ class Evictions:
         from kubedra.sim.run import Event
 
         for victim in answer.victims:
+            if victim.key in self.terminating:
+                continue  # already being deleted: upstream's executor sends no second deletion (nor event)
             self.terminating[victim.key] = record.key
             victim.end_reason = f"Preempted by pod {record.key} on node {answer.node}"
             sim.events.append(Event(sim.now, "Preempted", f"Pod {victim.key}", node=answer.node,
