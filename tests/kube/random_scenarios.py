@@ -411,15 +411,23 @@ def random_placement_scenario(seed: int, nodes: tuple[int, int] = (4, 9)) -> Sce
 # ---------------------------------------------------------------------------------------------- preemption
 
 PRIORITIES = [10, 100, 1000]
+GPU_CHANCE = 0.3  # a GPU pod is never a preemptor in 1.37 (a DynamicResources failure is unresolvable)
 
 
 def random_preemption_scenario(seed: int) -> Scenario:
-    """A small GPU cluster (2-5 nodes, some without GPUs) and 1-3 PriorityClasses (one sometimes
+    """A small GPU cluster (2-4 nodes, some without GPUs) and 2-3 PriorityClasses (one rarely
     ``preemptionPolicy: Never``), then workloads from the lowest priority to the highest: Deployments, Jobs,
-    StatefulSets (``Parallel``: no kubelet makes a pod Ready for ``OrderedReady``) and bare pods, most asking for
-    GPUs through a ResourceClaimTemplate, some for cpu and memory only. Later, higher-priority workloads preempt
-    earlier ones and the controllers replace their victims (``vs_controllers``): every pod compared, canonically
-    renamed, messages included.
+    StatefulSets (``Parallel``: no kubelet makes a pod Ready for ``OrderedReady``) and bare pods of 2-4 cpu, some
+    asking for a GPU through a ResourceClaimTemplate (``GPU_CHANCE``: a pod that fails for a device never preempts in
+    1.37, so most ask for cpu and memory only). The lowest-priority workloads (2-4 replicas) fill the cluster; later,
+    higher-priority workloads preempt them (17 of seeds 0..29 preempt in kubedra) and the controllers replace their
+    victims (``vs_controllers``): every pod compared, canonically renamed, messages included.
+
+    Ties the real run breaks by chance: no kubelet sets ``status.startTime``, so kube-scheduler reads every victim's
+    start as "now" (``util.GetPodStartTime``), and where two candidate nodes tie down to ``pickOneNodeForPreemption``'s
+    latest-start rule it takes the one its map iteration scores last. kubedra uses the bind times. Seed 13 of an
+    earlier draw met that (and a Job victim held by the job-tracking finalizer for a second, so its preemptor, retried,
+    went to another node freed meanwhile); such a seed is left out of ``PREEMPTION_SEEDS``.
 
     Each workload arrives a minute after the one before (``kubedra.io/start-after``; the real run creates the next
     once everything is decided and settled), and every pod has ``terminationGracePeriodSeconds: 0``: a victim
@@ -439,14 +447,14 @@ def random_preemption_scenario(seed: int) -> Scenario:
         "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
     }]
-    classes = sorted(rng.sample(PRIORITIES, rng.choice([1, 2, 2, 3, 3])))
+    classes = sorted(rng.sample(PRIORITIES, rng.choice([2, 2, 3])))
     for value in classes:
         pc: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                               "metadata": {"name": f"p{value}"}, "value": value}
-        if value != classes[0] and rng.random() < 0.15:
+        if value != classes[0] and rng.random() < 0.05:
             pc["preemptionPolicy"] = "Never"
         docs.append(pc)
-    for i in range(rng.randint(2, 5)):
+    for i in range(rng.randint(2, 4)):
         cpu, memory = rng.choice(SIZES[:3])
         name = f"n{i}"
         docs.append({"apiVersion": "v1", "kind": "Node",
@@ -463,22 +471,22 @@ def random_preemption_scenario(seed: int) -> Scenario:
     docs += [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": f"t{t}"},
               "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
                   "deviceClassName": "gpu"}}]}}}} for t in range(templates)]
-    count = rng.randint(3, 6)  # the first workloads of the lowest priority (they fill the cluster), then any
+    count = rng.randint(4, 7)  # the first workloads of the lowest priority (they fill the cluster), then any
     workloads = [(classes[0] if k < count // 2 else rng.choice(classes[1:] or classes), k) for k in range(count)]
     workloads.sort(key=lambda w: w[0])  # lower priorities first
     for minute, (priority, k) in enumerate(workloads):
         kind = rng.choice(["Deployment", "Deployment", "Job", "StatefulSet", "Pod"])
-        requests = {"cpu": f"{rng.choice([500, 1000, 2000, 4000])}m", "memory": f"{rng.choice([1, 2, 4, 8])}Gi"}
+        requests = {"cpu": f"{rng.choice([2000, 2000, 4000])}m", "memory": f"{rng.choice([2, 4, 8])}Gi"}
         container: dict[str, Any] = {"name": "c", "image": IMAGE, "resources": {"requests": requests}}
         spec: dict[str, Any] = {"containers": [container], "priorityClassName": f"p{priority}",
                                 "terminationGracePeriodSeconds": 0}
-        if rng.random() < 0.75:
+        if rng.random() < GPU_CHANCE:
             spec["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": f"t{rng.randrange(templates)}"}]
             container["resources"]["claims"] = [{"name": "gpu"}]
         name = {"Deployment": "web", "Job": "train", "StatefulSet": "db", "Pod": "solo"}[kind] + str(k)
         meta: dict[str, Any] = {"name": name, "annotations": {"kubedra.io/start-after": f"{minute}m"}}
         labels = {"app": name}
-        replicas = rng.randint(1, 3)
+        replicas = rng.randint(2, 4) if priority == classes[0] else rng.randint(1, 3)  # the low ones fill
         if kind == "Pod":
             docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
         elif kind == "Job":
