@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 from tests.controlplane.fixture import ControlPlane
-from tests.schema.test_vendored_crds import CONTAINERS, GPUCLUSTER, JOBSET, RAYJOB, ray_cluster
+from tests.schema.test_vendored_crds import (
+    CONTAINERS,
+    GPUCLUSTER,
+    JOBSET,
+    RAYJOB,
+    TRAINING_RUNTIME,
+    TRAINJOB,
+    ray_cluster,
+)
 
 from kubedra.schema import SchemaChecker
 from kubedra.schema.published import manifest, read
@@ -21,8 +29,11 @@ from kubedra.schema.published import manifest, read
 pytestmark = pytest.mark.controlplane
 
 UNPROCESSABLE = 422
-RULED = ("GPUCluster", "JobSet", "RayCluster", "RayJob")  # the vendored kinds with rules that run on create
-PLURALS = {"GPUCluster": "gpuclusters", "JobSet": "jobsets", "RayCluster": "rayclusters", "RayJob": "rayjobs"}
+# the vendored kinds with rules that run on create
+RULED = ("GPUCluster", "JobSet", "RayCluster", "RayJob", "TrainJob", "ClusterTrainingRuntime")
+PLURALS = {"GPUCluster": "gpuclusters", "JobSet": "jobsets", "RayCluster": "rayclusters", "RayJob": "rayjobs",
+           "TrainJob": "trainjobs", "ClusterTrainingRuntime": "clustertrainingruntimes"}
+CLUSTER_SCOPED = ("GPUCluster", "ClusterTrainingRuntime")
 
 
 def _edited(document: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
@@ -58,6 +69,11 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
         "onSuccess": {"policy": "DeleteCluster"}, "onFailure": {"policy": "DeleteNone"},
         "deletionRules": [{"condition": {"jobStatus": "SUCCEEDED"}, "policy": "DeleteCluster"}]})),
     ("RayJob", "an empty deletionStrategy", _edited(RAYJOB, "spec.deletionStrategy", {})),
+    ("TrainJob", "a name that is no DNS-1035 label", _edited(TRAINJOB, "metadata.name", "llm.v2")),
+    ("TrainJob", "managedBy", _edited(TRAINJOB, "spec.managedBy", "someone")),
+    ("TrainJob", "a storage URI", _edited(TRAINJOB, "spec.initializer", {"dataset": {"storageUri": "no-scheme"}})),
+    ("ClusterTrainingRuntime", "two ML policies", _edited(TRAINING_RUNTIME, "spec.mlPolicy",
+                                                          {"torch": {}, "mpi": {"numProcPerNode": 1}})),
     ("RayJob", "managedBy twice", _edited(_edited(RAYJOB, "spec.managedBy", "me"), "spec.rayClusterSpec.managedBy",
                                           "you")),
 ]
@@ -91,7 +107,9 @@ def served(control_plane: ControlPlane) -> Iterator[ControlPlane]:
 
 def _causes(plane: ControlPlane, namespace: str, document: dict[str, Any]) -> list[tuple[str, str]]:
     group_version = document["apiVersion"]
-    scoped = "" if document["kind"] == "GPUCluster" else f"/namespaces/{namespace}"
+    scoped = "" if document["kind"] in CLUSTER_SCOPED else f"/namespaces/{namespace}"
+    if scoped:
+        document = {**document, "metadata": {**document["metadata"], "namespace": namespace}}
     path = f"/apis/{group_version}{scoped}/{PLURALS[document['kind']]}?dryRun=All&fieldValidation=Strict"
     with pytest.raises(urllib.error.HTTPError) as refused:
         plane.request("POST", path, document)

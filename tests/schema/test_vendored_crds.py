@@ -38,6 +38,8 @@ JOBSET = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata"
               "spec": {"restartPolicy": "Never", **CONTAINERS}}}}}]}}
 RAYJOB = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rj"},
           "spec": {"entrypoint": "python train.py", "rayClusterSpec": ray_cluster()["spec"]}}
+TRAINJOB = example("examples/workloads/trainjob.yaml", "TrainJob")
+TRAINING_RUNTIME = example("examples/workloads/trainjob.yaml", "ClusterTrainingRuntime")
 GPUCLUSTER = {"apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster", "metadata": {"name": "gpu-cluster"},
               "spec": {"draDriver": {}}}
 
@@ -92,6 +94,28 @@ CASES: dict[str, tuple[dict[str, Any], list[tuple[str, Any, str]]]] = {
         ("spec.pytorchReplicaSpecs.Master.template.spec.containers", DELETE,
          "spec.pytorchReplicaSpecs.Master.template.spec.containers: Required value"),
         ("spec.elasticPolicy", {"minReplicas": "one"}, 'spec.elasticPolicy.minReplicas: Invalid value: "string"'),
+    ]),
+    "TrainJob": (TRAINJOB, [
+        ("spec.trainer.numNodes", "4", 'spec.trainer.numNodes: Invalid value: "string": spec.trainer.numNodes in body '
+                                       "must be of type integer"),
+        ("spec.trainers", {}, 'spec.trainers: unknown field "spec.trainers"'),
+        ("spec.runtimeRef", DELETE, "spec.runtimeRef: Required value"),
+        ("spec.suspend", "yes", 'spec.suspend: Invalid value: "string": spec.suspend in body must be of type boolean'),
+    ]),
+    "ClusterTrainingRuntime": (TRAINING_RUNTIME, [
+        ("spec.mlPolicy.numNodes", "one", 'spec.mlPolicy.numNodes: Invalid value: "string"'),
+        ("spec.mlPolicies", {}, 'spec.mlPolicies: unknown field "spec.mlPolicies"'),
+        ("spec.template.spec.replicatedJobs.0.name", DELETE, "spec.template.spec.replicatedJobs[0].name: Required value"),
+        ("spec.template.spec.startupPolicy", {"startupPolicyOrder": "Later"},
+         'spec.template.spec.startupPolicy.startupPolicyOrder: Unsupported value: "Later"'),
+    ]),
+    "TrainingRuntime": ({**TRAINING_RUNTIME, "kind": "TrainingRuntime"}, [
+        ("spec.mlPolicy.torch", [], 'spec.mlPolicy.torch: Invalid value: "array"'),
+        ("spec.podGroupPolicys", {}, 'spec.podGroupPolicys: unknown field "spec.podGroupPolicys"'),
+        ("spec.template.spec.replicatedJobs.0.template", DELETE,
+         "spec.template.spec.replicatedJobs[0].template: Required value"),
+        ("spec.template.spec.successPolicy", {"operator": "Most"},
+         'spec.template.spec.successPolicy.operator: Unsupported value: "Most"'),
     ]),
     "GPUCluster": (GPUCLUSTER, [
         ("spec.draDriver", "on", 'spec.draDriver: Invalid value: "string": spec.draDriver in body must be of type '

@@ -319,7 +319,7 @@ def bad_annotation(key: str, value: str, on_template: bool) -> dict[str, Any]:
             {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}},
             [
                 "w.yaml[0]: Service/s: kind: 'Service' is not a workload kubedra expands "
-                "(Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, LeaderWorkerSet, RayCluster, RayJob, PyTorchJob, Pod)"
+                "(Deployment, StatefulSet, ReplicaSet, DaemonSet, Job, CronJob, JobSet, LeaderWorkerSet, RayCluster, RayJob, PyTorchJob, TrainJob, Pod)"
             ],
         ),
         ({**apps("Deployment"), "metadata": {}}, ["w.yaml[0]: Deployment: metadata.name: Required value"]),

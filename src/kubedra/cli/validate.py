@@ -198,12 +198,14 @@ def _custom_note(item: dict[str, Any], published: Any = None) -> str:
     also as their webhooks check them; any other passes through unchecked."""
     from kubedra.sim.jobsets import API_VERSION as JOBSET
     from kubedra.sim.leaderworkersets import API_VERSION as LWS
+    from kubedra.sim.trainjobs import API_VERSION as TRAINER
 
-    known = {(JOBSET, "JobSet"): "a JobSet", (LWS, "LeaderWorkerSet"): "a LeaderWorkerSet"}
+    known = {(JOBSET, "JobSet"): "a JobSet", (LWS, "LeaderWorkerSet"): "a LeaderWorkerSet",
+             (TRAINER, "TrainJob"): "a TrainJob"}
     kind = known.get((str(item.get("apiVersion")), str(item.get("kind"))))
     if published is not None:
         also = " and field by field as kubedra reads it and as its webhook validates it" if kind else ""
-        cel = "; its CEL rules (x-kubernetes-validations) are not evaluated" if published.celRules else ""
+        cel = ", its CEL rules (x-kubernetes-validations) evaluated as on create" if published.celRules else ""
         return (f"{kind or 'a ' + str(item.get('kind'))}: checked against its published CustomResourceDefinition "
                 f"({published}){also}{cel}")
     if kind is not None:

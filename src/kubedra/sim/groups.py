@@ -210,7 +210,7 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
                for r in workloads.rayjobs]
     return Workloads(arrivals=arrivals, jobs=jobs, cronjobs=cronjobs, jobsets=jobsets,
                      leaderworkersets=leaderworkersets, rayjobs=rayjobs, pytorchjobs=workloads.pytorchjobs,
-                     controllers=workloads.controllers)
+                     controllers=workloads.controllers, notes=workloads.notes)
 
 
 def _admitted_jobs(make_job: Callable[[int], JobRun], admit: Callable[[Pod, str], Pod]) -> Callable[[int], JobRun]:

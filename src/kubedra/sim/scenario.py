@@ -142,6 +142,8 @@ def build_scenario(
         )
     except InvalidInputError as error:
         problems.extend(error.problems)
+    else:
+        notes.extend(workloads.notes)
     groups = read_groups([r for r in loaded.raw if is_scheduling_object(r.data)], notes, problems)
     budgets = read_budgets([r for r in loaded.raw if is_budget(r.data)], problems)
     services = read_services([r for r in loaded.raw if is_service(r.data)], problems)

@@ -84,6 +84,8 @@ from kubedra.sim.pytorchjobs import PyTorchJobDoc, PyTorchJobRun, expand_pytorch
 from kubedra.sim.rayclusters import API_VERSION as RAY_API_VERSION
 from kubedra.sim.rayclusters import RayClusterDoc
 from kubedra.sim.rayjobs import RayJobDoc, RayJobRun, expand_ray
+from kubedra.sim.trainjobs import API_VERSION as TRAINER_API_VERSION
+from kubedra.sim.trainjobs import RUNTIME_KINDS, expand_trainjob, training_runtimes
 from kubedra.sim.workload_checks import RUN_FOR, START_AFTER, WorkloadChecks
 
 DEFAULT_NAMESPACE = "default"
@@ -101,6 +103,9 @@ WORKLOAD_KINDS = {
     "RayCluster": RAY_API_VERSION,
     "RayJob": RAY_API_VERSION,
     "PyTorchJob": KUBEFLOW_API_VERSION,
+    "TrainJob": TRAINER_API_VERSION,
+    "ClusterTrainingRuntime": TRAINER_API_VERSION,  # what TrainJobs reference: read, not expanded
+    "TrainingRuntime": TRAINER_API_VERSION,
     "Pod": "v1",
 }
 CUSTOM_DOCUMENTS: dict[str, type[LeaderWorkerSetDoc | RayClusterDoc | RayJobDoc | PyTorchJobDoc]] = {
@@ -193,6 +198,7 @@ class Workloads:
     # The ReplicaSets (a Deployment's too) and StatefulSets that exist, (namespace, kind, name) -> their selector's
     # requirements: what the system-default spreading's selector takes from a pod's controller.
     controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what an expansion does not model (a TrainJob's MPI policy)
 
     def all_jobs(self) -> list[JobRun]:
         """The Jobs made at the start and those InOrder JobSets make later."""
@@ -232,6 +238,8 @@ class _Expander(WorkloadChecks):
         self.leaderworkersets: list[LeaderWorkerSetRun] = []
         self.rayjobs: list[RayJobRun] = []
         self.pytorchjobs: list[PyTorchJobRun] = []
+        self.runtimes: dict[tuple[str, str, str], dict[str, Any]] = {}  # (kind, namespace, name) -> runtime
+        self.notes: list[str] = []
         self.controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] = {}
         self.taken: dict[tuple[str, str], str] = {}  # (namespace, pod name) -> where it comes from
         self.attempts: dict[str, int] = {}
@@ -580,12 +588,26 @@ class _Expander(WorkloadChecks):
         out = Pod(metadata=new_meta, spec=spec, status=status)
         self.add(arrive_at, PodArrival(out, arrive_at, run_for, f"Pod/{namespace}/{name}"))
 
+    def direct(self, kind: str, raw: RawLike, where: Location) -> bool:
+        """The kinds expanded from the raw document itself: a Pod, a TrainJob; a training runtime is only read (by
+        the TrainJobs naming it: ``expand_workloads`` indexes them first). False for the others."""
+        if kind == "Pod":
+            pod = convert_strict(raw.data, Pod, where, self.problems)
+            if pod is not None:
+                self.bare(where, pod)
+            return True
+        if kind == "TrainJob":
+            expand_trainjob(self, where, raw.data)
+            return True
+        return kind in RUNTIME_KINDS
+
     def raw(self, raw: RawLike) -> None:
         kind = raw.data.get("kind")
         where = object_location(raw, str(kind or "object"))
         versions = WORKLOAD_KINDS
         if kind not in versions:
-            self.bad(where, "kind", f"{kind!r} is not a workload kubedra expands ({', '.join(WORKLOAD_KINDS)})")
+            expanded = ", ".join(k for k in WORKLOAD_KINDS if k not in RUNTIME_KINDS)
+            self.bad(where, "kind", f"{kind!r} is not a workload kubedra expands ({expanded})")
             return
         if raw.data.get("apiVersion") != versions[kind]:
             self.bad(
@@ -594,10 +616,7 @@ class _Expander(WorkloadChecks):
                 f"unsupported apiVersion {raw.data.get('apiVersion')!r} for {kind}; use {versions[kind]!r}",
             )
             return
-        if kind == "Pod":
-            pod = convert_strict(raw.data, Pod, where, self.problems)
-            if pod is not None:
-                self.bare(where, pod)
+        if self.direct(str(kind), raw, where):
             return
         doc = convert_strict(raw.data, CUSTOM_DOCUMENTS.get(str(kind)) or DOCUMENTS[kind], where, self.problems)
         if doc is None:
@@ -641,6 +660,8 @@ def expand_workloads(
     InvalidInputError listing every problem.
     """
     expander = _Expander(seed, nodes)
+    raw_objects = list(raw_objects)
+    expander.runtimes = training_runtimes(raw_objects)
     for pod in pods:
         name = pod.metadata.name or pod.metadata.generate_name
         where = locate(pod) if locate is not None else Location()
@@ -653,7 +674,7 @@ def expand_workloads(
     if expander.problems:
         raise InvalidInputError(expander.problems)
     return Workloads(arrivals, jobs, cronjobs, expander.jobsets, expander.leaderworkersets, expander.rayjobs,
-                     expander.pytorchjobs, expander.controllers)
+                     expander.pytorchjobs, expander.controllers, expander.notes)
 
 
 def known_span(arrivals: Iterable[PodArrival], jobs: Iterable[JobRun]) -> float:
