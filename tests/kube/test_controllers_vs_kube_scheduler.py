@@ -13,13 +13,10 @@ from tests.kube.vs_controllers import CONTROLLER_SCENARIOS, CONTROLLERS, canonic
 from tests.kube.vs_kube_scheduler import PREEMPTED, Placed, load_scenarios, run_kubedra, table
 
 SCENARIOS = {s.name: s for s in load_scenarios(CONTROLLER_SCENARIOS)}
-# random_preemption_scenario seeds that preempt and agree (retuned draw: of seeds 0, 1, 4, 5, ... run on the real plane,
-# 0 and 5 did not). The real run breaks ties between candidate nodes by chance: no kubelet sets status.startTime, so
-# kube-scheduler reads every victim's start as "now" (util.GetPodStartTime) and pickOneNodeForPreemption's
-# latest-start rule takes whichever node its map iteration scores last (seed 0: a StatefulSet's pod instead of the
-# later bare pod kubedra chose; seed 13 of the earlier draw alike; seed 5 swaps two like nodes, not yet looked into). So no fresh seed is drawn per run until the
-# harness sets start times as a kubelet would.
-PREEMPTION_SEEDS = (1, 4)
+# random_preemption_scenario is for hunting, not CI yet: with no kubelet, no pod has a start time, so where two
+# candidate nodes tie on the first rules of pickOneNodeForPreemption the real scheduler's "latest start time" rule picks
+# at random, and a Job's victim lingers until its finalizer is removed; seeds that agreed once (1 and 4) disagreed
+# on the next run. The harness must set status.startTime as a kubelet would before its seeds can be held out here.
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +33,6 @@ def test_kubedra_replaces_victims_as_the_real_controllers_do(plane: ControlPlane
     assert result.problems == []
 
 
-@pytest.mark.controlplane
-@pytest.mark.parametrize("seed", PREEMPTION_SEEDS)
-def test_random_preemption_among_controllers_agrees(plane: ControlPlane, seed: int) -> None:
-    """Held-out random clusters where higher-priority workloads preempt earlier ones and the controllers replace
-    their victims (``random_preemption_scenario``): every pod, canonically renamed, messages included."""
-    result = run_scenario(plane, random_preemption_scenario(seed))
-    print("\n" + table([result]))
-    assert result.problems == [], f"random_preemption_scenario({seed})"
-
-
 def test_the_deployment_scenario_keeps_four_pods_in_kubedra() -> None:
     """Without a control plane: kubedra's side of the issue's scenario (before the fix: 3 bound, the victim, no
     replacement, so the comparison's pod sets differed)."""
@@ -55,3 +42,11 @@ def test_the_deployment_scenario_keeps_four_pods_in_kubedra() -> None:
         "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.")
     assert outcome["batch-#1"] == Placed(PREEMPTED)
     assert [outcome[f"batch-#{i}"].node for i in (2, 3, 4)] == ["n0"] * 3
+
+
+def test_the_random_preemption_scenarios_preempt_in_kubedra() -> None:
+    """The hunting generator stays useful: most of its clusters make kubedra preempt (the seeds are not compared with
+    the real scheduler in CI; see above)."""
+    preempting = sum(any(p.node == PREEMPTED for p in run_kubedra(random_preemption_scenario(seed).docs)[0].values())
+                     for seed in range(10))
+    assert preempting >= 4
