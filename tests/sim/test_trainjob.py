@@ -106,3 +106,12 @@ def test_what_the_webhook_refuses_is_refused_naming_the_field(spec: dict[str, An
     (problem,) = refused.value.problems
     assert problem.location.field == field and words in problem.message
     assert problem.location.object == "TrainJob/llm"
+
+
+def test_a_workload_queued_for_kueue_is_noted_as_admitted_on_arrival() -> None:
+    out = docs()
+    trainjob = next(d for d in out if d["kind"] == "TrainJob")
+    trainjob["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a"}
+    scenario = build_scenario(load_text(yaml.safe_dump_all(out)))
+    (note,) = [n for n in scenario.notes if "Kueue" in n]
+    assert note.startswith("1 workload (e.g. TrainJob training/llm (queue team-a)) names a Kueue LocalQueue")

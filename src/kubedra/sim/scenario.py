@@ -30,7 +30,7 @@ from kubedra.sim.gates import gate_problems
 from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
 from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.services import is_service, read_services
-from kubedra.sim.unmodelled import unmodelled_fields
+from kubedra.sim.unmodelled import kueue_queued, unmodelled_fields
 from kubedra.sim.workloads import Workloads, expand_workloads, is_workload
 
 
@@ -156,6 +156,9 @@ def build_scenario(
     classes = merge_device_classes(default_device_classes(), loaded.of_kind(DeviceClass))
     notes.extend(unpublished_requests(nodes, classes, workload_pods(workloads)))
     notes.extend(unmodelled_fields(workload_pods(workloads)))
+    bare = [{"kind": "Pod", "metadata": {"name": p.metadata.name, "namespace": p.metadata.namespace,
+                                         "labels": p.metadata.labels}} for p in loaded.of_kind(Pod)]
+    notes.extend(kueue_queued([*(r.data for r in workload_docs), *bare]))
     if not nodes and (workloads.arrivals or workloads.jobs or workloads.cronjobs):
         notes.append("the input has no Node and no NodePool: every pod stays pending (kube-scheduler: no nodes "
                      "available to schedule pods)")
