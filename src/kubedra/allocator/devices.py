@@ -107,8 +107,13 @@ class DeviceEntry:
         self.device = device
         self.slice = slice_
         self.per_device_nodes = bool(spec.per_device_node_selection)
-        self.taints: tuple[Taint, ...] = blocking_taints(device.taints, rules, spec.driver, spec.pool.name, device.name)
+        # no own taint and no rule (most devices): no taint, without the call
+        self.taints: tuple[Taint, ...] = (
+            blocking_taints(device.taints, rules, spec.driver, spec.pool.name, device.name)
+            if device.taints or rules else ()
+        )
         where = f"ResourceSlice {slice_.metadata.name}, device {device.name}"
+        consumptions = device.consumes_counters
         self.consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = tuple(
             (
                 c.counter_set,
@@ -117,11 +122,11 @@ class DeviceEntry:
                     for name, counter in c.counters.items()
                 ),
             )
-            for c in device.consumes_counters
-        )
+            for c in consumptions
+        ) if consumptions else ()
         self.groups: tuple[tuple[str, frozenset[str]], ...] = tuple(
-            (c.counter_set, frozenset(c.compatibility_groups)) for c in device.consumes_counters
-        )
+            (c.counter_set, frozenset(c.compatibility_groups)) for c in consumptions
+        ) if consumptions else ()
         """Per counter consumption, the compatibility groups named (read only with DRADeviceCompatibilityGroups)."""
         self.capacity: dict[str, CapacityInfo] = {
             name: _plain_capacity(name, cap.value, where) if cap.request_policy is None
