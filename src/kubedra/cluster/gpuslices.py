@@ -17,6 +17,7 @@ Objects shared between devices (attribute values) must be treated as immutable.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -109,6 +110,7 @@ def slice_name(node: str, index: int, total: int, driver: str = DRIVER) -> str:
     return f"{index:0{width}x}-{driver}-{node}-{suffix}"
 
 
+@functools.lru_cache(maxsize=4096)  # the same few per node: a pure function of two small ints
 def pci_location(minor: int, count: int) -> tuple[str, str, int]:
     """(pciBusID, pcieRoot, numaNode) for a GPU: two GPUs per PCIe root, first half on NUMA node 0."""
     root = minor // 2
