@@ -22,9 +22,7 @@ def nth_bit(x: int, n: int) -> int:
         return (x & -x).bit_length() - 1
     base = 0
     width = x.bit_length()
-    if width > _NARROW:
-        if n >= x.bit_count():
-            return width - 1
+    if width > _NARROW:  # the top bit stays in the half kept: past the last set bit, as the search below answers
         while width > _NARROW:
             half = width >> 1
             low = x & ((1 << half) - 1)
