@@ -23,7 +23,7 @@ from kubedra.allocator.devices import DeviceEntry
 from kubedra.allocator.pools import Pool
 from kubedra.allocator.requests import RequestData
 from kubedra.allocator.state import NO_NAMES, AllocatedState
-from kubedra.cel.device import split_qualified_name
+from kubedra.cel.device import kept_attributes
 from kubedra.objects.model import ResourceClaim, ResourceSlice
 
 MAX_ANSWERS = 4096
@@ -86,7 +86,6 @@ class ShapeBuilder:
         self._with_taints = with_taints
         self._slices: dict[tuple[int, Reads | None], tuple[ResourceSlice, bytes]] = {}
         self._ids: dict[object, int] = {}
-        self._kept: dict[tuple[str, Reads], dict[str, bool]] = {}
 
     def _slice_key(self, slice_: ResourceSlice, reads: Reads | None) -> bytes:
         found = self._slices.get((id(slice_), reads))
@@ -95,11 +94,9 @@ class ShapeBuilder:
             devices = spec.devices
             if reads is not None:  # only the attributes some selector or constraint reads (a GPU's UUID differs on
                 # every node and is read by none)
-                kept = self._kept_names(spec.driver, reads)
+                driver = spec.driver
                 devices = [
-                    msgspec.structs.replace(device, attributes={
-                        name: value for name, value in device.attributes.items() if kept(name)
-                    })
+                    msgspec.structs.replace(device, attributes=kept_attributes(device.attributes, driver, reads))
                     for device in devices
                 ]
             nameless = msgspec.structs.replace(
@@ -113,20 +110,6 @@ class ShapeBuilder:
                 key += msgspec.json.encode([e.taints for e in self._entries_of(slice_)])
             found = self._slices[id(slice_), reads] = (slice_, key)
         return found[1]
-
-    def _kept_names(self, driver: str, reads: Reads) -> Callable[[str], bool]:
-        """Whether an attribute, by its name in a slice of ``driver``, is one of ``reads`` (memoized per name)."""
-        memo = self._kept.get((driver, reads))
-        if memo is None:
-            memo = self._kept[driver, reads] = {}
-
-        def kept(name: str) -> bool:
-            found = memo.get(name)
-            if found is None:
-                found = memo[name] = split_qualified_name(name, driver) in reads
-            return found
-
-        return kept
 
     def shape(self, pools: Sequence[Pool], node_identity: object, reads: Reads | None = None) -> NodeShape:
         parts: list[object] = [node_identity]

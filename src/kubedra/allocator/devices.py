@@ -54,6 +54,21 @@ def capacity_info(name: str, cap: DeviceCapacity, where: str) -> CapacityInfo:
     )
 
 
+_PLAIN: dict[tuple[str, str], CapacityInfo] = {}
+
+
+def _plain_capacity(name: str, value: str, where: str) -> CapacityInfo:
+    """``capacity_info`` of a capacity without a request policy, parsed once per name and value (every GPU of a
+    fleet has the same few): the parsed value is immutable, and only a malformed one, never kept, names ``where``."""
+    found = _PLAIN.get((name, value))
+    if found is None:
+        found = CapacityInfo(parse_quantity(value, f"{where}, capacity {name}"), None, (), None, None, None, False)
+        if len(_PLAIN) >= 4096:
+            _PLAIN.clear()
+        _PLAIN[name, value] = found
+    return found
+
+
 class DeviceEntry:
     """One device of one slice, with everything the search reads prepared once."""
 
@@ -92,8 +107,13 @@ class DeviceEntry:
         self.device = device
         self.slice = slice_
         self.per_device_nodes = bool(spec.per_device_node_selection)
-        self.taints: tuple[Taint, ...] = blocking_taints(device.taints, rules, spec.driver, spec.pool.name, device.name)
+        # no own taint and no rule (most devices): no taint, without the call
+        self.taints: tuple[Taint, ...] = (
+            blocking_taints(device.taints, rules, spec.driver, spec.pool.name, device.name)
+            if device.taints or rules else ()
+        )
         where = f"ResourceSlice {slice_.metadata.name}, device {device.name}"
+        consumptions = device.consumes_counters
         self.consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = tuple(
             (
                 c.counter_set,
@@ -102,14 +122,16 @@ class DeviceEntry:
                     for name, counter in c.counters.items()
                 ),
             )
-            for c in device.consumes_counters
-        )
+            for c in consumptions
+        ) if consumptions else ()
         self.groups: tuple[tuple[str, frozenset[str]], ...] = tuple(
-            (c.counter_set, frozenset(c.compatibility_groups)) for c in device.consumes_counters
-        )
+            (c.counter_set, frozenset(c.compatibility_groups)) for c in consumptions
+        ) if consumptions else ()
         """Per counter consumption, the compatibility groups named (read only with DRADeviceCompatibilityGroups)."""
         self.capacity: dict[str, CapacityInfo] = {
-            name: capacity_info(name, cap, where) for name, cap in device.capacity.items()
+            name: _plain_capacity(name, cap.value, where) if cap.request_policy is None
+            else capacity_info(name, cap, where)
+            for name, cap in device.capacity.items()
         }
         self.multi = bool(device.allow_multiple_allocations)
         self.has_binding_conditions = bool(device.binding_conditions)

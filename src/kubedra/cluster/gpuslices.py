@@ -17,6 +17,7 @@ Objects shared between devices (attribute values) must be treated as immutable.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -109,6 +110,7 @@ def slice_name(node: str, index: int, total: int, driver: str = DRIVER) -> str:
     return f"{index:0{width}x}-{driver}-{node}-{suffix}"
 
 
+@functools.lru_cache(maxsize=4096)  # the same few per node: a pure function of two small ints
 def pci_location(minor: int, count: int) -> tuple[str, str, int]:
     """(pciBusID, pcieRoot, numaNode) for a GPU: two GPUs per PCIe root, first half on NUMA node 0."""
     root = minor // 2
@@ -241,6 +243,7 @@ class SliceFactory:
         self.type_mig = DeviceAttribute(string="mig")
         self.full_counters: dict[str, Counter] = {}
         self.placements: list[_Placement] = []
+        self._placed: dict[tuple[str, int | None, str | None], tuple[dict[str, DeviceAttribute], tuple[str, ...]]] = {}
         if not layout.mig:
             self.full_capacity = self._capacity({"memory": model.memory_bytes})
             return
@@ -270,15 +273,24 @@ class SliceFactory:
         multiple = True if layout.shares is not None or layout.memory_shares else None
         ident = identity or simulated_identity(node, minor, layout.count)
         uuid = ident.uuid
-        placed = {**self.common, "resource.kubernetes.io/pciBusID": DeviceAttribute(string=ident.pci_bus_id)}
-        if ident.numa_node is not None:
-            placed["resource.kubernetes.io/numaNode"] = DeviceAttribute(int=ident.numa_node)
-        if ident.pcie_root is not None:
-            placed["resource.kubernetes.io/pcieRoot"] = DeviceAttribute(string=ident.pcie_root)
+        location = (ident.pci_bus_id, ident.numa_node, ident.pcie_root)
+        found = self._placed.get(location)
+        if found is None:  # the same on every node's GPU at this PCIe location: built once, shared (never mutated)
+            placed = {**self.common, "resource.kubernetes.io/pciBusID": DeviceAttribute(string=ident.pci_bus_id)}
+            if ident.numa_node is not None:
+                placed["resource.kubernetes.io/numaNode"] = DeviceAttribute(int=ident.numa_node)
+            if ident.pcie_root is not None:
+                placed["resource.kubernetes.io/pcieRoot"] = DeviceAttribute(string=ident.pcie_root)
+            whole = {**placed, "type": self.type_gpu, "uuid": None}
+            found = self._placed[location] = (placed, tuple(sorted(whole)))
+        placed, order = found
         devices: list[Device] = []
         name = f"gpu-{minor}"
         if not layout.mig or layout.model.mig_toggle_without_reset:
-            attrs = dict(sorted({**placed, "type": self.type_gpu, "uuid": DeviceAttribute(string=uuid)}.items()))
+            # as dict(sorted({**placed, "type": ..., "uuid": ...}.items())), with the sorted names made once
+            uuid_attribute = DeviceAttribute(string=uuid)
+            full = {**placed, "type": self.type_gpu}
+            attrs = {key: uuid_attribute if key == "uuid" else full[key] for key in order}
             consumes = []
             if layout.mig:
                 consumes = [DeviceCounterConsumption(counter_set=f"{name}-counter-set", counters=self.full_counters)]

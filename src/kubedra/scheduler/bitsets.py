@@ -8,18 +8,41 @@ from typing import TypeVar
 K = TypeVar("K", bound=Hashable)
 
 
+_NARROW = 2048  # below this many bits, masks from the low end are cheap; above, the set is halved first
+
+
 def nth_bit(x: int, n: int) -> int:
-    """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest."""
+    """Position of the ``n``-th (0-based) set bit of ``x``, counted from the lowest (past the last set bit: the
+    last set bit's position, 0 for no bit).
+
+    A wide set (a cluster of many thousand nodes) is first halved down to ``_NARROW`` bits, each step keeping the
+    half that holds the bit, so each mask and count is over a shrinking int (work linear in the width, instead of
+    a dozen full-width masks: that grew with the cluster); then a binary search over the narrow rest."""
     if n == 0 and x:
         return (x & -x).bit_length() - 1
-    lo, hi = 0, x.bit_length() - 1
+    base = 0
+    width = x.bit_length()
+    if width > _NARROW:  # the top bit stays in the half kept: past the last set bit, as the search below answers
+        while width > _NARROW:
+            half = width >> 1
+            low = x & ((1 << half) - 1)
+            count = low.bit_count()
+            if count > n:
+                x = low
+                width = low.bit_length()
+            else:
+                n -= count
+                x >>= half
+                base += half
+                width -= half
+    lo, hi = 0, width - 1
     while lo < hi:
         mid = (lo + hi) >> 1
         if (x & ((2 << mid) - 1)).bit_count() > n:
             hi = mid
         else:
             lo = mid + 1
-    return lo
+    return base + lo
 
 
 def reclassify(classes: dict[K, int], class_of: list[K], i: int, key: K) -> None:

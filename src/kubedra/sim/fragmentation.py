@@ -94,7 +94,19 @@ class Memo:
     def weigh(self, state: ClusterState, records: list[PodRecord], shapes: Shapes) -> Counter[TaskShape]:
         """The run's task shapes, counted once per pod set."""
         if self.weights is None or self.weighed != len(records):
-            self.weights = Counter(shapes.of(cpu_milli(r), claim_specs(state, r)) for r in records)
+            # Pods of one workload share their template's claim spec objects: their shape is worked out once
+            # (specs by identity: the objects stay alive for the count, and ``of`` reads only them and the cpu).
+            alike: dict[tuple[int, tuple[int, ...]], TaskShape] = {}
+
+            def shape(record: PodRecord) -> TaskShape:
+                specs = claim_specs(state, record)
+                key = (cpu_milli(record), tuple([id(spec) for spec in specs]))
+                found = alike.get(key)
+                if found is None:
+                    found = alike[key] = shapes.of(key[0], specs)
+                return found
+
+            self.weights = Counter(shape(r) for r in records)
             self.weighed = len(records)
             self.fgd.clear()
         return self.weights
@@ -234,6 +246,11 @@ class Sampler:
         self._memo = Memo()
         self._due = 0.0
         self._last: tuple[float, dict[str, Any]] | None = None  # the latest ``now``: when, and what
+
+    @property
+    def inventory(self) -> Inventory | None:
+        """The GPU inventory of the state, once a sample has built it."""
+        return self._inventory
 
     def last_at(self, seconds: float) -> dict[str, Any] | None:
         """What ``now`` gave at ``seconds`` if that was its latest call (the end of a run: the report's figures)."""

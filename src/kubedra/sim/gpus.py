@@ -25,6 +25,9 @@ SHARES_CAPACITY = "shares"  # NVIDIA's --consumable-shares=N capacity
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU feature discovery's label, where a device-plugin node has one
 
 
+_READ = ("uuid", "parentUUID", "type", "productName")  # what ``Inventory`` reads of a device, in its order
+
+
 def _attribute(device: Device, driver: str, name: str) -> DeviceAttribute | None:
     return device.attributes.get(name) or device.attributes.get(f"{driver}/{name}")
 
@@ -55,11 +58,15 @@ class Inventory:
     @classmethod
     def build(cls, slices: Iterable[ResourceSlice], nodes: Iterable[Node]) -> Inventory:
         inventory = cls()
+        qualified: dict[str, tuple[str, ...]] = {}
         for slice_ in slices:
             driver = slice_.spec.driver
             prefix = f"{driver}/{slice_.spec.pool.name}/"
+            names = qualified.get(driver)
+            if names is None:
+                names = qualified[driver] = tuple(f"{driver}/{n}" for n in _READ)
             for device in slice_.spec.devices:
-                inventory._add(prefix, driver, device)
+                inventory._add(prefix, driver, device, names)
         for node in nodes:
             resource = plugin_resource(node)
             if resource is not None:
@@ -68,9 +75,18 @@ class Inventory:
                 inventory.plugin[node.metadata.name] = (name, model, count)
         return inventory
 
-    def _add(self, prefix: str, driver: str, device: Device) -> None:
+    def _add(self, prefix: str, driver: str, device: Device, qualified: tuple[str, ...] | None = None) -> None:
+        """``qualified``: the names of ``_READ`` in the driver's domain (``_string``'s second try), made once."""
+        if qualified is None:
+            qualified = tuple(f"{driver}/{n}" for n in _READ)
+        attrs = device.attributes
+
+        def string(i: int) -> str:  # _string, with the qualified name made once per driver
+            value = attrs.get(_READ[i]) or attrs.get(qualified[i])
+            return value.string if value is not None and value.string else ""
+
         device_id = prefix + device.name
-        uuid = _string(device, driver, "uuid") or _string(device, driver, "parentUUID")
+        uuid = string(0) or string(1)
         if uuid:
             gpu = f"{prefix}{uuid}"
         elif device.consumes_counters:
@@ -78,10 +94,10 @@ class Inventory:
         else:
             gpu = device_id
         self.gpu_of[device_id] = gpu
-        if _string(device, driver, "type") == "mig":
+        if string(2) == "mig":
             self.mig.add(device_id)
             self.mig_capable.add(gpu)
-        product = _string(device, driver, "productName")
+        product = string(3)
         if product or gpu not in self.model:
             self.model[gpu] = product or driver
 

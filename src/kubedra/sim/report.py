@@ -183,10 +183,17 @@ def _pending_time(lines: list[PodLine]) -> dict[str, Any]:
     }
 
 
+def _inventory(result: SimulationResult) -> Inventory:
+    """The run's GPU inventory: the sampler's where it built one (the same slices and nodes), else built now."""
+    if result.inventory is not None:
+        return result.inventory
+    return Inventory.build(result.state.slices, result.state.nodes.values())
+
+
 def _gpus(result: SimulationResult) -> dict[str, Any]:
     """Physical GPUs per model: how many, in use at the end and how (whole, MIG, shares), and the run's peak."""
     state = result.state
-    inventory = Inventory.build(state.slices, state.nodes.values())
+    inventory = _inventory(result)
     final = final_usage(state, inventory)
     peak = peak_usage(state, result.events, inventory, final, result.end_time)
     whole: Counter[str] = Counter()
@@ -259,7 +266,7 @@ def _fragmentation(result: SimulationResult) -> dict[str, Any]:
     if result.fragmentation_end is not None:  # the run's sampler took them at its end already
         return result.fragmentation_end
     state = result.state
-    inventory = Inventory.build(state.slices, state.nodes.values())
+    inventory = _inventory(result)
     fit = ClaimsFit(state, result.allocator) if result.allocator is not None else None
     return fragmentation(state, inventory, fit, (state.pods[key] for key in result.order))
 

@@ -52,6 +52,7 @@ from kubedra.sim.replacements import JobRules, job_rules
 if TYPE_CHECKING:
     from kubedra.sim.cronjobs import CronController
     from kubedra.sim.fragmentation import Sampler  # imports this module's Event (through sim.gpus)
+    from kubedra.sim.gpus import Inventory
     from kubedra.sim.jobset_controllers import ExclusiveJobController, JobSetController
     from kubedra.sim.jobsets import JobSetRun
     from kubedra.sim.leaderworkersets import LeaderWorkerController
@@ -99,6 +100,8 @@ class SimulationResult:
     preemptions: dict[str, Preemption] = field(default_factory=dict)  # each refused pod's latest PostFilter answer
     fragmentation_series: list[dict[str, Any]] = field(default_factory=list)  # ``Sampler``'s points, in time order
     fragmentation_end: dict[str, Any] | None = None  # the last point's figures, taken at the end (else None)
+    inventory: Inventory | None = None  # the sampler's GPU inventory of ``state`` (its slices and nodes are fixed
+    # when the state is built), for the report not to build it again; None: not sampled
 
 
 @dataclass
@@ -319,6 +322,7 @@ class Simulation:
             self.evictions.last if self.evictions is not None else {},
             self.sampler.points if self.sampler is not None else [],
             self.sampler.last_at(self._now) if self.sampler is not None and self.sampler.fit is not None else None,
+            self.sampler.inventory if self.sampler is not None else None,
         )
 
     def _event(self, kind: int, key: str) -> bool:
