@@ -230,3 +230,20 @@ def get_or_none(plane: ControlPlane, path: str) -> dict[str, Any] | None:
         if error.code == 404:
             return None
         raise
+
+
+def pod_fields(pod: dict[str, Any]) -> dict[str, Any]:
+    """What both comparisons read of a pod besides its name, labels and annotations: owners, containers' resources,
+    claims, and what the scheduler reads (the API server's default tolerations left out)."""
+    meta, spec = pod["metadata"], pod["spec"]
+    return {
+        "owners": [(o["apiVersion"], o["kind"], o["name"], o.get("controller"), o.get("blockOwnerDeletion"))
+                   for o in meta.get("ownerReferences", [])],
+        "containers": containers(spec.get("containers")),
+        "initContainers": containers(spec.get("initContainers")),
+        "resourceClaims": spec.get("resourceClaims", []),
+        "nodeSelector": spec.get("nodeSelector", {}),
+        "tolerations": [t for t in spec.get("tolerations", []) if t not in ADMITTED],
+        "affinity": spec.get("affinity"),
+        "restartPolicy": spec.get("restartPolicy"),
+    }

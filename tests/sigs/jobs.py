@@ -46,21 +46,13 @@ def unify(marks: dict[str, str], *uids: str) -> dict[str, str]:
 
 def pod_shape(pod: dict[str, Any], uid: str) -> dict[str, Any]:
     """What the comparison reads of a pod; its Job's and JobSet's uids (kubedra's are its own) unified."""
-    meta, spec = pod["metadata"], pod["spec"]
+    meta = pod["metadata"]
     js_uid = meta.get("labels", {}).get("jobset.sigs.k8s.io/jobset-uid", "")
     return {
         "prefix": meta["name"][:-harness.SUFFIX],
         "labels": unify(meta.get("labels", {}), uid, js_uid),
         "annotations": unify(meta.get("annotations", {}), js_uid),
-        "owners": [(o["apiVersion"], o["kind"], o["name"], o.get("controller"), o.get("blockOwnerDeletion"))
-                   for o in meta.get("ownerReferences", [])],
-        "containers": harness.containers(spec.get("containers")),
-        "initContainers": harness.containers(spec.get("initContainers")),
-        "resourceClaims": spec.get("resourceClaims", []),
-        "nodeSelector": spec.get("nodeSelector", {}),
-        "tolerations": [t for t in spec.get("tolerations", []) if t not in harness.ADMITTED],
-        "affinity": spec.get("affinity"),
-        "restartPolicy": spec.get("restartPolicy"),
+        **harness.pod_fields(pod),
     }
 
 

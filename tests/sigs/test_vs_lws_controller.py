@@ -81,7 +81,7 @@ def real_pods(plane: ControlPlane, namespace: str, count: int) -> dict[str, dict
 
 
 def shape(pod: dict[str, Any]) -> dict[str, Any]:
-    meta, spec = pod["metadata"], pod["spec"]
+    meta = pod["metadata"]
     labels = dict(meta.get("labels", {}))
     for key in HASHES:
         if key in labels:
@@ -89,15 +89,7 @@ def shape(pod: dict[str, Any]) -> dict[str, Any]:
     return {
         "labels": labels,
         "annotations": meta.get("annotations", {}),
-        "owners": [(o["apiVersion"], o["kind"], o["name"], o.get("controller"), o.get("blockOwnerDeletion"))
-                   for o in meta.get("ownerReferences", [])],
-        "containers": harness.containers(spec.get("containers")),
-        "initContainers": harness.containers(spec.get("initContainers")),
-        "resourceClaims": spec.get("resourceClaims", []),
-        "nodeSelector": spec.get("nodeSelector", {}),
-        "tolerations": [t for t in spec.get("tolerations", []) if t not in harness.ADMITTED],
-        "affinity": spec.get("affinity"),
-        "restartPolicy": spec.get("restartPolicy"),
+        **harness.pod_fields(pod),
     }
 
 
