@@ -136,10 +136,10 @@ SEED_DOCUMENTS = [d for p in sorted(seed_dir().glob("*.yaml")) for d in yaml.saf
 MIGRATE_FILES = sorted((ROOT / "examples" / "migrate").rglob("*.yaml"))
 MIGRATE_DOCUMENTS = [d for p in MIGRATE_FILES for d in yaml.safe_load_all(p.read_text()) if d]
 
-# The custom kinds' examples (RayCluster, PyTorchJob, JobSet, LeaderWorkerSet), each file its own pool: NodePools,
+# The custom kinds' examples (RayCluster, PyTorchJob, JobSet, LeaderWorkerSet, TrainJob), each file its own pool: NodePools,
 # a ResourceClaimTemplate and the workload that names it.
 WORKLOAD_FILES = [ROOT / "examples" / "workloads" / f"{name}.yaml"
-                  for name in ("ray-cluster", "pytorchjob", "jobset-train", "vllm-lws")]
+                  for name in ("ray-cluster", "pytorchjob", "jobset-train", "vllm-lws", "trainjob")]
 WORKLOAD_POOLS = [[d for d in yaml.safe_load_all(p.read_text()) if d] for p in WORKLOAD_FILES]
 
 odd_numbers = st.one_of(

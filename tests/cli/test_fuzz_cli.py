@@ -2,7 +2,7 @@
 
 Inputs are small documents of every kind the commands read (NodePool, Node, ResourceSlice, DeviceClass,
 ResourceClaim(Template), Pod, Deployment, StatefulSet, Job, CronJob), the seed article's legacy documents, the custom
-kinds' examples (RayCluster, PyTorchJob, JobSet, LeaderWorkerSet) and the migration examples (workloads asking
+kinds' examples (RayCluster, PyTorchJob, JobSet, LeaderWorkerSet, TrainJob) and the migration examples (workloads asking
 nvidia.com/gpu and MIG profiles, the device plugin's configs, the GPU Operator's ClusterPolicy), mutated — a field
 replaced by a wrong type, a huge, negative or non-finite number, a numeric string, a deleted or an unknown key — then
 written as YAML, as a JSON List, or as raw and damaged bytes, and given on stdin, as files or as a directory. Every
