@@ -37,9 +37,11 @@ HELP = command_help(
     "Why a pod is pending, where it runs, or how it ended; why a claim is not allocated; a workload's pods, grouped.",
     "Explains the simulation [bold]kubedra simulate[/bold] reports (same inputs, same run; with no -f the seed "
     "scenario on the demo cluster; with --kubeconfig, the live cluster's state, read only).",
-    "KIND is pod, claim, deployment, statefulset, replicaset, daemonset or job (kubectl's short names too), as "
-    "[bold]KIND NAME[/bold] or [bold]KIND/NAME[/bold]; NAME may be namespace/name. A workload's pods are grouped: "
-    "pods with the same answer together.",
+    "KIND is pod, claim, deployment, statefulset, replicaset, daemonset, job, jobset, leaderworkerset, raycluster, "
+    "pytorchjob or trainjob (kubectl's short names too), as [bold]KIND NAME[/bold] or [bold]KIND/NAME[/bold]; NAME "
+    "may be namespace/name. A workload's pods are grouped: pods with the same answer together; a JobSet's or "
+    "TrainJob's are also counted per replicated job, a LeaderWorkerSet's per group, a RayCluster's per group, a "
+    "PyTorchJob's per replica type (their pods found by the label their controller puts on them).",
     "Every node is checked in kube-scheduler's order: the pod's claims, node rules (node name, selector and affinity, "
     "taints, cpu/memory/pods, device-plugin resources), claims already allocated elsewhere, then the allocator, whose "
     "diagnosis names the claim and request that failed and why (the selector and the values it reads, the claims "
@@ -88,7 +90,14 @@ KINDS = {
     **dict.fromkeys(("replicaset", "replicasets", "rs"), "ReplicaSet"),
     **dict.fromkeys(("daemonset", "daemonsets", "ds"), "DaemonSet"),
     **dict.fromkeys(("job", "jobs"), "Job"),
+    **dict.fromkeys(("jobset", "jobsets"), "JobSet"),
+    **dict.fromkeys(("leaderworkerset", "leaderworkersets", "lws"), "LeaderWorkerSet"),
+    **dict.fromkeys(("raycluster", "rayclusters"), "RayCluster"),
+    **dict.fromkeys(("pytorchjob", "pytorchjobs"), "PyTorchJob"),
+    **dict.fromkeys(("trainjob", "trainjobs"), "TrainJob"),
 }
+KIND_LIST = ("pod, claim, deployment, statefulset, replicaset, daemonset, job, jobset, leaderworkerset, raycluster, "
+             "pytorchjob or trainjob")
 
 NamespaceOption = Annotated[str | None, typer.Option("-n", "--namespace", help="Namespace (default: any).")]
 MaxNodesOption = Annotated[
@@ -224,7 +233,7 @@ def _explain(
     written, _, inline = target.partition("/")
     kind = KINDS.get(written.lower())
     if kind is None:
-        _fail(f"unknown kind {written!r}: explain pod, claim, deployment, statefulset, replicaset, daemonset or job")
+        _fail(f"unknown kind {written!r}: explain {KIND_LIST}")
     assert kind is not None
     if inline and name:
         _fail(f"give the name once: {target!r} or {written} {name!r}")
@@ -268,7 +277,7 @@ def register(app: typer.Typer) -> None:
         target: Annotated[
             str,
             typer.Argument(
-                metavar="KIND[/NAME]", help="pod, claim, deployment, statefulset, replicaset, daemonset or job."
+                metavar="KIND[/NAME]", help=f"{KIND_LIST}."
             ),
         ],
         name: Annotated[str | None, typer.Argument(metavar="NAME", help="Name, or namespace/name.")] = None,

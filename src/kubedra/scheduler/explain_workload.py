@@ -13,7 +13,24 @@ from kubedra.scheduler.claims import key_of
 from kubedra.scheduler.explain import explain_pod
 from kubedra.scheduler.explain_results import PodExplanation
 
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job")
+# The custom workloads' pods carry a label naming the object they belong to (in its namespace), as their controllers
+# write it: kubectl lists them by it. A TrainJob's pods are its JobSet's, which has its name.
+MEMBER_LABELS = {
+    "JobSet": "jobset.sigs.k8s.io/jobset-name",
+    "TrainJob": "jobset.sigs.k8s.io/jobset-name",
+    "LeaderWorkerSet": "leaderworkerset.sigs.k8s.io/name",
+    "RayCluster": "ray.io/cluster",
+    "PyTorchJob": "training.kubeflow.org/job-name",
+}
+# What each custom workload calls its parts, and the pod label that names the part: the summary counts each part.
+PART_LABELS = {
+    "JobSet": ("replicated job", "jobset.sigs.k8s.io/replicatedjob-name"),
+    "TrainJob": ("replicated job", "jobset.sigs.k8s.io/replicatedjob-name"),
+    "LeaderWorkerSet": ("group", "leaderworkerset.sigs.k8s.io/group-index"),
+    "RayCluster": ("group", "ray.io/group"),
+    "PyTorchJob": ("replica type", "training.kubeflow.org/replica-type"),
+}
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job", *MEMBER_LABELS)
 
 
 @dataclass
@@ -44,6 +61,9 @@ def _workloads_of(record: PodRecord, kind: str) -> list[str]:
     """``ns/name`` of the workloads of ``kind`` the pod belongs to: its controller's owner references (a Deployment's
     pods are owned by its ReplicaSet) and the workload it was made from."""
     pod = record.pod
+    if kind in MEMBER_LABELS:
+        name = pod.metadata.labels.get(MEMBER_LABELS[kind])
+        return [key_of(pod.metadata.namespace, name)] if name else []
     keys = [key_of(pod.metadata.namespace, o.name) for o in pod.metadata.owner_references if o.kind == kind]
     if record.owner.startswith(kind + "/"):
         keys.append(record.owner.removeprefix(kind + "/"))
@@ -117,5 +137,21 @@ def explain_workload(
     order = {"Pending": 0, "Running": 1, "Succeeded": 2, "Deleted": 3}
     ordered = sorted(groups.values(), key=lambda g: (order.get(g.phase, 9), -len(g.pods)))
     counts = ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items(), key=lambda p: order.get(p[0], 9)))
-    summary = f"{len(keys)} pod{'s' if len(keys) != 1 else ''}: {counts}"
+    summary = f"{len(keys)} pod{'s' if len(keys) != 1 else ''}: {counts}{_parts(state, kind, keys, order)}"
     return WorkloadExplanation(owner, summary, ordered)
+
+
+def _parts(state: ClusterState, kind: str, keys: list[str], order: dict[str, int]) -> str:
+    """``; replicated job node: 4 Running`` -- each part of a custom workload, in the words its API uses."""
+    if kind not in PART_LABELS:
+        return ""
+    noun, label = PART_LABELS[kind]
+    parts: dict[str, dict[str, int]] = {}
+    for key in keys:
+        record = state.pods[key]
+        phases = parts.setdefault(record.pod.metadata.labels.get(label, "?"), {})
+        phases[record.phase] = phases.get(record.phase, 0) + 1
+    return "".join(
+        f"; {noun} {part}: " + ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items(),
+                                                                              key=lambda p: order.get(p[0], 9)))
+        for part, phases in parts.items())
