@@ -32,8 +32,13 @@ def test_example_table_compares_the_orders(capsys: pytest.CaptureFixture[str]) -
     # The time-sliced A100s go last: the embeddings pods they can no longer hold wait through fewer waves.
     assert "WAVE 1: h100-2\n  no pod evicted or waiting" in out and "WAVE 4: a100-1" in out
     assert "default/notebook                    yes       lost (bare pod)" in out
-    assert "smart (chosen)   5       11          1      2         1" in out
-    assert "naive            5       13          1      8         1" in out
+    # Wave 4's inference pod, evicted while a100-1 drains, preempts an embeddings pod on a100-0 (priority 1000 over
+    # 0, as kube-scheduler would; before preemption was modelled it waited for a100-1's uncordon), whose replacement
+    # lands on the switched a100-1: one pod preempted, one fewer waiting.
+    assert "default/embeddings-97fffc8c-pc8zj   no, preempted   a100-1" in out
+    assert "preempted default/embeddings-97fffc8c-pc8zj: by default/inference-9d9d69ff8-c2mjq on a100-0" in out
+    assert "smart (chosen)   5       10          1           1      1         1" in out
+    assert "naive            5       13          0           1      8         1" in out
     assert "time-slicing shares each GPU among 2 pods" in out
 
 
@@ -132,3 +137,106 @@ def test_nothing_to_switch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 def test_migrate_still_takes_files(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "migrate", str(ROOT / "examples" / "migrate" / "training-job.yaml"), "-q")
     assert code == 0 and "ResourceClaimTemplate" in out
+
+
+def _two_nodes(victim: str) -> str:
+    """Two device-plugin nodes of 2 GPUs: a high-priority Deployment preferring ``a``, and ``victim`` (a Deployment's
+    or a bare pod's spec, priority 0, 2 GPUs) on ``b``, its PDB asking 1."""
+    nodes = "".join(f"""apiVersion: v1
+kind: Node
+metadata:
+  name: {name}
+  labels: {{kubernetes.io/hostname: {name}, nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, nvidia.com/gpu.count: "2"}}
+status:
+  allocatable: {{cpu: "32", memory: 256Gi, pods: "110", nvidia.com/gpu: "2"}}
+  capacity: {{cpu: "32", memory: 256Gi, pods: "110", nvidia.com/gpu: "2"}}
+---
+""" for name in ("a", "b"))
+    return nodes + f"""apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: serving}}
+value: 1000
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: serve}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: serve}}}}
+  template:
+    metadata: {{labels: {{app: serve}}}}
+    spec:
+      priorityClassName: serving
+      affinity:
+        nodeAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 100
+            preference: {{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [a]}}]}}
+      containers:
+      - {{name: server, image: server, resources: {{limits: {{nvidia.com/gpu: 2}}}}}}
+---
+{victim}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: batch}}
+spec:
+  minAvailable: 1
+  selector: {{matchLabels: {{app: batch}}}}
+"""
+
+
+BATCH_DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: batch}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: batch}}
+  template:
+    metadata: {labels: {app: batch}}
+    spec:
+      containers:
+      - {name: work, image: work, resources: {limits: {nvidia.com/gpu: 2}}}"""
+BATCH_POD = """apiVersion: v1
+kind: Pod
+metadata: {name: batch, labels: {app: batch}}
+spec:
+  containers:
+  - {name: work, image: work, resources: {limits: {nvidia.com/gpu: 2}}}"""
+
+
+def test_a_recreated_pod_preempts_a_lower_priority_one_elsewhere(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Wave 1 drains ``a``: the serving pod's replacement finds ``b`` full and preempts the batch pod there, as
+    kube-scheduler does (priority 1000 over 0; the batch PDB only makes its pod a last-chosen victim, and it is the
+    only candidate). The batch Deployment's replacement lands on ``a`` once it is switched and uncordoned (served
+    through DRA's extended-resource mapping); the PDB counts the preemption: 0 batch pods while ``a`` drains.
+    Wave 2 drains ``b``: the batch pod on ``a`` is carried bound with its allocated claim, so the serving pod cannot
+    land there (preemption frees no DRA device in 1.37) and waits for ``b``'s switch."""
+    (tmp_path / "cluster.yaml").write_text(_two_nodes(BATCH_DEPLOYMENT))
+    code, out, err = run(capsys, "migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    first, second = doc["waves"]
+    [serve] = first["evicted"]
+    assert serve.startswith("default/serve-") and first["landed"] == {serve: "b"}
+    [batch] = first["preempted"]
+    assert batch.startswith("default/batch-") and first["preempted"][batch] == f"by {serve} on b"
+    assert first["lost"] == [] and first["waiting"] == {}
+    assert [(b["budget"], b["duringDrain"], b["after"], b["losesQuorum"]) for b in first["budgets"]] == [
+        ("default/batch", 0, 1, True)]
+    assert second["evicted"] == [serve] and second["landed"] == {serve: "b"} and second["preempted"] == {}
+    assert doc["summary"]["preempted"] == 1
+    code, out, _ = run(capsys, "migrate", "plan", str(tmp_path), "--order", "naive")
+    assert f"{batch}   no, preempted   a" in out
+    assert f"  preempted {batch}: by {serve} on b" in out
+
+
+def test_a_bare_pod_preempted_in_a_wave_is_lost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cluster.yaml").write_text(_two_nodes(BATCH_POD))
+    code, out, err = run(capsys, "migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json")
+    assert code == 0, err
+    first = json.loads(out)["waves"][0]
+    assert list(first["preempted"]) == ["default/batch"] and first["lost"] == ["default/batch"]
+    assert "default/batch" not in first["waiting"]
+    assert [(b["budget"], b["duringDrain"], b["after"]) for b in first["budgets"]] == [("default/batch", 0, 0)]

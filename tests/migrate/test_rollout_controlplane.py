@@ -13,9 +13,10 @@ test's own driver, ``gpu.nvidia.com``), uncordon; then the controllers' replacem
 the nodes its pods run on (and how many wait) must be the plan's.
 
 The evictions go one at a time, each replacement decided before the next, in the order kube-scheduler's queue takes
-the plan's recreated pods (priority first), as ``simulate_wave`` schedules them. The example's PriorityClass is
-created with ``preemptionPolicy: Never``: the plan does not model preemption during a rollout (recreated pods get
-``Never`` in its simulations), so the real ones must not preempt either; priority still orders the queue.
+the plan's recreated pods (priority first), as ``simulate_wave`` schedules them. PriorityClasses keep the default
+``preemptionPolicy`` (PreemptLowerPriority): the plan models preemption during a wave, and a second cluster (two
+nodes, a high-priority Deployment drained onto a node a lower-priority one fills) has the real scheduler preempt
+where the plan says it does.
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ def _api(obj: Any, api_version: str, kind: str) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": kind, **body}
 
 
-def _create_cluster(plane: ControlPlane, cluster: Cluster, namespace: str) -> None:
+def _create_cluster(plane: ControlPlane, cluster: Cluster, namespace: str, workloads: str) -> None:
     (gpu_class,) = [c for c in default_device_classes() if c.metadata.name == GPU_CLASS]
-    plane.create(_api(gpu_class, "resource.k8s.io/v1", "DeviceClass"))
+    with _exists_already():  # made by an earlier test on the same control plane
+        plane.create(_api(gpu_class, "resource.k8s.io/v1", "DeviceClass"))
     for gpu in cluster.gpu_nodes.values():
         allocatable = dict(gpu.plugin.status.allocatable)
         plane.create_node(gpu.name, cpu=allocatable.pop("cpu"), memory=allocatable.pop("memory"),
@@ -77,12 +79,23 @@ def _create_cluster(plane: ControlPlane, cluster: Cluster, namespace: str) -> No
                           labels=gpu.plugin.metadata.labels)
     plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                   "metadata": {"name": namespace}})
-    for doc in yaml.safe_load_all((EXAMPLE / "workloads.yaml").read_text()):
-        if doc["kind"] == "PriorityClass":
-            doc["preemptionPolicy"] = "Never"  # see the module docstring
-        else:
+    for doc in yaml.safe_load_all(workloads):
+        if doc["kind"] == "Node":
+            continue
+        if doc["kind"] != "PriorityClass":
             doc["metadata"]["namespace"] = namespace
-        plane.request("POST", PATHS[doc["kind"]].format(ns=namespace), doc)
+        with _exists_already() if doc["kind"] == "PriorityClass" else contextlib.nullcontext():
+            plane.request("POST", PATHS[doc["kind"]].format(ns=namespace), doc)
+
+
+@contextlib.contextmanager
+def _exists_already() -> Iterator[None]:
+    """A cluster-scoped object (DeviceClass, PriorityClass) another test of the module created: 409 is fine."""
+    try:
+        yield
+    except urllib.error.HTTPError as error:
+        if error.code != 409:
+            raise
 
 
 def _pods(plane: ControlPlane, namespace: str) -> list[dict[str, Any]]:
@@ -202,7 +215,7 @@ def test_the_first_wave_agrees_with_the_real_scheduler_and_controllers(plane: Co
     assert wave == ("a100-0",)  # the runbook's first wave in name order: a time-sliced A100 full of pods
     (node,) = wave
     namespace = "rollout"
-    _create_cluster(plane, cluster, namespace)
+    _create_cluster(plane, cluster, namespace, (EXAMPLE / "workloads.yaml").read_text())
     before = _settled(plane, namespace, len(cluster.pods))
     assert all(p["spec"].get("nodeName") for p in before), "the plan says every pod runs before the rollout"
     outcome = simulate_wave(cluster, FEATURES, set(), wave, _placement(cluster, before))
@@ -233,3 +246,39 @@ def test_the_first_wave_agrees_with_the_real_scheduler_and_controllers(plane: Co
     assert len(outcome.lost) == len(before) - live
     switched = [p for p in after if p["spec"].get("nodeName") == node]
     assert all("extendedResourceClaimStatus" in p.get("status", {}) for p in switched)  # served by DRA (KEP-5004)
+
+
+def test_a_recreated_pod_preempts_where_the_plan_says(plane: ControlPlane, tmp_path: Path) -> None:
+    """Two device-plugin nodes: ``serve`` (priority 1000, preferring ``a``) on ``a``, ``batch`` (priority 0, a PDB
+    asking 1) filling ``b``. Draining ``a``, the real scheduler has serve's replacement preempt the batch pod on
+    ``b`` (the PDB is only a preference); the batch replacement waits, then lands on the switched ``a`` through DRA.
+    The plan says the same: batch preempted, by serve, on ``b``."""
+    from tests.migrate.test_rollout import BATCH_DEPLOYMENT, _two_nodes
+
+    text = _two_nodes(BATCH_DEPLOYMENT)
+    (tmp_path / "cluster.yaml").write_text(text)
+    loaded = load_paths([str(tmp_path)], recursive=True)
+    cluster = read_cluster(loaded, build_scenario(loaded))
+    namespace = "preempt"
+    for node in plane.get("/api/v1/nodes")["items"]:  # an earlier test's nodes: out of this cluster's way
+        _node_patch(plane, node["metadata"]["name"], {"spec": {"unschedulable": True}})
+    _create_cluster(plane, cluster, namespace, text)
+    before = _settled(plane, namespace, len(cluster.pods))
+    assert _real_where(before) == Counter({("Deployment/serve", "a"): 1, ("Deployment/batch", "b"): 1})
+    outcome = simulate_wave(cluster, FEATURES, set(), ("a",), _placement(cluster, before))
+    assert [k.split("/")[1].rsplit("-", 2)[0] for k in outcome.preempted] == ["batch"]
+    assert [b["budget"] for b in outcome.budgets] == ["default/batch"]
+
+    _node_patch(plane, "a", {"spec": {"unschedulable": True}})
+    (serve,) = [p for p in before if p["spec"]["nodeName"] == "a"]
+    assert _evict(plane, namespace, serve["metadata"]["name"])
+    during = _settled(plane, namespace, len(before))
+    batch_before = {p["metadata"]["name"] for p in before if _workload(p) == "Deployment/batch"}
+    assert batch_before.isdisjoint(p["metadata"]["name"] for p in during), "the batch pod was preempted"
+    _node_patch(plane, "a", {"status": {"allocatable": {GPU: None}, "capacity": {GPU: None}}}, status=True)
+    for piece in cluster.gpu_nodes["a"].slices:
+        plane.create(_api(piece, "resource.k8s.io/v1", "ResourceSlice"))
+    _node_patch(plane, "a", {"spec": {"unschedulable": None}})
+    after = _settled(plane, namespace, len(before))
+    assert _real_where(after) == _plan_where(cluster, outcome) == Counter(
+        {("Deployment/serve", "b"): 1, ("Deployment/batch", "a"): 1})

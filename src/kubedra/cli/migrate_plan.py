@@ -25,10 +25,12 @@ HELP = command_help(
     "proven by simulation, and keeps name order where that is no worse. A budget counts as broken when the pods "
     "it covers, while the wave's nodes drain (their evicted pods recreated elsewhere), or after the wave, are "
     "fewer than it asks: kubectl drain would block.",
-    "Output: a table per wave (nodes, evicted, landed again and where, waiting and why, budgets) and the two "
+    "Output: a table per wave (nodes, evicted, preempted and by whom, landed again and where, waiting and why, "
+    "budgets) and the two "
     "orders compared; -o yaml|json: a runbook (kind RolloutPlan) with the commands of each wave: cordon, drain, "
     "the GPU Operator's device-plugin label off, the DRA driver's label on, wait for the node's ResourceSlices, "
-    "uncordon. Not modelled yet: the time the driver's DaemonSet takes, preemption during a wave.",
+    "uncordon. The recreated pods preempt lower-priority running pods where kube-scheduler would (the victims are "
+    "reported: a controller's recreated, a bare pod lost). Not modelled yet: the time the driver's DaemonSet takes.",
     "--kubeconfig (and --context) reads the live cluster instead, read only: its Nodes, running pods (they keep "
     "their nodes: the plan starts from there), their controllers, PriorityClasses, PodDisruptionBudgets, "
     "ResourceSlices, DeviceClasses, and the GPU Operator's ClusterPolicy with the device plugin's ConfigMap it "
@@ -110,13 +112,16 @@ def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
     for i, wave in enumerate(plan.waves, start=1):
         say(f"WAVE {i}: {', '.join(wave.switching)}")
         table = Table([Column("POD"), Column("EVICTED"), Column("NOW")])
-        for key in wave.evicted:
-            now = "lost (bare pod)" if key in wave.lost else wave.moved.get(key) or "waiting"
-            table.add(key, "yes", now)
-        for key in sorted(set(wave.waiting) - set(wave.evicted)):
+        for key in [*wave.evicted, *sorted(set(wave.preempted) - set(wave.evicted))]:
+            now = "lost (bare pod)" if key in wave.lost else wave.placement.get(key) or "waiting"
+            evicted = ("yes" if key in wave.evicted else "no") + (", preempted" if key in wave.preempted else "")
+            table.add(key, evicted, now)
+        for key in sorted(set(wave.waiting) - set(wave.evicted) - set(wave.preempted)):
             table.add(key, "no", "waiting")
         for line in table.lines() if table.rows else ["  no pod evicted or waiting"]:
             say(line)
+        for key, by in sorted(wave.preempted.items()):
+            say(f"  preempted {key}: {by}")
         for key, why in sorted(wave.waiting.items()):
             say(f"  waiting {key}: {why}")
         for b in wave.budgets:
@@ -124,11 +129,11 @@ def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
             say(f"  PodDisruptionBudget {b['budget']}: {state}: wants {b['desired']}, {b['duringDrain']} while "
                 f"draining, {b['after']} after")
         say("")
-    table = Table([Column("ORDER"), Column("WAVES"), Column("EVICTIONS"), Column("LOST"), Column("WAITING"),
-                   Column("BUDGETS BROKEN")])
+    table = Table([Column("ORDER"), Column("WAVES"), Column("EVICTIONS"), Column("PREEMPTED"), Column("LOST"),
+                   Column("WAITING"), Column("BUDGETS BROKEN")])
     for p in (plan, other):
-        table.add(p.order + (" (chosen)" if p is plan else ""), str(len(p.waves)), str(p.evictions), str(p.lost),
-                  str(p.waiting), str(p.breaks))
+        table.add(p.order + (" (chosen)" if p is plan else ""), str(len(p.waves)), str(p.evictions),
+                  str(p.preempted), str(p.lost), str(p.waiting), str(p.breaks))
     for line in table.lines():
         say(line)
     for note in [*notes, *plan.notes]:

@@ -8,10 +8,16 @@ multiplies what an unswitched node advertises (``replicas`` per GPU); a switched
 pods asking ``nvidia.com/gpu`` get through the DeviceClass's ``extendedResourceName`` (KEP-5004).
 
 A wave is simulated with the library (:func:`kubedra.sim.simulate.simulate`): the pods left running stay on their
-node (pinned there with ``kubernetes.io/hostname``, bound first), then the evicted pods their controllers recreate
-and the pods already waiting arrive and are scheduled as kube-scheduler would: first while the switching nodes are
-cordoned (the controllers recreate a pod as soon as it is evicted, and a pod bound then stays where it landed), then,
-for those still pending, on the switched and uncordoned nodes. Bare pods evicted are lost.
+node, carried from the run before as they run there (``spec.nodeName``, their status and allocated claims: the
+simulator binds such a pod without a scheduling cycle), then the evicted pods their controllers recreate and the pods
+already waiting arrive and are scheduled as kube-scheduler would: first while the switching nodes are cordoned (the
+controllers recreate a pod as soon as it is evicted, and a pod bound then stays where it landed), then, for those
+still pending, on the switched and uncordoned nodes. Bare pods evicted are lost. Every pod keeps its own priority and
+``preemptionPolicy``, so a recreated pod preempts lower-priority running pods where kube-scheduler would; the victims
+are reported, a controller's recreated (the simulator's controllers make the replacement from the victim's spec:
+carried bound rather than pinned with a ``kubernetes.io/hostname`` selector, a kept pod has no pin for its
+replacement to inherit), a bare pod's lost. A replacement is reported under its victim's key: the plan follows each
+pod of the cluster as read.
 
 A Node's GPU model is read from the labels GPU Feature Discovery puts on it (NVIDIA/k8s-device-plugin, which hosts
 GFD since v0.15; ``internal/lm/resource.go`` at commit 02f65cca): ``nvidia.com/gpu.product`` is NVML's product name
@@ -25,6 +31,7 @@ there instead of simulating the start.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,7 +43,7 @@ from kubedra.cluster.gpuslices import stable_uid
 from kubedra.cluster.nodepool import POOL_LABEL, expand_nodepools, gpu_node_slices, is_nodepool
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
-from kubedra.objects.model import Node, Pod, ResourceSlice
+from kubedra.objects.model import Node, Pod, ResourceClaim, ResourceSlice
 from kubedra.sim.budgets import PodDisruptionBudget
 from kubedra.sim.manifests import selector_matches
 from kubedra.sim.scenario import Scenario
@@ -95,6 +102,8 @@ class WaveOutcome:
     moved: dict[str, str]  # evicted pods landed again -> node
     waiting: dict[str, str]  # pod key -> why it is pending
     budgets: list[dict[str, Any]]  # PDBs the drain or the wave takes below what they ask
+    preempted: dict[str, str] = field(default_factory=dict)  # pod key -> "by <pod> on <node>": victims in the wave
+    held: dict[str, Held] = field(default_factory=dict, repr=False)  # the running pods bound, for the next wave
 
     @property
     def breaks(self) -> int:
@@ -255,22 +264,56 @@ def pod_key(pod: Pod) -> str:
     return f"{pod.metadata.namespace or DEFAULT_NAMESPACE}/{pod.metadata.name}"
 
 
+@dataclass(frozen=True)
+class Held:
+    """A pod running at the end of a run, as the next run takes it: the pod bound (``spec.nodeName``, its status
+    naming its claims and, where DRA serves its ``nvidia.com/gpu``, its ``extendedResourceClaimStatus``) and the
+    claims it holds, allocated. The simulator binds such a pod where it is without a scheduling cycle, as
+    kube-scheduler never sees an assigned pod."""
+
+    pod: Pod
+    claims: tuple[ResourceClaim, ...] = ()
+
+
+@dataclass
+class Ran:
+    """One simulation read per pod of the plan (a pod is known by its key in ``Cluster.pods``: a controller's
+    replacement for a preemption victim takes the victim's place)."""
+
+    status: dict[str, tuple[str, str]]  # pod -> (node, "") running, ("", reason) otherwise
+    held: dict[str, Held]  # the running pods, to carry into the next run
+    preempted: dict[str, str]  # pod -> "by <pod> on <node>": a victim of preemption in this run
+    unreplaced: set[str]  # victims whose controller the run did not recreate (bare pods, Jobs' pods)
+
+
 def _pinned(arrival: PodArrival, node: str) -> PodArrival:
     spec = msgspec.structs.replace(arrival.pod.spec, node_selector={**arrival.pod.spec.node_selector, HOSTNAME: node})
     return replace(arrival, pod=msgspec.structs.replace(arrival.pod, spec=spec))
 
 
-def _no_preemption(arrival: PodArrival) -> PodArrival:
-    """Priority still orders the queue, but a recreated pod does not preempt a running one: the plan moves pods,
-    it does not choose victims (preemption during a rollout is not modelled yet)."""
-    spec = msgspec.structs.replace(arrival.pod.spec, preemption_policy="Never")
-    return replace(arrival, pod=msgspec.structs.replace(arrival.pod, spec=spec))
+def _kept(arrival: PodArrival, node: str, held: Held | None) -> PodArrival:
+    """A pod that stays on ``node``: bound there as the last run left it (``held``), or, where only its node is
+    known, bound by ``spec.nodeName`` (a pod with no claims: on a device-plugin node ``nvidia.com/gpu`` is the
+    node's allocatable). A pod with claims and no allocation to carry is pinned to the node instead and scheduled
+    first; were it preempted, its controller's replacement would inherit the pin (no such pod comes from a plan's
+    own runs, only from a placement given without them).
+
+    Bound rather than pinned, a kept pod preempted during the wave is replaced by its controller from its own spec,
+    free to land anywhere, as the real controller's replacement is."""
+    if held is not None:
+        return replace(arrival, pod=held.pod, arrive_at=0.0)
+    if arrival.pod.spec.resource_claims:
+        return _pinned(arrival, node)
+    spec = msgspec.structs.replace(arrival.pod.spec, node_name=node)
+    return replace(arrival, pod=msgspec.structs.replace(arrival.pod, spec=spec), arrive_at=0.0)
 
 
-def mixed(cluster: Cluster, switched: set[str], arrivals: list[PodArrival], cordoned: set[str] | None = None
-          ) -> Scenario:
+def mixed(cluster: Cluster, switched: set[str], arrivals: list[PodArrival], cordoned: set[str] | None = None,
+          held: Sequence[Held] = ()) -> Scenario:
     """The cluster with ``switched`` on DRA and every other device-plugin node as it is, running ``arrivals``;
-    ``cordoned`` nodes are left out (being drained: nothing lands there)."""
+    ``cordoned`` nodes are left out (being drained: nothing lands there); ``held``: the claims the bound pods hold,
+    allocated (in place of the scenario's claims of those names), reserved for those pods only. Each pod keeps its
+    own ``preemptionPolicy``: a recreated pod preempts lower-priority running pods as kube-scheduler has it do."""
     nodes = [*cluster.other_nodes]
     slices = list(cluster.scenario.slices)
     for name, gpu in cluster.gpu_nodes.items():
@@ -279,22 +322,63 @@ def mixed(cluster: Cluster, switched: set[str], arrivals: list[PodArrival], cord
         nodes.append(gpu.dra if name in switched else gpu.plugin)
         if name in switched:
             slices.extend(gpu.slices)
-    return replace(cluster.scenario, nodes=nodes, slices=slices, workloads=Workloads(
-        arrivals=[_no_preemption(a) for a in arrivals], controllers=cluster.scenario.workloads.controllers))
+    claims = {(c.metadata.namespace, c.metadata.name): c for c in cluster.scenario.claims}
+    uids = {h.pod.metadata.uid for h in held}
+    for h in held:
+        for claim in h.claims:
+            reserved = [r for r in claim.status.reserved_for if r.uid in uids]
+            status = msgspec.structs.replace(claim.status, reserved_for=reserved)
+            claims[(claim.metadata.namespace, claim.metadata.name)] = msgspec.structs.replace(claim, status=status)
+    return replace(cluster.scenario, nodes=nodes, slices=slices, claims=list(claims.values()), workloads=Workloads(
+        arrivals=arrivals, controllers=cluster.scenario.workloads.controllers))
+
+
+def simulated(scenario: Scenario, features: Any, known: dict[str, str]) -> Ran:
+    """Simulate ``scenario``; ``known``: the key each arrival has -> the plan's pod it is. A controller's
+    replacement for a victim is the victim's pod (the ``Created`` event names the victim it replaces); a victim's
+    preemptor is the pod nominated right after it."""
+    from kubedra.sim.replacements import REPLACING
+    from kubedra.sim.simulate import Options, simulate
+
+    result = simulate(scenario, Options(features=features, fragmentation_samples=0))
+    ident = dict(known)
+    victims: list[tuple[str, str]] = []
+    preempted: dict[str, str] = {}
+    for event in result.events:
+        if not event.object.startswith("Pod "):
+            continue
+        key = event.object.removeprefix("Pod ")
+        if event.type == "Created" and REPLACING in event.message:
+            victim = event.message.rsplit(REPLACING, 1)[1]
+            ident[key] = ident.get(victim, victim)
+        elif event.type == "Preempted":
+            victims.append((key, event.node))
+        elif event.type == "Nominated":
+            for victim, node in victims:
+                preempted[ident.get(victim, victim)] = f"by {ident.get(key, key)} on {node}"
+            victims = []
+    status: dict[str, tuple[str, str]] = {}
+    held: dict[str, Held] = {}
+    ended: set[str] = set()
+    for key, record in result.state.pods.items():
+        pod = ident.get(key, key)
+        if record.phase == "Running":
+            status[pod] = (record.pod.spec.node_name, "")
+            claims = (result.state.claims.get(k) for k in record.claim_keys)
+            held[pod] = Held(record.pod, tuple(c for c in claims if c is not None))
+            ended.discard(pod)
+        elif pod not in held:  # the victim's record comes before its replacement's
+            status[pod] = ("", record.pending_reason or record.end_reason or record.phase)
+            if record.deleted:
+                ended.add(pod)
+            else:
+                ended.discard(pod)
+    return Ran(status, held, preempted, ended & set(preempted))
 
 
 def run(scenario: Scenario, features: Any) -> dict[str, tuple[str, str]]:
     """pod key -> (node, "") for the pods running at the end, ("", reason) for the others."""
-    from kubedra.sim.simulate import Options, simulate
-
-    result = simulate(scenario, Options(features=features, fragmentation_samples=0))
-    out: dict[str, tuple[str, str]] = {}
-    for key, record in result.state.pods.items():
-        if record.phase == "Running":
-            out[key] = (record.pod.spec.node_name, "")
-        else:
-            out[key] = ("", record.pending_reason or record.end_reason or record.phase)
-    return out
+    return simulated(scenario, features, {}).status
 
 
 def covered(budget: PodDisruptionBudget, pod: Pod) -> bool:
@@ -336,55 +420,97 @@ def budget_findings(cluster: Cluster, running: set[str], draining: set[str], aft
     return out
 
 
+def _bare(arrival: PodArrival) -> bool:
+    return arrival.owner.startswith("Pod/")
+
+
+MAX_ROUNDS = 3  # runs after the uncordon: more only while a Job's preempted pod waits for its controller's new pod
+
+
 def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching: tuple[str, ...],
-                  placement: dict[str, str], *, gone: frozenset[str] = frozenset()) -> WaveOutcome:
+                  placement: dict[str, str], *, gone: frozenset[str] = frozenset(),
+                  held: dict[str, Held] | None = None) -> WaveOutcome:
     """``switching`` moved to DRA on top of ``switched``: their pods evicted, the rest kept where ``placement`` has
-    them, the evicted and waiting pods scheduled again: first while ``switching`` is cordoned (the drain: a pod that
-    lands then stays there), then the ones still pending on the switched, uncordoned nodes. ``gone``: the bare pods
-    earlier waves evicted, which no longer exist."""
+    them (bound as ``held`` has them, from the run before), the evicted and waiting pods scheduled again: first while
+    ``switching`` is cordoned (the drain: a pod that lands then stays there), then the ones still pending on the
+    switched, uncordoned nodes. ``gone``: the bare pods earlier waves evicted, which no longer exist.
+
+    The recreated pods keep their priority and ``preemptionPolicy``: one that finds no room preempts lower-priority
+    running pods (kept or landed) as kube-scheduler would, PodDisruptionBudgets weighed only as its preference.
+    A victim's controller recreates it in the same run (Deployments, ReplicaSets, StatefulSets); a Job's preempted
+    pod is made again in the next run (the simulator replaces only the pods of Jobs it runs); a bare pod preempted
+    is lost."""
+    held = held or {}
     going = set(switching)
-    kept, again, evicted, lost = [], [], [], []
-    for arrival in cluster.pods:
-        key = pod_key(arrival.pod)
-        if key in gone:
-            continue
+    by_key = {pod_key(a.pod): a for a in cluster.pods if pod_key(a.pod) not in gone}
+    running: dict[str, Held | None] = {}
+    again, evicted, lost = [], [], []
+    for key, arrival in by_key.items():
         node = placement.get(key)
         if node is not None and node not in going:
-            kept.append(_pinned(arrival, node))
+            running[key] = held.get(key)
             continue
         if node is not None:
             evicted.append(key)
-            if arrival.owner.startswith("Pod/"):
+            if _bare(arrival):
                 lost.append(key)
                 continue
-        again.append(replace(arrival, arrive_at=RECREATED_AT))
-    drain = run(mixed(cluster, switched, [*kept, *again], going), features)
+        again.append(key)
+    preempted: dict[str, str] = {}
+
+    def once(on: set[str], cordoned: set[str], pending: list[str]) -> Ran:
+        arrivals, known, claims = [], {}, []
+        for key, carried in running.items():
+            kept = _kept(by_key[key], placement.get(key, ""), carried)
+            arrivals.append(kept)
+            known[pod_key(kept.pod)] = key
+            if carried is not None:
+                claims.append(carried)
+        arrivals.extend(replace(by_key[k], arrive_at=RECREATED_AT) for k in pending)
+        ran = simulated(mixed(cluster, on, arrivals, cordoned, claims), features, known)
+        preempted.update(ran.preempted)
+        lost.extend(k for k in ran.unreplaced if _bare(by_key[k]) and k not in lost)
+        return ran
+
+    def carry(ran: Ran) -> list[str]:
+        """The pods running after ``ran`` carried as bound; the others (not lost) to schedule again."""
+        running.clear()
+        running.update({k: ran.held[k] for k in by_key if k in ran.held})
+        return [k for k in by_key if k not in ran.held and k not in lost]
+
     # The controllers recreate an evicted pod at once, while its node is still cordoned: where the replacement binds
     # during the drain it stays (kube-scheduler never moves a bound pod); only the pods that found no node then
     # land after the switch and the uncordon.
-    landed = {k: node for k, (node, _) in drain.items() if node}
-    settled = [replace(_pinned(a, landed[pod_key(a.pod)]), arrive_at=0.0) for a in again if pod_key(a.pod) in landed]
-    later = [a for a in again if pod_key(a.pod) not in landed]
-    result = run(mixed(cluster, switched | going, [*kept, *settled, *later]), features)
-    after = {k: node for k, (node, _) in result.items() if node}
-    waiting = {k: why for k, (node, why) in result.items() if not node}
-    budgets = budget_findings(cluster, set(placement), {k for k, (node, _) in drain.items() if node}, set(after))
+    drain = once(switched, going, again)
+    during = {k for k, (node, _) in drain.status.items() if node}
+    result = once(switched | going, set(), carry(drain))
+    for _ in range(MAX_ROUNDS - 1):
+        if not any(not _bare(by_key[k]) for k in result.unreplaced):
+            break
+        result = once(switched | going, set(), carry(result))
+    after = {k: node for k, (node, _) in result.status.items() if node and k in by_key}
+    waiting = {k: why for k, (node, why) in result.status.items() if not node and k in by_key and k not in lost}
+    budgets = budget_findings(cluster, set(placement), during, set(after))
     moved = {k: after[k] for k in evicted if k in after}
-    return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets)
+    return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets, preempted,
+                       {k: h for k, h in result.held.items() if k in after})
+
+
+def begin(cluster: Cluster, features: Any) -> Ran:
+    """The cluster before any switch: every pod scheduled on the device plugin; where the placement was observed
+    (a live cluster), the running pods stay on their nodes (bound there) and only the others (pending, or added from
+    files) are scheduled."""
+    if cluster.observed is None:
+        return simulated(mixed(cluster, set(), list(cluster.pods)), features, {})
+    arrivals, known = [], {}
+    for arrival in cluster.pods:
+        key = pod_key(arrival.pod)
+        node = cluster.observed.get(key)
+        arrivals.append(_kept(arrival, node, None) if node is not None else replace(arrival, arrive_at=RECREATED_AT))
+        known[pod_key(arrivals[-1].pod)] = key
+    return simulated(mixed(cluster, set(), arrivals), features, known)
 
 
 def start(cluster: Cluster, features: Any) -> dict[str, tuple[str, str]]:
-    """The cluster before any switch: every pod scheduled on the device plugin; where the placement was observed
-    (a live cluster), the running pods stay on their nodes and only the others (pending, or added from files) are
-    scheduled."""
-    if cluster.observed is None:
-        return run(mixed(cluster, set(), list(cluster.pods)), features)
-    kept, new = [], []
-    for arrival in cluster.pods:
-        node = cluster.observed.get(pod_key(arrival.pod))
-        if node is not None:
-            kept.append(_pinned(arrival, node))
-        else:
-            new.append(replace(arrival, arrive_at=RECREATED_AT))
-    return run(mixed(cluster, set(), [*kept, *new]), features)
-
+    """:func:`begin`'s pods: key -> (node, "") running, ("", reason) otherwise."""
+    return begin(cluster, features).status

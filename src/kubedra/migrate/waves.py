@@ -1,13 +1,13 @@
 """The order of a rollout: which device-plugin nodes each wave switches to DRA, and the runbook that carries it out.
 
 ``naive`` takes the nodes in name order. ``smart`` builds each wave greedily: of the nodes left, the one whose wave
-(with the nodes already chosen for it) breaks the fewest PodDisruptionBudgets, evicts the fewest pods and leaves the
-fewest waiting — each candidate proven by simulating its wave — until the wave has ``--max-unavailable`` nodes; on
-clusters of up to ``LOOKAHEAD_UP_TO`` nodes a second greedy order scores each candidate with the rest of the rollout
-in name order after it (a node drained last may have nowhere to send a budget's pods); beyond ``GREEDY_UP_TO`` nodes
-the greedy search is left out (name order, with a note), so that a large cluster's plan takes seconds. The best order
-is then compared with the naive one over the whole rollout, and where naive is no worse (budgets broken, then
-evictions, then waiting pods) smart keeps naive's order and says so: smart is never worse than naive.
+(with the nodes already chosen for it) breaks the fewest PodDisruptionBudgets, evicts or preempts the fewest pods and
+leaves the fewest waiting — each candidate proven by simulating its wave — until the wave has ``--max-unavailable``
+nodes; on clusters of up to ``LOOKAHEAD_UP_TO`` nodes a second greedy order scores each candidate with the rest of the
+rollout in name order after it (a node drained last may have nowhere to send a budget's pods); beyond ``GREEDY_UP_TO``
+nodes the greedy search is left out (name order, with a note), so that a large cluster's plan takes seconds. The best
+order is then compared with the naive one over the whole rollout, and where naive is no worse (budgets broken, then pods
+evicted or preempted, then waiting pods) smart keeps naive's order and says so: smart is never worse than naive.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubedra.migrate.rollout import Cluster, WaveOutcome, simulate_wave, start
+from kubedra.migrate.rollout import Cluster, Held, WaveOutcome, begin, simulate_wave
 
 PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"  # what the runbook's DRA driver install selects nodes by
 DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"  # the GPU Operator's per-node switch
@@ -28,6 +28,11 @@ class Plan:
     start: dict[str, str]  # pod key -> node before the first wave
     waiting_at_start: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    held: dict[str, Held] = field(default_factory=dict, repr=False)  # the start's running pods, bound
+
+    @property
+    def preempted(self) -> int:
+        return sum(len(w.preempted) for w in self.waves)
 
     @property
     def evictions(self) -> int:
@@ -47,38 +52,41 @@ class Plan:
         return sum(len(w.lost) for w in self.waves)
 
     def cost(self) -> tuple[int, int, int]:
-        return (self.breaks, self.evictions, self.waiting)
+        """Budgets broken, pods disrupted (evicted or preempted), waiting."""
+        return (self.breaks, self.evictions + self.preempted, self.waiting)
 
 
 def _cost(outcome: WaveOutcome) -> tuple[int, int, int]:
-    return (outcome.breaks, len(outcome.evicted), len(outcome.waiting))
+    return (outcome.breaks, len(outcome.evicted) + len(outcome.preempted), len(outcome.waiting))
 
 
-def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str, str]]:
-    first = start(cluster, features)
-    return ({k: n for k, (n, _) in first.items() if n}, {k: why for k, (n, why) in first.items() if not n})
+def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str, str], dict[str, Held]]:
+    first = begin(cluster, features)
+    return ({k: n for k, (n, _) in first.status.items() if n},
+            {k: why for k, (n, why) in first.status.items() if not n}, first.held)
 
 
 def _tail(cluster: Cluster, features: Any, switched: set[str], placement: dict[str, str], order: list[str], *,
-          max_unavailable: int, gone: frozenset[str] = frozenset()) -> list[WaveOutcome]:
+          max_unavailable: int, gone: frozenset[str] = frozenset(), held: dict[str, Held] | None = None
+          ) -> list[WaveOutcome]:
     """The waves that switch ``order`` from this state, ``max_unavailable`` nodes at a time (``gone``: the bare pods
     evicted before, never recreated)."""
     out = []
     switched = set(switched)
     for i in range(0, len(order), max_unavailable):
         wave = tuple(order[i: i + max_unavailable])
-        outcome = simulate_wave(cluster, features, switched, wave, placement, gone=gone)
+        outcome = simulate_wave(cluster, features, switched, wave, placement, gone=gone, held=held)
         out.append(outcome)
         switched |= set(wave)
-        placement = outcome.placement
+        placement, held = outcome.placement, outcome.held
         gone |= set(outcome.lost)
     return out
 
 
 def plan_in_order(cluster: Cluster, features: Any, order: list[str], max_unavailable: int, name: str) -> Plan:
-    placement, waiting = _initial(cluster, features)
-    done = _tail(cluster, features, set(), placement, order, max_unavailable=max_unavailable)
-    return Plan(name, done, dict(placement), waiting)
+    placement, waiting, held = _initial(cluster, features)
+    done = _tail(cluster, features, set(), placement, order, max_unavailable=max_unavailable, held=held)
+    return Plan(name, done, dict(placement), waiting, held=held)
 
 
 def naive(cluster: Cluster, features: Any, max_unavailable: int) -> Plan:
@@ -93,8 +101,8 @@ def _total(outcomes: list[WaveOutcome]) -> tuple[int, int, int]:
 def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: bool = False) -> Plan:
     """Each wave's nodes one at a time: the candidate whose wave costs least (``lookahead``: whose wave plus the
     rest of the rollout in name order costs least, which sees a budget the last nodes would break)."""
-    placement, waiting = _initial(cluster, features)
-    plan = Plan("smart", [], dict(placement), waiting)
+    placement, waiting, held = _initial(cluster, features)
+    plan = Plan("smart", [], dict(placement), waiting, held=held)
     switched: set[str] = set()
     gone: frozenset[str] = frozenset()
     left = sorted(cluster.gpu_nodes)
@@ -104,13 +112,14 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
         while left and len(wave) < max_unavailable:
             tries = []
             for node in left:
-                outcome = simulate_wave(cluster, features, switched, (*wave, node), placement, gone=gone)
+                outcome = simulate_wave(cluster, features, switched, (*wave, node), placement, gone=gone,
+                                        held=held)
                 cost = _cost(outcome)
                 if lookahead:
                     rest = [n for n in left if n != node]
                     cost = _total([outcome, *_tail(cluster, features, switched | {*wave, node}, outcome.placement,
                                                    rest, max_unavailable=max_unavailable,
-                                                   gone=gone | set(outcome.lost))])
+                                                   gone=gone | set(outcome.lost), held=outcome.held)])
                 tries.append((cost, _cost(outcome), node, outcome))
             *_, node, best = min(tries, key=lambda t: t[:3])  # ties: the emptier wave, then name order
             wave.append(node)
@@ -118,7 +127,7 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
         assert best is not None
         plan.waves.append(best)
         switched |= set(wave)
-        placement = best.placement
+        placement, held = best.placement, best.held
         gone |= set(best.lost)
     return plan
 
@@ -175,7 +184,8 @@ def document(plan: Plan, other: Plan | None) -> dict[str, Any]:
     for i, w in enumerate(plan.waves, start=1):
         waves.append({
             "wave": i, "nodes": list(w.switching), "evicted": w.evicted, "lost": w.lost,
-            "landed": dict(sorted(w.moved.items())), "waiting": dict(sorted(w.waiting.items())),
+            "preempted": dict(sorted(w.preempted.items())), "landed": dict(sorted(w.moved.items())),
+            "waiting": dict(sorted(w.waiting.items())),
             "budgets": w.budgets, "commands": commands(w)})
     doc: dict[str, Any] = {
         "apiVersion": "kubedra.io/v1alpha1", "kind": "RolloutPlan", "order": plan.order,
@@ -186,5 +196,6 @@ def document(plan: Plan, other: Plan | None) -> dict[str, Any]:
 
 
 def _summary(plan: Plan) -> dict[str, int]:
-    return {"waves": len(plan.waves), "evictions": plan.evictions, "lost": plan.lost, "waiting": plan.waiting,
+    return {"waves": len(plan.waves), "evictions": plan.evictions, "preempted": plan.preempted, "lost": plan.lost,
+            "waiting": plan.waiting,
             "budgetsBroken": plan.breaks}

@@ -43,6 +43,8 @@ JOB_BACKOFF_SECONDS = 10.0  # DefaultJobPodFailureBackOff
 JOB_MAX_BACKOFF_SECONDS = 600.0  # MaxJobPodFailureBackOff
 DEFAULT_BACKOFF_LIMIT = 6
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+REPLACING = ", replacing the preempted "  # a replacement's Created event: "<controller> created pod <name>, replacing
+# the preempted <victim key>" (``kubedra migrate plan`` reads which victim a replacement stands for from it)
 
 
 @dataclass
@@ -169,7 +171,7 @@ class Replacements:
             sim.track_job(record.key, job)
         self.made += 1
         controller = _controller(victim, victim.owner.split("/", 1)[0], meta)
-        self._created[id(record)] = f"{controller} created pod {name}, replacing the preempted {victim.key}"
+        self._created[id(record)] = f"{controller} created pod {name}{REPLACING}{victim.key}"
 
     def arrived(self, record: PodRecord) -> None:
         """A replacement's ``Created`` event, at its arrival (a Job's comes after its back-off)."""
