@@ -28,6 +28,8 @@ kubedra checks it after each simulated instant, so it acts at the first instant 
 ``suspend: true`` and a ``runPolicy.managedBy`` other than ``kubeflow.org/training-operator`` (the operator leaves the
 job alone) make no pods.
 
+**Checked** against the released operator (``tests/kubeflow``): its pods equal kubedra's, pod by pod.
+
 **Not modelled (noted here, accepted).** The headless Service per pod (not pods), the env vars (``MASTER_ADDR``,
 ``WORLD_SIZE``, ``PET_*``), the default container port (``pytorchjob-port``, 23456: no hostPort, nothing to schedule),
 ``backoffLimit`` (kubedra fails no pods), ``ttlSecondsAfterFinished``, status. ``elasticPolicy``: its webhook checks and
