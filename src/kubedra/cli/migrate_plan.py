@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -160,6 +161,10 @@ def plan_app() -> typer.Typer:
         max_file_size: MaxFileSizeOption = "8Mi",
         kubeconfig: KubeconfigOption = None,
         context: ContextOption = None,
+        html: Annotated[Path | None, typer.Option("--html", metavar="FILE", help="Also write a report (Plotly, "
+                                                  "one self-contained HTML file): the pods each wave disrupts and "
+                                                  "the nodes switched, both orders side by side, each wave's "
+                                                  "moves.")] = None,
     ) -> None:
         from kubedra.migrate import waves
 
@@ -175,6 +180,11 @@ def plan_app() -> typer.Typer:
             print_data(waves.document(plan, other), output)
         else:
             _print_tables(plan, other, [])
+        if html is not None:
+            from kubedra.cli.serve import write_page
+            from kubedra.report.rollout import rollout_report
+
+            write_page(html, rollout_report(plan, other, plan.notes))
         raise typer.Exit(EXIT_OK)
 
     @app.callback()

@@ -57,11 +57,15 @@ def _umask() -> int:
 
 
 def write_html(path: Path, result: Any, report: Any, lines: list[str]) -> None:
-    """``--html FILE``: written to a temporary name beside it and renamed, so never half-written; exit 2 on error.
-    The file gets a normal file's permissions (0666 less the umask, as ``open`` gives), not mkstemp's 0600."""
+    """``simulate --html FILE``: the simulation's report page (``write_page``)."""
     from kubedra.report import html_report
 
-    text = html_report(result, report.summary, lines)
+    write_page(path, html_report(result, report.summary, lines))
+
+
+def write_page(path: Path, text: str) -> None:
+    """``--html FILE``: written to a temporary name beside it and renamed, so never half-written; exit 2 on error.
+    The file gets a normal file's permissions (0666 less the umask, as ``open`` gives), not mkstemp's 0600."""
     directory = path.parent if str(path.parent) else Path()
     try:
         handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
