@@ -37,17 +37,8 @@ modelled.
 from __future__ import annotations
 
 import copy
-import json
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from kubedra.cluster.gpuslices import stable_uid
-
-if TYPE_CHECKING:
-    from kubedra.cluster.nodepool import RawLike
-    from kubedra.objects.errors import Location
-    from kubedra.sim.workloads import _Expander
+from typing import Any
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
@@ -120,7 +111,7 @@ def _ancestor(rjob: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _containers(rjob: dict[str, Any]) -> list[dict[str, Any]]:
+def containers_of(rjob: dict[str, Any]) -> list[dict[str, Any]]:
     spec = rjob.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {})
     containers: list[dict[str, Any]] = spec.setdefault("containers", [])
     return containers
@@ -178,7 +169,7 @@ def trainjob_jobset(trainjob: dict[str, Any], runtime: dict[str, Any]) -> tuple[
     name, namespace = meta["name"], meta.get("namespace", "")
     rspec = runtime.get("spec") or {}
     policy = rspec.get("mlPolicy")
-    labels, annotations, js_spec = _patched(rspec.get("template") or {}, spec.get("runtimePatches") or [])
+    labels, annotations, js_spec = patched_template(rspec.get("template") or {}, spec.get("runtimePatches") or [])
     context = _Context(name, spec, policy, _counts(js_spec, policy, spec.get("trainer") or {}), js_spec)
     for rjob in js_spec["replicatedJobs"]:
         _shape(rjob, context)
@@ -199,7 +190,8 @@ def trainjob_jobset(trainjob: dict[str, Any], runtime: dict[str, Any]) -> tuple[
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": metadata, "spec": js_spec}, notes
 
 
-def _patched(template: dict[str, Any], patches: list[Any]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
+def patched_template(template: dict[str, Any],
+                     patches: list[Any]) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
     """The template's labels, annotations and spec with each runtime patch applied (``newRuntimeInfo``,
     ``mergeRuntimePatches``: the replicated jobs kept in the template's order)."""
     labels = dict((template.get("metadata") or {}).get("labels") or {})
@@ -220,7 +212,7 @@ def _shape(rjob: dict[str, Any], context: _Context) -> None:
     """One replicated job as ``newRuntimeInfo``, ``SyncParallelCount`` and the builder leave it."""
     ancestor, trainer = _ancestor(rjob), context.trainer
     if ancestor == TRAINER and context.policy is not None and trainer.get("resourcesPerNode") is not None:
-        for container in _containers(rjob):
+        for container in containers_of(rjob):
             if container.get("name") == NODE:  # only its limits and requests: v2.3.0 drops the container's claims
                 base = {k: v for k, v in (container.get("resources") or {}).items() if k in ("limits", "requests")}
                 container["resources"] = strategic_merge(base, trainer["resourcesPerNode"])
@@ -267,7 +259,7 @@ def _counts(js_spec: dict[str, Any], policy: Any, trainer: dict[str, Any]) -> di
 def _initializer(rjob: dict[str, Any], ancestor: str, source: Any) -> None:
     if not isinstance(source, dict):
         return
-    for container in _containers(rjob):
+    for container in containers_of(rjob):
         if container.get("name") != ancestor:
             continue
         env = container.setdefault("env", [])
@@ -280,7 +272,7 @@ def _initializer(rjob: dict[str, Any], ancestor: str, source: Any) -> None:
 
 def _trainer(rjob: dict[str, Any], context: _Context) -> None:
     trainer, policy = context.trainer, context.policy
-    for container in _containers(rjob):
+    for container in containers_of(rjob):
         if container.get("name") != NODE:
             continue
         for key in ("image", "command", "args"):
@@ -316,7 +308,7 @@ def _runtime_resources(js_spec: dict[str, Any]) -> dict[str, Any] | None:
     ``node`` or the trainer's."""
     for rjob in js_spec.get("replicatedJobs") or []:
         if rjob.get("name") == NODE or _ancestor(rjob) == TRAINER:
-            for container in _containers(rjob):
+            for container in containers_of(rjob):
                 if container.get("name") == NODE and container.get("resources") is not None:
                     found: dict[str, Any] = container["resources"]
                     return found
@@ -335,138 +327,3 @@ def _group_marks(policy: Any, name: str, notes: list[str]) -> tuple[dict[str, st
                      "not read: its pods are scheduled one by one")
         return {}, {VOLCANO_GROUP: name}
     return {}, {}
-
-
-def _invalid(value: Any, detail: str) -> str:
-    """``field.Invalid`` as the webhook prints it: the value as JSON, then why."""
-    return f"Invalid value: {json.dumps(value, separators=(',', ':'))}: {detail}"
-
-
-def webhook_problems(trainjob: dict[str, Any], runtime: dict[str, Any],
-                     ref: dict[str, Any]) -> list[tuple[str, str]]:
-    """(field, message) for what the TrainJob webhook's plugins refuse on create (``ref``: the defaulted
-    ``runtimeRef``): torch's reserved variables in ``spec.trainer.env``; the JobSet plugin's initializers (their job,
-    container and ``initializer`` volume mount) and runtime patches (no replicated job or container the runtime
-    lacks, no env on the node and initializer containers)."""
-    spec = trainjob.get("spec") or {}
-    rspec = runtime.get("spec") or {}
-    out: list[tuple[str, str]] = []
-    env = (spec.get("trainer") or {}).get("env") or []
-    used = sorted({e.get("name") for e in env if e.get("name") in RESERVED_TORCH})
-    if (rspec.get("mlPolicy") or {}).get("torch") is not None and used:
-        out.append(("spec.trainer.env", _invalid(env, "must not have reserved envs, invalid envs configured: "
-                                                      f"[{' '.join(used)}]")))
-    _, _, js_spec = _patched(rspec.get("template") or {}, spec.get("runtimePatches") or [])
-    names = {str(r.get("name")): {str(c.get("name")) for key in ("initContainers", "containers")
-                                  for c in ((r.get("template") or {}).get("spec") or {}).get("template", {}).get(
-                                      "spec", {}).get(key) or []}
-             for r in js_spec["replicatedJobs"]}
-    for which, job in (("dataset", DATASET), ("model", MODEL)):
-        if (spec.get("initializer") or {}).get(which) is None:
-            continue
-        detail = None
-        if job not in names:
-            detail = f"must have {job} job when trainJob is configured with input {which}Config"
-        elif job not in names[job]:
-            detail = f"must have container with name - {job} in the {job} job"
-        elif not _mounts_initializer(js_spec, job):
-            detail = f"must have volumeMount with name - initializer in container {job} of the {job} job"
-        if detail is not None:
-            out.append(("spec.runtimeRef", _invalid(ref, detail)))
-    patches = spec.get("runtimePatches") or []
-    for detail in _patch_problems(patches, names):
-        out.append(("spec.runtimePatches", _invalid(patches, detail)))
-    return out
-
-
-def _mounts_initializer(js_spec: dict[str, Any], job: str) -> bool:
-    for rjob in js_spec["replicatedJobs"]:
-        if rjob.get("name") == job:
-            for container in _containers(rjob):
-                if container.get("name") == job and any(m.get("name") == "initializer"
-                                                        for m in container.get("volumeMounts") or []):
-                    return True
-    return False
-
-
-def _patch_problems(patches: list[Any], names: dict[str, set[str]]) -> list[str]:
-    """The JobSet plugin's checks of the runtime patches. Its replicated jobs and containers are read from the spec
-    the patches were already merged into, so a patch naming a job or container the runtime lacks adds it and is not
-    refused (as v2.3.0 behaves, checked in tests/trainer): only the env rule can fire."""
-    out = []
-    for patch in patches:
-        for rjob in ((((patch or {}).get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get(
-                "replicatedJobs") or []:
-            containers = names.get(str(rjob.get("name")))
-            if containers is None:
-                out.append("must not have replicated job that doesn't exist in the runtime job template")
-                continue
-            pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
-            out += [f"must not have initContainer that doesn't exist in the runtime job {rjob['name']}"
-                    for c in pod.get("initContainers") or [] if c.get("name") not in containers]
-            for c in pod.get("containers") or []:
-                if c.get("name") not in containers:
-                    out.append(f"must not have container that doesn't exist in the runtime job {rjob['name']}")
-                elif c.get("env") and c.get("name") in (DATASET, MODEL, NODE):
-                    out.append(f"must not have envs for the {DATASET}, {MODEL}, {NODE} containers")
-    return out
-
-
-def training_runtimes(raw_objects: Iterable[RawLike]) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """(kind, namespace or "" for a ClusterTrainingRuntime, name) -> each runtime among the inputs."""
-    found: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for raw in raw_objects:
-        data = raw.data
-        if data.get("apiVersion") != API_VERSION or data.get("kind") not in RUNTIME_KINDS:
-            continue
-        meta = data.get("metadata") or {}
-        namespace = "" if data["kind"] == "ClusterTrainingRuntime" else str(meta.get("namespace") or DEFAULT_NAMESPACE)
-        found.setdefault((data["kind"], namespace, str(meta.get("name") or "")), data)
-    return found
-
-
-def expand_trainjob(expander: _Expander, where: Location, data: dict[str, Any]) -> None:
-    """The TrainJob's JobSet, expanded as any JobSet (its Jobs and pods); problems where the webhook would refuse
-    the TrainJob. Its ``kubedra.io/`` annotations (start-after, run-for) go to the JobSet kubedra simulates."""
-    from kubedra.cluster.nodepool import convert_strict
-    from kubedra.sim.manifests import JobSetDoc
-
-    meta = data.get("metadata") or {}
-    name = str(meta.get("name") or "")
-    if not name:
-        expander.bad(where, "metadata.name", "Required value")
-        return
-    namespace = str(meta.get("namespace") or DEFAULT_NAMESPACE)
-    spec = data.get("spec") or {}
-    managed = spec.get("managedBy") or MANAGED_BY
-    if managed != MANAGED_BY:
-        expander.notes.append(f"TrainJob {namespace}/{name}: spec.managedBy {managed}: the trainer controller leaves "
-                              "it to that manager, so no pods are simulated for it")
-        return
-    kind, runtime_name = runtime_ref(spec)
-    group = str((spec.get("runtimeRef") or {}).get("apiGroup") or "trainer.kubeflow.org")
-    if kind not in RUNTIME_KINDS or group != "trainer.kubeflow.org":  # no runtime registered under that key
-        expander.bad(where, "spec.runtimeRef", f"unsupported runtime: {kind}.{group}")
-        return
-    ref = {"name": runtime_name, "apiGroup": group, "kind": kind}
-    runtime = expander.runtimes.get((kind, "" if kind == "ClusterTrainingRuntime" else namespace, runtime_name))
-    if runtime is None:  # the webhook names the field spec.RuntimeRef for a ClusterTrainingRuntime (Go's name)
-        lower = kind[0].lower() + kind[1:]
-        expander.bad(where, "spec.runtimeRef", _invalid(ref, f'{kind}.trainer.kubeflow.org "{runtime_name}" not '
-                                                             f"found: specified {lower} must be created before the "
-                                                             "TrainJob is created"))
-        return
-    problems = webhook_problems(data, runtime, ref)
-    for path, message in problems:
-        expander.bad(where, path, message)
-    if problems:
-        return
-    uid = str(meta.get("uid") or stable_uid("TrainJob", namespace, name))
-    jobset, notes = trainjob_jobset({**data, "metadata": {**meta, "namespace": namespace, "uid": uid}}, runtime)
-    expander.notes.extend(notes)
-    ours = {k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(KUBEDRA_PREFIX)}
-    if ours:
-        jobset["metadata"]["annotations"] = {**jobset["metadata"].get("annotations", {}), **ours}
-    doc = convert_strict(jobset, JobSetDoc, where, expander.problems)
-    if doc is not None:
-        expander.jobset(where, doc, namespace, jobset["spec"])

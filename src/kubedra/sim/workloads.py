@@ -84,8 +84,9 @@ from kubedra.sim.pytorchjobs import PyTorchJobDoc, PyTorchJobRun, expand_pytorch
 from kubedra.sim.rayclusters import API_VERSION as RAY_API_VERSION
 from kubedra.sim.rayclusters import RayClusterDoc
 from kubedra.sim.rayjobs import RayJobDoc, RayJobRun, expand_ray
+from kubedra.sim.trainjob_admission import expand_trainjob, training_runtimes
 from kubedra.sim.trainjobs import API_VERSION as TRAINER_API_VERSION
-from kubedra.sim.trainjobs import RUNTIME_KINDS, expand_trainjob, training_runtimes
+from kubedra.sim.trainjobs import RUNTIME_KINDS
 from kubedra.sim.workload_checks import RUN_FOR, START_AFTER, WorkloadChecks
 
 DEFAULT_NAMESPACE = "default"
