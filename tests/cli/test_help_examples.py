@@ -160,6 +160,8 @@ def test_the_example_runs_as_documented(
     inputs = [str(Path(p).relative_to(ROOT)) if Path(p).is_absolute() else p for p in inputs]
     shipped = [p for p in inputs if p.startswith(("examples/", "src/kubedra/data/")) and (ROOT / p).exists()]
     assert shipped == inputs, f"{example}: examples may only read files a fresh clone has"
+    argv = [str(tmp_path / Path(word).name) if i > 0 and argv[i - 1] == "--html" else word
+            for i, word in enumerate(argv)]  # a page written where the test can see it, not into the clone
     code = main(argv)
     out, err = capsys.readouterr()
     assert code == _expected_status(example), f"{command}: {example}\n{err}"

@@ -77,6 +77,7 @@ HELP = command_help(
         "kubedra explain claim my-gpu-claim -n ml-training",
         "kubedra explain deployment/llm-inference",
         "kubedra explain pod inference-gpu -f examples/workloads/preemption.yaml",
+        "kubedra explain trainjob/training/llm -f examples/workloads/trainjob.yaml   # its pods per replicated job",
         "kubedra explain pod no-such-pod   # exit 2: not found",
     ],
     exit_status="0 when explained, 2 when the object does not exist (close names are suggested) or the input is bad.",

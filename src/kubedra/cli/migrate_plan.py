@@ -42,6 +42,7 @@ HELP = command_help(
         "kubedra migrate plan examples/migrate/rollout",
         "kubedra migrate plan examples/migrate/rollout --max-unavailable 2 --order naive",
         "kubedra migrate plan examples/migrate/rollout -o yaml > runbook.yaml",
+        "kubedra migrate plan examples/migrate/rollout --html rollout.html   # the report page",
         "kubedra migrate plan --kubeconfig ~/.kube/config -f examples/migrate/rollout   # live, plus manifests",
     ],
     exit_status="0 planned (waiting pods are reported, not an error), 2 invalid input (file, object and field; a "
