@@ -22,7 +22,7 @@ import msgspec
 import pytest
 import yaml
 from tests.controlplane.fixture import Component, ControlPlane, free_port, running_control_plane
-from tests.sigs.harness import containers, get_or_none, install_crds, listed, make_ready, wait_ready
+from tests.sigs.harness import get_or_none, install_crds, listed, make_ready, pod_fields, wait_ready
 
 from kubedra.objects.load import load_text
 from kubedra.sim.scenario import build_scenario
@@ -175,9 +175,6 @@ def kubedra_submitters(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [msgspec.to_builtins(pod) for run in runs for pod in run.pods]
 
 
-# kube-apiserver's DefaultTolerationSeconds admission adds these to every pod; the operator does not
-ADMITTED = [{"key": f"node.kubernetes.io/{key}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
-            for key in ("not-ready", "unreachable")]
 
 
 def shape(pod: dict[str, Any], cluster_names: dict[str, str]) -> dict[str, Any]:
@@ -194,15 +191,9 @@ def shape(pod: dict[str, Any], cluster_names: dict[str, str]) -> dict[str, Any]:
     return {
         "prefix": stable(meta["name"][:-SUFFIX]),
         "labels": {k: stable(v) for k, v in meta.get("labels", {}).items()},
-        "owners": owners,
-        "containers": containers(spec.get("containers")),
-        "initContainers": containers(spec.get("initContainers")),
-        "resourceClaims": spec.get("resourceClaims", []),
-        "nodeSelector": spec.get("nodeSelector", {}),
-        "tolerations": [t for t in spec.get("tolerations", []) if t not in ADMITTED],
-        "affinity": spec.get("affinity"),
+        **pod_fields(pod),
+        "owners": owners,  # the RayCluster's generated name made stable
         "priorityClassName": spec.get("priorityClassName"),
-        "restartPolicy": spec.get("restartPolicy"),
     }
 
 
