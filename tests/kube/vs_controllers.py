@@ -21,7 +21,8 @@ start time as started "now" (``util.GetPodStartTime``), which would make ``pickO
 of the highest-priority victims" rule, and the order victims are reprieved in, depend on the moment; and
 ``status.startTime`` has whole seconds, so pods a real kubelet starts within one second tie, and the tie goes to the
 first node in Go's map order, at random. Distinct seconds in bind order are what kubedra models: the simulated time
-a pod bound, then its place in the bind order.
+a pod bound, then its place in the bind order. A bound pod being deleted is set ``Failed`` before it is removed, as a
+kubelet does: the scheduler stops counting it then, even where a Job's finalizer keeps the object a while.
 """
 
 from __future__ import annotations
@@ -96,6 +97,19 @@ class Kubelet:
                               content_type="application/merge-patch+json")
 
 
+    def stop(self, plane: ControlPlane, pods_path: str, pod: Mapping[str, Any]) -> None:
+        """A bound pod being deleted ends in phase ``Failed``, as a kubelet writes once it killed the containers: the
+        scheduler watches non-terminal pods only, so the pod leaves its node then, even while a Job's tracking
+        finalizer keeps the object until the job controller's next (batched, 1 s) sync."""
+        status = pod.get("status", {})
+        if not pod["spec"].get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            return
+        body = {"metadata": {"uid": pod["metadata"]["uid"]}, "status": {"phase": "Failed"}}
+        with contextlib.suppress(Exception):  # gone meanwhile
+            plane.request("PATCH", f"{pods_path}/{pod['metadata']['name']}/status", body,
+                          content_type="application/merge-patch+json")
+
+
 def _path(doc: Mapping[str, Any], name: str | None = None) -> str:
     prefix, plural, namespaced = {**PATHS, **OWNERS}[doc["kind"]]
     base = f"{prefix}/namespaces/{doc['metadata']['namespace']}/{plural}" if namespaced else f"{prefix}/{plural}"
@@ -147,11 +161,11 @@ def _rank(doc: Mapping[str, Any]) -> int:
     return ORDER.index("Pod" if doc["kind"] in CONTROLLER_KINDS else doc["kind"])
 
 
-def _reaped(plane: ControlPlane, pods_path: str, deleted: dict[str, bool]) -> list[dict[str, Any]]:
+def _reaped(plane: ControlPlane, pods_path: str, deleted: dict[str, bool], kubelet: Kubelet) -> list[dict[str, Any]]:
     """The pods not terminating. A terminating one (``deletionTimestamp`` set: a preemption victim, a failed Job's
-    pod) is removed here at once, as no kubelet runs, by uid (a StatefulSet's new pod of the same name is left
-    alone), and noted in ``deleted`` with whether the scheduler did it (the ``DisruptionTarget`` condition it sets,
-    reason ``PreemptionByScheduler``)."""
+    pod) is stopped by the ``kubelet`` and removed here at once, by uid (a StatefulSet's new pod of the same name is
+    left alone), and noted in ``deleted`` with whether the scheduler did it (the ``DisruptionTarget`` condition it
+    sets, reason ``PreemptionByScheduler``)."""
     pods: list[dict[str, Any]] = plane.get(pods_path)["items"]
     for pod in pods:
         meta = pod["metadata"]
@@ -159,6 +173,7 @@ def _reaped(plane: ControlPlane, pods_path: str, deleted: dict[str, bool]) -> li
             deleted[meta["name"]] = deleted.get(meta["name"], False) or any(
                 c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
                 for c in pod.get("status", {}).get("conditions", []))
+            kubelet.stop(plane, pods_path, pod)
             with contextlib.suppress(Exception):
                 plane.request("DELETE", f"{pods_path}/{meta['name']}",
                               {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
@@ -192,7 +207,7 @@ def _settled(plane: ControlPlane, namespace: str, settle: float, deleted: dict[s
     last: tuple[tuple[str, str], ...] | None = None
     since = time.monotonic()
     while True:
-        pods = _reaped(plane, pods_path, deleted)
+        pods = _reaped(plane, pods_path, deleted, kubelet)
         kubelet.start(plane, pods_path, pods)
         snapshot = tuple(sorted((p["metadata"]["name"], p["spec"].get("nodeName", "")) for p in pods))
         if snapshot != last:
