@@ -14,11 +14,21 @@ pod deleted (a preemption victim, a failed Job's pod) is removed at once, as no 
 where the scheduler deleted it (its ``DisruptionTarget`` condition), else ``DELETED``, unless a pod of its name
 exists at the end (a StatefulSet's recreated one). ``settle`` in ``expect.yaml`` waits longer for
 the outcome to stop changing (a Job's replacement comes after its 10 s back-off).
+
+The harness is the kubelet for start times (``Kubelet``): a pod seen bound without ``status.startTime`` gets one,
+and phase ``Running``, in bind order, one second after the pod bound before it. The scheduler reads a pod with no
+start time as started "now" (``util.GetPodStartTime``), which would make ``pickOneNodeForPreemption``'s "latest start
+of the highest-priority victims" rule, and the order victims are reprieved in, depend on the moment; and
+``status.startTime`` has whole seconds, so pods a real kubelet starts within one second tie, and the tie goes to the
+first node in Go's map order, at random. Distinct seconds in bind order are what kubedra models: the simulated time
+a pod bound, then its place in the bind order. A bound pod being deleted is set ``Failed`` before it is removed, as a
+kubelet does: the scheduler stops counting it then, even where a Job's finalizer keeps the object a while.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import re
 import secrets
 import time
@@ -64,6 +74,42 @@ BETWEEN_SECONDS = 1.0  # unchanged for this long before the next workload is cre
 SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]{5}"  # the API server's generateName alphabet (and kubedra's)
 
 
+class Kubelet:
+    """Start times in bind order, one second apart, an hour in the past (the scheduler reads a pod not yet given one
+    as started "now", after all of them, as kubedra's pod bound in the current instant is)."""
+
+    def __init__(self) -> None:
+        self.clock = int(time.time()) - 3600
+        self.started: set[str] = set()  # uids given a start time
+
+    def start(self, plane: ControlPlane, pods_path: str, pods: Sequence[Mapping[str, Any]]) -> None:
+        """Every pod of ``pods`` (not terminating) bound and not started gets ``startTime`` and phase ``Running``,
+        the earlier bound first: a bound pod no one has written since has the resourceVersion of its binding."""
+        bound = [p for p in pods if p["spec"].get("nodeName") and not p.get("status", {}).get("startTime")
+                 and p["metadata"]["uid"] not in self.started]
+        for pod in sorted(bound, key=lambda p: (int(p["metadata"]["resourceVersion"]), p["metadata"]["name"])):
+            self.clock += 1
+            self.started.add(pod["metadata"]["uid"])
+            stamp = datetime.datetime.fromtimestamp(self.clock, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            body = {"metadata": {"uid": pod["metadata"]["uid"]}, "status": {"startTime": stamp, "phase": "Running"}}
+            with contextlib.suppress(Exception):  # gone meanwhile (a victim) or replaced (a StatefulSet's new pod)
+                plane.request("PATCH", f"{pods_path}/{pod['metadata']['name']}/status", body,
+                              content_type="application/merge-patch+json")
+
+
+    def stop(self, plane: ControlPlane, pods_path: str, pod: Mapping[str, Any]) -> None:
+        """A bound pod being deleted ends in phase ``Failed``, as a kubelet writes once it killed the containers: the
+        scheduler watches non-terminal pods only, so the pod leaves its node then, even while a Job's tracking
+        finalizer keeps the object until the job controller's next (batched, 1 s) sync."""
+        status = pod.get("status", {})
+        if not pod["spec"].get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            return
+        body = {"metadata": {"uid": pod["metadata"]["uid"]}, "status": {"phase": "Failed"}}
+        with contextlib.suppress(Exception):  # gone meanwhile
+            plane.request("PATCH", f"{pods_path}/{pod['metadata']['name']}/status", body,
+                          content_type="application/merge-patch+json")
+
+
 def _path(doc: Mapping[str, Any], name: str | None = None) -> str:
     prefix, plural, namespaced = {**PATHS, **OWNERS}[doc["kind"]]
     base = f"{prefix}/namespaces/{doc['metadata']['namespace']}/{plural}" if namespaced else f"{prefix}/{plural}"
@@ -95,6 +141,7 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
     created: list[dict[str, Any]] = []
     owners: list[tuple[str, str, int]] = []  # kind, uid, pods expected
     deleted: dict[str, bool] = {}  # name -> whether the scheduler preempted it
+    kubelet = Kubelet()
     try:
         for doc in sorted(docs, key=_rank):
             made = plane.request("POST", _path(doc), _for_api(doc, {}))
@@ -102,8 +149,8 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
             if doc["kind"] in CONTROLLER_KINDS:
                 owners.append((doc["kind"], made["metadata"]["uid"], _expected_pods(doc, docs)))
             if doc["kind"] in CONTROLLER_KINDS or doc["kind"] == "Pod":
-                _settled(plane, namespace, BETWEEN_SECONDS, deleted, owners)
-        pods = _settled(plane, namespace, settle, deleted, owners)
+                _settled(plane, namespace, BETWEEN_SECONDS, deleted, kubelet, owners)
+        pods = _settled(plane, namespace, settle, deleted, kubelet, owners)
         return _outcome(plane, namespace, pods, deleted)
     finally:
         _clean_up(plane, namespace, created)
@@ -114,11 +161,11 @@ def _rank(doc: Mapping[str, Any]) -> int:
     return ORDER.index("Pod" if doc["kind"] in CONTROLLER_KINDS else doc["kind"])
 
 
-def _reaped(plane: ControlPlane, pods_path: str, deleted: dict[str, bool]) -> list[dict[str, Any]]:
+def _reaped(plane: ControlPlane, pods_path: str, deleted: dict[str, bool], kubelet: Kubelet) -> list[dict[str, Any]]:
     """The pods not terminating. A terminating one (``deletionTimestamp`` set: a preemption victim, a failed Job's
-    pod) is removed here at once, as no kubelet runs, by uid (a StatefulSet's new pod of the same name is left
-    alone), and noted in ``deleted`` with whether the scheduler did it (the ``DisruptionTarget`` condition it sets,
-    reason ``PreemptionByScheduler``)."""
+    pod) is stopped by the ``kubelet`` and removed here at once, by uid (a StatefulSet's new pod of the same name is
+    left alone), and noted in ``deleted`` with whether the scheduler did it (the ``DisruptionTarget`` condition it
+    sets, reason ``PreemptionByScheduler``)."""
     pods: list[dict[str, Any]] = plane.get(pods_path)["items"]
     for pod in pods:
         meta = pod["metadata"]
@@ -126,6 +173,7 @@ def _reaped(plane: ControlPlane, pods_path: str, deleted: dict[str, bool]) -> li
             deleted[meta["name"]] = deleted.get(meta["name"], False) or any(
                 c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
                 for c in pod.get("status", {}).get("conditions", []))
+            kubelet.stop(plane, pods_path, pod)
             with contextlib.suppress(Exception):
                 plane.request("DELETE", f"{pods_path}/{meta['name']}",
                               {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}})
@@ -150,16 +198,17 @@ def _complete(plane: ControlPlane, namespace: str, pods: Sequence[Mapping[str, A
     return True
 
 
-def _settled(plane: ControlPlane, namespace: str, settle: float, deleted: dict[str, bool],
+def _settled(plane: ControlPlane, namespace: str, settle: float, deleted: dict[str, bool], kubelet: Kubelet,
              owners: Sequence[tuple[str, str, int]] = ()) -> list[dict[str, Any]]:
     """The pods not terminating (``_reaped``) once every one is decided, every controller of ``owners`` has its
-    pods (``_complete``) and nothing changed for ``settle`` seconds."""
+    pods (``_complete``) and nothing changed for ``settle`` seconds; each poll the ``kubelet`` starts those bound."""
     pods_path = f"/api/v1/namespaces/{namespace}/pods"
     deadline = time.monotonic() + TIMEOUT_SECONDS
     last: tuple[tuple[str, str], ...] | None = None
     since = time.monotonic()
     while True:
-        pods = _reaped(plane, pods_path, deleted)
+        pods = _reaped(plane, pods_path, deleted, kubelet)
+        kubelet.start(plane, pods_path, pods)
         snapshot = tuple(sorted((p["metadata"]["name"], p["spec"].get("nodeName", "")) for p in pods))
         if snapshot != last:
             last, since = snapshot, time.monotonic()

@@ -316,3 +316,23 @@ def test_of_equal_priority_a_group_member_is_more_important_than_a_plain_pod() -
                   cpu_pod("member", "2", "n-0", "batch", start_after="1s"),
                   cpu_pod("hi", "2", priorityClassName="high", start_after="2s"), features=Features.for_release())
     assert preempted(without) == ["member"]  # the gate off: the one started last goes
+
+
+def test_a_gang_counts_a_victim_already_terminating_and_deletes_it_no_second_time() -> None:
+    """v1.37.2's ``selectVictimsOnDomain`` takes every lower-priority unit as a potential victim (``isPreemptionAllowed``
+    reads priorities only), one another preemptor's deletion left terminating too; the executor skips a victim
+    with a ``deletionTimestamp``. Here ``mid`` preempted ``low-0``; the gang then needs its room and ``low-1``'s."""
+    mid = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "mid"}, "value": 500}
+    sim = run(nodepool("n", count=2, gpus=None, allocatable={"cpu": "4", "memory": "64Gi"}), HIGH, mid,
+              pod_group("train", 2, priorityClassName="high"),
+              cpu_pod("low-0", "3", node="n-0"), cpu_pod("low-1", "3", node="n-1"),
+              cpu_pod("mid", "3", priorityClassName="mid", start_after="1s"),
+              *[cpu_pod(f"m{i}", "3", group="train", priorityClassName="high", start_after="2s") for i in range(2)])
+    events = [(e["object"].removeprefix("Pod default/"), e["message"]) for e in sim.events if e["type"] == "Preempted"]
+    uid = sim.result.pod_groups["default/train"].metadata.uid
+    assert events[:2] == [("low-0", "Preempted by pod default/mid on node n-0"),
+                          ("low-1", f"Preempted by podgroup {uid} on node cluster")]
+    assert [name for name, _ in events].count("low-0") == 1
+    nominated = [e["message"] for e in sim.events if e["type"] == "Nominated" and e["object"] == "PodGroup default/train"]
+    assert nominated[0] == "found a placement for podgroup, preempting 2 victims"  # low-0 counted, not deleted again
+    assert {sim.node_of("m0"), sim.node_of("m1")} == {"n-0", "n-1"}

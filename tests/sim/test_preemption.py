@@ -206,3 +206,24 @@ def test_a_second_preemptor_takes_the_victim_already_terminating_and_counts_the_
     assert [e["message"] for e in sim.events if e["type"] == "Nominated"] == ["preempting 1 pod(s) on n-0"] * 2
     assert sim.phase("a0") == "Running" and sim.phase("m0") == "Running"
     assert sim.times("Pod", "Scheduled")["hi-1"] == 180.0 + 30.0  # on n-0, once a1 is gone
+
+
+def test_among_nodes_that_tie_the_one_whose_victim_bound_later_in_the_instant_is_taken() -> None:
+    """``pickOneNodeForPreemption``'s last rule, the latest start of the highest-priority victims: two victims bound at
+    one instant started in bind order (a kubelet starts pods as they bind; ``status.startTime`` then differs), so
+    the node of the later one is taken, not the first node."""
+    sim = run(
+        nodepool("n", count=2, gpus=None, allocatable={"cpu": "4", "memory": "64Gi"}),
+        priority_class("low", 10), priority_class("high", 1000),
+        cpu_pod("low-a", "2", priorityClassName="low"),
+        cpu_pod("low-b", "2", priorityClassName="low"),
+        cpu_pod("urgent", "3", priorityClassName="high", start_after="1m"),
+    )
+    scheduled = [(e["object"], e["node"]) for e in sim.events if e["type"] == "Scheduled"]
+    times = sim.times("Pod", "Scheduled")
+    assert times["low-a"] == times["low-b"] == 0.0
+    (_, first_node), (second, second_node) = scheduled[:2]
+    assert first_node != second_node
+    assert [e["object"] for e in sim.events if e["type"] == "Preempted"] == [second]
+    assert sim.node_of("urgent") == second_node
+    assert second_node != "n-0"  # not the first node either: the bind order decided

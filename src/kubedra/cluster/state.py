@@ -91,6 +91,9 @@ class PodRecord:
     run_for: float | None = None
     owner: str = ""
     started_at: float | None = None
+    # Its place in the run's bind order: a kubelet starts pods in the order they bind, so among pods of one
+    # ``started_at`` (one instant) the later bound started later (``start_key``); 0 for a pod assigned in the input.
+    start_order: int = 0
     finished_at: float | None = None
     deleted: bool = False  # removed at the end of its run (a Deployment's, ReplicaSet's or StatefulSet's pod)
     end_reason: str = ""  # why it was deleted (at ``finished_at``)

@@ -10,7 +10,9 @@ one by one, most important first (higher priority, then the earlier start; those
 violations before the others), keeping each whose return still lets the pod fit. Victims' devices stay held in that
 dry run: the DynamicResources plugin does not simulate their release. Among the nodes with victims,
 ``pickOneNodeForPreemption`` chooses: the fewest budget violations, the lowest highest victim priority, the lowest sum
-of priorities, the fewest victims, the latest start of the highest-priority victims, then the first node.
+of priorities, the fewest victims, the latest start of the highest-priority victims (the simulated time each bound,
+then the bind order: a kubelet starts pods in the order they bind; upstream compares ``status.startTime``, whole
+seconds, and breaks an exact tie by Go's map order, at random), then the first node.
 The caller deletes the victims and nominates the node; the pod binds once they are gone.
 """
 
@@ -26,7 +28,7 @@ from kubedra.objects.quantity import Quantity
 from kubedra.scheduler.interpodaffinity import ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON, has_pod_affinity
 from kubedra.scheduler.nodefit import PORTS_REASON, is_extended_resource, reasons_of, resources_reason
 from kubedra.scheduler.podtopologyspread import CONSTRAINTS_REASON, MISSING_LABEL_REASON, has_constraints
-from kubedra.scheduler.victims import UnitsOf, Victim, flatten, importance, pod_units
+from kubedra.scheduler.victims import UnitsOf, Victim, flatten, importance, pod_units, start_key
 
 RESOLVABLE = ("Insufficient ", "Too many pods", PORTS_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON,
               CONSTRAINTS_REASON)
@@ -324,12 +326,11 @@ def _victims_by_filter(
     return [lower[i] for i in victims], "", violations
 
 
-def _pick_order(candidate: tuple[str, list[PodRecord], int]) -> tuple[int, int, int, int, float]:
-    """``pickOneNodeForPreemption``'s criteria as one sort key (the fewest budget violations first)."""
+def _pick_order(candidate: tuple[str, list[PodRecord], int]) -> tuple[int, int, int, int, float, int]:
+    """``pickOneNodeForPreemption``'s criteria as one sort key (the fewest budget violations first); the start time
+    is ``start_key``'s (the later bound of one instant is the later start)."""
     _, victims, violations = candidate
     highest = max(priority_of(v) for v in victims)
     total = sum(priority_of(v) + _INT32_OFFSET for v in victims)
-    earliest_of_highest = min(
-        (v.started_at if v.started_at is not None else 0.0) for v in victims if priority_of(v) == highest
-    )
-    return violations, highest, total, len(victims), -earliest_of_highest
+    started, order = min(start_key(v) for v in victims if priority_of(v) == highest)
+    return violations, highest, total, len(victims), -started, -order

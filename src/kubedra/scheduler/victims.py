@@ -25,12 +25,20 @@ class Victim:
     rank: int = POD_RANK
 
     @property
-    def earliest_start(self) -> float:
-        return min((p.started_at if p.started_at is not None else float("inf")) for p in self.pods)
+    def earliest_start(self) -> tuple[float, int]:
+        return min(start_key(p) for p in self.pods)
 
     @property
     def is_group(self) -> bool:
         return self.rank == GROUP_RANK
+
+
+def start_key(record: PodRecord) -> tuple[float, int]:
+    """When the pod started (``GetPodStartTime``), as an order: the simulated time it bound, then its place in the
+    bind order (a kubelet gives pods bound in one instant start times in that order); not started, the latest."""
+    if record.started_at is None:
+        return float("inf"), 0
+    return record.started_at, record.start_order
 
 
 UnitsOf = Callable[[Iterable[PodRecord]], list[Victim]]
@@ -42,7 +50,7 @@ def pod_units(records: Iterable[PodRecord]) -> list[Victim]:
     return [Victim(pods=(record,), priority=record.pod.spec.priority or 0) for record in records]
 
 
-def importance(victim: Victim) -> tuple[int, int, int, float]:
+def importance(victim: Victim) -> tuple[int, int, int, tuple[float, int]]:
     """``MoreImportantVictim`` as a sort key (most important first): higher priority, group over pod, the larger
     unit, then the earlier start."""
     return -victim.priority, -victim.rank, -len(victim.pods), victim.earliest_start

@@ -138,7 +138,7 @@ class GangQueue:
         lower = bool(priorities) and min(priorities or (0,)) < (group.spec.priority or 0)
         outcome = schedule_group(sim.scheduler, group, order, bound, self.assume, lower_priority_bound=lower)
         if outcome.reason == "Unschedulable" and lower:  # some bound pod has a lower priority: preempt as a group
-            answer = preempt_for_group(self, key, group, order, bound)
+            answer = preempt_for_group(self, group, order, bound)
             if answer.victims:
                 self._preempt(key, group, answer)
             else:
@@ -161,6 +161,8 @@ class GangQueue:
         from kubedra.sim.run import Event
 
         for victim in answer.victims:
+            if victim.key in evictions.terminating:
+                continue  # already being deleted: upstream's executor sends no second deletion (nor event)
             evictions.terminating[victim.key] = key
             victim.end_reason = f"Preempted by podgroup {group.metadata.uid} on node cluster"
             sim.events.append(Event(sim.now, "Preempted", f"Pod {victim.key}", node=victim.pod.spec.node_name,

@@ -2,12 +2,14 @@
 ``framework/preemption/podgrouppreemption.go``), the domain being the whole cluster.
 
 Every bound unit (a pod, or a ``disruptionMode: all`` PodGroup's bound members together) of a lower priority than
-the PodGroup's is a potential victim. With all of them removed (their usage, not their devices: DynamicResources
+the PodGroup's is a potential victim, one already terminating too (``isPreemptionAllowed`` reads priorities only;
+the executor sends no second deletion). With all of them removed (their usage, not their devices: DynamicResources
 does not simulate a victim's release in 1.37) the group is tried once; if it fits, each member keeps the node it
 got, and the units are reprieved one by one, most important first (those a PodDisruptionBudget would count as
-violations first): a unit stays if every member still passes Filter on its node
-with the members before it assumed. The rest are preempted (``Preempted by podgroup <uid> on node cluster``), the
-members nominated, and the group is tried again once the victims are gone.
+violations first): a unit stays if every member still passes Filter on its node with the members before it
+assumed. The rest are preempted (``Preempted by podgroup <uid> on node cluster``), the members nominated, and the
+group is tried again once the victims are gone. While a lower-priority pod the scheduler preempted (for anyone)
+still terminates on a node a member is nominated to, the group waits (``isOngoingPreemption``).
 """
 
 from __future__ import annotations
@@ -39,22 +41,20 @@ class GroupPreemption:
 
 
 def preempt_for_group(
-    gangs: GangQueue, key: str, group: PodGroup, order: list[PodRecord], bound_count: int
+    gangs: GangQueue, group: PodGroup, order: list[PodRecord], bound_count: int
 ) -> GroupPreemption:
-    """The victims and nominations for the failing group ``key``, or why there are none."""
+    """The victims and nominations for the failing ``group``, or why there are none."""
     sim = gangs.sim
     evictions = sim.evictions
     assert evictions is not None
     if group.spec.preemption_policy == "Never":
         return GroupPreemption(message=NEVER)
-    if key in evictions.terminating.values():
-        return GroupPreemption(message=ONGOING)
     state = sim.state
     priority = group.spec.priority or 0
-    bound = [record for pods in state.bound.values() for record in pods.values()
-             if record.key not in evictions.terminating]
-    potential = [unit for unit in evictions.units(bound)
-                 if unit.priority < priority and not any(p.key in evictions.terminating for p in unit.pods)]
+    if _ongoing(gangs, order, priority):
+        return GroupPreemption(message=ONGOING)
+    bound = [record for pods in state.bound.values() for record in pods.values()]
+    potential = [unit for unit in evictions.units(bound) if unit.priority < priority]
     if not potential:
         return GroupPreemption(message=NO_VICTIMS)
     node_of = {pod.key: pod.pod.spec.node_name or "" for unit in potential for pod in unit.pods}
@@ -76,6 +76,21 @@ def preempt_for_group(
     _place(state, victims, node_of, bind=True)
     victims.sort(key=importance)
     return GroupPreemption(victims=flatten(victims), nominated={record.key: node for record, node in assignments})
+
+
+def _ongoing(gangs: GangQueue, order: list[PodRecord], priority: int) -> bool:
+    """``isOngoingPreemption``: a lower-priority pod the scheduler preempted (by any preemptor) still terminates on a
+    node some unscheduled member is nominated to."""
+    sim = gangs.sim
+    evictions = sim.evictions
+    assert evictions is not None
+    nominated = {record.pod.status.nominated_node_name for record in order} - {None, ""}
+    if not nominated:
+        return False
+    pods = sim.state.pods
+    terminating = [pods[key] for key in evictions.terminating if key in pods]
+    return any(unit.priority < priority for unit in evictions.units(
+        [p for p in terminating if p.pod.spec.node_name in nominated]))
 
 
 def _place(state: ClusterState, units: list[Victim], node_of: dict[str, str], *, bind: bool) -> None:

@@ -136,6 +136,7 @@ class Simulation:
     _order: list[str] = field(default_factory=list)
     _jobs: dict[str, JobProgress] = field(default_factory=dict)
     _now: float = 0.0
+    _binds: int = 0  # pods bound so far (each bound pod's ``start_order``)
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # PodGroups by key, their status kept current
     _gangs: GangQueue | None = None  # made when the first pod of a group is added (GenericWorkload on)
     evictions: Evictions | None = None  # DefaultPreemption; made where pods have more than one priority
@@ -412,7 +413,7 @@ class Simulation:
             record.pod = msgspec.structs.replace(pod, status=status)
         if self._bound_already(record):
             # Assigned before the simulation began: kube-scheduler never sees assigned pods; it runs where it is.
-            self._bind(record, Placement(record.pod.spec.node_name, {}))
+            self._bind(record, Placement(record.pod.spec.node_name, {}), scheduled=False)
             extended = record.pod.status.extended_resource_claim_status
             if extended is not None:
                 record.extended_claim_key = key_of(record.pod.metadata.namespace, extended.resource_claim_name)
@@ -584,7 +585,10 @@ class Simulation:
             hinted = bind_hinted_plugins(outcome.reasons)
         self.queue.failed(key, self._now, hinted)
 
-    def _bind(self, record: PodRecord, placement: Placement) -> None:
+    def _bind(self, record: PodRecord, placement: Placement, *, scheduled: bool = True) -> None:
+        """The pod bound to ``placement``'s node (claims allocated, ``Running``) and started: one ``scheduled`` takes
+        the next place in the bind order (``start_order``); one assigned in the input keeps 0, its start among the
+        input's unknown (a tie)."""
         pod = record.pod
         keys = list(self._claim_keys(record))
         for key in keys:
@@ -617,6 +621,9 @@ class Simulation:
         status = msgspec.structs.replace(status, phase="Running")
         record.pod = msgspec.structs.replace(pod, spec=spec, status=status)
         record.started_at = self._now
+        if scheduled:
+            self._binds += 1
+            record.start_order = self._binds
         record.pending_reason = ""
         self.state.bind(record, placement.node)
         if self.queue.hinted:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from kubedra.cluster.state import PodRecord
 from kubedra.scheduler.preemption import DRA_NOT_FREED, priority_of
+from kubedra.scheduler.victims import start_key
 from kubedra.sim.whatif import Cost, Inputs, Limits, Suggestion, _copy, _fits, _release
 
 NEVER = "the pod's preemptionPolicy is Never"
@@ -60,7 +61,7 @@ def preemptions(inputs: Inputs, record: PodRecord, limits: Limits) -> Iterator[S
         if lower:
             candidates.append((len(lower), node, lower))
     for _, node, lower in sorted(candidates, key=lambda c: (c[0], c[1]))[: limits.preemption_nodes]:
-        ordered = sorted(lower, key=lambda p: (-priority_of(p), p.started_at or 0.0, p.key))[: limits.victims]
+        ordered = sorted(lower, key=lambda p: (-priority_of(p), start_key(p), p.key))[: limits.victims]
         victims = _fewest(inputs, record, node, ordered)
         if victims is None:
             continue
