@@ -357,9 +357,10 @@ def what_would_fit(inputs: Inputs, key: str, limits: Limits = Limits()) -> list[
 
 
 def _once(found: list[Suggestion]) -> list[Suggestion]:
-    """Ending pods that never end within the run is deleting them: where a release and a preemption name the same
-    pods on the same node, only the preemption is kept (it says why kube-scheduler will not, and what to scale down)."""
-    deleted = {(s.change["node"], frozenset(v["pod"] for v in s.change["victims"]))
+    """Ending pods that never end within the run is deleting them: where a release and a preemption end as many pods
+    on the same node, only the preemption is kept (it says why kube-scheduler will not, and what to scale down; it
+    picks its pods as kube-scheduler orders victims, which the release need not)."""
+    deleted = {(s.change["node"], len(s.change["victims"]))
                for s in found if s.cost.kind == "preemption" and "victims" in s.change}
     return [s for s in found if s.cost.kind != "release" or "endPods" not in s.change
-            or (s.change["node"], frozenset(s.change["endPods"])) not in deleted]
+            or (s.change["node"], len(s.change["endPods"])) not in deleted]
