@@ -106,6 +106,8 @@ def _plan(paths: list[str], max_unavailable: int, order: Order, limits: Any,
 
 
 def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
+    from kubedra.migrate.waves import budget_line, totals_row, wave_rows
+
     console = stdout_console()
 
     def say(line: str) -> None:
@@ -114,12 +116,8 @@ def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
     for i, wave in enumerate(plan.waves, start=1):
         say(f"WAVE {i}: {', '.join(wave.switching)}")
         table = Table([Column("POD"), Column("EVICTED"), Column("NOW")])
-        for key in [*wave.evicted, *sorted(set(wave.preempted) - set(wave.evicted))]:
-            now = "lost (bare pod)" if key in wave.lost else wave.placement.get(key) or "waiting"
-            evicted = ("yes" if key in wave.evicted else "no") + (", preempted" if key in wave.preempted else "")
-            table.add(key, evicted, now)
-        for key in sorted(set(wave.waiting) - set(wave.evicted) - set(wave.preempted)):
-            table.add(key, "no", "waiting")
+        for row in wave_rows(wave):
+            table.add(*row)
         for line in table.lines() if table.rows else ["  no pod evicted or waiting"]:
             say(line)
         for key, by in sorted(wave.preempted.items()):
@@ -127,15 +125,12 @@ def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
         for key, why in sorted(wave.waiting.items()):
             say(f"  waiting {key}: {why}")
         for b in wave.budgets:
-            state = "loses quorum" if b["losesQuorum"] else "below its budget"
-            say(f"  PodDisruptionBudget {b['budget']}: {state}: wants {b['desired']}, {b['duringDrain']} while "
-                f"draining, {b['after']} after")
+            say(f"  {budget_line(b)}")
         say("")
     table = Table([Column("ORDER"), Column("WAVES"), Column("EVICTIONS"), Column("PREEMPTED"), Column("LOST"),
                    Column("WAITING"), Column("BUDGETS BROKEN")])
     for p in (plan, other):
-        table.add(p.order + (" (chosen)" if p is plan else ""), str(len(p.waves)), str(p.evictions),
-                  str(p.preempted), str(p.lost), str(p.waiting), str(p.breaks))
+        table.add(*totals_row(p, plan))
     for line in table.lines():
         say(line)
     for note in [*notes, *plan.notes]:

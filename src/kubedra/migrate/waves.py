@@ -157,6 +157,31 @@ def smart(cluster: Cluster, features: Any, max_unavailable: int, baseline: Plan 
     return chosen
 
 
+def wave_rows(wave: WaveOutcome) -> list[tuple[str, str, str]]:
+    """(pod, evicted, now) for each pod the wave touches, as the table and the report show them: the evicted pods,
+    the other victims of preemption, then the other pods left waiting."""
+    rows = []
+    for key in [*wave.evicted, *sorted(set(wave.preempted) - set(wave.evicted))]:
+        now = "lost (bare pod)" if key in wave.lost else wave.placement.get(key) or "waiting"
+        evicted = ("yes" if key in wave.evicted else "no") + (", preempted" if key in wave.preempted else "")
+        rows.append((key, evicted, now))
+    rows += [(key, "no", "waiting") for key in sorted(set(wave.waiting) - set(wave.evicted) - set(wave.preempted))]
+    return rows
+
+
+def budget_line(budget: dict[str, Any]) -> str:
+    """One broken budget, in words."""
+    state = "loses quorum" if budget["losesQuorum"] else "below its budget"
+    return (f"PodDisruptionBudget {budget['budget']}: {state}: wants {budget['desired']}, {budget['duringDrain']} "
+            f"while draining, {budget['after']} after")
+
+
+def totals_row(plan: Plan, chosen: Plan) -> list[str]:
+    """The order's totals, as the comparison table shows them."""
+    return [plan.order + (" (chosen)" if plan is chosen else ""), str(len(plan.waves)), str(plan.evictions),
+            str(plan.preempted), str(plan.lost), str(plan.waiting), str(plan.breaks)]
+
+
 def commands(wave: WaveOutcome) -> list[str]:
     """What an operator runs for one wave, in order."""
     out: list[str] = []

@@ -71,23 +71,23 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _totals(plans: list[Any], chosen: Any) -> str:
-    rows = [[p.order + (" (chosen)" if p is chosen else ""), str(len(p.waves)), str(p.evictions), str(p.preempted),
-             str(p.lost), str(p.waiting), str(p.breaks)] for p in plans]
-    return _table(["order", "waves", "evictions", "preempted", "lost", "waiting", "budgets broken"], rows)
+    from kubedra.migrate.waves import totals_row
+
+    return _table(["order", "waves", "evictions", "preempted", "lost", "waiting", "budgets broken"],
+                  [totals_row(p, chosen) for p in plans])
 
 
 def _wave(index: int, wave: Any) -> str:
-    rows = [[pod, "yes", "lost (bare pod)" if pod in wave.lost else wave.placement.get(pod) or "waiting"]
-            for pod in wave.evicted]
-    rows += [[pod, "no, preempted", f"{wave.placement.get(pod) or 'waiting'} ({why})"]
-             for pod, why in wave.preempted.items() if pod not in wave.evicted]
+    from kubedra.migrate.waves import budget_line, wave_rows
+
+    rows = [list(row) for row in wave_rows(wave)]
     parts = [f"<h2>Wave {index}: {html.escape(', '.join(wave.switching))}</h2>"]
-    parts.append(_table(["pod", "evicted", "now"], rows) if rows else '<p class="note">no pod evicted</p>')
+    parts.append(_table(["pod", "evicted", "now"], rows) if rows else '<p class="note">no pod evicted or waiting</p>')
+    parts += [f'<p class="note">preempted {html.escape(pod)}: {html.escape(by)}</p>' for pod, by in
+              sorted(wave.preempted.items())]
     parts += [f'<p class="note">waiting {html.escape(pod)}: {html.escape(why)}</p>' for pod, why in
               sorted(wave.waiting.items())]
-    for budget in wave.budgets:
-        parts.append(f'<p class="note">PodDisruptionBudget {html.escape(budget["budget"])}: wants '
-                     f'{budget["desired"]}, {budget["duringDrain"]} while draining, {budget["after"]} after</p>')
+    parts += [f'<p class="note">{html.escape(budget_line(budget))}</p>' for budget in wave.budgets]
     return f'<section data-wave="{index}">{"".join(parts)}</section>'
 
 
