@@ -85,9 +85,11 @@ def install_crds(plane: ControlPlane, files: list[Path]) -> None:
     plane.wait_for(established, timeout=WAIT, what="the CRDs to be established")
 
 
-def install_webhooks(plane: ControlPlane, webhook_dir: Path, port: int, ca: bytes) -> None:
-    """``manifests.yaml`` with ``mutating-patch.yaml`` and ``validating-patch.yaml`` applied (their ``replace``
-    operations, as the kustomization does), each service reference turned into the URL the controller serves."""
+def install_webhooks(plane: ControlPlane, webhook_dir: Path, port: int, ca: bytes,
+                     patch_names: tuple[str, str] = ("mutating-patch.yaml", "validating-patch.yaml")) -> None:
+    """``manifests.yaml`` with the kustomization's JSON patches applied (``patch_names``: the mutating and the
+    validating configurations' files, in ``patches/`` where there is one), each service reference turned into the
+    URL the controller serves."""
     import base64
 
     bundle = base64.b64encode(ca).decode()
@@ -96,15 +98,27 @@ def install_webhooks(plane: ControlPlane, webhook_dir: Path, port: int, ca: byte
         if not doc:
             continue
         kind = doc["kind"]
-        patch = patches_dir / ("mutating-patch.yaml" if kind.startswith("Mutating") else "validating-patch.yaml")
+        patch = patches_dir / patch_names[0 if kind.startswith("Mutating") else 1]
         for op in yaml.safe_load(patch.read_text()) if patch.is_file() else []:
-            assert op["op"] == "replace" and op["path"].startswith("/webhooks/"), op
-            doc["webhooks"][int(op["path"].rsplit("/", 1)[1])] = op["value"]
+            _apply(doc, op)
         for hook in doc["webhooks"]:
             path = hook["clientConfig"]["service"]["path"]
             hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
         plural = "mutatingwebhookconfigurations" if kind.startswith("Mutating") else "validatingwebhookconfigurations"
         plane.request("POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", doc)
+
+
+def _apply(doc: dict[str, Any], op: dict[str, Any]) -> None:
+    """One JSON patch operation, ``replace`` or ``add`` (what the releases' kustomizations use)."""
+    assert op["op"] in ("replace", "add"), op
+    *parents, last = op["path"].strip("/").split("/")
+    node: Any = doc
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if isinstance(node, list):
+        node[int(last)] = op["value"]
+    else:
+        node[last] = op["value"]
 
 
 @contextmanager

@@ -9,7 +9,6 @@ refuses, kubedra refuses in its words."""
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 import subprocess
@@ -44,30 +43,6 @@ def trainer_module() -> Path:
     return Path(out)
 
 
-def _install_webhooks(plane: ControlPlane, module: Path, port: int, ca: bytes) -> None:
-    """manifests.yaml with the kustomization's patches (names, object selectors), services turned into URLs."""
-    for doc in yaml.safe_load_all((module / "manifests/base/webhook/manifests.yaml").read_text()):
-        if not doc:
-            continue
-        mutating = doc["kind"].startswith("Mutating")
-        patch = module / "manifests/base/webhook" / ("patch_mutating.yaml" if mutating else "patch_validating.yaml")
-        for op in yaml.safe_load(patch.read_text()):
-            *parents, last = op["path"].strip("/").split("/")
-            node = doc
-            for key in parents:
-                node = node[int(key)] if isinstance(node, list) else node[key]
-            if isinstance(node, list):
-                node[int(last)] = op["value"]
-            else:
-                node[last] = op["value"]
-        for hook in doc["webhooks"]:
-            path = hook["clientConfig"]["service"]["path"]
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}",
-                                    "caBundle": base64.b64encode(ca).decode()}
-        plural = "mutatingwebhookconfigurations" if mutating else "validatingwebhookconfigurations"
-        plane.request("POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", doc)
-
-
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     harness.require(BINARY)
@@ -93,7 +68,8 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
         component.start()
         try:
             harness.wait_ready(component, probe)
-            _install_webhooks(started, module, port, ca)
+            harness.install_webhooks(started, module / "manifests/base/webhook", port, ca,
+                                     ("patch_mutating.yaml", "patch_validating.yaml"))
             torch = yaml.safe_load((module / "manifests/base/runtimes/torch_distributed.yaml").read_text())
             started.request("POST", f"/apis/{TRAINER}/clustertrainingruntimes", torch)
             yield started
