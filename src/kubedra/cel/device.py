@@ -86,14 +86,18 @@ class DeviceView:
 
     def content_key(self, reads: frozenset[tuple[str, str]]) -> bytes:
         """Everything an expression that reads only the attributes ``reads`` (and not the cost guard) sees of this
-        device: the driver, those attributes, all capacity and ``allowMultipleAllocations``. Devices with equal keys
-        get equal verdicts from such an expression, so a fleet of alike GPUs is evaluated once."""
+        device: the driver, those attributes, all capacity and ``allowMultipleAllocations``, and the attributes it
+        does not read whose values may fail the activation (a list without DRAListTypeAttributes, a bad version:
+        upstream converts every attribute before evaluating). Devices with equal keys get equal verdicts from such
+        an expression, so a fleet of alike GPUs is evaluated once."""
         found = self._keys.get(reads)
         if found is None:
             driver, device = self.driver, self.device
             read = kept_attributes(device.attributes, driver, reads)
+            risky = {name: value for name, value in device.attributes.items()
+                     if name not in read and not _always_converts(value)}
             found = self._keys[reads] = _KEY_ENCODER.encode(
-                (driver, read, device.capacity, bool(device.allow_multiple_allocations)))
+                (driver, read, device.capacity, bool(device.allow_multiple_allocations), risky))
         return found
 
     def bounds(self) -> Bounds:
@@ -134,6 +138,13 @@ class DeviceView:
             "device.capacity": capacity,
             "device.allowMultipleAllocations": bool(self.device.allow_multiple_allocations),
         }
+
+
+def _always_converts(attribute: DeviceAttribute) -> bool:
+    """Whether the attribute's value reaches CEL whatever the environment (a scalar, or a version that parses)."""
+    if attribute.int is not None or attribute.bool is not None or attribute.string is not None:
+        return True
+    return attribute.version is not None and not isinstance(_semver_message(attribute.version), str)
 
 
 def _list_value(attribute: DeviceAttribute) -> list[Any] | None:
