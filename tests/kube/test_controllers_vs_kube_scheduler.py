@@ -15,14 +15,16 @@ from tests.kube.vs_kube_scheduler import PREEMPTED, Placed, load_scenarios, run_
 SCENARIOS = {s.name: s for s in load_scenarios(CONTROLLER_SCENARIOS)}
 # random_preemption_scenario's seeds that preempt and agreed with the real run twice in a row, the harness acting as
 # the kubelet for start times and stopped pods (``vs_controllers.Kubelet``): 0 (the latest-start rule: the node
-# whose victim came a workload later), 5 and 12 (four preemptions, StatefulSet victims compared by name). Of seeds
+# whose victim came a workload later), 5 and 12 (four preemptions, StatefulSet victims compared by name), 15 and 42
+# (a Job's GPU pods refused for devices on every node keep that message when a later preemption's victim, holding no
+# claim, leaves: DynamicResources has no queueing hint for a pod's deletion, see ``scheduler.queueing_hints``). Of seeds
 # 0..11 the others that preempt are not held out: 1 and 4 turn on selectHost's choice among equally scored nodes
 # (the parallel Filter's order); 10 on the order two pods of one Job finished binding (their DRA PreBind runs
 # concurrently: the later scheduled may bind, and be started, first); 8 disagrees every time: the Deployment's
 # replacement of one victim is made and scheduled within ~25 ms, while the other victims (grace 0) still hold their
 # nodes and their preemptors are nominated there, whereas kubedra removes grace-0 victims and binds their
 # preemptors in the same instant, before the replacement is scheduled.
-PREEMPTION_SEEDS = (0, 5, 12)
+PREEMPTION_SEEDS = (0, 5, 12, 15, 42)
 
 
 @pytest.fixture(scope="module")

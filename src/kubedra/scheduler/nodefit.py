@@ -28,6 +28,7 @@ NATIVE_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 
 
 NODE_NAME_MISMATCH = "node(s) didn't match the requested node name"
+NODE_AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"  # NodeAffinity (Unresolvable)
 PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"  # NodePorts (Unschedulable)
 IMPLICIT_DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 
@@ -84,13 +85,13 @@ def affinity_reason(pod: Pod, node: Node) -> str | None:
     labels = node.metadata.labels
     for key, value in pod.spec.node_selector.items():
         if labels.get(key) != value:
-            return "node(s) didn't match Pod's node affinity/selector"
+            return NODE_AFFINITY_REASON
     affinity = pod.spec.affinity
     required = affinity.node_affinity.required_during_scheduling_ignored_during_execution if (
         affinity and affinity.node_affinity
     ) else None
     if required is not None and not node_selector_matches(required, node.metadata.name, labels):
-        return "node(s) didn't match Pod's node affinity/selector"
+        return NODE_AFFINITY_REASON
     return None
 
 

@@ -1,8 +1,9 @@
 """kube-scheduler's scheduling queue as the run loop keeps it: the active queue, the unschedulable pool and the pods
 a binding moved back (popped once the active queue is empty, as the backoff queue is), each pod's queue timestamp.
 
-A pod that fails goes to the pool; it comes back when a pod finishes (every pod of the pool, ``flush``) or when a
-bound pod may help it by its rejecting plugins' queueing hints (``bound``, ``scheduler.queueing_hints``).
+A pod that fails goes to the pool; it comes back when a pod leaves its node (a victim deleted, a pod finished:
+``pod_left``) or a pod is bound (``bound``), where its rejecting plugins' queueing hints say the event may help it
+(``scheduler.queueing_hints``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubedra.objects.model import Pod
-from kubedra.scheduler.queueing_hints import requeue_after_bind
+from kubedra.scheduler.queueing_hints import ON_POD_DELETE, requeue_after_bind, requeue_after_delete
 
 QueueOrder = tuple[int, float, int]
 
@@ -23,6 +24,7 @@ class SchedulingQueue:
     unschedulable: dict[str, None] = field(default_factory=dict)  # the pool, in the order pods entered it
     # Of those, the pods a bound pod may help and the plugins that rejected them; and the pods a binding moved back.
     hinted: dict[str, frozenset[str]] = field(default_factory=dict)
+    on_delete: dict[str, str] = field(default_factory=dict)  # the pool's pods' ``delete_hint``, where not ON_POD_DELETE
     requeued: list[str] = field(default_factory=list)
     queued: dict[str, tuple[float, int]] = field(default_factory=dict)  # when a pod (re)entered the queue
     _seq: itertools.count[int] = field(default_factory=itertools.count)
@@ -31,19 +33,32 @@ class SchedulingQueue:
         self.active.append(key)
         self.queued[key] = (now, next(self._seq))
 
-    def failed(self, key: str, now: float, hinted_plugins: frozenset[str] = frozenset()) -> None:
+    def failed(
+        self, key: str, now: float, hinted_plugins: frozenset[str] = frozenset(), on_delete: str = ON_POD_DELETE
+    ) -> None:
         """The pod failed at ``now``: to the pool, keeping the time of its failed attempt; ``hinted_plugins``: its
-        rejecting plugins with a hint for a pod being bound."""
+        rejecting plugins with a hint for a pod being bound; ``on_delete``: its ``delete_hint``."""
         self.queued[key] = (now, next(self._seq))
         self.unschedulable[key] = None
         if hinted_plugins:
             self.hinted[key] = hinted_plugins
+        if on_delete != ON_POD_DELETE:
+            self.on_delete[key] = on_delete
+        else:
+            self.on_delete.pop(key, None)
 
-    def flush(self) -> None:
-        """A pod finished (room was freed): every pod of the pool back to the active queue."""
-        self.active.extend(self.unschedulable)
-        self.unschedulable.clear()
-        self.hinted.clear()
+    def pod_left(self, deallocated: bool) -> None:
+        """Assigned pods left their nodes (``deallocated``: claims of theirs were deallocated): the pool's pods whose
+        rejecting plugins may be helped back to the active queue, in the order they entered the pool."""
+        staying: dict[str, None] = {}
+        for key in self.unschedulable:
+            if requeue_after_delete(self.on_delete.get(key, ON_POD_DELETE), deallocated):
+                self.active.append(key)
+                self.hinted.pop(key, None)
+                self.on_delete.pop(key, None)
+            else:
+                staying[key] = None
+        self.unschedulable = staying
 
     def bound(self, pod: Pod, pending: Callable[[str], Pod]) -> None:
         """``pod`` was bound (``AssignedPod`` Add): the pool's pods it may help are moved back."""
@@ -52,6 +67,7 @@ class SchedulingQueue:
                 del self.hinted[key]
             elif requeue_after_bind(pending(key), plugins, pod):
                 del self.hinted[key], self.unschedulable[key]
+                self.on_delete.pop(key, None)
                 self.requeued.append(key)
 
     def take_active(self, order: Callable[[str], QueueOrder]) -> list[str]:

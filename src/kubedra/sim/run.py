@@ -41,7 +41,7 @@ from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.gangs import GroupOutcome
 from kubedra.scheduler.outcome import Failed, Placement, Unschedulable
 from kubedra.scheduler.preemption import NEVER, NodeSizes, Preemption, without_victims
-from kubedra.scheduler.queueing_hints import bind_hinted_plugins
+from kubedra.scheduler.queueing_hints import ON_POD_DELETE, bind_hinted_plugins, delete_hint
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
@@ -136,6 +136,7 @@ class Simulation:
     _order: list[str] = field(default_factory=list)
     _jobs: dict[str, JobProgress] = field(default_factory=dict)
     _now: float = 0.0
+    _deallocated: bool = False  # a claim was deallocated in the current instant (DynamicResources' claim hint)
     _binds: int = 0  # pods bound so far (each bound pod's ``start_order``)
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # PodGroups by key, their status kept current
     _gangs: GangQueue | None = None  # made when the first pod of a group is added (GenericWorkload on)
@@ -296,7 +297,7 @@ class Simulation:
         pods = self.state.pods
         while self._instants:
             self._now = now = self._instants[0]
-            freed = False
+            freed = self._deallocated = False
             events = self._at[now]
             i = 0
             while i < len(events):  # events made at this instant while it is processed join it (a Job's next pod)
@@ -306,7 +307,7 @@ class Simulation:
             heapq.heappop(self._instants)
             del self._at[now]  # what binding schedules for this instant (run-for 0) is the next instant
             if freed:
-                self.queue.flush()
+                self.queue.pod_left(self._deallocated)
             done += self._drain()
             if self._in_order:
                 self._jobset_steps()
@@ -581,9 +582,11 @@ class Simulation:
             self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
         record.pending_reason = message
         hinted: frozenset[str] = frozenset()  # a group's member is tried again by its group's cycle
+        on_delete = ON_POD_DELETE
         if isinstance(outcome, Unschedulable) and not record.group:
             hinted = bind_hinted_plugins(outcome.reasons)
-        self.queue.failed(key, self._now, hinted)
+            on_delete = delete_hint(outcome.reasons)
+        self.queue.failed(key, self._now, hinted, on_delete)
 
     def _bind(self, record: PodRecord, placement: Placement, *, scheduled: bool = True) -> None:
         """The pod bound to ``placement``'s node (claims allocated, ``Running``) and started: one ``scheduled`` takes
@@ -688,6 +691,7 @@ class Simulation:
                 continue
             outcome = release(claim, record.pod)
             if outcome.deallocated is not None:
+                self._deallocated = True  # DynamicResources' hint for the claim's update: Queue
                 held = self.state.devices.mark(outcome.deallocated, -1)
                 if self.on_release is not None:
                     self.on_release(claim)
