@@ -118,6 +118,7 @@ class Search:
     def prepare(self) -> None:  # noqa: PLR0912
         """Validate every claim and request, in upstream's order and with its messages."""
         f = self.features
+        per_request_limit = f.code != "1.36"  # v0.37.2 checks the limit request by request, v0.36.3 per claim
         for ci, claim in enumerate(self.claims):
             ref = self.refs[ci]
             slots: list[list[RequestData]] = []
@@ -148,13 +149,16 @@ class Search:
                     exact = request.exactly if request.exactly is not None else ExactDeviceRequest()
                     alternatives.append(self._validated(ci, claim, exact, request.name, None))
                 least = min(rd.num_devices for rd in alternatives)
-                if least > MAX_RESULTS - min_claim:
+                if per_request_limit and least > MAX_RESULTS - min_claim:
                     raise AllocationError(
                         f"claim {ref}, request {request.name}: adding {least} devices exceeds the claim limit of "
                         f"{MAX_RESULTS}, with {min_claim} already accounted for"
                     )
                 min_claim += least
                 slots.append(alternatives)
+            if min_claim > MAX_RESULTS:  # v0.36: the claim's total, once every request is validated
+                raise AllocationError(
+                    f"claim {ref}: number of requested devices {min_claim} exceeds the claim limit of {MAX_RESULTS}")
             constraints = claim_constraints(claim, f)
             for alternatives in slots:
                 for rd in alternatives:
