@@ -4,7 +4,8 @@ evaluates them on create (``apiextensions-apiserver/pkg/apiserver/schema/cel/val
 Each rule of a schema node runs with ``self`` bound to the object's value there, wherever that value is present
 (a rule on an optional field that is absent does not run). Transition rules, those that read ``oldSelf``, have no old
 object on create and are skipped, as upstream skips them. A rule that is false fails at its node (or at its
-``fieldPath`` below it) with its ``messageExpression``'s result, else its ``message``, else ``failed rule: <rule>``,
+``fieldPath`` below it) with its ``messageExpression``'s result, trimmed (unless it errs, is empty or spans lines),
+else its ``message``, trimmed, else ``failed rule: <rule>`` (trimmed),
 worded as v1.37's ``field.Invalid`` (``Invalid value: <message>`` for an object or a list, ``Invalid value:
 "<value>": <message>`` for a scalar), or as the ``reason`` asks (``FieldValueForbidden``, ``FieldValueRequired``,
 ``FieldValueDuplicate``); a rule at the root fails at ``<nil>``. Wording checked against the real kube-apiserver
@@ -24,6 +25,7 @@ from functools import cache
 from typing import Any
 
 _OLD_SELF = re.compile(r"\boldSelf\b")
+MAX_MESSAGE_BYTES = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
 _REASONS = {"FieldValueForbidden": "Forbidden", "FieldValueRequired": "Required value"}
 
 
@@ -124,7 +126,8 @@ class CelRules:
                 message_program = env.compile(raw["messageExpression"])
             except RuntimeError:
                 message_program = None
-        message = raw["message"] if isinstance(raw.get("message"), str) else f"failed rule: {text}"
+        given = raw["message"] if isinstance(raw.get("message"), str) else ""
+        message = given.strip() if given else f"failed rule: {text.strip()}"
         return Rule(text, program, message, message_program, str(raw.get("fieldPath") or ""),
                     str(raw.get("reason") or ""))
 
@@ -168,13 +171,23 @@ def _evaluate(rule: Rule, value: Any) -> str | None:
     if result.value() is not False:
         return runtime_message(str(result.value()))
     if rule.message_program is not None:
-        try:
-            text = rule.message_program.eval(activation).value()
-        except RuntimeError:
-            text = None
-        if isinstance(text, str) and text.strip():
-            return text
+        return _message(rule, rule.message_program, activation)
     return rule.message
+
+
+def _message(rule: Rule, program: Any, activation: Any) -> str:
+    """The ``messageExpression``'s string, trimmed; the rule's message where it errs, is no string, is empty, is
+    too long or spans lines (``evalMessageExpression``)."""
+    from cel_expr_python import cel
+
+    try:
+        result = program.eval(activation)
+    except RuntimeError:
+        return rule.message
+    text = result.value().strip() if result.type() == cel.Type.STRING else ""
+    if not text or "\n" in text or len(text.encode()) > MAX_MESSAGE_BYTES:
+        return rule.message
+    return str(text)
 
 
 def _representable(value: Any) -> bool:
