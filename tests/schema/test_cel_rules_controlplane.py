@@ -164,6 +164,7 @@ SPEC = {
             {"rule": "has(self.a)", "messageExpression": "'missing ' + self.a"}]},
         "count": {"type": "object", "properties": {"n": {"type": "integer"}}, "x-kubernetes-validations": [
             {"rule": "self.n > 0", "fieldPath": ".n", "reason": "FieldValueForbidden", "message": "n positive"}]},
+        "flex": {"x-kubernetes-int-or-string": True, "x-kubernetes-validations": [{"rule": "self + 1 > 0"}]},
         "immutable": _string({"rule": "self == oldSelf", "message": "immutable"},
                              {"rule": "oldSelf.hasValue()", "optionalOldSelf": True, "message": "only on update"},
                              {"rule": "!oldSelf.hasValue() || self == oldSelf.value()", "optionalOldSelf": True,
@@ -218,6 +219,8 @@ PROBES: list[tuple[str, dict[str, Any]]] = [
     ("messageExpression blank without message", {"blank": "no"}),
     ("messageExpression multi-line", {"multiline": "no"}),
     ("messageExpression that errs", {"broken": {}}),
+    ("a runtime error", {"count": {}}),
+    ("an overload error at runtime", {"flex": "a"}),
     ("in a list of objects", {"items": [{"name": "a", "size": 1}, {"name": "bad", "size": 200}]}),
 ]
 

@@ -8,7 +8,9 @@ object on create and are skipped, as upstream skips them. A rule that is false f
 else its ``message``, trimmed, else ``failed rule: <rule>`` (trimmed),
 worded as v1.37's ``field.Invalid`` (``Invalid value: <message>`` for an object or a list, ``Invalid value:
 "<value>": <message>`` for a scalar), or as the ``reason`` asks (``FieldValueForbidden``, ``FieldValueRequired``,
-``FieldValueDuplicate``); a rule at the root fails at ``<nil>``. Wording checked against the real kube-apiserver
+``FieldValueDuplicate``); a rule at the root fails at ``<nil>``. A rule whose evaluation errs fails at its node
+whatever its fieldPath and reason, ``Invalid value: "<the schema's type>": <error> evaluating rule: <its message, else
+its text>``. Wording checked against the real kube-apiserver
 (``tests/schema/test_cel_rules_controlplane.py``).
 
 The environment is kubedra's CEL (cel-cpp) with ``self`` declared dynamic and the Kubernetes libraries the DRA
@@ -39,6 +41,7 @@ class Rule:
     message_program: Any | None
     field_path: str
     reason: str
+    given_message: str  # ``message``, trimmed ("" where none)
 
 
 @dataclass
@@ -129,7 +132,7 @@ class CelRules:
         given = raw["message"] if isinstance(raw.get("message"), str) else ""
         message = given.strip() if given else f"failed rule: {text.strip()}"
         return Rule(text, program, message, message_program, str(raw.get("fieldPath") or ""),
-                    str(raw.get("reason") or ""))
+                    str(raw.get("reason") or ""), given.strip())
 
     def problems(self, document: Any) -> list[tuple[tuple[Any, ...], str]]:
         """(path as keys and indexes, message) for each rule ``document`` fails."""
@@ -142,7 +145,9 @@ class CelRules:
             return
         for rule in node.rules:
             failed = _evaluate(rule, value)
-            if failed is not None:
+            if isinstance(failed, _Erred):  # at the node, whatever the fieldPath and reason
+                out.append((path, f'Invalid value: "{node.type}": {_erred(rule, failed.text)}'))
+            elif failed is not None:
                 out.append(((*path, *_relative(rule.field_path)), _worded(rule, value, failed)))
         if isinstance(value, dict):
             for key, child in value.items():
@@ -154,8 +159,24 @@ class CelRules:
                 self._check(node.items, child, (*path, index), out)
 
 
-def _evaluate(rule: Rule, value: Any) -> str | None:
-    """None where the rule holds; else the failure's message (a runtime error's text where it errs)."""
+@dataclass(frozen=True)
+class _Erred:
+    """A rule whose evaluation failed: cel-go's words for the error."""
+
+    text: str
+
+
+def _erred(rule: Rule, error: str) -> str:
+    """A runtime error as ``validateExpressions`` words it, naming the rule by its message, else its text."""
+    name = rule.given_message or rule.rule.strip()
+    if error.startswith("no such overload"):  # cel-go's operators name no overload: "no such overload"
+        return ("'no such overload': call arguments did not match a supported operator, function or macro "
+                f"signature for rule: {name}")
+    return f"{error} evaluating rule: {name}"
+
+
+def _evaluate(rule: Rule, value: Any) -> str | _Erred | None:
+    """None where the rule holds; else the failure's message, or the runtime error where it errs."""
     from kubedra.cel.program import runtime_message
 
     if not _representable(value):
@@ -165,11 +186,11 @@ def _evaluate(rule: Rule, value: Any) -> str | None:
     try:
         result = rule.program.eval(activation)
     except RuntimeError as exc:
-        return runtime_message(str(exc))
+        return _Erred(runtime_message(str(exc)))
     if result.value() is True:
         return None
     if result.value() is not False:
-        return runtime_message(str(result.value()))
+        return _Erred(runtime_message(str(result.value())))
     if rule.message_program is not None:
         return _message(rule, rule.message_program, activation)
     return rule.message
