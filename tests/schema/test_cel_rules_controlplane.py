@@ -221,6 +221,7 @@ PROBES: list[tuple[str, dict[str, Any]]] = [
     ("messageExpression that errs", {"broken": {}}),
     ("a runtime error", {"count": {}}),
     ("an overload error at runtime", {"flex": "a"}),
+    ("transition rules on create", {"immutable": "x"}),
     ("in a list of objects", {"items": [{"name": "a", "size": 1}, {"name": "bad", "size": 200}]}),
 ]
 

@@ -3,7 +3,8 @@ evaluates them on create (``apiextensions-apiserver/pkg/apiserver/schema/cel/val
 
 Each rule of a schema node runs with ``self`` bound to the object's value there, wherever that value is present
 (a rule on an optional field that is absent does not run). Transition rules, those that read ``oldSelf``, have no old
-object on create and are skipped, as upstream skips them. A rule that is false fails at its node (or at its
+object on create and are skipped, as upstream skips them, but for those with ``optionalOldSelf``: they run with
+``oldSelf`` an empty optional (``CRDValidationRatcheting``). A rule that is false fails at its node (or at its
 ``fieldPath`` below it) with its ``messageExpression``'s result, trimmed (unless it errs, is empty or spans lines),
 else its ``message``, trimmed, else ``failed rule: <rule>`` (trimmed),
 worded as v1.37's ``field.Invalid`` (``Invalid value: <message>`` for an object or a list, ``Invalid value:
@@ -115,14 +116,16 @@ class CelRules:
         if not isinstance(raw, dict) or not isinstance(raw.get("rule"), str):
             return None
         text = raw["rule"]
-        if _OLD_SELF.search(text):
-            return None  # a transition rule: no old object on create
-        env = _environment()
-        try:
-            program = env.compile(text)
-        except RuntimeError:
+        program = _compiled(text)
+        if program is None and _OLD_SELF.search(text):  # a transition rule: it reads oldSelf
+            if raw.get("optionalOldSelf") is not True:
+                return None  # no old object on create: skipped
+            # CRDValidationRatcheting: with optionalOldSelf it runs on create, oldSelf an empty optional
+            program = _compiled(f"cel.bind(oldSelf, optional.none(), {text}\n)")
+        if program is None:
             self.unevaluated.append(text)
             return None
+        env = _environment()
         message_program = None
         if isinstance(raw.get("messageExpression"), str):
             try:
@@ -157,6 +160,13 @@ class CelRules:
         elif isinstance(value, list) and node.items is not None:
             for index, child in enumerate(value):
                 self._check(node.items, child, (*path, index), out)
+
+
+def _compiled(text: str) -> Any | None:
+    try:
+        return _environment().compile(text)
+    except RuntimeError:
+        return None
 
 
 @dataclass(frozen=True)
