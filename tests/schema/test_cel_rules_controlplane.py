@@ -185,6 +185,8 @@ SPEC = {
          "reason": "FieldValueRequired", "message": "dotted"},
         {"rule": "!has(self.labels) || !('gated' in self.labels)", "fieldPath": ".labels['gated']",
          "reason": "FieldValueForbidden", "message": "no gated label"},
+        {"rule": "!has(self.limits) || !(\"it's\" in self.limits)", "fieldPath": ".limits['it\\'s'].max",
+         "reason": "FieldValueForbidden", "message": "no it's limit"},
     ],
 }
 PROBE_CRD = {
@@ -223,6 +225,8 @@ PROBES: list[tuple[str, dict[str, Any]]] = [
     ("an overload error at runtime", {"flex": "a"}),
     ("transition rules on create", {"immutable": "x"}),
     ("in a list of objects", {"items": [{"name": "a", "size": 1}, {"name": "bad", "size": 200}]}),
+    ("in a map of objects", {"limits": {"gpu": {"max": -1}, "cpu": {"max": 5000}, "it's": {"max": 1}}}),
+    ("in a map of strings and at its keys", {"labels": {"team": "bad", "blocked": "x", "gated": "y"}}),
 ]
 
 

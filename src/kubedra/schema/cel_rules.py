@@ -9,7 +9,8 @@ object on create and are skipped, as upstream skips them, but for those with ``o
 else its ``message``, trimmed, else ``failed rule: <rule>`` (trimmed),
 worded as v1.37's ``field.Invalid`` (``Invalid value: <message>`` for an object or a list, ``Invalid value:
 "<value>": <message>`` for a scalar), or as the ``reason`` asks (``FieldValueForbidden``, ``FieldValueRequired``,
-``FieldValueDuplicate``); a rule at the root fails at ``<nil>``. A rule whose evaluation errs fails at its node
+``FieldValueDuplicate``); a rule at the root fails at ``<nil>``, one in a list's item or a map's entry at its
+index or key (``spec.limits[gpu].max``, ``schema.rule_paths``). A rule whose evaluation errs fails at its node
 whatever its fieldPath and reason, ``Invalid value: "<the schema's type>": <error> evaluating rule: <its message, else
 its text>``. Wording checked against the real kube-apiserver
 (``tests/schema/test_cel_rules_controlplane.py``).
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from kubedra.schema.rule_paths import MapKey, field_path
+
 _OLD_SELF = re.compile(r"\boldSelf\b")
 MAX_MESSAGE_BYTES = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
 _REASONS = {"FieldValueForbidden": "Forbidden", "FieldValueRequired": "Required value"}
@@ -40,7 +43,7 @@ class Rule:
     program: Any
     message: str
     message_program: Any | None
-    field_path: str
+    field_path: tuple[str, ...]  # resolved against the rule's node (``rule_paths.field_path``)
     reason: str
     given_message: str  # ``message``, trimmed ("" where none)
 
@@ -94,7 +97,7 @@ class CelRules:
             return node
         node.type = str(schema.get("type") or "")
         for raw in schema.get("x-kubernetes-validations") or []:
-            rule = self._rule(raw)
+            rule = self._rule(raw, schema)
             if rule is not None:
                 node.rules.append(rule)
         node.known = frozenset(schema.get("properties") or {})
@@ -112,7 +115,7 @@ class CelRules:
             node.items = None if below.empty() else below
         return node
 
-    def _rule(self, raw: Any) -> Rule | None:
+    def _rule(self, raw: Any, schema: dict[str, Any]) -> Rule | None:
         if not isinstance(raw, dict) or not isinstance(raw.get("rule"), str):
             return None
         text = raw["rule"]
@@ -134,7 +137,7 @@ class CelRules:
                 message_program = None
         given = raw["message"] if isinstance(raw.get("message"), str) else ""
         message = given.strip() if given else f"failed rule: {text.strip()}"
-        return Rule(text, program, message, message_program, str(raw.get("fieldPath") or ""),
+        return Rule(text, program, message, message_program, field_path(str(raw.get("fieldPath") or ""), schema),
                     str(raw.get("reason") or ""), given.strip())
 
     def problems(self, document: Any) -> list[tuple[tuple[Any, ...], str]]:
@@ -151,12 +154,15 @@ class CelRules:
             if isinstance(failed, _Erred):  # at the node, whatever the fieldPath and reason
                 out.append((path, f'Invalid value: "{node.type}": {_erred(rule, failed.text)}'))
             elif failed is not None:
-                out.append(((*path, *_relative(rule.field_path)), _worded(rule, value, failed)))
+                out.append(((*path, *rule.field_path), _worded(rule, value, failed)))
         if isinstance(value, dict):
             for key, child in value.items():
-                below = node.properties.get(key) if key in node.known else node.additional
+                if key in node.known:
+                    below, part = node.properties.get(key), key
+                else:
+                    below, part = node.additional, MapKey(key)
                 if below is not None:
-                    self._check(below, child, (*path, key), out)
+                    self._check(below, child, (*path, part), out)
         elif isinstance(value, list) and node.items is not None:
             for index, child in enumerate(value):
                 self._check(node.items, child, (*path, index), out)
@@ -241,8 +247,3 @@ def _worded(rule: Rule, value: Any, message: str) -> str:
     if rule.reason == "FieldValueDuplicate":
         return f"Duplicate value: {shown}"
     return f"Invalid value: {shown}: {message}"
-
-
-def _relative(path: str) -> tuple[str, ...]:
-    """``.spec.foo`` and ``['a.b']`` as keys."""
-    return tuple(m.group(1) or m.group(2) for m in re.finditer(r"\.([A-Za-z0-9_$-]+)|\['([^']*)'\]", path))
