@@ -31,7 +31,7 @@ pytestmark = pytest.mark.controlplane
 UNPROCESSABLE = 422
 # the vendored kinds with rules that run on create
 RULED = ("GPUCluster", "JobSet", "RayCluster", "RayJob", "TrainJob", "ClusterTrainingRuntime")
-PLURALS = {"GPUCluster": "gpuclusters", "JobSet": "jobsets", "RayCluster": "rayclusters", "RayJob": "rayjobs",
+PLURALS = {"Probe": "probes", "GPUCluster": "gpuclusters", "JobSet": "jobsets", "RayCluster": "rayclusters", "RayJob": "rayjobs",
            "TrainJob": "trainjobs", "ClusterTrainingRuntime": "clustertrainingruntimes"}
 CLUSTER_SCOPED = ("GPUCluster", "ClusterTrainingRuntime")
 
@@ -125,3 +125,134 @@ def test_kubedra_refuses_what_the_api_server_refuses_in_its_words(
     real = _causes(served, namespace, document)
     ours = sorted((p.path, p.message) for p in SchemaChecker("1.35").check(document))
     assert ours == real
+
+
+# A CRD of the tests' own: a rule for each of ``reason``, ``fieldPath``, ``messageExpression`` (one that is empty,
+# blank, multi-line or fails), ``optionalOldSelf`` and transition rules on create, a runtime error, and rules inside
+# a list of objects and maps (where the path carries indexes and keys).
+def _string(*rules: dict[str, Any], **more: Any) -> dict[str, Any]:
+    return {"type": "string", "maxLength": 16, **more, **({"x-kubernetes-validations": list(rules)} if rules else {})}
+
+
+ITEM = {"type": "object", "properties": {"name": _string({"rule": "self != 'bad'", "message": "bad name"}),
+                                         "size": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "!has(self.size) || self.size <= 100", "fieldPath": ".size",
+                                      "message": "size at most 100"}]}
+LIMIT = {"type": "object", "properties": {"max": {"type": "integer", "x-kubernetes-validations": [
+    {"rule": "self < 1000", "messageExpression": "'max is ' + (self > 9999 ? 'far ' : '') + 'too big'"}]}},
+         "x-kubernetes-validations": [{"rule": "!has(self.max) || self.max > 0", "fieldPath": ".max",
+                                       "reason": "FieldValueForbidden", "message": "max must be positive"}]}
+OK = "self == 'ok'"
+SPEC = {
+    "type": "object",
+    "properties": {
+        "forbidden": _string(), "needs": _string(), "required": _string(), "dotted.name": _string(),
+        "names": {"type": "array", "maxItems": 8, "items": _string(), "x-kubernetes-validations": [
+            {"rule": "self.all(x, self.exists_one(y, y == x))", "reason": "FieldValueDuplicate",
+             "message": "names must be unique"}]},
+        "tag": _string({"rule": "self != 'dup'", "reason": "FieldValueDuplicate"},
+                       {"rule": "self.size() < 5", "reason": "FieldValueInvalid", "message": "  tag too long  "},
+                       {"rule": "  self != 'spaced'  "}),
+        "replicas": {"type": "integer", "x-kubernetes-validations": [
+            {"rule": "self <= 10", "messageExpression": "self > 20 ? 'replicas far above 10' : 'replicas above 10'",
+             "message": "too many"}]},
+        "padded": _string({"rule": OK, "messageExpression": "'  padded ' + self + '  '"}),
+        "quiet": _string({"rule": OK, "messageExpression": "''", "message": "quiet must be ok"}),
+        "blank": _string({"rule": OK, "messageExpression": "'   '"}),
+        "multiline": _string({"rule": OK, "messageExpression": "'line one\\nline two'", "message": "one line"}),
+        "broken": {"type": "object", "properties": {"a": _string()}, "x-kubernetes-validations": [
+            {"rule": "has(self.a)", "messageExpression": "'missing ' + self.a"}]},
+        "count": {"type": "object", "properties": {"n": {"type": "integer"}}, "x-kubernetes-validations": [
+            {"rule": "self.n > 0", "fieldPath": ".n", "reason": "FieldValueForbidden", "message": "n positive"}]},
+        "flex": {"x-kubernetes-int-or-string": True, "x-kubernetes-validations": [{"rule": "self + 1 > 0"}]},
+        "immutable": _string({"rule": "self == oldSelf", "message": "immutable"},
+                             {"rule": "oldSelf.hasValue()", "optionalOldSelf": True, "message": "only on update"},
+                             {"rule": "!oldSelf.hasValue() || self == oldSelf.value()", "optionalOldSelf": True,
+                              "message": "unchanged"}),
+        "items": {"type": "array", "maxItems": 8, "items": ITEM},
+        "limits": {"type": "object", "maxProperties": 8, "additionalProperties": LIMIT},
+        "labels": {"type": "object", "maxProperties": 8, "additionalProperties": _string(
+            {"rule": "self != 'bad'", "message": "bad label"}), "x-kubernetes-validations": [
+            {"rule": "!('blocked' in self)", "fieldPath": "['blocked']", "reason": "FieldValueForbidden"}]},
+    },
+    "x-kubernetes-validations": [
+        {"rule": "!has(self.forbidden)", "fieldPath": ".forbidden", "reason": "FieldValueForbidden",
+         "message": "forbidden is forbidden"},
+        {"rule": "!has(self.needs) || self.needs != 'required' || has(self.required)", "fieldPath": ".required",
+         "reason": "FieldValueRequired", "message": "required when needs is required"},
+        {"rule": "!has(self.needs) || self.needs != 'plain'", "reason": "FieldValueRequired"},
+        {"rule": "!has(self.needs) || self.needs != 'dotted'", "fieldPath": "['dotted.name']",
+         "reason": "FieldValueRequired", "message": "dotted"},
+        {"rule": "!has(self.labels) || !('gated' in self.labels)", "fieldPath": ".labels['gated']",
+         "reason": "FieldValueForbidden", "message": "no gated label"},
+        {"rule": "!has(self.limits) || !(\"it's\" in self.limits)", "fieldPath": ".limits['it\\'s'].max",
+         "reason": "FieldValueForbidden", "message": "no it's limit"},
+    ],
+}
+PROBE_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "probes.oracle.example.com"},
+    "spec": {"group": "oracle.example.com", "scope": "Namespaced",
+             "names": {"plural": "probes", "singular": "probe", "kind": "Probe", "listKind": "ProbeList"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "properties": {"spec": SPEC}, "x-kubernetes-validations": [
+                     {"rule": "!has(self.spec) || !has(self.spec.needs) || self.spec.needs != 'root'"
+                              " || has(self.spec.required)", "fieldPath": ".spec.required",
+                      "reason": "FieldValueRequired", "message": "root says required"}]}}}]},
+}
+
+
+def _probe(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "oracle.example.com/v1", "kind": "Probe", "metadata": {"name": "p"}, "spec": spec}
+
+
+PROBES: list[tuple[str, dict[str, Any]]] = [
+    ("Forbidden at a fieldPath", {"forbidden": "x"}),
+    ("Required at a fieldPath", {"needs": "required"}),
+    ("Required without message or fieldPath", {"needs": "plain"}),
+    ("Required from the root", {"needs": "root"}),
+    ("Required at a quoted fieldPath", {"needs": "dotted"}),
+    ("Duplicate in a list", {"names": ["a", "b", "a"]}),
+    ("Duplicate of a scalar", {"tag": "dup"}),
+    ("Invalid with a padded message and a padded rule", {"tag": "spaced"}),
+    ("messageExpression", {"replicas": 12}),
+    ("messageExpression padded", {"padded": "no"}),
+    ("messageExpression empty", {"quiet": "no"}),
+    ("messageExpression blank without message", {"blank": "no"}),
+    ("messageExpression multi-line", {"multiline": "no"}),
+    ("messageExpression that errs", {"broken": {}}),
+    ("a runtime error", {"count": {}}),
+    ("an overload error at runtime", {"flex": "a"}),
+    ("transition rules on create", {"immutable": "x"}),
+    ("in a list of objects", {"items": [{"name": "a", "size": 1}, {"name": "bad", "size": 200}]}),
+    ("in a map of objects", {"limits": {"gpu": {"max": -1}, "cpu": {"max": 5000}, "it's": {"max": 1}}}),
+    ("in a map of strings and at its keys", {"labels": {"team": "bad", "blocked": "x", "gated": "y"}}),
+]
+
+
+@pytest.fixture(scope="module")
+def probes(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """``PROBE_CRD``, served by the session's API server (removed afterwards)."""
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    control_plane.request("POST", path, PROBE_CRD)
+
+    def established() -> bool:
+        conditions = (control_plane.get(f"{path}/probes.oracle.example.com").get("status") or {}).get("conditions")
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions or [])
+
+    control_plane.wait_for(established, timeout=60, what="the probes CRD to be established")
+    try:
+        yield control_plane
+    finally:
+        control_plane.request("DELETE", f"{path}/probes.oracle.example.com")
+
+
+@pytest.mark.parametrize(("what", "spec"), PROBES, ids=[w for w, _ in PROBES])
+def test_rule_reasons_paths_and_messages_as_the_api_server_words_them(
+    probes: ControlPlane, namespace: str, what: str, spec: dict[str, Any]
+) -> None:
+    document = _probe(spec)
+    real = _causes(probes, namespace, document)
+    checker = SchemaChecker("1.35")
+    checker.add_crd(PROBE_CRD)
+    assert sorted((p.path, p.message) for p in checker.check(document)) == real

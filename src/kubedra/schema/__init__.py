@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from kubedra.schema.published import CustomSchemas, Published
+from kubedra.schema.rule_paths import printed
 
 KUBEDRA_GROUP = "kubedra.io"
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
@@ -44,10 +45,7 @@ def releases() -> list[str]:
 
 
 def _path(parts: Any) -> str:
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+    return printed(parts)
 
 
 class SchemaChecker:

@@ -3,11 +3,16 @@ evaluates them on create (``apiextensions-apiserver/pkg/apiserver/schema/cel/val
 
 Each rule of a schema node runs with ``self`` bound to the object's value there, wherever that value is present
 (a rule on an optional field that is absent does not run). Transition rules, those that read ``oldSelf``, have no old
-object on create and are skipped, as upstream skips them. A rule that is false fails at its node (or at its
-``fieldPath`` below it) with its ``messageExpression``'s result, else its ``message``, else ``failed rule: <rule>``,
+object on create and are skipped, as upstream skips them, but for those with ``optionalOldSelf``: they run with
+``oldSelf`` an empty optional (``CRDValidationRatcheting``). A rule that is false fails at its node (or at its
+``fieldPath`` below it) with its ``messageExpression``'s result, trimmed (unless it errs, is empty or spans lines),
+else its ``message``, trimmed, else ``failed rule: <rule>`` (trimmed),
 worded as v1.37's ``field.Invalid`` (``Invalid value: <message>`` for an object or a list, ``Invalid value:
 "<value>": <message>`` for a scalar), or as the ``reason`` asks (``FieldValueForbidden``, ``FieldValueRequired``,
-``FieldValueDuplicate``); a rule at the root fails at ``<nil>``. Wording checked against the real kube-apiserver
+``FieldValueDuplicate``); a rule at the root fails at ``<nil>``, one in a list's item or a map's entry at its
+index or key (``spec.limits[gpu].max``, ``schema.rule_paths``). A rule whose evaluation errs fails at its node
+whatever its fieldPath and reason, ``Invalid value: "<the schema's type>": <error> evaluating rule: <its message, else
+its text>``. Wording checked against the real kube-apiserver
 (``tests/schema/test_cel_rules_controlplane.py``).
 
 The environment is kubedra's CEL (cel-cpp) with ``self`` declared dynamic and the Kubernetes libraries the DRA
@@ -23,7 +28,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from kubedra.schema.rule_paths import MapKey, field_path
+
 _OLD_SELF = re.compile(r"\boldSelf\b")
+MAX_MESSAGE_BYTES = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
 _REASONS = {"FieldValueForbidden": "Forbidden", "FieldValueRequired": "Required value"}
 
 
@@ -35,8 +43,9 @@ class Rule:
     program: Any
     message: str
     message_program: Any | None
-    field_path: str
+    field_path: tuple[str, ...]  # resolved against the rule's node (``rule_paths.field_path``)
     reason: str
+    given_message: str  # ``message``, trimmed ("" where none)
 
 
 @dataclass
@@ -88,7 +97,7 @@ class CelRules:
             return node
         node.type = str(schema.get("type") or "")
         for raw in schema.get("x-kubernetes-validations") or []:
-            rule = self._rule(raw)
+            rule = self._rule(raw, schema)
             if rule is not None:
                 node.rules.append(rule)
         node.known = frozenset(schema.get("properties") or {})
@@ -106,27 +115,30 @@ class CelRules:
             node.items = None if below.empty() else below
         return node
 
-    def _rule(self, raw: Any) -> Rule | None:
+    def _rule(self, raw: Any, schema: dict[str, Any]) -> Rule | None:
         if not isinstance(raw, dict) or not isinstance(raw.get("rule"), str):
             return None
         text = raw["rule"]
-        if _OLD_SELF.search(text):
-            return None  # a transition rule: no old object on create
-        env = _environment()
-        try:
-            program = env.compile(text)
-        except RuntimeError:
+        program = _compiled(text)
+        if program is None and _OLD_SELF.search(text):  # a transition rule: it reads oldSelf
+            if raw.get("optionalOldSelf") is not True:
+                return None  # no old object on create: skipped
+            # CRDValidationRatcheting: with optionalOldSelf it runs on create, oldSelf an empty optional
+            program = _compiled(f"cel.bind(oldSelf, optional.none(), {text}\n)")
+        if program is None:
             self.unevaluated.append(text)
             return None
+        env = _environment()
         message_program = None
         if isinstance(raw.get("messageExpression"), str):
             try:
                 message_program = env.compile(raw["messageExpression"])
             except RuntimeError:
                 message_program = None
-        message = raw["message"] if isinstance(raw.get("message"), str) else f"failed rule: {text}"
-        return Rule(text, program, message, message_program, str(raw.get("fieldPath") or ""),
-                    str(raw.get("reason") or ""))
+        given = raw["message"] if isinstance(raw.get("message"), str) else ""
+        message = given.strip() if given else f"failed rule: {text.strip()}"
+        return Rule(text, program, message, message_program, field_path(str(raw.get("fieldPath") or ""), schema),
+                    str(raw.get("reason") or ""), given.strip())
 
     def problems(self, document: Any) -> list[tuple[tuple[Any, ...], str]]:
         """(path as keys and indexes, message) for each rule ``document`` fails."""
@@ -139,20 +151,48 @@ class CelRules:
             return
         for rule in node.rules:
             failed = _evaluate(rule, value)
-            if failed is not None:
-                out.append(((*path, *_relative(rule.field_path)), _worded(rule, value, failed)))
+            if isinstance(failed, _Erred):  # at the node, whatever the fieldPath and reason
+                out.append((path, f'Invalid value: "{node.type}": {_erred(rule, failed.text)}'))
+            elif failed is not None:
+                out.append(((*path, *rule.field_path), _worded(rule, value, failed)))
         if isinstance(value, dict):
             for key, child in value.items():
-                below = node.properties.get(key) if key in node.known else node.additional
+                if key in node.known:
+                    below, part = node.properties.get(key), key
+                else:
+                    below, part = node.additional, MapKey(key)
                 if below is not None:
-                    self._check(below, child, (*path, key), out)
+                    self._check(below, child, (*path, part), out)
         elif isinstance(value, list) and node.items is not None:
             for index, child in enumerate(value):
                 self._check(node.items, child, (*path, index), out)
 
 
-def _evaluate(rule: Rule, value: Any) -> str | None:
-    """None where the rule holds; else the failure's message (a runtime error's text where it errs)."""
+def _compiled(text: str) -> Any | None:
+    try:
+        return _environment().compile(text)
+    except RuntimeError:
+        return None
+
+
+@dataclass(frozen=True)
+class _Erred:
+    """A rule whose evaluation failed: cel-go's words for the error."""
+
+    text: str
+
+
+def _erred(rule: Rule, error: str) -> str:
+    """A runtime error as ``validateExpressions`` words it, naming the rule by its message, else its text."""
+    name = rule.given_message or rule.rule.strip()
+    if error.startswith("no such overload"):  # cel-go's operators name no overload: "no such overload"
+        return ("'no such overload': call arguments did not match a supported operator, function or macro "
+                f"signature for rule: {name}")
+    return f"{error} evaluating rule: {name}"
+
+
+def _evaluate(rule: Rule, value: Any) -> str | _Erred | None:
+    """None where the rule holds; else the failure's message, or the runtime error where it errs."""
     from kubedra.cel.program import runtime_message
 
     if not _representable(value):
@@ -162,19 +202,29 @@ def _evaluate(rule: Rule, value: Any) -> str | None:
     try:
         result = rule.program.eval(activation)
     except RuntimeError as exc:
-        return runtime_message(str(exc))
+        return _Erred(runtime_message(str(exc)))
     if result.value() is True:
         return None
     if result.value() is not False:
-        return runtime_message(str(result.value()))
+        return _Erred(runtime_message(str(result.value())))
     if rule.message_program is not None:
-        try:
-            text = rule.message_program.eval(activation).value()
-        except RuntimeError:
-            text = None
-        if isinstance(text, str) and text.strip():
-            return text
+        return _message(rule, rule.message_program, activation)
     return rule.message
+
+
+def _message(rule: Rule, program: Any, activation: Any) -> str:
+    """The ``messageExpression``'s string, trimmed; the rule's message where it errs, is no string, is empty, is
+    too long or spans lines (``evalMessageExpression``)."""
+    from cel_expr_python import cel
+
+    try:
+        result = program.eval(activation)
+    except RuntimeError:
+        return rule.message
+    text = result.value().strip() if result.type() == cel.Type.STRING else ""
+    if not text or "\n" in text or len(text.encode()) > MAX_MESSAGE_BYTES:
+        return rule.message
+    return str(text)
 
 
 def _representable(value: Any) -> bool:
@@ -197,8 +247,3 @@ def _worded(rule: Rule, value: Any, message: str) -> str:
     if rule.reason == "FieldValueDuplicate":
         return f"Duplicate value: {shown}"
     return f"Invalid value: {shown}: {message}"
-
-
-def _relative(path: str) -> tuple[str, ...]:
-    """``.spec.foo`` and ``['a.b']`` as keys."""
-    return tuple(m.group(1) or m.group(2) for m in re.finditer(r"\.([A-Za-z0-9_$-]+)|\['([^']*)'\]", path))
