@@ -105,8 +105,11 @@ class SelectorMemo:
         found = self._by_content.get(key)
         if found is None:
             found = self._by_content[key] = self._evaluate(entry, exprs, owner)
-        if isinstance(found, SelectorFailure) and found.device is not None and found.device != str(entry.id):
-            return SelectorFailure(found.owner, found.index, str(entry.id), found.detail, runtime=found.runtime)
+        if isinstance(found, SelectorFailure) and (
+                found.owner != owner or (found.device is not None and found.device != str(entry.id))):
+            # shared by another device, or by another class (or a request) with the same expressions
+            device = None if found.device is None else str(entry.id)
+            return SelectorFailure(owner, found.index, device, found.detail, runtime=found.runtime)
         return found
 
     def _reads_of(self, expressions: tuple[str, ...]) -> frozenset[tuple[str, str]] | None:
