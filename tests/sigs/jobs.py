@@ -28,8 +28,11 @@ def real_jobs(plane: ControlPlane, namespace: str, count: int) -> dict[str, dict
     return {job["metadata"]["name"]: job for job in jobs}
 
 
-def real_pods(plane: ControlPlane, namespace: str, job: str, count: int) -> list[dict[str, Any]]:
+def real_pods(plane: ControlPlane, namespace: str, job: str, count: int, uid: str = "") -> list[dict[str, Any]]:
+    """The pods of the Job ``job`` (of uid ``uid`` where given: a recreated Job's, not its predecessor's)."""
     path = f"/api/v1/namespaces/{namespace}/pods?labelSelector=job-name%3D{job}"
+    if uid:
+        path += f",controller-uid%3D{uid}"
     return harness.listed(plane, path, count, f"pods of {job}")
 
 
@@ -62,9 +65,10 @@ def job_shape(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def compare(plane: ControlPlane, namespace: str, docs: list[dict[str, Any]],
-            real: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Jobs and their pods, real against kubedra's; the real pods by Job."""
-    ours = kubedra_jobs(docs)
+            real: dict[str, dict[str, Any]], ours: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Jobs and their pods, real against kubedra's (``ours``: as ``kubedra_jobs`` gives them, else those of
+    ``docs``); the real pods by Job (those of the Job's uid)."""
+    ours = kubedra_jobs(docs) if ours is None else ours
     assert sorted(ours) == sorted(real)
     pods_by_job = {}
     for name, job in real.items():
@@ -90,7 +94,7 @@ def compare(plane: ControlPlane, namespace: str, docs: list[dict[str, Any]],
             "jobset.sigs.k8s.io/jobset-name"], True)
         assert job_shape(job) == {**job_shape({"spec": our_spec}), "backoffLimit": job["spec"]["backoffLimit"],
                                   "suspend": job["spec"].get("suspend")}, name
-        pods = real_pods(plane, namespace, name, len(our_pods))
+        pods = real_pods(plane, namespace, name, len(our_pods), job["metadata"]["uid"])
         pods_by_job[name] = pods
         uid = job["metadata"]["uid"]
         our_uid = our_pods[0]["metadata"]["ownerReferences"][0]["uid"]

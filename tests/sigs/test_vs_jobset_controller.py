@@ -16,6 +16,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 from tests.controlplane.fixture import ControlPlane
@@ -242,3 +243,102 @@ def test_a_failed_job_fails_the_jobset_and_deletes_the_others(plane: ControlPlan
     failed = condition(plane, namespace, "fails", "Failed")
     assert f"{failed['reason']}: {failed['message']}" == failed_message("FailedJobs", "fails-driver-0")
     assert deleted_jobs(plane, namespace, 2) == ["fails-workers-0", "fails-workers-1"]
+
+
+def collect(plane: ControlPlane, namespace: str) -> list[str]:
+    """What kube-controller-manager's garbage collector does for the Jobs deleted in the foreground (it does not run
+    here): each one's pods deleted, then its ``foregroundDeletion`` finalizer removed, so the Job is gone; the
+    names of the Jobs collected."""
+    merge = "application/merge-patch+json"
+    jobs = plane.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
+    gone = []
+    for job in jobs:
+        meta = job["metadata"]
+        if not meta.get("deletionTimestamp"):
+            continue
+        path = f"/api/v1/namespaces/{namespace}/pods?labelSelector=controller-uid%3D{meta['uid']}"
+        for pod in plane.get(path)["items"]:
+            pod_path = f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}"
+            plane.request("PATCH", pod_path, {"metadata": {"finalizers": None}}, content_type=merge)
+            if harness.get_or_none(plane, pod_path) is not None:
+                plane.request("DELETE", pod_path)
+        plane.request("PATCH", f"/apis/batch/v1/namespaces/{namespace}/jobs/{meta['name']}",
+                      {"metadata": {"finalizers": None}}, content_type=merge)
+        gone.append(meta["name"])
+    return sorted(gone)
+
+
+def jobset_status(plane: ControlPlane, namespace: str, name: str) -> dict[str, Any]:
+    status: dict[str, Any] = plane.get(f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets/{name}").get(
+        "status", {})
+    return status
+
+
+def test_restart_jobset_recreates_every_job_then_fails_at_max_restarts(plane: ControlPlane, jobset: None) -> None:
+    # executeFailurePolicy, no rule: RestartJobSet. Below maxRestarts (1) it bumps status.restarts and
+    # restartsCountTowardsMax (failurePolicyRecreateAll); getChildJobs finds every Job's restart-attempt below it:
+    # deleted (foreground) and, once gone, made again with restart-attempt 1 (Recreate). The next failure reaches
+    # maxRestarts: Failed, ReachedMaxRestarts, the other Jobs deleted.
+    from kubedra.sim.jobset_restarts import restarted
+
+    namespace = plane.create_namespace("js")
+    docs = with_driver(namespace, "again")
+    docs[-1]["spec"]["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] = 0
+    docs[-1]["spec"]["failurePolicy"] = {"maxRestarts": 1}
+    harness.apply(plane, docs)
+    first = real_jobs(plane, namespace, 3)
+    compare(plane, namespace, docs, first)
+    for pod in real_pods(plane, namespace, "again-driver-0", 1):
+        succeed(plane, pod, "Failed")
+    plane.wait_for(lambda: jobset_status(plane, namespace, "again").get("restarts") == 1, timeout=harness.WAIT,
+                   interval=0.5, what="status.restarts 1")
+    status = jobset_status(plane, namespace, "again")
+    assert status.get("restartsCountTowardsMax") == 1
+    restarting = next(c for c in status["conditions"] if c["type"] == "RestartingJobSet")
+    assert restarting["message"] == ("applying RestartJobSet failure policy action "
+                                     "(first failed job: again-driver-0)")
+    assert deleted_jobs(plane, namespace, 3) == sorted(first)
+    assert collect(plane, namespace) == sorted(first)
+
+    def remade() -> dict[str, dict[str, Any]] | None:
+        items = plane.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]
+        fresh = {j["metadata"]["name"]: j for j in items
+                 if j["metadata"]["labels"].get("jobset.sigs.k8s.io/restart-attempt") == "1"}
+        return fresh if len(fresh) == len(first) else None
+
+    again: dict[str, dict[str, Any]] = plane.wait_for(remade, timeout=harness.WAIT, interval=0.5,
+                                                      what="the Jobs made again")
+    assert sorted(again) == sorted(first)
+    assert all(again[n]["metadata"]["uid"] != first[n]["metadata"]["uid"] for n in again)
+    # kubedra's Jobs after one restart (sim.jobset_restarts.restarted): the same Jobs, restart-attempt 1 on the
+    # Jobs' templates and their pods, a new Job uid
+    scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
+    ours = {job.name: (msgspec.to_builtins(restarted(job, 1).spec),
+                       [msgspec.to_builtins(p) for p in restarted(job, 1).pods])
+            for job in scenario.workloads.all_jobs()}
+    pods = compare(plane, namespace, docs, again, ours)
+    assert {p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] for ps in pods.values() for p in ps} == {
+        "1"}
+    for pod in pods["again-driver-0"]:
+        succeed(plane, pod, "Failed")
+    failed = condition(plane, namespace, "again", "Failed")
+    assert f"{failed['reason']}: {failed['message']}" == failed_message("ReachedMaxRestarts", "again-driver-0")
+    status = jobset_status(plane, namespace, "again")
+    assert (status.get("restarts"), status.get("restartsCountTowardsMax")) == (1, 1)
+    assert deleted_jobs(plane, namespace, 2) == ["again-workers-0", "again-workers-1"]
+
+
+def test_restart_job_is_refused_while_its_gate_is_off(plane: ControlPlane, jobset: None) -> None:
+    import urllib.error
+
+    namespace = plane.create_namespace("js")
+    docs = example(namespace)
+    docs[-1]["metadata"]["name"] = "perjob"
+    docs[-1]["spec"]["failurePolicy"] = {"maxRestarts": 1, "rules": [{"name": "one", "action": "RestartJob"}]}
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        harness.apply(plane, docs)
+    body = refused.value.read().decode()
+    assert "RestartJob and RestartJobAndIgnoreMaxRestarts failure policy actions are not allowed when RestartJob " \
+           "feature gate is disabled" in body, body
+    with pytest.raises(Exception, match="not allowed when RestartJob feature gate is disabled"):
+        build_scenario(load_text(yaml.safe_dump_all(docs)))

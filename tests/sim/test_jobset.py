@@ -372,3 +372,59 @@ def test_published_examples_simulate_when_the_mirror_is_present(example: str) ->
     scenario = build_scenario(load_text(text_of(pool_doc) + "---\n" + text))
     assert not [n for n in scenario.notes if "not simulated" in n]
     assert scenario.workloads.all_jobs()
+
+
+HIGH = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+
+
+def urgent(name: str, at: str) -> dict[str, Any]:
+    return pod(name, start_after=at, run_for="10m", requests=GPUS8, limits=GPUS8, priorityClassName="high")
+
+
+def test_restart_jobset_recreates_every_job_until_max_restarts() -> None:
+    # restartJobSetActionApplier, failurePolicyRecreateAll, getChildJobs, constructJobsFromTemplate (v0.12.0; the
+    # oracle in tests/sigs): a preempted pod fails its Job (backoffLimit 0); below maxRestarts every Job is deleted
+    # and, once its pods are gone (30s grace), made again with restart-attempt 1; the next failure fails the JobSet
+    js = jobset("train", replicated("workers", 3, 1, run_for="1h", backoffLimit=0), failurePolicy={"maxRestarts": 1})
+    sim = run(pool(3), HIGH, js, urgent("urgent", "1m"))
+    done = [(e["type"], e["seconds"]) for e in sim.events if e["object"] == "JobSet default/train"]
+    assert done == [("Restarting", 60.0), ("Completed", 4290.0)]  # the third Job's pod waits for urgent's node
+    made = [(e["object"], e["seconds"]) for e in sim.events if e["type"] == "Created" and e["object"].startswith("Job ")]
+    assert made == [(f"Job default/train-workers-{i}", 90.0) for i in range(3)]
+    attempts = {p["metadata"]["labels"][PREFIX + "restart-attempt"] for n, p in sim.pods.items()
+                if n.startswith("train-") and p["status"].get("phase") == "Succeeded"}
+    assert attempts == {"1"} and len(sim.pods) == 3 + 1  # the deleted pods are not in the output
+    sim = run(pool(3), HIGH, js, urgent("urgent", "1m"), urgent("urgent2", "5m"))
+    done = [(e["type"], e["seconds"]) for e in sim.events if e["object"] == "JobSet default/train"]
+    assert done == [("Restarting", 60.0), ("Failed", 300.0)]
+    failed = next(e for e in sim.events if e["object"] == "JobSet default/train" and e["type"] == "Failed")
+    assert failed["message"].startswith("ReachedMaxRestarts: ")
+    # RestartJobSetAndIgnoreMaxRestarts does not count toward maxRestarts (0 here): it restarts each time
+    rule = {"name": "always", "action": "RestartJobSetAndIgnoreMaxRestarts"}
+    js = jobset("train", replicated("workers", 3, 1, run_for="1h", backoffLimit=0),
+                failurePolicy={"maxRestarts": 0, "rules": [rule]})
+    sim = run(pool(3), HIGH, js, urgent("urgent", "1m"), urgent("urgent2", "5m"))
+    done = [e["type"] for e in sim.events if e["object"] == "JobSet default/train"]
+    assert done == ["Restarting", "Restarting", "Completed"]
+
+
+def test_blocking_recreate_waits_for_every_previous_job() -> None:
+    # Recreate makes each Job again once its own previous one is gone (shouldCreateJob); BlockingRecreate makes none
+    # while any previous Job is left (constructJobsFromTemplate). The workers' pods take 120s to go.
+    slow = replicated("workers", 2, 1, run_for="1h", backoffLimit=0)
+    slow["template"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 120
+    for strategy, driver_at in (("Recreate", 90.0), ("BlockingRecreate", 180.0)):
+        js = jobset("train", replicated("driver", run_for="1h", backoffLimit=0), slow,
+                    failurePolicy={"maxRestarts": 1, "restartStrategy": strategy})
+        sim = run(pool(3), HIGH, js, urgent("urgent", "1m"))
+        made = {e["object"]: e["seconds"] for e in sim.events if e["type"] == "Created" and e["object"].startswith(
+            "Job ")}
+        assert made == {"Job default/train-driver-0": driver_at, "Job default/train-workers-0": 180.0,
+                        "Job default/train-workers-1": 180.0}, strategy
+
+
+def test_restart_job_actions_are_refused_while_their_gate_is_off() -> None:
+    # validateFailurePolicy (v0.12.0's webhook; its RestartJob gate is off by default; the oracle in tests/sigs)
+    rule = {"name": "one", "action": "RestartJob"}
+    with pytest.raises(InvalidInputError, match="not allowed when RestartJob feature gate is disabled"):
+        build_scenario(load_text(text_of(pool(), jobset("train", failurePolicy={"maxRestarts": 1, "rules": [rule]}))))

@@ -1,8 +1,9 @@
 """A JobSet's controllers during the run, as v0.12.0's act after each instant (``sim.jobsets`` says what is modelled and
 from which source): :class:`JobSetController` (``reconcile`` in ``pkg/controllers/jobset_controller.go``: failure and
-success policies, InOrder and ``dependsOn`` stages) and :class:`ExclusiveJobController` (the pod webhook's exclusive
-placement: followers admitted, pinned to the leader's domain, once the leader is bound). ``sim.jobsets`` expands the
-JobSet before the run; this module acts on what it made."""
+success policies, restarts with ``sim.jobset_restarts``, InOrder and ``dependsOn`` stages) and
+:class:`ExclusiveJobController` (the pod webhook's exclusive placement: followers admitted, pinned to the leader's
+domain, once the leader is bound). ``sim.jobsets`` expands the JobSet before the run; this module acts on what it
+made."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from kubedra.sim.jobset_restarts import RESTART_MESSAGES, PreviousJobs, restarted
 from kubedra.sim.jobsets import PREFIX, JobSetRun, is_leader
 
 if TYPE_CHECKING:
@@ -47,7 +49,8 @@ def rule_applies(rule: dict[str, Any], rjob: str, reason: str, message: str) -> 
 
 
 FAILED_MESSAGES = {"FailedJobs": "jobset failed due to one or more job failures",
-                   "ReachedMaxRestarts": "jobset failed due to reaching max number of restarts"}
+                   "ReachedMaxRestarts": "jobset failed due to reaching max number of restarts",
+                   "FailJobSetFailurePolicyAction": "applying FailJobSet failure policy action"}
 
 
 def failed_message(reason: str, first: str) -> str:
@@ -81,6 +84,11 @@ class JobSetController:
                      and sim.evictions is None)
         self.pending = list(zip(run.stages, run.waits or [() for _ in run.stages], strict=True))
         self.current = run.first
+        self.restarts = 0  # status.restarts
+        self.counted = 0  # status.restartsCountTowardsMax
+        self.previous = PreviousJobs(sim, run.restart_strategy == "BlockingRecreate")
+        self.unmade: list[JobRun] = []  # Jobs of the current attempt waiting for their previous ones to be gone
+        self.unmade_before: list[JobRun] = []  # those ``_recreate`` is making now
 
     def _track(self, job: JobRun, progress: JobProgress | None) -> None:
         self.jobs[job.name] = job
@@ -98,8 +106,9 @@ class JobSetController:
                 self._on_success()
         if self.finished:
             return False
+        self._recreate()
         self._make()
-        return bool(self.pending) or any(name not in self.succeeded and name not in self.failed
+        return bool(self.pending) or bool(self.unmade) or any(name not in self.succeeded and name not in self.failed
                                          for name in self.jobs)
 
     def _observe(self) -> None:
@@ -127,8 +136,9 @@ class JobSetController:
 
     def _on_failure(self) -> None:
         """``executeFailurePolicy``: without a policy the JobSet fails (``FailedJobs``); with one, the first rule that
-        applies to a failed Job (else ``RestartJobSet``) acts: ``FailJobSet`` fails it, ``RestartJobSet`` fails it once
-        ``maxRestarts`` is reached (0 restarts so far: at once where it is 0). Restarts are not modelled."""
+        applies to a failed Job (else ``RestartJobSet``) acts: ``FailJobSet`` fails it; ``RestartJobSet`` restarts it
+        (``sim.jobset_restarts``) until ``restartsCountTowardsMax`` reaches ``maxRestarts``, then fails it
+        (``ReachedMaxRestarts``); ``RestartJobSetAndIgnoreMaxRestarts`` restarts it without counting."""
         first = next(iter(self.failed))
         failure = self.run.failure
         if failure is None:
@@ -143,16 +153,66 @@ class JobSetController:
                 action, first = rule.get("action", "RestartJobSet"), hit
                 break
         if action == "FailJobSet":
-            self._finish("Failed", failed_message("FailedJobs", first))
-        elif action == "RestartJobSet" and max_restarts <= 0:
+            self._finish("Failed", failed_message("FailJobSetFailurePolicyAction", first))
+        elif action == "RestartJobSet" and self.counted >= max_restarts:
             self._finish("Failed", failed_message("ReachedMaxRestarts", first))
-        else:
+        elif action in RESTART_MESSAGES:
+            self._restart(action, first)
+        else:  # RestartJob*: refused by v0.12.0's webhook (its RestartJob gate is off), so never reached
             from kubedra.sim.run import Event
 
             self.sim.events.append(Event(self.sim.now, "Pending", self.run.owner.replace("/", " ", 1),
-                                         message=f"failurePolicy action {action} after Job {first} failed: restarts "
-                                                 "are not modelled; the JobSet goes on"))
+                                         message=f"failurePolicy action {action} after Job {first} failed: not "
+                                                 "modelled; the JobSet goes on"))
             self.failed.clear()
+
+    def _restart(self, action: str, first: str) -> None:
+        """``failurePolicyRecreateAll``, then ``deleteJobs`` of the previous Jobs: every Job of this attempt deleted
+        (its active pods with their grace period) and made again, stage by stage as at the start, each once
+        ``PreviousJobs`` lets it (``_start``)."""
+        from kubedra.sim.run import Event
+
+        sim, run = self.sim, self.run
+        self.restarts += 1
+        self.counted += action == "RestartJobSet"
+        sim.events.append(Event(sim.now, "Restarting", run.owner.replace("/", " ", 1),
+                                message=f"{RESTART_MESSAGES[action]} (first failed job: {first}); restart attempt "
+                                        f"{self.restarts}"))
+        for name, progress in self.progress.items():
+            sim.events.append(Event(sim.now, "Deleted", f"Job {run.namespace}/{name}",
+                                    message=f"{run.owner}: restart attempt {self.restarts}"))
+            if progress is None or name in self.succeeded or name in self.failed or not sim.job_active(progress):
+                continue
+            progress.done = True
+            progress.waiting.clear()
+            for record in sim.job_pods(progress):
+                self._delete(record, f"Job {run.namespace}/{name} deleted: its JobSet restarts")
+        self.previous.add({name: job.owner for name, job in self.jobs.items() if name in self.progress})
+        self.progress, self.jobs, self.unmade = {}, {}, []
+        self.succeeded.clear()
+        self.failed.clear()
+        stages = list(zip(run.stages, run.waits or [() for _ in run.stages], strict=True))
+        if self.in_order:
+            self.current = ()
+            self.pending = [(run.first, ()), *stages]
+        else:
+            self._start(run.first, f"restart attempt {self.restarts}")
+            self.pending = stages
+
+    def _delete(self, record: PodRecord, reason: str) -> None:
+        from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
+
+        grace = record.pod.spec.termination_grace_period_seconds
+        self.sim.delete(record, reason, DEFAULT_GRACE_SECONDS if grace is None else float(grace))
+
+    def _recreate(self) -> None:
+        """The Jobs of this attempt whose previous ones are gone now."""
+        if not self.unmade:
+            return
+        waiting, self.unmade = self.unmade, []
+        self.unmade_before = waiting
+        self._start(tuple(waiting), f"restart attempt {self.restarts}, the previous Job gone")
+        self.unmade_before = []
 
     def _on_success(self) -> None:
         """``executeSuccessPolicy``: the succeeded Jobs of the targeted replicated jobs (all where none) reach one
@@ -167,12 +227,11 @@ class JobSetController:
 
     def _finish(self, kind: str, message: str) -> None:
         """The JobSet completed or failed: its active Jobs deleted (foreground: their pods first), no more made."""
-        from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
         from kubedra.sim.run import Event
 
         sim, run = self.sim, self.run
         self.finished = True
-        self.pending = []
+        self.pending, self.unmade = [], []
         sim.events.append(Event(sim.now, kind, run.owner.replace("/", " ", 1), message=message))
         for name, progress in self.progress.items():
             if progress is None or name in self.succeeded or name in self.failed or not sim.job_active(progress):
@@ -182,9 +241,7 @@ class JobSetController:
             sim.events.append(Event(sim.now, "Deleted", f"Job {run.namespace}/{name}",
                                     message=f"{run.owner}: the JobSet {kind.lower()}"))
             for record in sim.job_pods(progress):
-                grace = record.pod.spec.termination_grace_period_seconds
-                sim.delete(record, f"Job {run.namespace}/{name} deleted: its JobSet {kind.lower()}",
-                           DEFAULT_GRACE_SECONDS if grace is None else float(grace))
+                self._delete(record, f"Job {run.namespace}/{name} deleted: its JobSet {kind.lower()}")
 
     def _make(self) -> None:
         """The Jobs whose turn has come: InOrder, the next replicated job's once each Job of the one before is ready;
@@ -192,8 +249,8 @@ class JobSetController:
         sim = self.sim
         if self.in_order:
             while self.pending and all(job_ready(sim, job) for job in self.current):
-                self.current = self.pending.pop(0)[0]
-                self._start(self.current, "startupPolicy InOrder, the replicated job before it is ready")
+                self.current = self._start(self.pending.pop(0)[0],
+                                           "startupPolicy InOrder, the replicated job before it is ready")
             return
         still = []
         for stage, waits in self.pending:
@@ -216,15 +273,25 @@ class JobSetController:
                     and job_ready(self.sim, self.jobs[name]))
         return replicas == ready + succeeded + failed
 
-    def _start(self, jobs: tuple[JobRun, ...], why: str) -> None:
+    def _start(self, jobs: tuple[JobRun, ...], why: str) -> tuple[JobRun, ...]:
+        """The Jobs made now (after a restart: as ``restarted``, those whose previous Job is left kept unmade); the
+        Jobs as made."""
         from kubedra.sim.run import Event
 
         sim, run = self.sim, self.run
-        for job in jobs:
+        out = []
+        for given in jobs:  # the JobSet's Jobs as expanded, or (``unmade``) already made for this attempt
+            job = restarted(given, self.restarts) if self.restarts and given not in self.unmade_before else given
+            out.append(job)
+            if self.previous.blocks(job.name):
+                self.jobs[job.name] = job
+                self.unmade.append(job)
+                continue
             sim.events.append(Event(sim.now, "Created", f"Job {job.namespace}/{job.name}",
                                     message=f"JobSet {run.namespace}/{run.name}: {why}"))
             self._track(job, start_job(sim, job))
             self.made += len(job.pods)
+        return tuple(out)
 
 
 def _pinned(record: PodRecord, key: str, value: str) -> None:

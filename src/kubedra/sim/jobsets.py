@@ -38,20 +38,18 @@ node-selector strategy (``alpha.jobset.sigs.k8s.io/node-selector``) is not model
 preemption before its followers are made (they keep waiting on the first).
 
 **During the run** (``JobSetController`` in ``sim.jobset_controllers``, ``reconcile`` in ``jobset_controller.go``),
-after each instant:
-a failed Job (the Job controller's ``Failed``: kubedra's Jobs fail only when deleted pods pass ``backoffLimit`` or
-match a ``FailJob`` rule) ends the JobSet as ``executeFailurePolicy`` decides: ``Failed`` without a
-``failurePolicy``; with one, the first rule that applies (``ruleIsApplicable``: ``onJobFailureReasons``,
-``onJobFailureMessagePatterns``, ``targetReplicatedJobs``) acts, ``RestartJobSet`` where none does: ``FailJobSet``
-fails it, ``RestartJobSet`` fails it where ``maxRestarts`` is 0 (``ReachedMaxRestarts``). Else enough succeeded Jobs
-complete it (``executeSuccessPolicy``: one of the targets' for ``Any``, the targets' summed ``replicas`` for
-``All``; targets default to every replicated job). A finished JobSet's active Jobs are deleted with their pods
-(``deleteJobs``), and no more are made. ``dependsOn``: a replicated job's Jobs are made once
-``dependencyReachedStatus`` holds (``Complete``: its dependency's ``replicas`` equal its succeeded Jobs; ``Ready``:
-its ready, succeeded and failed Jobs).
+after each instant: a failed Job (kubedra's Jobs fail only when deleted pods pass ``backoffLimit`` or match a
+``FailJob`` rule) ends the JobSet as ``executeFailurePolicy`` decides: ``Failed`` without a ``failurePolicy``; with
+one, the first rule that applies (``ruleIsApplicable``) acts, ``RestartJobSet`` where none does: ``FailJobSet``
+fails it, ``RestartJobSet`` restarts it below ``maxRestarts`` and fails it there (``ReachedMaxRestarts``),
+``RestartJobSetAndIgnoreMaxRestarts`` restarts it uncounted. A restart deletes every Job and makes it again with the
+next ``restart-attempt`` (``Recreate``/``BlockingRecreate``: ``sim.jobset_restarts``). Else enough succeeded Jobs
+complete it (``executeSuccessPolicy``). A finished JobSet's active Jobs are deleted with their pods (``deleteJobs``),
+and no more are made. ``dependsOn``: a replicated job's Jobs are made once ``dependencyReachedStatus`` holds. Checked
+against the v0.12.0 controller (``tests/sigs``): restarts' Jobs and pods, ``status.restarts``, the final condition.
 
-**Not modelled.** Restarts (``RestartJobSet`` below ``maxRestarts``, ``RestartJobSetAndIgnoreMaxRestarts``,
-``RestartJob``): an event says so and the JobSet goes on. Coordinator, TTL, volume claim policies and ``managedBy``
+**Not modelled.** ``RestartJob``/``RestartJobAndIgnoreMaxRestarts`` (v0.12.0's webhook refuses them while its
+``RestartJob`` gate is off, the default: kubedra too). Coordinator, TTL, volume claim policies and ``managedBy``
 are read and ignored.
 """
 
@@ -203,6 +201,9 @@ def _policy_problems(spec: Any, names: set[str]) -> list[tuple[str, str]]:
         elif failure.restart_strategy == "InPlaceRestart":
             out.append(("spec.failurePolicy.restartStrategy", "InPlaceRestart restart strategy cannot be set when "
                                                               "InPlaceRestart feature gate is disabled"))
+        if any(rule.get("action") in ("RestartJob", "RestartJobAndIgnoreMaxRestarts") for rule in failure.rules or ()):
+            out.append(("spec.failurePolicy.rules", "RestartJob and RestartJobAndIgnoreMaxRestarts failure policy "
+                                                    "actions are not allowed when RestartJob feature gate is disabled"))
         if failure.max_restarts < 0:
             out.append(("spec.failurePolicy.maxRestarts",
                         f"Invalid value: {failure.max_restarts}: should be greater than or equal to 0"))
@@ -250,7 +251,7 @@ class JobSetRun:
     (``startupPolicy: InOrder``: each once the one before is ready) or, where ``waits`` is given (one entry per
     stage), once the stage's ``dependsOn`` (replicated job, ``Ready``/``Complete``) is reached. ``replicas``: every
     replicated job's count; ``success``: the success policy's operator and targets; ``failure``: the failure
-    policy's ``maxRestarts`` and rules, None without one."""
+    policy's ``maxRestarts`` and rules, None without one; ``restart_strategy``: its ``restartStrategy``."""
 
     name: str
     namespace: str
@@ -260,6 +261,7 @@ class JobSetRun:
     replicas: tuple[tuple[str, int], ...] = ()
     success: tuple[str, tuple[str, ...]] = ("All", ())
     failure: tuple[int, tuple[dict[str, Any], ...]] | None = None
+    restart_strategy: str = "Recreate"
 
     @property
     def owner(self) -> str:
@@ -333,8 +335,9 @@ def jobset_runs(name: str, namespace: str, spec: Any, stages: list[tuple[JobRun,
     failure = spec.failure_policy
     run = JobSetRun(name, namespace, tuple(later), first, tuple(waits),
                     tuple((rjob.name, rjob.replicas) for rjob in rjobs), policy,
-                    (failure.max_restarts, tuple(failure.rules or ())) if failure is not None else None)
-    return first, run if later or len(first) > 1 else None
+                    (failure.max_restarts, tuple(failure.rules or ())) if failure is not None else None,
+                    failure.restart_strategy if failure is not None else "Recreate")
+    return first, run if later or len(first) > 1 or failure is not None else None
 
 
 def jobset_defaults(spec: JobSpec, mode_set: bool) -> JobSpec:

@@ -76,9 +76,10 @@ class Event(msgspec.Struct, frozen=True, gc=False):
     A struct the garbage collector does not track (only strings and a float): a run makes several per pod."""
 
     time: float
-    # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted, and the controller's
-    # FailedResourceClaimCreation; preemption's Preempted (a victim) and Nominated (the preemptor); a PodGroup's
-    # condition reason when it changes (Scheduled | Unschedulable | SchedulerError, object "PodGroup ns/name")
+    # Created | Scheduled | Pending | Failed | Finished | Allocated | Deallocated | Deleted, a JobSet's Restarting,
+    # the controller's FailedResourceClaimCreation; preemption's Preempted (a victim) and Nominated (the preemptor);
+    # a PodGroup's condition reason when it changes (Scheduled | Unschedulable | SchedulerError, object "PodGroup
+    # ns/name")
     type: str
     object: str  # "Pod ns/name" or "ResourceClaim ns/name"
     node: str = ""
