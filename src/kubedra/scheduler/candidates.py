@@ -161,11 +161,15 @@ class NodeSets:
                             if witness is None or not witness.still_fits(taken, self.state.devices):
                                 verdicts.ok &= keep
                                 verdicts.witness.pop(i, None)
+                        elif verdicts.unworded & bit:  # its reason is worded on the devices it was decided on
+                            verdicts.bad &= keep
+                            verdicts.unworded &= keep
                         continue
                     if not verdicts.bad & bit:
                         continue
                 verdicts.ok &= keep
                 verdicts.bad &= keep
+                verdicts.unworded &= keep
                 verdicts.reasons.pop(i, None)
                 verdicts.witness.pop(i, None)
 

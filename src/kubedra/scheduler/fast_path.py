@@ -12,7 +12,7 @@ from collections.abc import Callable
 import msgspec
 
 from kubedra.cluster.state import ClusterState
-from kubedra.objects.model import AllocationResult, ResourceClaim
+from kubedra.objects.model import AllocationResult, Node, ResourceClaim
 from kubedra.scheduler.attempt import Attempt, Feasible
 from kubedra.scheduler.candidates import NodeSets
 from kubedra.scheduler.claims import key_of
@@ -88,7 +88,11 @@ class FastPath:
                 answer = self._node_verdict(attempt.allocator, sets, verdicts, i, batch)
                 if isinstance(answer, Failed):
                     return answer
-                if isinstance(answer, str):
+                if answer is False:
+                    verdicts.bad |= 1 << i
+                    verdicts.unworded |= 1 << i
+                    mask &= ~(1 << i)
+                elif isinstance(answer, str):
                     verdicts.bad |= 1 << i
                     verdicts.reasons[i] = answer
                     mask &= ~(1 << i)
@@ -133,6 +137,8 @@ class FastPath:
                 reason = UNSCHEDULABLE_CLAIMS
             elif verdicts is not None and verdicts.bad >> i & 1:
                 reason = verdicts.reasons.get(i)
+                if reason is None and verdicts.unworded >> i & 1:
+                    reason = self._worded(attempt, verdicts, i, batch, node)
             else:
                 return None
             if reason is None:
@@ -140,17 +146,35 @@ class FastPath:
             reasons.setdefault(reason, []).append(name)
         return Unschedulable(summarize(reasons, len(state.nodes)), reasons)
 
+    def _worded(
+        self, attempt: Attempt, verdicts: Verdicts, i: int, batch: list[ResourceClaim], node: Node
+    ) -> str | None:
+        """The allocator's reason on an ``unworded`` node (its devices unchanged since), kept; None if it does not
+        give one (then the node-by-node walk decides)."""
+        assert attempt.allocator is not None
+        answer = allocate(attempt.allocator, node, batch)
+        if not isinstance(answer, str):
+            return None
+        verdicts.reasons[i] = answer
+        verdicts.unworded &= ~(1 << i)
+        return answer
+
     def _node_verdict(
         self, allocator: NodeAllocator, sets: NodeSets, verdicts: Verdicts, i: int, batch: list[ResourceClaim]
-    ) -> str | Failed | None:
-        """The allocator's answer on node ``i`` (None: fits), or a node alike's remembered answer."""
+    ) -> str | Failed | bool | None:
+        """The allocator's answer on node ``i`` (None: fits), or a node alike's remembered answer; False: it does
+        not fit, as the share counts tell (the allocator's words for it are asked only where a refusal reads them)."""
         state_key = sets.state_key(i)
         if state_key is not None and state_key in verdicts.by_state:
             return verdicts.by_state[state_key]
         if self.index is not None:
             shares = self.index.share_demand(batch)
-            if shares is not None and self.index.shares_fit(shares, sets.names[i]) is True:
-                return None  # the matching devices have room for the shares: the allocator would find them
+            if shares is not None:
+                fits = self.index.shares_fit(shares, sets.names[i])
+                if fits is True:
+                    return None  # the matching devices have room for the shares: the allocator would find them
+                if fits is False and state_key is None:
+                    return False  # too few have room for one share each: the allocator would find no N of them
         answer = allocate(allocator, self.state.nodes[sets.names[i]], batch)
         if isinstance(answer, Failed):
             return answer
