@@ -28,8 +28,9 @@ import msgspec
 from kubedra.allocator.answers import ClaimKeys
 from kubedra.cluster.devices import DeviceRecord
 from kubedra.cluster.state import ClusterState
-from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim
-from kubedra.objects.quantity import Quantity
+from kubedra.cluster.usage import NodeUsage
+from kubedra.objects.model import AllocationResult, Node, NodeSelectorTerm, Pod, ResourceClaim
+from kubedra.objects.quantity import Quantity, QuantityError
 from kubedra.objects.selection import node_selector_matches
 from kubedra.scheduler.bitsets import bits, nth_bit, reclassify
 from kubedra.scheduler.device_index import DeviceIndex, Signature
@@ -54,6 +55,18 @@ class _Fit:
     seen: int
     mask: int = 0
     reasons: dict[int, str] = field(default_factory=dict)
+    # What ``resources_reason`` compares: (resource, nanos) of the requests it counts (more than zero, not served)
+    wants: tuple[tuple[str, int], ...] = ()
+
+
+def _fit(requests: Mapping[str, Quantity], served: frozenset[str], seen: int) -> _Fit:
+    wants = tuple((name, want.nanos) for name, want in requests.items() if want.nanos > 0 and name not in served)
+    return _Fit(dict(requests), served, seen, wants=wants)
+
+
+# A node's room as ``resources_reason`` reads it: the node object it was read from, allocatable pods (None: not
+# published), and each allocatable resource in nanos
+_Room = tuple[Node, int | None, dict[str, int]]
 
 
 def requests_key(requests: Mapping[str, Quantity]) -> RequestsKey:
@@ -102,6 +115,7 @@ class NodeSets:
             1 << i for i, n in enumerate(self.names) if state.devices.total.get(n, 0) <= MONOTONE_DEVICES
         )
         self._unclassified: set[int] = set()  # nodes whose score class is re-worked out when scores are next read
+        self._rooms: list[_Room | None] = [None] * self.count
         for i, name in enumerate(self.names):
             key = self._score_key(name)
             self._class_of.append(key)
@@ -240,9 +254,13 @@ class NodeSets:
         found = self._fit.get(key)
         now = self._usage_base + len(self._usage_log)
         if found is None or found.seen < self._usage_base:
-            found = _Fit(dict(requests), served, now)
+            found = _fit(requests, served, now)
+            nodes, usage = self.state.nodes, self.state.usage
             for i, name in enumerate(self.names):
-                reason = resources_reason(requests, self.state.nodes[name], self.state.usage[name], served)
+                if self._fits(found.wants, i, nodes[name], usage[name]):
+                    found.mask |= 1 << i
+                    continue
+                reason = resources_reason(requests, nodes[name], usage[name], served)
                 if reason is None:
                     found.mask |= 1 << i
                 else:
@@ -253,12 +271,46 @@ class NodeSets:
             self._update_fit(found, now)
         return found
 
+    def _fits(self, wants: tuple[tuple[str, int], ...], i: int, node: Node, usage: NodeUsage) -> bool:
+        """True where ``resources_reason`` finds no reason, by the node's room read once (False: ask it)."""
+        room = self._rooms[i]
+        if room is None or room[0] is not node:
+            room = self._room(i, node)
+        pods = room[1]
+        if pods is not None and usage.pods >= pods:
+            return False
+        have, requested = room[2], usage.requested
+        for name, want in wants:
+            total = have.get(name)
+            if total is None:
+                return False
+            used = requested.get(name)
+            if (used.nanos if used is not None else 0) + want > total:
+                return False
+        return True
+
+    def _room(self, i: int, node: Node) -> _Room:
+        allocatable = node.status.allocatable
+        have: dict[str, int] = {}
+        pods: int | None = None
+        try:
+            for name, text in allocatable.items():
+                have[name] = Quantity.parse(text).nanos
+            if "pods" in allocatable:
+                pods = Quantity.parse(allocatable["pods"]).value()
+        except QuantityError:
+            have, pods = {}, 0  # never fits here: ``resources_reason`` reads it
+        room = self._rooms[i] = (node, pods, have)
+        return room
+
     def _update_fit(self, fit: _Fit, now: int) -> None:
         """Bring one shape's fit up to date with the nodes touched since it was last read."""
-        nodes, usage, names = self.state.nodes, self.state.usage, self.names
+        nodes, usage, names, wants = self.state.nodes, self.state.usage, self.names, fit.wants
         for i in set(self._usage_log[fit.seen - self._usage_base:]):
             name = names[i]
-            reason = resources_reason(fit.requests, nodes[name], usage[name], fit.served)
+            node, used = nodes[name], usage[name]
+            reason = None if self._fits(wants, i, node, used) else resources_reason(
+                fit.requests, node, used, fit.served)
             bit = 1 << i
             if reason is None:
                 if fit.mask & bit:
