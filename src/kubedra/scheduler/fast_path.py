@@ -6,6 +6,7 @@ walk; a pod that fits nowhere gets its reasons from what the sets decided, or go
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable
 
@@ -121,29 +122,40 @@ class FastPath:
         free = sets.free_mask(demand.signature, demand.count) if demand is not None else -1
         reasons: dict[str, list[str]] = {}
         state = self.state
-        for offset in range(sets.count):
-            i = (start + offset) % sets.count
-            name = sets.names[i]
-            node = state.nodes[name]
-            if not passing >> i & 1:  # Filter's order: the node-level checks, then NodeResourcesFit
+        nodes, names, count = state.nodes, sets.names, sets.count
+        spread, inter_pod = attempt.spread, attempt.inter_pod
+        # claim_rejecting only ever refuses for a claim allocated with a node selector
+        pinned = attempt.claims if any(
+            c.status.allocation is not None and c.status.allocation.node_selector is not None for c in attempt.claims
+        ) else ()
+        passes, frees = _flags(passing, count), _flags(free, count)
+        bads = _flags(verdicts.bad, count) if verdicts is not None else None
+        for i in itertools.chain(range(start, count), range(start)):
+            name = names[i]
+            if not passes[i]:  # Filter's order: the node-level checks, then NodeResourcesFit
                 reason = static_reasons.get(i) or fit_reasons.get(i)
-            elif attempt.spread is not None and (refused := attempt.spread.reason(node)) is not None:
+            elif spread is not None and (refused := spread.reason(nodes[name])) is not None:
                 reason = refused  # PodTopologySpread, then InterPodAffinity, before DynamicResources
-            elif attempt.inter_pod is not None and (refused := attempt.inter_pod.reason(node)) is not None:
+            elif inter_pod is not None and (refused := inter_pod.reason(nodes[name])) is not None:
                 reason = refused
-            elif claim_rejecting(attempt.claims, node) is not None:
+            elif pinned and claim_rejecting(pinned, nodes[name]) is not None:
                 reason = CLAIM_NOT_ON_NODE
-            elif not free >> i & 1:
+            elif not frees[i]:
                 reason = UNSCHEDULABLE_CLAIMS
-            elif verdicts is not None and verdicts.bad >> i & 1:
+            elif bads is not None and bads[i]:
+                assert verdicts is not None
                 reason = verdicts.reasons.get(i)
                 if reason is None and verdicts.unworded >> i & 1:
-                    reason = self._worded(attempt, verdicts, i, batch, node)
+                    reason = self._worded(attempt, verdicts, i, batch, nodes[name])
             else:
                 return None
             if reason is None:
                 return None
-            reasons.setdefault(reason, []).append(name)
+            found = reasons.get(reason)
+            if found is None:
+                reasons[reason] = [name]
+            else:
+                found.append(name)
         return Unschedulable(summarize(reasons, len(state.nodes)), reasons)
 
     def _worded(
@@ -263,6 +275,14 @@ class FastPath:
             reasons.setdefault(results, []).append(name)
             window &= ~(1 << i)
         return Unschedulable(summarize(reasons, sets.count), reasons)
+
+
+def _flags(mask: int, count: int) -> list[bool]:
+    """Bit i of ``mask`` as item i, for the first ``count`` bits (a negative mask: all set)."""
+    if mask < 0:
+        return [True] * count
+    text = format(mask & ((1 << count) - 1), "b")[::-1]
+    return [c == "1" for c in text] + [False] * (count - len(text))
 
 
 MAX_STATES = 4096  # remembered allocator answers per demand, by node state
