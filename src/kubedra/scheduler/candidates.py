@@ -35,6 +35,7 @@ from kubedra.objects.selection import node_selector_matches
 from kubedra.scheduler.bitsets import bits, nth_bit, reclassify
 from kubedra.scheduler.device_index import DeviceIndex, Signature
 from kubedra.scheduler.nodefit import NODE_NAME_MISMATCH, affinity_reason, resources_reason, taint_reason
+from kubedra.scheduler.resource_scores import LOG_NODES
 from kubedra.scheduler.scoring import DeviceUse, Policy, node_score
 from kubedra.scheduler.verdicts import Verdicts, Witness, device_shapes, monotone, pools_are_node_local
 
@@ -147,7 +148,7 @@ class NodeSets:
         bit = 1 << i
         keep = self.all ^ bit
         log = self._usage_log
-        if len(log) >= 4 * self.count + 64:
+        if len(log) >= LOG_NODES * self.count + 64:
             self._usage_base += len(log)
             log.clear()
         log.append(i)
