@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Callable
+from typing import Literal
 
 import msgspec
 
@@ -89,16 +90,8 @@ class FastPath:
                 answer = self._node_verdict(attempt.allocator, sets, verdicts, i, batch)
                 if isinstance(answer, Failed):
                     return answer
-                if answer is False:
-                    verdicts.bad |= 1 << i
-                    verdicts.unworded |= 1 << i
+                if _keep(verdicts, i, answer):
                     mask &= ~(1 << i)
-                elif isinstance(answer, str):
-                    verdicts.bad |= 1 << i
-                    verdicts.reasons[i] = answer
-                    mask &= ~(1 << i)
-                else:
-                    verdicts.ok |= 1 << i
         if not window:
             return self._fast_refusal(attempt, sets, verdicts, served, 0 if first_fit else start)
         if not first_fit:
@@ -173,7 +166,7 @@ class FastPath:
 
     def _node_verdict(
         self, allocator: NodeAllocator, sets: NodeSets, verdicts: Verdicts, i: int, batch: list[ResourceClaim]
-    ) -> str | Failed | bool | None:
+    ) -> str | Literal[False] | Failed | None:
         """The allocator's answer on node ``i`` (None: fits), or a node alike's remembered answer; False: it does
         not fit, as the share counts tell (the allocator's words for it are asked only where a refusal reads them)."""
         state_key = sets.state_key(i)
@@ -275,6 +268,19 @@ class FastPath:
             reasons.setdefault(results, []).append(name)
             window &= ~(1 << i)
         return Unschedulable(summarize(reasons, sets.count), reasons)
+
+
+def _keep(verdicts: Verdicts, i: int, answer: str | Literal[False] | None) -> bool:
+    """Keep the allocator's answer on node ``i`` (``_node_verdict``'s); True where the node is out."""
+    if answer is None:
+        verdicts.ok |= 1 << i
+        return False
+    verdicts.bad |= 1 << i
+    if answer is False:
+        verdicts.unworded |= 1 << i
+    else:
+        verdicts.reasons[i] = answer
+    return True
 
 
 def _flags(mask: int, count: int) -> list[bool]:
