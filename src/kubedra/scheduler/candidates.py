@@ -28,12 +28,14 @@ import msgspec
 from kubedra.allocator.answers import ClaimKeys
 from kubedra.cluster.devices import DeviceRecord
 from kubedra.cluster.state import ClusterState
-from kubedra.objects.model import AllocationResult, NodeSelectorTerm, Pod, ResourceClaim
-from kubedra.objects.quantity import Quantity
+from kubedra.cluster.usage import NodeUsage
+from kubedra.objects.model import AllocationResult, Node, NodeSelectorTerm, Pod, ResourceClaim
+from kubedra.objects.quantity import Quantity, QuantityError
 from kubedra.objects.selection import node_selector_matches
 from kubedra.scheduler.bitsets import bits, nth_bit, reclassify
 from kubedra.scheduler.device_index import DeviceIndex, Signature
 from kubedra.scheduler.nodefit import NODE_NAME_MISMATCH, affinity_reason, resources_reason, taint_reason
+from kubedra.scheduler.resource_scores import LOG_NODES
 from kubedra.scheduler.scoring import DeviceUse, Policy, node_score
 from kubedra.scheduler.verdicts import Verdicts, Witness, device_shapes, monotone, pools_are_node_local
 
@@ -54,6 +56,18 @@ class _Fit:
     seen: int
     mask: int = 0
     reasons: dict[int, str] = field(default_factory=dict)
+    # What ``resources_reason`` compares: (resource, nanos) of the requests it counts (more than zero, not served)
+    wants: tuple[tuple[str, int], ...] = ()
+
+
+def _fit(requests: Mapping[str, Quantity], served: frozenset[str], seen: int) -> _Fit:
+    wants = tuple((name, want.nanos) for name, want in requests.items() if want.nanos > 0 and name not in served)
+    return _Fit(dict(requests), served, seen, wants=wants)
+
+
+# A node's room as ``resources_reason`` reads it: the node object it was read from, allocatable pods (None: not
+# published), and each allocatable resource in nanos
+_Room = tuple[Node, int | None, dict[str, int]]
 
 
 def requests_key(requests: Mapping[str, Quantity]) -> RequestsKey:
@@ -102,6 +116,7 @@ class NodeSets:
             1 << i for i, n in enumerate(self.names) if state.devices.total.get(n, 0) <= MONOTONE_DEVICES
         )
         self._unclassified: set[int] = set()  # nodes whose score class is re-worked out when scores are next read
+        self._rooms: list[_Room | None] = [None] * self.count
         for i, name in enumerate(self.names):
             key = self._score_key(name)
             self._class_of.append(key)
@@ -133,7 +148,7 @@ class NodeSets:
         bit = 1 << i
         keep = self.all ^ bit
         log = self._usage_log
-        if len(log) >= 4 * self.count + 64:
+        if len(log) >= LOG_NODES * self.count + 64:
             self._usage_base += len(log)
             log.clear()
         log.append(i)
@@ -161,11 +176,15 @@ class NodeSets:
                             if witness is None or not witness.still_fits(taken, self.state.devices):
                                 verdicts.ok &= keep
                                 verdicts.witness.pop(i, None)
+                        elif verdicts.unworded & bit:  # its reason is worded on the devices it was decided on
+                            verdicts.bad &= keep
+                            verdicts.unworded &= keep
                         continue
                     if not verdicts.bad & bit:
                         continue
                 verdicts.ok &= keep
                 verdicts.bad &= keep
+                verdicts.unworded &= keep
                 verdicts.reasons.pop(i, None)
                 verdicts.witness.pop(i, None)
 
@@ -236,9 +255,13 @@ class NodeSets:
         found = self._fit.get(key)
         now = self._usage_base + len(self._usage_log)
         if found is None or found.seen < self._usage_base:
-            found = _Fit(dict(requests), served, now)
+            found = _fit(requests, served, now)
+            nodes, usage = self.state.nodes, self.state.usage
             for i, name in enumerate(self.names):
-                reason = resources_reason(requests, self.state.nodes[name], self.state.usage[name], served)
+                if self._fits(found.wants, i, nodes[name], usage[name]):
+                    found.mask |= 1 << i
+                    continue
+                reason = resources_reason(requests, nodes[name], usage[name], served)
                 if reason is None:
                     found.mask |= 1 << i
                 else:
@@ -249,12 +272,46 @@ class NodeSets:
             self._update_fit(found, now)
         return found
 
+    def _fits(self, wants: tuple[tuple[str, int], ...], i: int, node: Node, usage: NodeUsage) -> bool:
+        """True where ``resources_reason`` finds no reason, by the node's room read once (False: ask it)."""
+        room = self._rooms[i]
+        if room is None or room[0] is not node:
+            room = self._room(i, node)
+        pods = room[1]
+        if pods is not None and usage.pods >= pods:
+            return False
+        have, requested = room[2], usage.requested
+        for name, want in wants:
+            total = have.get(name)
+            if total is None:
+                return False
+            used = requested.get(name)
+            if (used.nanos if used is not None else 0) + want > total:
+                return False
+        return True
+
+    def _room(self, i: int, node: Node) -> _Room:
+        allocatable = node.status.allocatable
+        have: dict[str, int] = {}
+        pods: int | None = None
+        try:
+            for name, text in allocatable.items():
+                have[name] = Quantity.parse(text).nanos
+            if "pods" in allocatable:
+                pods = Quantity.parse(allocatable["pods"]).value()
+        except QuantityError:
+            have, pods = {}, 0  # never fits here: ``resources_reason`` reads it
+        room = self._rooms[i] = (node, pods, have)
+        return room
+
     def _update_fit(self, fit: _Fit, now: int) -> None:
         """Bring one shape's fit up to date with the nodes touched since it was last read."""
-        nodes, usage, names = self.state.nodes, self.state.usage, self.names
+        nodes, usage, names, wants = self.state.nodes, self.state.usage, self.names, fit.wants
         for i in set(self._usage_log[fit.seen - self._usage_base:]):
             name = names[i]
-            reason = resources_reason(fit.requests, nodes[name], usage[name], fit.served)
+            node, used = nodes[name], usage[name]
+            reason = None if self._fits(wants, i, node, used) else resources_reason(
+                fit.requests, node, used, fit.served)
             bit = 1 << i
             if reason is None:
                 if fit.mask & bit:

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+import msgspec
+
 from kubedra.allocator.capacity import CapacityError, share, share_fits
 from kubedra.allocator.devices import CapacityInfo, capacity_info
 from kubedra.allocator.errors import AllocationError
@@ -79,6 +81,8 @@ def _is_plain_device(slice_: ResourceSlice, index: int) -> bool:
 MAX_DEMANDS = 1024  # remembered demands per index; beyond that the memory starts over
 MAX_SHARES = 100_000  # remembered (request, node) device lists; beyond that the memory starts over
 _UNKNOWN = object()
+_INVALID = object()
+_NEVER = object()
 
 
 class DeviceIndex:
@@ -112,6 +116,8 @@ class DeviceIndex:
         self._capacities: dict[str, dict[str, CapacityInfo] | None] = {}
         # (signature, requests, node) -> the node's devices as ``_prepare`` gives them (or None)
         self._prepared: dict[tuple[Signature, tuple[tuple[str, Quantity], ...], str], object] = {}
+        self._capacity_specs: dict[str, bytes] = {}  # device key -> its capacity spec, encoded
+        self._needs_of: dict[tuple[tuple[tuple[str, Quantity], ...], bytes], object] = {}
         self._build()
         if taint_rules:
             self._exact_nodes = set()  # a DeviceTaintRule may taint any device: counts are only a bound then
@@ -281,22 +287,45 @@ class DeviceIndex:
         """The node's matching devices that can take one share when nothing else uses them, with what the share
         needs of each capacity (None for a dedicated device: its use is all or nothing), in slice order; None when
         a device's capacity or the request is invalid (the allocator words that)."""
-        assert self._shares is not None
         out: list[tuple[DeviceID, tuple[tuple[str, int, int], ...] | None]] = []
         for record in self._matching_on(demand.signature, node):
-            capacity = self._capacity_of(record)
-            if capacity is None:
+            needs = self._needs(demand, record)
+            if needs is _INVALID:
                 return None
-            try:
-                one = share(demand.requests, capacity, fractional=self._shares.fractional)
-            except CapacityError:
-                return None
-            if not share_fits(one, capacity, None, None):
+            if needs is _NEVER:
                 continue  # never, whatever else uses it
-            assert one is not None
-            needs = tuple((name, one[0][name].nanos, cap.value.nanos) for name, cap in capacity.items())
-            out.append((record.id, needs if record.device.allow_multiple_allocations else None))
+            share_needs = cast("tuple[tuple[str, int, int], ...]", needs)
+            out.append((record.id, share_needs if record.device.allow_multiple_allocations else None))
         return out
+
+    def _needs(self, demand: ShareDemand, record: DeviceRecord) -> object:
+        """What one share of the demand needs of each of the device's capacities (name, nanos, capacity nanos);
+        ``_NEVER`` when it never fits the device, ``_INVALID`` when the capacity or request is invalid. Worked out
+        once per request and capacity spec: a fleet's devices carry the same few."""
+        spec = self._capacity_specs.get(record.key)
+        if spec is None:
+            spec = self._capacity_specs[record.key] = msgspec.json.encode(record.device.capacity)
+        key = (demand.key, spec)
+        found = self._needs_of.get(key)
+        if found is None:
+            if len(self._needs_of) >= MAX_SHARES:
+                self._needs_of.clear()
+            found = self._needs_of[key] = self._work_out_needs(demand, record)
+        return found
+
+    def _work_out_needs(self, demand: ShareDemand, record: DeviceRecord) -> object:
+        assert self._shares is not None
+        capacity = self._capacity_of(record)
+        if capacity is None:
+            return _INVALID
+        try:
+            one = share(demand.requests, capacity, fractional=self._shares.fractional)
+        except CapacityError:
+            return _INVALID
+        if not share_fits(one, capacity, None, None):
+            return _NEVER
+        assert one is not None
+        return tuple((name, one[0][name].nanos, cap.value.nanos) for name, cap in capacity.items())
 
     def _matching_on(self, signature: Signature, node: str) -> list[DeviceRecord]:
         per_node = self._matching.get(signature)

@@ -6,13 +6,15 @@ walk; a pod that fits nowhere gets its reasons from what the sets decided, or go
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable
+from typing import Literal
 
 import msgspec
 
 from kubedra.cluster.state import ClusterState
-from kubedra.objects.model import AllocationResult, ResourceClaim
+from kubedra.objects.model import AllocationResult, Node, ResourceClaim
 from kubedra.scheduler.attempt import Attempt, Feasible
 from kubedra.scheduler.candidates import NodeSets
 from kubedra.scheduler.claims import key_of
@@ -88,12 +90,8 @@ class FastPath:
                 answer = self._node_verdict(attempt.allocator, sets, verdicts, i, batch)
                 if isinstance(answer, Failed):
                     return answer
-                if isinstance(answer, str):
-                    verdicts.bad |= 1 << i
-                    verdicts.reasons[i] = answer
+                if _keep(verdicts, i, answer):
                     mask &= ~(1 << i)
-                else:
-                    verdicts.ok |= 1 << i
         if not window:
             return self._fast_refusal(attempt, sets, verdicts, served, 0 if first_fit else start)
         if not first_fit:
@@ -117,40 +115,71 @@ class FastPath:
         free = sets.free_mask(demand.signature, demand.count) if demand is not None else -1
         reasons: dict[str, list[str]] = {}
         state = self.state
-        for offset in range(sets.count):
-            i = (start + offset) % sets.count
-            name = sets.names[i]
-            node = state.nodes[name]
-            if not passing >> i & 1:  # Filter's order: the node-level checks, then NodeResourcesFit
+        nodes, names, count = state.nodes, sets.names, sets.count
+        spread, inter_pod = attempt.spread, attempt.inter_pod
+        # claim_rejecting only ever refuses for a claim allocated with a node selector
+        pinned = attempt.claims if any(
+            c.status.allocation is not None and c.status.allocation.node_selector is not None for c in attempt.claims
+        ) else ()
+        passes, frees = _flags(passing, count), _flags(free, count)
+        bads = _flags(verdicts.bad, count) if verdicts is not None else None
+        for i in itertools.chain(range(start, count), range(start)):
+            name = names[i]
+            if not passes[i]:  # Filter's order: the node-level checks, then NodeResourcesFit
                 reason = static_reasons.get(i) or fit_reasons.get(i)
-            elif attempt.spread is not None and (refused := attempt.spread.reason(node)) is not None:
+            elif spread is not None and (refused := spread.reason(nodes[name])) is not None:
                 reason = refused  # PodTopologySpread, then InterPodAffinity, before DynamicResources
-            elif attempt.inter_pod is not None and (refused := attempt.inter_pod.reason(node)) is not None:
+            elif inter_pod is not None and (refused := inter_pod.reason(nodes[name])) is not None:
                 reason = refused
-            elif claim_rejecting(attempt.claims, node) is not None:
+            elif pinned and claim_rejecting(pinned, nodes[name]) is not None:
                 reason = CLAIM_NOT_ON_NODE
-            elif not free >> i & 1:
+            elif not frees[i]:
                 reason = UNSCHEDULABLE_CLAIMS
-            elif verdicts is not None and verdicts.bad >> i & 1:
+            elif bads is not None and bads[i]:
+                assert verdicts is not None
                 reason = verdicts.reasons.get(i)
+                if reason is None and verdicts.unworded >> i & 1:
+                    reason = self._worded(attempt, verdicts, i, batch, nodes[name])
             else:
                 return None
             if reason is None:
                 return None
-            reasons.setdefault(reason, []).append(name)
+            found = reasons.get(reason)
+            if found is None:
+                reasons[reason] = [name]
+            else:
+                found.append(name)
         return Unschedulable(summarize(reasons, len(state.nodes)), reasons)
+
+    def _worded(
+        self, attempt: Attempt, verdicts: Verdicts, i: int, batch: list[ResourceClaim], node: Node
+    ) -> str | None:
+        """The allocator's reason on an ``unworded`` node (its devices unchanged since), kept; None if it does not
+        give one (then the node-by-node walk decides)."""
+        assert attempt.allocator is not None
+        answer = allocate(attempt.allocator, node, batch)
+        if not isinstance(answer, str):
+            return None
+        verdicts.reasons[i] = answer
+        verdicts.unworded &= ~(1 << i)
+        return answer
 
     def _node_verdict(
         self, allocator: NodeAllocator, sets: NodeSets, verdicts: Verdicts, i: int, batch: list[ResourceClaim]
-    ) -> str | Failed | None:
-        """The allocator's answer on node ``i`` (None: fits), or a node alike's remembered answer."""
+    ) -> str | Literal[False] | Failed | None:
+        """The allocator's answer on node ``i`` (None: fits), or a node alike's remembered answer; False: it does
+        not fit, as the share counts tell (the allocator's words for it are asked only where a refusal reads them)."""
         state_key = sets.state_key(i)
         if state_key is not None and state_key in verdicts.by_state:
             return verdicts.by_state[state_key]
         if self.index is not None:
             shares = self.index.share_demand(batch)
-            if shares is not None and self.index.shares_fit(shares, sets.names[i]) is True:
-                return None  # the matching devices have room for the shares: the allocator would find them
+            if shares is not None:
+                fits = self.index.shares_fit(shares, sets.names[i])
+                if fits is True:
+                    return None  # the matching devices have room for the shares: the allocator would find them
+                if fits is False and state_key is None:
+                    return False  # too few have room for one share each: the allocator would find no N of them
         answer = allocate(allocator, self.state.nodes[sets.names[i]], batch)
         if isinstance(answer, Failed):
             return answer
@@ -239,6 +268,27 @@ class FastPath:
             reasons.setdefault(results, []).append(name)
             window &= ~(1 << i)
         return Unschedulable(summarize(reasons, sets.count), reasons)
+
+
+def _keep(verdicts: Verdicts, i: int, answer: str | Literal[False] | None) -> bool:
+    """Keep the allocator's answer on node ``i`` (``_node_verdict``'s); True where the node is out."""
+    if answer is None:
+        verdicts.ok |= 1 << i
+        return False
+    verdicts.bad |= 1 << i
+    if answer is False:
+        verdicts.unworded |= 1 << i
+    else:
+        verdicts.reasons[i] = answer
+    return True
+
+
+def _flags(mask: int, count: int) -> list[bool]:
+    """Bit i of ``mask`` as item i, for the first ``count`` bits (a negative mask: all set)."""
+    if mask < 0:
+        return [True] * count
+    text = format(mask & ((1 << count) - 1), "b")[::-1]
+    return [c == "1" for c in text] + [False] * (count - len(text))
 
 
 MAX_STATES = 4096  # remembered allocator answers per demand, by node state

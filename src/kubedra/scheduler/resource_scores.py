@@ -15,6 +15,9 @@ from typing import Generic, TypeVar
 from kubedra.cluster.usage import ScoringRequests
 
 MAX_SHAPES = 128  # request shapes remembered; beyond that the memory starts over (bounded, still correct)
+# The touch log is dropped when it holds this many touches per node (shapes read less often are built again):
+# bringing a shape up to date costs at most a build, and on a trace most shapes are read a few hundred pods apart.
+LOG_NODES = 16
 
 Key = TypeVar("Key")
 
@@ -43,7 +46,7 @@ class ResourceScores(Generic[Key]):
 
     def touched(self, i: int) -> None:
         log = self._log
-        if len(log) >= 4 * len(self._keys) + 64:
+        if len(log) >= LOG_NODES * len(self._keys) + 64:
             self._base += len(log)
             log.clear()
         log.append(i)

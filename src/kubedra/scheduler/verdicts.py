@@ -28,6 +28,10 @@ class Verdicts:
     # could still be made (its devices untaken, its shares' devices with room for them), it still proves it
     witness: dict[int, Witness] = field(default_factory=dict)
     reasons: dict[int, str] = field(default_factory=dict)
+    # Nodes of ``bad`` whose reason the allocator has not worded yet: the share counts said the claim does not fit
+    # (``DeviceIndex.shares_fit``), as the allocator would; worded on the node's unchanged devices when a refusal reads
+    # it (most never are: the walk only needs to know the node is out).
+    unworded: int = 0
     # (node device shape, devices in use) -> None (fits) or the reason: nodes alike get the same answer
     by_state: dict[tuple[int, frozenset[str]], str | None] = field(default_factory=dict)
 
