@@ -167,6 +167,7 @@ def _handler(port: int, context: ssl.SSLContext, faults: _Faults) -> type[BaseHT
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
             headers["Accept-Encoding"] = "identity"  # bodies are rewritten: never compressed
             upstream = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=120)
+            response: http.client.HTTPResponse | None = None
             try:
                 upstream.request(self.command, self.path, body=body, headers=headers)
                 response = upstream.getresponse()
@@ -178,6 +179,8 @@ def _handler(port: int, context: ssl.SSLContext, faults: _Faults) -> type[BaseHT
                 else:
                     self._relay_whole(response, plural)
             finally:
+                if response is not None:  # it holds the socket open past the connection's close
+                    response.close()
                 upstream.close()
 
         def _start(self, response: http.client.HTTPResponse, chunked: bool, length: int = 0) -> None:
