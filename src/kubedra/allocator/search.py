@@ -156,7 +156,7 @@ class Search:
                     )
                 min_claim += least
                 slots.append(alternatives)
-            if min_claim > MAX_RESULTS:  # v0.36: the claim's total, once every request is validated
+            if not per_request_limit and min_claim > MAX_RESULTS:  # v0.36.3: the claim's total, after every request
                 raise AllocationError(
                     f"claim {ref}: number of requested devices {min_claim} exceeds the claim limit of {MAX_RESULTS}")
             constraints = claim_constraints(claim, f)
