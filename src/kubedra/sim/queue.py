@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubedra.objects.model import Pod
-from kubedra.scheduler.queueing_hints import ON_POD_DELETE, requeue_after_bind, requeue_after_delete
+from kubedra.scheduler.queueing_hints import ON_ANY_DELETE, requeue_after_bind, requeue_after_delete
 
 QueueOrder = tuple[int, float, int]
 
@@ -24,7 +24,8 @@ class SchedulingQueue:
     unschedulable: dict[str, None] = field(default_factory=dict)  # the pool, in the order pods entered it
     # Of those, the pods a bound pod may help and the plugins that rejected them; and the pods a binding moved back.
     hinted: dict[str, frozenset[str]] = field(default_factory=dict)
-    on_delete: dict[str, str] = field(default_factory=dict)  # the pool's pods' ``delete_hint``, where not ON_POD_DELETE
+    # The pool's pods' rejecting plugins with a hint for an assigned pod leaving, where not ON_ANY_DELETE.
+    on_delete: dict[str, frozenset[str]] = field(default_factory=dict)
     requeued: list[str] = field(default_factory=list)
     queued: dict[str, tuple[float, int]] = field(default_factory=dict)  # when a pod (re)entered the queue
     _seq: itertools.count[int] = field(default_factory=itertools.count)
@@ -34,25 +35,29 @@ class SchedulingQueue:
         self.queued[key] = (now, next(self._seq))
 
     def failed(
-        self, key: str, now: float, hinted_plugins: frozenset[str] = frozenset(), on_delete: str = ON_POD_DELETE
+        self, key: str, now: float, hinted_plugins: frozenset[str] = frozenset(),
+        on_delete: frozenset[str] = ON_ANY_DELETE,
     ) -> None:
         """The pod failed at ``now``: to the pool, keeping the time of its failed attempt; ``hinted_plugins``: its
-        rejecting plugins with a hint for a pod being bound; ``on_delete``: its ``delete_hint``."""
+        rejecting plugins with a hint for a pod being bound; ``on_delete``: those with one for a pod leaving
+        (``delete_hinted_plugins``)."""
         self.queued[key] = (now, next(self._seq))
         self.unschedulable[key] = None
         if hinted_plugins:
             self.hinted[key] = hinted_plugins
-        if on_delete != ON_POD_DELETE:
+        if on_delete != ON_ANY_DELETE:
             self.on_delete[key] = on_delete
         else:
             self.on_delete.pop(key, None)
 
-    def pod_left(self, deallocated: bool) -> None:
-        """Assigned pods left their nodes (``deallocated``: claims of theirs were deallocated): the pool's pods whose
-        rejecting plugins may be helped back to the active queue, in the order they entered the pool."""
+    def pod_left(self, gone: list[Pod], deallocated: bool, pending: Callable[[str], Pod]) -> None:
+        """The assigned pods ``gone`` left their nodes (``deallocated``: claims of theirs were deallocated): the
+        pool's pods whose rejecting plugins may be helped back to the active queue, in the order they entered the
+        pool."""
         staying: dict[str, None] = {}
         for key in self.unschedulable:
-            if requeue_after_delete(self.on_delete.get(key, ON_POD_DELETE), deallocated):
+            plugins = self.on_delete.get(key, ON_ANY_DELETE)
+            if plugins is ON_ANY_DELETE or requeue_after_delete(pending(key), plugins, gone, deallocated):
                 self.active.append(key)
                 self.hinted.pop(key, None)
                 self.on_delete.pop(key, None)

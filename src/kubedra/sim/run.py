@@ -41,7 +41,7 @@ from kubedra.scheduler.extended import claim_name_base
 from kubedra.scheduler.gangs import GroupOutcome
 from kubedra.scheduler.outcome import Failed, Placement, Unschedulable
 from kubedra.scheduler.preemption import NEVER, NodeSizes, Preemption, without_victims
-from kubedra.scheduler.queueing_hints import ON_POD_DELETE, bind_hinted_plugins, delete_hint
+from kubedra.scheduler.queueing_hints import ON_ANY_DELETE, bind_hinted_plugins, delete_hinted_plugins
 from kubedra.scheduler.scheduler import Scheduler
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
@@ -298,17 +298,20 @@ class Simulation:
         pods = self.state.pods
         while self._instants:
             self._now = now = self._instants[0]
-            freed = self._deallocated = False
+            self._deallocated = False
+            gone = []  # assigned pods that left their nodes at this instant
             events = self._at[now]
             i = 0
             while i < len(events):  # events made at this instant while it is processed join it (a Job's next pod)
                 kind, key = events[i]
                 i += 1
-                freed = self._event(kind, key) or freed
+                record = pods.get(key)  # a StatefulSet's replacement for a victim takes its key in the event
+                if self._event(kind, key) and record is not None:
+                    gone.append(record.pod)
             heapq.heappop(self._instants)
             del self._at[now]  # what binding schedules for this instant (run-for 0) is the next instant
-            if freed:
-                self.queue.pod_left(self._deallocated)
+            if gone:
+                self.queue.pod_left(gone, self._deallocated, lambda key: pods[key].pod)
             done += self._drain()
             if self._in_order:
                 self._jobset_steps()
@@ -583,10 +586,10 @@ class Simulation:
             self.events.append(Event(self._now, kind, f"Pod {key}", message=message))
         record.pending_reason = message
         hinted: frozenset[str] = frozenset()  # a group's member is tried again by its group's cycle
-        on_delete = ON_POD_DELETE
+        on_delete = ON_ANY_DELETE
         if isinstance(outcome, Unschedulable) and not record.group:
             hinted = bind_hinted_plugins(outcome.reasons)
-            on_delete = delete_hint(outcome.reasons)
+            on_delete = delete_hinted_plugins(outcome.reasons)
         self.queue.failed(key, self._now, hinted, on_delete)
 
     def _bind(self, record: PodRecord, placement: Placement, *, scheduled: bool = True) -> None:
