@@ -240,3 +240,99 @@ def test_a_bare_pod_preempted_in_a_wave_is_lost(tmp_path: Path, capsys: pytest.C
     assert list(first["preempted"]) == ["default/batch"] and first["lost"] == ["default/batch"]
     assert "default/batch" not in first["waiting"]
     assert [(b["budget"], b["duringDrain"], b["after"]) for b in first["budgets"]] == [("default/batch", 0, 0)]
+
+
+def _mig_node(name: str, labels: dict[str, str], resources: dict[str, int]) -> str:
+    advertised = {"cpu": "32", "memory": "256Gi", "pods": "110", **{k: str(v) for k, v in resources.items()}}
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+        "status": {"allocatable": advertised, "capacity": advertised}})
+
+
+def _mig_deployment(name: str, resource: str, replicas: int) -> str:
+    return yaml.safe_dump({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {
+        "replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "w", "image": "w", "resources": {"limits": {resource: 1}}}]}}}})
+
+
+MIXED = {"nvidia.com/mig-1g.5gb": 2, "nvidia.com/mig-2g.10gb": 1, "nvidia.com/mig-3g.20gb": 1}  # A100 all-balanced
+
+
+def _mig_cluster(tmp_path: Path) -> Path:
+    """A mixed node (2 A100-40GB, all-balanced), a single node (all-1g.5gb on 2 A100-40GB: 14 devices) and
+    Deployments asking each mixed profile as many times as the node has it."""
+    mixed = {k: 2 * v for k, v in MIXED.items()}
+    docs = [_mig_node("mixed-0", {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.count": "2",
+                                  "nvidia.com/mig.strategy": "mixed", "nvidia.com/mig.config": "all-balanced"}, mixed),
+            _mig_node("single-0", {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+                                   "nvidia.com/gpu.count": "14", "nvidia.com/mig.strategy": "single",
+                                   "nvidia.com/mig.config": "all-1g.5gb"}, {"nvidia.com/gpu": 14})]
+    docs += [_mig_deployment(r.removeprefix("nvidia.com/mig-").replace(".", "-"), r, n) for r, n in mixed.items()]
+    (tmp_path / "cluster.yaml").write_text("---\n".join(docs))
+    return tmp_path
+
+
+def test_mig_nodes_publish_their_mig_devices(tmp_path: Path) -> None:
+    """Once switched, each node publishes the MIG devices its device plugin advertises, one per placement, named as
+    NVIDIA's driver names them, without whole GPUs; both stay served by the device plugin before."""
+    loaded = load_paths([str(_mig_cluster(tmp_path))], recursive=True)
+    cluster = read_cluster(loaded, build_scenario(loaded))
+    for name, advertised in (("mixed-0", {k: 2 * v for k, v in MIXED.items()}),
+                             ("single-0", {"nvidia.com/mig-1g.5gb": 14})):
+        gpu = cluster.gpu_nodes[name]
+        devices = [d for s in gpu.slices for d in s.spec.devices]
+        published: dict[str, int] = {}
+        for d in devices:
+            assert d.attributes["type"].string == "mig" and d.name.startswith("gpu-") and "-mig-" in d.name
+            key = "nvidia.com/mig-" + str(d.attributes["profile"].string)
+            published[key] = published.get(key, 0) + 1
+        assert published == advertised
+        assert len({d.name for d in devices}) == len(devices)
+        assert not any(k == "nvidia.com/gpu" or k.startswith("nvidia.com/mig-") for k in gpu.dra.status.allocatable)
+    assert cluster.gpu_nodes["single-0"].plugin.status.allocatable["nvidia.com/gpu"] == "14"
+    notes = "\n".join(cluster.notes)
+    assert "Node mixed-0: nvidia.com/mig.strategy=mixed" in notes and "Node single-0: nvidia.com/mig.strategy=single" in notes
+    assert "not planned yet" not in notes
+
+
+def test_mig_pods_land_on_mig_devices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every pod asking nvidia.com/mig-<profile> runs before (device plugin), during (the other node serves none of
+    them: they wait only while their node drains) and after its node's switch (DRA's MIG device of that profile)."""
+    code, out, err = run(capsys, "migrate", "plan", str(_mig_cluster(tmp_path)), "--order", "naive", "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    pods = sum(2 * v for v in MIXED.values())
+    assert doc["summary"]["waiting"] == 0
+    for wave in doc["waves"]:
+        assert wave["waiting"] == {} and wave["lost"] == []
+        if wave["nodes"] == ["mixed-0"]:
+            assert len(wave["landed"]) == pods and set(wave["landed"].values()) == {"mixed-0"}
+
+
+@pytest.mark.parametrize(("labels", "label"), [
+    ({"nvidia.com/mig.strategy": "half"}, "nvidia.com/mig.strategy"),
+    ({"nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID"},
+     "nvidia.com/gpu.product"),
+    ({"nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-9g.99gb"},
+     "nvidia.com/gpu.product"),
+    ({"nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.count": "1", "nvidia.com/mig-7g.40gb.count": "2"},
+     "nvidia.com/gpu.count"),
+    ({"nvidia.com/mig.strategy": "mixed", "nvidia.com/mig-1g.5gb.count": "many"}, "nvidia.com/mig-1g.5gb.count"),
+])
+def test_bad_mig_labels_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], labels: dict[str, str],
+                                    label: str) -> None:
+    base = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.count": "1"}
+    (tmp_path / "node.yaml").write_text(_mig_node("n1", {**base, **labels}, {"nvidia.com/gpu": 1}))
+    code, _, err = run(capsys, "migrate", "plan", str(tmp_path))
+    assert code == 2, err
+    assert "Node n1" in err and f"metadata.labels[{label}]" in err
+
+
+def test_mixed_node_without_counts_is_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "node.yaml").write_text(_mig_node("n1", {
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB", "nvidia.com/gpu.count": "1",
+        "nvidia.com/mig.strategy": "mixed"}, {"nvidia.com/gpu": 1}))
+    code, out, err = run(capsys, "migrate", "plan", str(tmp_path))
+    assert code == 0, err
+    assert "Node n1: nvidia.com/mig.strategy=mixed but neither" in out and "cannot be known" in out

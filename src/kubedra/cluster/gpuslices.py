@@ -11,6 +11,11 @@ Counters: the per-dimension maximum over all profiles (``multiprocessors``, ``co
 ``memory``) plus ``memory-slice-<i>`` = 1; the full GPU consumes all of them, a placement its profile's
 values and its own memory slices.
 
+``static_mig`` is the other MIG mode, without ``DynamicMIG``: the MIG devices mig-parted (the GPU Operator's MIG
+manager) made, found by NVML and published as they are: per GPU the (profile, placement start) of each MIG device,
+named as above, with its ``uuid`` and a ``memorySlice<i>`` capacity per memory slice it holds, no counters; a GPU
+with none is a whole GPU (MIG off).
+
 ``shares: N`` applies NVIDIA's ``--consumable-shares=N`` (``consumable_shares.go``) to every device.
 Objects shared between devices (attribute values) must be treated as immutable.
 """
@@ -65,6 +70,7 @@ class GpuNodeLayout:
     shares: int | None = None
     memory_shares: bool = False  # --consumable-shares=memory
     attributes: tuple[tuple[str, DeviceAttribute], ...] = ()  # the pool's own, on every GPU device (after NVML's)
+    static_mig: tuple[tuple[tuple[str, int], ...], ...] | None = None  # per minor: (profile, start) of its MIG devices
 
 
 def binary_si(value: int) -> str:
@@ -244,8 +250,17 @@ class SliceFactory:
         self.full_counters: dict[str, Counter] = {}
         self.placements: list[_Placement] = []
         self._placed: dict[tuple[str, int | None, str | None], tuple[dict[str, DeviceAttribute], tuple[str, ...]]] = {}
+        self.static: dict[tuple[str, int], _Placement] = {}
         if not layout.mig:
             self.full_capacity = self._capacity({"memory": model.memory_bytes})
+            if layout.static_mig is not None:
+                for profile in model.mig_profiles:
+                    for start, size in profile.placements:
+                        slices = {f"memorySlice{i}": 1 for i in range(start, start + size)}
+                        caps = {**_mig_capacities(profile), **slices}
+                        self.static[(profile.name, start)] = _Placement(
+                            mig_device_suffix(profile, start), DeviceAttribute(string=profile.name),
+                            self._capacity(caps), {})
             return
         maxima = max_capacities(model)
         self.full_capacity = self._capacity(maxima)
@@ -286,6 +301,9 @@ class SliceFactory:
         placed, order = found
         devices: list[Device] = []
         name = f"gpu-{minor}"
+        static = layout.static_mig[minor] if layout.static_mig is not None else ()
+        if static:
+            return self._static_devices(node, name, placed, uuid, static, multiple=multiple)
         if not layout.mig or layout.model.mig_toggle_without_reset:
             # as dict(sorted({**placed, "type": ..., "uuid": ...}.items())), with the sorted names made once
             uuid_attribute = DeviceAttribute(string=uuid)
@@ -323,6 +341,18 @@ class SliceFactory:
                 )
             )
         return devices
+
+    def _static_devices(self, node: str, name: str, placed: dict[str, DeviceAttribute], uuid: str,
+                        static: tuple[tuple[str, int], ...], *, multiple: bool | None) -> list[Device]:
+        """A GPU in MIG mode without ``DynamicMIG``: the MIG devices mig-parted made, as NVML lists them."""
+        devices = []
+        for profile, start in static:
+            p = self.static[(profile, start)]
+            attrs = {**placed, "type": self.type_mig, "parentUUID": DeviceAttribute(string=uuid), "profile": p.profile,
+                     "uuid": DeviceAttribute(string="MIG-" + stable_uid("mig", node, name + p.suffix))}
+            devices.append(Device(name=name + p.suffix, attributes=dict(sorted(attrs.items())), capacity=p.capacity,
+                                  allow_multiple_allocations=multiple))
+        return sorted(devices, key=lambda d: d.name)
 
     def counter_set(self, minor: int) -> CounterSet:
         """The shared counter set NVIDIA publishes for one MIG-partitionable GPU."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 import msgspec
@@ -359,8 +360,11 @@ def expand_nodepools(
     return nodes, slices
 
 
-def gpu_node_slices(node: str, node_uid: str, model: catalogue.GpuModel, count: int) -> list[ResourceSlice]:
-    """The slices NVIDIA's DRA driver publishes for a node of ``count`` whole GPUs of ``model`` (driver defaults, no
-    MIG, no sharing): what a device-plugin node read from a cluster publishes once switched."""
+def gpu_node_slices(node: str, node_uid: str, model: catalogue.GpuModel, count: int,
+                    static_mig: tuple[tuple[tuple[str, int], ...], ...] | None = None) -> list[ResourceSlice]:
+    """The slices NVIDIA's DRA driver publishes for a node of ``count`` GPUs of ``model`` (driver defaults, no
+    ``DynamicMIG``, no sharing): what a device-plugin node read from a cluster publishes once switched. ``static_mig``:
+    per GPU, the (profile, start) of the MIG devices mig-parted made on it (none: a whole GPU)."""
     gpu = PoolGpu(model=model.name, count=count)
-    return SliceFactory(_layout(NodePoolSpec(count=1, gpu=gpu), gpu, model)).node_slices(node, node_uid)
+    layout = replace(_layout(NodePoolSpec(count=1, gpu=gpu), gpu, model), static_mig=static_mig)
+    return SliceFactory(layout).node_slices(node, node_uid)

@@ -31,7 +31,7 @@ there instead of simulating the start.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,9 +41,21 @@ import yaml
 from kubedra.cluster import catalogue
 from kubedra.cluster.gpuslices import stable_uid
 from kubedra.cluster.nodepool import POOL_LABEL, expand_nodepools, gpu_node_slices, is_nodepool
+from kubedra.migrate import mig
+from kubedra.migrate.workloads import class_for, class_selectors, mig_profile
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
-from kubedra.objects.model import Node, Pod, ResourceClaim, ResourceSlice
+from kubedra.objects.model import (
+    CELDeviceSelector,
+    DeviceClass,
+    DeviceClassSpec,
+    DeviceSelector,
+    Node,
+    ObjectMeta,
+    Pod,
+    ResourceClaim,
+    ResourceSlice,
+)
 from kubedra.sim.budgets import PodDisruptionBudget
 from kubedra.sim.manifests import selector_matches
 from kubedra.sim.scenario import Scenario
@@ -77,6 +89,7 @@ class GpuNode:
     dra: Node  # no nvidia.com/gpu: its GPUs are in ``slices``
     slices: tuple[ResourceSlice, ...]
     replicas: int = 1
+    mig_resources: tuple[str, ...] = ()  # the device-plugin names its MIG devices are served by (a MIG node's)
 
 
 @dataclass
@@ -174,6 +187,12 @@ def labelled_gpu_node(node: Node, where: Location, replicas: dict[str, int], pro
         bad(PRODUCT_LABEL, f"advertises nvidia.com/gpu but has no label {PRODUCT_LABEL} (GPU Feature Discovery's): "
             "its GPU model is unknown; deploy GFD (the GPU Operator does) or label the node")
         return None
+    strategy = labels.get(MIG_STRATEGY_LABEL) or "none"
+    if strategy != "none":
+        before = len(problems)
+        found = _mig_node(node, strategy, bad, notes)
+        if found is not None or len(problems) > before:
+            return found
     model = gfd_model(product, labels.get(MEMORY_LABEL))
     if model is None:
         bad(MEMORY_LABEL, f"{PRODUCT_LABEL}={product} is not in kubedra's catalogue and the node has no label "
@@ -196,19 +215,72 @@ def labelled_gpu_node(node: Node, where: Location, replicas: dict[str, int], pro
         return None
     else:
         count = int(count_text)
-    strategy = labels.get(MIG_STRATEGY_LABEL, "none")
-    if strategy not in ("", "none"):
-        notes.append(f"Node {name}: {MIG_STRATEGY_LABEL}={strategy}: MIG devices are not planned yet; the switched "
-                     "node is planned with whole GPUs")
-    allocatable = {k: v for k, v in node.status.allocatable.items() if k != GPU}
-    capacity = {k: v for k, v in node.status.capacity.items() if k != GPU}
-    dra = msgspec.structs.replace(node, status=msgspec.structs.replace(node.status, allocatable=allocatable,
-                                                                       capacity=capacity))
+    dra = _without_plugin(node)
     slices = tuple(gpu_node_slices(name, node.metadata.uid or stable_uid("Node", name), model, count))
     if times > 1:
         notes.append(f"Node {name}: time-slicing shares each GPU among {times} pods on the device plugin; once "
                      "switched each nvidia.com/gpu is a whole GPU (DRA shares per claim, not node-wide)")
     return GpuNode(name, labels.get(POOL_LABEL, product), node, dra, slices, times)
+
+
+def _plugin_resource(name: str) -> bool:
+    return name == GPU or mig_profile(name) is not None
+
+
+def _without_plugin(node: Node) -> Node:
+    """The node once switched: no device-plugin resource (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``)."""
+    allocatable = {k: v for k, v in node.status.allocatable.items() if not _plugin_resource(k)}
+    capacity = {k: v for k, v in node.status.capacity.items() if not _plugin_resource(k)}
+    return msgspec.structs.replace(node, status=msgspec.structs.replace(node.status, allocatable=allocatable,
+                                                                        capacity=capacity))
+
+
+def _mig_node(node: Node, strategy: str, bad: Callable[[str, str], None], notes: list[str]) -> GpuNode | None:
+    """A node labelled with a MIG strategy: None where it has no MIG device to plan (whole GPUs, said in a note) or
+    a label is bad (``bad`` says which)."""
+    if strategy not in mig.STRATEGIES:
+        bad(MIG_STRATEGY_LABEL, f"{MIG_STRATEGY_LABEL}={strategy!r} is not a MIG strategy (none, single or mixed)")
+        return None
+    found = mig.read_mig(node.metadata.name, node.metadata.labels, node.status.allocatable,
+                          model_of=gfd_model, bad=bad, notes=notes)
+    return None if found is None else _mig_gpu_node(node, found)
+
+
+def _mig_gpu_node(node: Node, found: mig.MigNode) -> GpuNode:
+    """A MIG node: the device plugin's resources as it advertises them, the switched node's MIG devices as they are."""
+    name, labels = node.metadata.name, node.metadata.labels
+    allocatable = {**{k: str(v) for k, v in found.plugin.items()}, **node.status.allocatable}
+    capacity = {**{k: str(v) for k, v in found.plugin.items()}, **node.status.capacity}
+    plugin = msgspec.structs.replace(node, status=msgspec.structs.replace(node.status, allocatable=allocatable,
+                                                                          capacity=capacity))
+    slices = tuple(gpu_node_slices(name, node.metadata.uid or stable_uid("Node", name), found.model, found.count,
+                                   found.static))
+    return GpuNode(name, labels.get(POOL_LABEL, labels.get(PRODUCT_LABEL, found.model.name)), plugin,
+                   _without_plugin(node), slices, mig_resources=found.resources)
+
+
+def _mig_classes(scenario: Scenario, gpu_nodes: dict[str, GpuNode], notes: list[str]) -> Scenario:
+    """The DeviceClasses that serve the MIG nodes' devices once switched, where the input has none: for each
+    ``nvidia.com/mig-<profile>`` the class ``kubedra migrate`` writes (its selector on the profile; the name as
+    ``extendedResourceName`` where pods ask for it by name: a mixed node's)."""
+    served = {c.spec.extended_resource_name for c in scenario.classes if c.spec.extended_resource_name}
+    names = {c.metadata.name for c in scenario.classes}
+    added: list[DeviceClass] = []
+    for resource in sorted({r for g in gpu_nodes.values() for r in g.mig_resources}):
+        mixed_served = any(resource in g.plugin.status.allocatable for g in gpu_nodes.values())
+        name = class_for(resource)
+        if name in names or (mixed_served and resource in served):
+            continue
+        selectors = [DeviceSelector(cel=CELDeviceSelector(expression=e)) for e in class_selectors(resource)]
+        added.append(DeviceClass(metadata=ObjectMeta(name=name), spec=DeviceClassSpec(
+            selectors=selectors, extended_resource_name=resource if mixed_served else None)))
+        names.add(name)
+    if not added:
+        return scenario
+    notes.append("DeviceClasses " + ", ".join(c.metadata.name for c in added) + " (as kubedra migrate writes them, "
+                 "extendedResourceName for the nvidia.com/mig-<profile> pods ask) are planned as applied before the "
+                 "first wave")
+    return replace(scenario, classes=[*scenario.classes, *added])
 
 
 def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
@@ -236,7 +308,7 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
                          "the device plugin; a switched node gives each nvidia.com/gpu a whole GPU (DRA shares per "
                          "claim, not node-wide)")
     for node in loaded.of_kind(Node):
-        if GPU in node.status.allocatable:
+        if any(_plugin_resource(k) for k in node.status.allocatable):
             labelled = labelled_gpu_node(node, loaded.location_of(node), replicas, problems, notes)
             if labelled is not None:
                 gpu_nodes[labelled.name] = labelled
@@ -245,6 +317,7 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
                                 "nvidia.com/gpu: nothing to switch to DRA"))
     if problems:
         raise InvalidInputError(problems)
+    scenario = _mig_classes(scenario, gpu_nodes, notes)
     workloads = scenario.workloads
     pods = [replace(a, arrive_at=0.0, run_for=None) for a in workloads.arrivals]
     for job in workloads.jobs:
