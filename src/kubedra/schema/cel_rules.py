@@ -15,6 +15,12 @@ whatever its fieldPath and reason, ``Invalid value: "<the schema's type>": <erro
 its text>``. Wording checked against the real kube-apiserver
 (``tests/schema/test_cel_rules_controlplane.py``).
 
+A declared property whose name is no CEL identifier is read under its escaped name, as the API server's object
+type declares it (``apiserver/pkg/cel/escaping.go``): ``__`` as ``__underscores__``, ``.`` ``-`` ``/`` as ``__dot__``
+``__dash__`` ``__slash__``, a reserved word as ``__<word>__`` or as itself (``self.__namespace__``,
+``self.namespace``: v1.37 recognises keywords as field names); one with another character (or starting with a digit)
+cannot be read at all. A map's keys (``additionalProperties``) are never escaped.
+
 The environment is kubedra's CEL (cel-cpp) with ``self`` declared dynamic and the Kubernetes libraries the DRA
 environment has (strings, lists, regex, quantity, semver, optional types, ``cel.bind``); a rule this environment
 cannot compile (a library kubedra does not have: urls, ip/cidr, format, sets) is left unevaluated and counted in
@@ -58,9 +64,13 @@ class Node:
     known: frozenset[str] = frozenset()  # every declared property (``additional`` is for the others)
     additional: Node | None = None
     items: Node | None = None
+    # declared properties CEL reads under other names (none: not at all), and whether a node below has some
+    renamed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    renamed_below: bool = False
 
     def empty(self) -> bool:
-        return not self.rules and not self.properties and self.additional is None and self.items is None
+        return (not self.rules and not self.properties and self.additional is None and self.items is None
+                and not self.renamed_below)
 
 
 @cache
@@ -102,6 +112,9 @@ class CelRules:
                 node.rules.append(rule)
         node.known = frozenset(schema.get("properties") or {})
         for name, child in (schema.get("properties") or {}).items():
+            names = cel_names(name)
+            if names != (name,):
+                node.renamed[name] = names
             below = self._node(child)
             if not below.empty():
                 node.properties[name] = below
@@ -113,6 +126,8 @@ class CelRules:
         if isinstance(items, dict):
             below = self._node(items)
             node.items = None if below.empty() else below
+        node.renamed_below = bool(node.renamed) or any(
+            child.renamed_below for child in (*node.properties.values(), node.additional, node.items) if child)
         return node
 
     def _rule(self, raw: Any, schema: dict[str, Any]) -> Rule | None:
@@ -149,8 +164,9 @@ class CelRules:
     def _check(self, node: Node, value: Any, path: tuple[Any, ...], out: list[tuple[tuple[Any, ...], str]]) -> None:
         if value is None:
             return
+        seen = _as_cel_reads(node, value) if node.rules and node.renamed_below else value
         for rule in node.rules:
-            failed = _evaluate(rule, value)
+            failed = _evaluate(rule, seen)
             if isinstance(failed, _Erred):  # at the node, whatever the fieldPath and reason
                 out.append((path, f'Invalid value: "{node.type}": {_erred(rule, failed.text)}'))
             elif failed is not None:
@@ -166,6 +182,49 @@ class CelRules:
         elif isinstance(value, list) and node.items is not None:
             for index, child in enumerate(value):
                 self._check(node.items, child, (*path, index), out)
+
+
+# CEL's reserved words (``celReservedSymbols``): a property so named is read as ``__<word>__``
+RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
+                      "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"})
+_ESCAPABLE = re.compile(r"[a-zA-Z_./-][a-zA-Z0-9_./-]*")
+_ESCAPES = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+
+
+def escape(name: str) -> str | None:
+    """``cel.Escape``: the name CEL reads a declared property by; None where it cannot be read."""
+    if name in RESERVED:
+        return f"__{name}__"
+    if not _ESCAPABLE.fullmatch(name):
+        return None
+    return re.sub(r"__|[./-]", lambda m: _ESCAPES[m.group()], name)
+
+
+def cel_names(name: str) -> tuple[str, ...]:
+    """The names a rule may read a declared property by: its escaped name, and a reserved word as itself as well
+    (``DeclTypeProvider.recognizeKeywordAsFieldName``)."""
+    escaped = escape(name)
+    if escaped is None:
+        return ()
+    return (escaped, name) if name in RESERVED else (escaped,)
+
+
+def _as_cel_reads(node: Node, value: Any) -> Any:
+    """``value`` with its declared properties under their escaped names (those CEL cannot read left out), down to
+    where nothing below is renamed."""
+    if not node.renamed_below:
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for key, child in value.items():
+            below = node.properties.get(key) if key in node.known else node.additional
+            seen = _as_cel_reads(below, child) if below is not None else child
+            for name in node.renamed.get(key, (key,)) if key in node.known else (key,):
+                out[name] = seen
+        return out
+    if isinstance(value, list) and node.items is not None:
+        return [_as_cel_reads(node.items, child) for child in value]
+    return value
 
 
 def _compiled(text: str) -> Any | None:
