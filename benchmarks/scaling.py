@@ -38,8 +38,8 @@ from kubedra.sim.simulate import Options, prepare
 from kubedra.cli.collector import batch_collection
 path, policy = sys.argv[1], sys.argv[2]
 limits = ParseLimits(max_bytes=1 << 34, max_nodes=1 << 40)
-sim = prepare(build_scenario(load_paths([path], limits=limits)), Options(policy=Policy(policy)))
-with batch_collection():  # as kubedra simulate runs it
+with batch_collection():  # as kubedra simulate runs it: from loading the files to the end of the run
+    sim = prepare(build_scenario(load_paths([path], limits=limits)), Options(policy=Policy(policy)))
     t1 = time.process_time()
     result = sim.run(None)
     t2 = time.process_time()

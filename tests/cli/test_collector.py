@@ -20,3 +20,16 @@ def test_full_pass_survivors_are_frozen_and_the_hook_removed() -> None:
         assert len(gc.callbacks) == before
     finally:
         gc.unfreeze()
+
+
+def test_generation_one_survivors_are_frozen() -> None:
+    kept: list[list[int]] = []
+    try:
+        with batch_collection():
+            frozen_at_start = gc.get_freeze_count()
+            kept.extend([i] for i in range(5_000))
+            gc.collect(1)  # a generation-1 pass: its survivors are frozen, no full pass needed
+            assert gc.get_freeze_count() >= frozen_at_start + len(kept)
+            assert not any(o is kept[0] for o in gc.get_objects(2))
+    finally:
+        gc.unfreeze()
