@@ -108,6 +108,21 @@ def test_what_the_webhook_refuses_is_refused_naming_the_field(spec: dict[str, An
     assert problem.location.object == "TrainJob/llm"
 
 
+@pytest.mark.parametrize(("metadata", "field"), [
+    ({"name": "llm", "annotations": True}, "metadata.annotations"),
+    ({"name": "llm", "labels": {"team": 7}}, "metadata.labels[team]"),
+])
+def test_metadata_no_api_server_would_hold_is_refused_not_crashed_on(metadata: dict[str, Any], field: str) -> None:
+    """A fuzzed TrainJob with ``annotations: true`` crashed the expansion (the CRD's schema leaves metadata to the
+    API server's ObjectMeta)."""
+    out = docs()
+    next(d for d in out if d["kind"] == "TrainJob")["metadata"] = metadata
+    with pytest.raises(InvalidInputError) as refused:
+        build_scenario(load_text(yaml.safe_dump_all(out)))
+    (problem,) = refused.value.problems
+    assert problem.location.field == field and problem.location.object == "TrainJob/llm"
+
+
 def test_a_workload_queued_for_kueue_is_noted_as_admitted_on_arrival() -> None:
     out = docs()
     trainjob = next(d for d in out if d["kind"] == "TrainJob")

@@ -125,15 +125,24 @@ def expand_trainjob(expander: _Expander, where: Location, data: dict[str, Any]) 
     """The TrainJob's JobSet, expanded as any JobSet (its Jobs and pods); problems where the webhook would refuse
     the TrainJob. Its ``kubedra.io/`` annotations (start-after, run-for) go to the JobSet kubedra simulates."""
     from kubedra.cluster.nodepool import convert_strict
+    from kubedra.objects.decode import decode
+    from kubedra.objects.model import ObjectMeta
     from kubedra.sim.manifests import JobSetDoc
 
     meta = data.get("metadata") or {}
+    _, found = decode(meta, ObjectMeta)  # what the API server's ObjectMeta refuses (annotations that are no map)
+    for path, message in found:
+        expander.bad(where, f"metadata.{path}".rstrip("."), message)
+    spec = data.get("spec") or {}
+    if not isinstance(spec, dict):
+        expander.bad(where, "spec", f"Invalid value: must be an object, not {type(spec).__name__}")
+    if found or not isinstance(spec, dict):
+        return
     name = str(meta.get("name") or "")
     if not name:
         expander.bad(where, "metadata.name", "Required value")
         return
     namespace = str(meta.get("namespace") or DEFAULT_NAMESPACE)
-    spec = data.get("spec") or {}
     managed = spec.get("managedBy") or MANAGED_BY
     if managed != MANAGED_BY:
         expander.notes.append(f"TrainJob {namespace}/{name}: spec.managedBy {managed}: the trainer controller leaves "
