@@ -38,10 +38,12 @@ HELP = command_help(
     "Explains the simulation [bold]kubedra simulate[/bold] reports (same inputs, same run; with no -f the seed "
     "scenario on the demo cluster; with --kubeconfig, the live cluster's state, read only).",
     "KIND is pod, claim, deployment, statefulset, replicaset, daemonset, job, jobset, leaderworkerset, raycluster, "
-    "pytorchjob or trainjob (kubectl's short names too), as [bold]KIND NAME[/bold] or [bold]KIND/NAME[/bold]; NAME "
-    "may be namespace/name. A workload's pods are grouped: pods with the same answer together; a JobSet's or "
-    "TrainJob's are also counted per replicated job, a LeaderWorkerSet's per group, a RayCluster's per group, a "
-    "PyTorchJob's per replica type (their pods found by the label their controller puts on them).",
+    "rayjob, pytorchjob or trainjob (kubectl's short names too), as [bold]KIND NAME[/bold] or "
+    "[bold]KIND/NAME[/bold]; NAME may be namespace/name. A workload's pods are grouped: pods with the same answer "
+    "together; a JobSet's or TrainJob's are also counted per replicated job, a LeaderWorkerSet's per group, a "
+    "RayCluster's per group, a RayJob's per group of its cluster and its submitter Job, a PyTorchJob's per replica "
+    "type (their pods found by the label their controller puts on them; a RayJob's by the cluster and Job the run "
+    "made for it).",
     "Every node is checked in kube-scheduler's order: the pod's claims, node rules (node name, selector and affinity, "
     "taints, cpu/memory/pods, device-plugin resources), claims already allocated elsewhere, then the allocator, whose "
     "diagnosis names the claim and request that failed and why (the selector and the values it reads, the claims "
@@ -94,11 +96,12 @@ KINDS = {
     **dict.fromkeys(("jobset", "jobsets"), "JobSet"),
     **dict.fromkeys(("leaderworkerset", "leaderworkersets", "lws"), "LeaderWorkerSet"),
     **dict.fromkeys(("raycluster", "rayclusters"), "RayCluster"),
+    **dict.fromkeys(("rayjob", "rayjobs"), "RayJob"),
     **dict.fromkeys(("pytorchjob", "pytorchjobs"), "PyTorchJob"),
     **dict.fromkeys(("trainjob", "trainjobs"), "TrainJob"),
 }
 KIND_LIST = ("pod, claim, deployment, statefulset, replicaset, daemonset, job, jobset, leaderworkerset, raycluster, "
-             "pytorchjob or trainjob")
+             "rayjob, pytorchjob or trainjob")
 
 NamespaceOption = Annotated[str | None, typer.Option("-n", "--namespace", help="Namespace (default: any).")]
 MaxNodesOption = Annotated[
@@ -200,7 +203,14 @@ def _workload_with_what_would_fit(result: Any, kind: str, key: str, policy: Poli
     from kubedra.scheduler.explain_groups import gang_summary
     from kubedra.scheduler.explain_workload import explain_workload
 
-    data = explain_workload(result.state, result.allocator, kind, key, policy=policy.value).as_dict()
+    members = None
+    if kind == "RayJob":  # no label on its pods names it: the run's own record of its cluster and submitter
+        from kubedra.sim.rayjobs import rayjob_pods
+
+        run = next(r for r in again[0].workloads.rayjobs if f"{r.namespace}/{r.name}" == key)
+        members = rayjob_pods(result.state, run)
+    data = explain_workload(result.state, result.allocator, kind, key, policy=policy.value,
+                            members=members).as_dict()
     gangs: dict[str, list[dict[str, Any]]] = {}
     for group in data["groups"]:
         explanation = group["explanation"]
@@ -209,6 +219,19 @@ def _workload_with_what_would_fit(result: Any, kind: str, key: str, policy: Poli
             explanation["summary"] = gang_summary(explanation["summary"], record, result.group_cycles.get(record.group))
         _with_what_would_fit(result, explanation, policy, again, gangs)
     return data
+
+
+def _keys(kind: str, result: Any, again: Any) -> list[str]:
+    """``ns/name`` of every object of ``kind`` the run knows."""
+    from kubedra.scheduler.explain_workload import workload_keys
+
+    if kind == "pod":
+        return list(result.state.pods)
+    if kind == "resourceclaim":
+        return list(result.state.claims)
+    if kind == "RayJob":
+        return [f"{r.namespace}/{r.name}" for r in again[0].workloads.rayjobs]
+    return workload_keys(result.state, kind)
 
 
 def _explain(
@@ -227,7 +250,6 @@ def _explain(
 ) -> None:
     """Run the scenario once, find the object, explain it, print it; exits 0 (or 2 when it does not exist)."""
     from kubedra.scheduler.explain import explain_claim
-    from kubedra.scheduler.explain_workload import workload_keys
     from kubedra.scheduler.lookup import lookup
 
     require_format(output or default_format(), (*TABLE_FORMATS, OutputFormat.json, OutputFormat.yaml), "explain")
@@ -245,13 +267,7 @@ def _explain(
     result, observed, again = _simulate(files, policy, seed, version, gates, live, quiet)
     state, allocator = result.state, result.allocator
     label = kind.lower()
-    if kind == "pod":
-        keys = list(state.pods)
-    elif kind == "resourceclaim":
-        keys = list(state.claims)
-    else:
-        keys = workload_keys(state, kind)
-    found = lookup(keys, wanted, namespace)
+    found = lookup(_keys(kind, result, again), wanted, namespace)
     if found.key is None:
         _not_found(label, wanted, found.matches, ambiguous=_ambiguous(found.matches, wanted))
     assert found.key is not None

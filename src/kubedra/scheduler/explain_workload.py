@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,11 @@ PART_LABELS = {
     "LeaderWorkerSet": ("group", "leaderworkerset.sigs.k8s.io/group-index"),
     "RayCluster": ("group", "ray.io/group"),
     "PyTorchJob": ("replica type", "training.kubeflow.org/replica-type"),
+    "RayJob": ("group", "ray.io/group"),
 }
+# A RayJob's pods are its RayCluster's and its submitter Job's: no label names the RayJob (the cluster carries
+# ray.io/originated-from-cr-name, its pods do not), so the caller that ran it names them (``members``).
+OTHER_PART = {"RayJob": "submitter Job"}
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job", *MEMBER_LABELS)
 
 
@@ -109,12 +114,17 @@ def _signature(record: PodRecord) -> tuple[object, ...]:
 
 
 def explain_workload(
-    state: ClusterState, allocator: Allocator, kind: str, key: str, *, policy: str = ""
+    state: ClusterState, allocator: Allocator, kind: str, key: str, *, policy: str = "",
+    members: Sequence[str] | None = None,
 ) -> WorkloadExplanation:
-    """The pods of workload ``kind`` ``key`` (``ns/name``), grouped by answer: running and ended pods by phase (and
-    why they ended), pending pods by their node-by-node explanation."""
+    """The pods of workload ``kind`` ``key`` (``ns/name``; ``members``: its pods' keys where no label finds them),
+    grouped by answer: running and ended pods by phase (and why they ended), pending pods by their node-by-node
+    explanation."""
     owner = f"{kind}/{key}"
-    keys = [k for k, r in state.pods.items() if key in _workloads_of(r, kind)]
+    if members is None:
+        keys = [k for k, r in state.pods.items() if key in _workloads_of(r, kind)]
+    else:
+        keys = [k for k in members if k in state.pods]
     computed: dict[tuple[object, ...], tuple[PodExplanation, str]] = {}
     groups: dict[str, PodGroup] = {}
     phases: dict[str, int] = {}
@@ -149,9 +159,10 @@ def _parts(state: ClusterState, kind: str, keys: list[str], order: dict[str, int
     parts: dict[str, dict[str, int]] = {}
     for key in keys:
         record = state.pods[key]
-        phases = parts.setdefault(record.pod.metadata.labels.get(label, "?"), {})
+        part = record.pod.metadata.labels.get(label)
+        phases = parts.setdefault(f"{noun} {part}" if part else OTHER_PART.get(kind, f"{noun} ?"), {})
         phases[record.phase] = phases.get(record.phase, 0) + 1
     return "".join(
-        f"; {noun} {part}: " + ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items(),
+        f"; {part}: " + ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items(),
                                                                               key=lambda p: order.get(p[0], 9)))
         for part, phases in parts.items())

@@ -34,6 +34,7 @@ from kubedra.sim.manifests import JobSpec, PodTemplate, _Doc
 from kubedra.sim.rayclusters import RayClusterDoc, RayClusterSpec, cluster_pods, cluster_problems, expand_raycluster
 
 if TYPE_CHECKING:
+    from kubedra.cluster.state import ClusterState
     from kubedra.objects.errors import Location
     from kubedra.sim.run import JobProgress, Simulation
     from kubedra.sim.workloads import JobRun, _Expander
@@ -81,6 +82,13 @@ class RayJobRun:
     cluster: tuple[str, ...]
     submitter: JobRun | None
     shutdown: bool
+
+
+def rayjob_pods(state: ClusterState, run: RayJobRun) -> list[str]:
+    """The keys of a RayJob's pods so far: its cluster's, then its submitter Job's (those the Job owns: retries too)."""
+    submitter = [key for key, record in state.pods.items() if record.pod.metadata.namespace == run.namespace
+                 and any(o.kind == "Job" and o.name == run.name for o in record.pod.metadata.owner_references)]
+    return [*run.cluster, *submitter]
 
 
 def rayjob_problems(doc: RayJobDoc) -> list[tuple[str, str]]:
