@@ -53,7 +53,7 @@ def _fit(used: set[int], profile: catalogue.MigProfile) -> bool:
     return False
 
 
-def _per_gpu(profile: catalogue.MigProfile) -> int:
+def per_gpu(profile: catalogue.MigProfile) -> int:
     """The most devices of ``profile`` one GPU holds: its placements are intervals, taken by earliest end."""
     end, count = -1, 0
     for start, size in sorted(profile.placements, key=lambda p: p[0] + p[1]):
@@ -69,7 +69,7 @@ def mig_node_st(draw: st.DrawFn) -> MigSpec:
     gpus = draw(st.integers(1, 2))
     if draw(st.booleans()):
         profile = draw(st.sampled_from(profiles))
-        return "single", model, gpus, ((profile.name, _per_gpu(profile) * gpus),), 0
+        return "single", model, gpus, ((profile.name, per_gpu(profile) * gpus),), 0
     counts: dict[str, int] = {}
     for _ in range(gpus):  # each GPU: profiles tried in the drawn order, each placed where the GPU has room
         used: set[int] = set()
