@@ -9,9 +9,12 @@ from typing import Any
 import msgspec
 import pytest
 import yaml
+from tests.migrate.test_rollout_property import per_gpu
 
 from kubedra.cli import main
+from kubedra.cluster import catalogue
 from kubedra.migrate.rollout import read_cluster
+from kubedra.migrate.workloads import class_for
 from kubedra.objects.load import load_paths
 from kubedra.sim.scenario import build_scenario
 
@@ -336,3 +339,37 @@ def test_mixed_node_without_counts_is_said(tmp_path: Path, capsys: pytest.Captur
     code, out, err = run(capsys, "migrate", "plan", str(tmp_path))
     assert code == 0, err
     assert "Node n1: nvidia.com/mig.strategy=mixed but neither" in out and "cannot be known" in out
+
+
+def test_whole_gpu_pods_on_a_single_node_wait_after_its_switch(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """mig.py's rules for ``mig.strategy=single``: the device plugin serves every MIG device as ``nvidia.com/gpu``
+    (``nvidia.com/gpu.count`` counts them), so pods asking whole GPUs fill the node before its switch; once switched
+    the DRA driver publishes MIG devices, which the ``nvidia.com/gpu`` class does not select: each of those pods is
+    evicted and waits, and the plan's note says which DeviceClass they would need."""
+    model, profile_name, gpus = catalogue.lookup("A100-40GB"), "3g.20gb", 2
+    profile = next(p for p in model.mig_profiles if p.name == profile_name)
+    devices = gpus * per_gpu(profile)  # mig-parted's all-3g.20gb
+    product = model.product_name.replace(" ", "-")
+    (tmp_path / "cluster.yaml").write_text("---\n".join([
+        _mig_node("single-0", {"nvidia.com/gpu.product": f"{product}-MIG-{profile_name}",
+                               "nvidia.com/gpu.count": str(devices), "nvidia.com/mig.strategy": "single"},
+                  {"nvidia.com/gpu": devices}),
+        _mig_deployment("whole", "nvidia.com/gpu", devices)]))
+    code, out, err = run(capsys, "migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    (wave,) = doc["waves"]
+    assert wave["nodes"] == ["single-0"] and len(wave["evicted"]) == devices  # all ran on the device plugin
+    assert set(wave["waiting"]) == set(wave["evicted"]) and wave["landed"] == {} and wave["lost"] == []
+    assert doc["summary"]["waiting"] == devices
+    note = (f"Node single-0: nvidia.com/mig.strategy=single: the device plugin serves its {devices} MIG devices "
+            f"{profile_name} as nvidia.com/gpu (read as {gpus} {model.name} GPUs of up to {per_gpu(profile)})")
+    rewritten = ("pods asking nvidia.com/gpu land there only rewritten to claims of DeviceClass "
+                 f"{class_for(f'nvidia.com/mig-{profile_name}')}")
+    (said,) = [n for n in doc["notes"] if n.startswith(note)]
+    assert said.endswith(rewritten)
+    code, out, err = run(capsys, "migrate", "plan", str(tmp_path), "--order", "naive")
+    assert code == 0, err
+    assert f"note: {said}\n" in out
+    assert all(f"{pod}   yes       waiting" in out for pod in wave["evicted"])

@@ -1,32 +1,102 @@
-"""Property tests of ``kubedra migrate plan`` on generated clusters (1-4 device-plugin nodes, 0-3 Deployments).
+"""Property tests of ``kubedra migrate plan`` on generated clusters (1-4 device-plugin NodePools, 0-2 MIG Nodes, 0-3
+Deployments).
+
+A MIG Node is labelled as GPU Feature Discovery labels it and advertises what the device plugin does
+(:mod:`kubedra.migrate.mig`): with ``nvidia.com/mig.strategy`` ``single`` every GPU holds as many devices of one
+profile as fit (mig-parted's ``all-<profile>``), served as ``nvidia.com/gpu`` and counted by ``nvidia.com/gpu.count``;
+with ``mixed`` each GPU holds profiles placed one by one where the catalogue's placements leave room, each profile
+advertised as ``nvidia.com/mig-<profile>``, ``nvidia.com/gpu`` the whole GPUs and ``nvidia.com/gpu.count`` all of
+them. Deployments ask whole GPUs or one MIG device of a profile.
 
 Every wave's placement is checked independently: the wave's mixed cluster is written out as manifests from scratch
-(NodePools on the device plugin or on DRA, each running pod a bare Pod pinned to the node the plan names) and
-simulated with ``kubedra.sim`` alone; no pod the plan says runs may be left pending. And ``smart`` is never worse than
-``naive``: fewer broken budgets, or as many and no more evictions.
+(NodePools on the device plugin or on DRA, MIG Nodes as the device plugin advertises them or, switched, without its
+resources and with the MIG devices the plan says they publish, each running pod a bare Pod pinned to the node the
+plan names) and simulated with ``kubedra.sim`` alone; no pod the plan says runs may be left pending. And ``smart`` is
+never worse than ``naive``: fewer broken budgets, or as many and no more evictions.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubedra.allocator import Features
+from kubedra.cluster import catalogue
 from kubedra.migrate import waves
-from kubedra.migrate.rollout import read_cluster
+from kubedra.migrate.rollout import Cluster, read_cluster
 from kubedra.objects.load import load_paths
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, simulate
 
 FEATURES = Features.for_release("1.37")
 MODELS = ("A100-40GB", "H100-80GB")
+GPU = "nvidia.com/gpu"
+# The MIG-capable models' profiles ("+me" ones left out: one media-extension instance per GPU is not modelled).
+PROFILES = {m: tuple(p for p in catalogue.lookup(m).mig_profiles if "+" not in p.name) for m in MODELS}
 
-nodes_st = st.lists(st.tuples(st.sampled_from(MODELS), st.integers(1, 4), st.booleans()), min_size=1, max_size=4)
-workloads_st = st.lists(st.tuples(st.integers(1, 3), st.integers(1, 2), st.sampled_from([None, 1, 2])),
-                        min_size=0, max_size=3)
+Pool = tuple[str, int, bool]  # model, GPUs, time-sliced
+MigSpec = tuple[str, str, int, tuple[tuple[str, int], ...], int]  # strategy, model, MIG GPUs, devices, whole GPUs
+Workload = tuple[int, str, int, int | None]  # replicas, resource, count per pod, PDB minAvailable
+
+
+def _fit(used: set[int], profile: catalogue.MigProfile) -> bool:
+    """Place one device of ``profile`` on a GPU whose memory slices ``used`` are taken, where a placement is free."""
+    for start, size in profile.placements:
+        slots = set(range(start, start + size))
+        if not used & slots:
+            used |= slots
+            return True
+    return False
+
+
+def per_gpu(profile: catalogue.MigProfile) -> int:
+    """The most devices of ``profile`` one GPU holds: its placements are intervals, taken by earliest end."""
+    end, count = -1, 0
+    for start, size in sorted(profile.placements, key=lambda p: p[0] + p[1]):
+        if start >= end:
+            count, end = count + 1, start + size
+    return count
+
+
+@st.composite
+def mig_node_st(draw: st.DrawFn) -> MigSpec:
+    model = draw(st.sampled_from(MODELS))
+    profiles = PROFILES[model]
+    gpus = draw(st.integers(1, 2))
+    if draw(st.booleans()):
+        profile = draw(st.sampled_from(profiles))
+        return "single", model, gpus, ((profile.name, per_gpu(profile) * gpus),), 0
+    counts: dict[str, int] = {}
+    for _ in range(gpus):  # each GPU: profiles tried in the drawn order, each placed where the GPU has room
+        used: set[int] = set()
+        for profile in draw(st.lists(st.sampled_from(profiles), min_size=1, max_size=7)):
+            if _fit(used, profile):
+                counts[profile.name] = counts.get(profile.name, 0) + 1
+    return "mixed", model, gpus, tuple(sorted(counts.items())), draw(st.integers(0, 1))
+
+
+@st.composite
+def workload_st(draw: st.DrawFn, profiles: list[str]) -> Workload:
+    """Whole GPUs, or one MIG device of a profile: mostly one the cluster's mixed nodes advertise (a single node's
+    are ``nvidia.com/gpu``), where it has any."""
+    replicas, budget = draw(st.integers(1, 3)), draw(st.sampled_from([None, 1, 2]))
+    if draw(st.sampled_from([True, False, False] if profiles else [True, False])):
+        return replicas, GPU, draw(st.integers(1, 2)), budget
+    profile = draw(st.sampled_from(profiles or [p.name for m in MODELS for p in PROFILES[m][:2]]))
+    return replicas, f"nvidia.com/mig-{profile}", 1, budget
+
+
+@st.composite
+def cluster_st(draw: st.DrawFn) -> tuple[list[Pool], list[MigSpec], list[Workload]]:
+    nodes = draw(st.lists(st.tuples(st.sampled_from(MODELS), st.integers(1, 4), st.booleans()), min_size=1,
+                          max_size=4))
+    mig_nodes = draw(st.lists(mig_node_st(), min_size=0, max_size=2))
+    profiles = sorted({p for strategy, _, _, counts, _ in mig_nodes if strategy == "mixed" for p, _ in counts})
+    return nodes, mig_nodes, draw(st.lists(workload_st(profiles), min_size=0, max_size=3))
 
 
 def _pool(name: str, model: str, gpus: int, *, plugin: bool, shared: bool) -> dict[str, object]:
@@ -38,93 +108,125 @@ def _pool(name: str, model: str, gpus: int, *, plugin: bool, shared: bool) -> di
     return {"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": name}, "spec": spec}
 
 
-def _container(gpus: int) -> dict[str, object]:
-    return {"name": "c", "image": "busybox", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
+def _mig_node(name: str, spec: MigSpec, *, plugin: bool = True) -> dict[str, object]:
+    """The Node as GFD labels it and the device plugin advertises it (``plugin``), or switched: without the device
+    plugin's resources."""
+    strategy, model, gpus, counts, whole = spec
+    product = catalogue.lookup(model).product_name.replace(" ", "-")
+    labels = {"kubernetes.io/hostname": name, "nvidia.com/mig.strategy": strategy}
+    advertised = {"cpu": "32", "memory": "256Gi", "pods": "110"}
+    if strategy == "single":
+        ((profile, devices),) = counts
+        # GFD's MIG labeler: the product names the profile, the count is the MIG devices'
+        labels |= {"nvidia.com/gpu.product": f"{product}-MIG-{profile}", "nvidia.com/gpu.count": str(devices)}
+        if plugin:
+            advertised[GPU] = str(devices)
+    else:
+        labels |= {"nvidia.com/gpu.product": product, "nvidia.com/gpu.count": str(gpus + whole)}
+        if plugin:
+            advertised |= {GPU: str(whole), **{f"nvidia.com/mig-{p}": str(n) for p, n in counts}}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": advertised, "capacity": advertised}}
 
 
-def _cluster_docs(nodes: list[tuple[str, int, bool]], workloads: list[tuple[int, int, int | None]]) -> list[object]:
+def _container(resource: str, count: int) -> dict[str, object]:
+    return {"name": "c", "image": "busybox", "resources": {"limits": {resource: count}}}
+
+
+def _time_slicing(nodes: list[Pool]) -> list[object]:
+    if not any(s for _, _, s in nodes):
+        return []
+    config = {"version": "v1", "sharing": {"timeSlicing": {"resources": [{"name": GPU, "replicas": 2}]}}}
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ts"},
+             "data": {"shared": yaml.safe_dump(config)}}]
+
+
+def _cluster_docs(nodes: list[Pool], mig_nodes: list[MigSpec], workloads: list[Workload]) -> list[object]:
     docs: list[object] = [_pool(f"n{i}", m, g, plugin=True, shared=s) for i, (m, g, s) in enumerate(nodes)]
-    if any(s for _, _, s in nodes):
-        config = {"version": "v1", "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu",
-                                                                               "replicas": 2}]}}}
-        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ts"},
-                     "data": {"shared": yaml.safe_dump(config)}})
-    for i, (replicas, gpus, budget) in enumerate(workloads):
+    docs += [_mig_node(f"m{j}", spec) for j, spec in enumerate(mig_nodes)]
+    docs += _time_slicing(nodes)
+    for i, (replicas, resource, count, budget) in enumerate(workloads):
         labels = {"app": f"w{i}"}
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"w{i}"},
                      "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                               "template": {"metadata": {"labels": labels},
-                                           "spec": {"containers": [_container(gpus)]}}}})
+                                           "spec": {"containers": [_container(resource, count)]}}}})
         if budget is not None:
             docs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": f"w{i}"},
                          "spec": {"minAvailable": budget, "selector": {"matchLabels": labels}}})
     return docs
 
 
-def _pending_from_scratch(path: Path, nodes: list[tuple[str, int, bool]], switched: set[str],
-                          placement: dict[str, str], gpus_of: dict[str, int]) -> list[str]:
-    """The wave's cluster written out and simulated with the simulator alone: the pods left pending."""
+def _pending_from_scratch(path: Path, nodes: list[Pool], mig_nodes: list[MigSpec], cluster: Cluster,
+                          switched: set[str], placement: dict[str, str],
+                          asks: dict[str, tuple[str, int]]) -> list[str]:
+    """The wave's cluster written out and simulated with the simulator alone: the pods left pending. A switched MIG
+    node publishes the MIG devices the plan read for it, served by the DeviceClasses the plan adds."""
     docs: list[object] = []
     for i, (model, gpus, shared) in enumerate(nodes):
         node = f"n{i}-0"
         docs.append(_pool(f"n{i}", model, gpus, plugin=node not in switched, shared=shared))
-    if any(s for _, _, s in nodes):
-        config = {"version": "v1", "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu",
-                                                                               "replicas": 2}]}}}
-        docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ts"},
-                     "data": {"shared": yaml.safe_dump(config)}})
+    docs += [_mig_node(f"m{j}", spec, plugin=f"m{j}" not in switched) for j, spec in enumerate(mig_nodes)]
+    docs += _time_slicing(nodes)
     for key, node in sorted(placement.items()):
         name = key.split("/", 1)[1]
         docs.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
                      "spec": {"nodeSelector": {"kubernetes.io/hostname": node},
-                              "containers": [_container(gpus_of[key])]}})
+                              "containers": [_container(*asks[key])]}})
     path.write_text(yaml.safe_dump_all(docs))
     loaded = load_paths([str(path)])
     scenario = build_scenario(loaded)
     # Time-slicing on the device plugin: the scratch cluster multiplies what the shared nodes advertise itself.
-    import msgspec
-
     for j, n in enumerate(scenario.nodes):
+        if not n.metadata.name.startswith("n"):
+            continue
         index = int(n.metadata.name[1:].split("-")[0])
-        if nodes[index][2] and "nvidia.com/gpu" in n.status.allocatable:
-            allocatable = {**n.status.allocatable, "nvidia.com/gpu": str(nodes[index][1] * 2)}
+        if nodes[index][2] and GPU in n.status.allocatable:
+            allocatable = {**n.status.allocatable, GPU: str(nodes[index][1] * 2)}
             scenario.nodes[j] = msgspec.structs.replace(
                 n, status=msgspec.structs.replace(n.status, allocatable=allocatable, capacity=allocatable))
+    names = {c.metadata.name for c in scenario.classes}
+    scenario.classes.extend(c for c in cluster.scenario.classes if c.metadata.name not in names)
+    scenario.slices.extend(s for j in range(len(mig_nodes)) if f"m{j}" in switched
+                           for s in cluster.gpu_nodes[f"m{j}"].slices)
     result = simulate(scenario, Options(features=FEATURES, fragmentation_samples=0))
     return sorted(k for k, r in result.state.pods.items() if r.phase != "Running")
 
 
-def _plans(tmp: Path, nodes: list[tuple[str, int, bool]], workloads: list[tuple[int, int, int | None]],
-           max_unavailable: int) -> tuple[waves.Plan, waves.Plan, dict[str, int]]:
+def _plans(tmp: Path, nodes: list[Pool], mig_nodes: list[MigSpec], workloads: list[Workload],
+           max_unavailable: int) -> tuple[waves.Plan, waves.Plan, Cluster, dict[str, tuple[str, int]]]:
     path = tmp / "cluster.yaml"
-    path.write_text(yaml.safe_dump_all(_cluster_docs(nodes, workloads)))
+    path.write_text(yaml.safe_dump_all(_cluster_docs(nodes, mig_nodes, workloads)))
     loaded = load_paths([str(path)])
     cluster = read_cluster(loaded, build_scenario(loaded))
-    gpus_of = {f"default/{a.pod.metadata.name}": int(a.pod.spec.containers[0].resources.limits["nvidia.com/gpu"])
-               for a in cluster.pods}
+    asks = {f"default/{a.pod.metadata.name}": next((k, int(v)) for k, v in limits.items())
+            for a in cluster.pods for limits in [a.pod.spec.containers[0].resources.limits]}
     naive = waves.naive(cluster, FEATURES, max_unavailable)
-    return naive, waves.smart(cluster, FEATURES, max_unavailable, naive), gpus_of
+    return naive, waves.smart(cluster, FEATURES, max_unavailable, naive), cluster, asks
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(nodes=nodes_st, workloads=workloads_st, max_unavailable=st.integers(1, 2))
-def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, nodes: list[tuple[str, int, bool]],
-                                                 workloads: list[tuple[int, int, int | None]],
+@given(generated=cluster_st(), max_unavailable=st.integers(1, 2))
+def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, generated: tuple[list[Pool], list[MigSpec],
+                                                                                  list[Workload]],
                                                  max_unavailable: int) -> None:
-    naive, smart, gpus_of = _plans(tmp_path, nodes, workloads, max_unavailable)
+    nodes, mig_nodes, workloads = generated
+    naive, smart, cluster, asks = _plans(tmp_path, nodes, mig_nodes, workloads, max_unavailable)
+    assert set(cluster.gpu_nodes) == {f"n{i}-0" for i in range(len(nodes))} | {f"m{j}" for j in range(len(mig_nodes))}
     for plan in (naive, smart):
         switched: set[str] = set()
         for wave in plan.waves:
             switched |= set(wave.switching)
-            pending = _pending_from_scratch(tmp_path / "wave.yaml", nodes, switched, wave.placement, gpus_of)
+            pending = _pending_from_scratch(tmp_path / "wave.yaml", nodes, mig_nodes, cluster, switched,
+                                            wave.placement, asks)
             assert pending == [], (plan.order, wave.switching, pending)
             assert set(wave.placement).isdisjoint(wave.waiting)
-        assert switched == {f"n{i}-0" for i in range(len(nodes))}
+        assert switched == set(cluster.gpu_nodes)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(nodes=nodes_st, workloads=workloads_st, max_unavailable=st.integers(1, 2))
-def test_smart_is_never_worse_than_naive(tmp_path: Path, nodes: list[tuple[str, int, bool]],
-                                         workloads: list[tuple[int, int, int | None]], max_unavailable: int) -> None:
-    naive, smart, _ = _plans(tmp_path, nodes, workloads, max_unavailable)
+@given(generated=cluster_st(), max_unavailable=st.integers(1, 2))
+def test_smart_is_never_worse_than_naive(tmp_path: Path, generated: tuple[list[Pool], list[MigSpec], list[Workload]],
+                                         max_unavailable: int) -> None:
+    naive, smart, _, _ = _plans(tmp_path, *generated, max_unavailable)
     assert smart.breaks < naive.breaks or (smart.breaks == naive.breaks and smart.evictions <= naive.evictions)

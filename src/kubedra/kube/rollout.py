@@ -6,7 +6,7 @@ its Deployment's), PriorityClasses, PodDisruptionBudgets, ResourceSlices and Dev
 ClusterPolicy (``nvidia.com/v1``; where the CRD is not served, a note says so and the plan goes on) with the device
 plugin's ConfigMap it names in ``spec.devicePlugin.config.name`` (its time-slicing replicas, selected per node by
 ``nvidia.com/device-plugin.config``). Plain Nodes advertising ``nvidia.com/gpu`` are the nodes to switch, their GPUs
-read from GPU Feature Discovery's labels (:func:`kubedra.migrate.rollout.labelled_gpu_node`).
+read from GPU Feature Discovery's labels (:func:`kubedra.migrate.gpunodes.labelled_gpu_node`).
 
 Terminated pods (Succeeded, Failed) are left out, and so are DaemonSet pods: ``kubectl drain --ignore-daemonsets``
 leaves them, and their DaemonSet runs one on each node either way.

@@ -10,16 +10,23 @@ mig-parted's ``all-<profile>`` configs). With ``mixed`` each profile is its own 
 every GPU of the model. The devices are placed GPU by GPU on the catalogue's placements (largest first).
 
 Once switched, NVIDIA's DRA driver without ``DynamicMIG`` publishes the MIG devices mig-parted made, as they are
-(``static_mig`` of :func:`kubedra.cluster.nodepool.gpu_node_slices`): the plan keeps the node's layout.
+(``static_mig`` of :func:`kubedra.cluster.nodepool.gpu_node_slices`): the plan keeps the node's layout, and
+:func:`mig_classes` adds the DeviceClasses that serve those devices where the input has none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from kubedra.cluster import catalogue
-from kubedra.migrate.workloads import class_for, mig_profile
+from kubedra.migrate.workloads import class_for, class_selectors, mig_profile
+from kubedra.objects.model import CELDeviceSelector, DeviceClass, DeviceClassSpec, DeviceSelector, ObjectMeta
+
+if TYPE_CHECKING:  # gpunodes reads a MIG node with this module
+    from kubedra.migrate.gpunodes import GpuNode
+    from kubedra.sim.scenario import Scenario
 
 GPU = "nvidia.com/gpu"
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -233,3 +240,27 @@ def _counts(read: _Read) -> dict[str, int] | None:
         if found is not None and str(advertised).isdigit():
             counts[found] = int(str(advertised))
     return {p: n for p, n in counts.items() if n > 0}
+
+
+def mig_classes(scenario: Scenario, gpu_nodes: dict[str, GpuNode], notes: list[str]) -> Scenario:
+    """The DeviceClasses that serve the MIG nodes' devices once switched, where the input has none: for each
+    ``nvidia.com/mig-<profile>`` the class ``kubedra migrate`` writes (its selector on the profile; the name as
+    ``extendedResourceName`` where pods ask for it by name: a mixed node's)."""
+    served = {c.spec.extended_resource_name for c in scenario.classes if c.spec.extended_resource_name}
+    names = {c.metadata.name for c in scenario.classes}
+    added: list[DeviceClass] = []
+    for resource in sorted({r for g in gpu_nodes.values() for r in g.mig_resources}):
+        mixed_served = any(resource in g.plugin.status.allocatable for g in gpu_nodes.values())
+        name = class_for(resource)
+        if name in names or (mixed_served and resource in served):
+            continue
+        selectors = [DeviceSelector(cel=CELDeviceSelector(expression=e)) for e in class_selectors(resource)]
+        added.append(DeviceClass(metadata=ObjectMeta(name=name), spec=DeviceClassSpec(
+            selectors=selectors, extended_resource_name=resource if mixed_served else None)))
+        names.add(name)
+    if not added:
+        return scenario
+    notes.append("DeviceClasses " + ", ".join(c.metadata.name for c in added) + " (as kubedra migrate writes them, "
+                 "extendedResourceName for the nvidia.com/mig-<profile> pods ask) are planned as applied before the "
+                 "first wave")
+    return replace(scenario, classes=[*scenario.classes, *added])

@@ -19,57 +19,32 @@ carried bound rather than pinned with a ``kubernetes.io/hostname`` selector, a k
 replacement to inherit), a bare pod's lost. A replacement is reported under its victim's key: the plan follows each
 pod of the cluster as read.
 
-A Node's GPU model is read from the labels GPU Feature Discovery puts on it (NVIDIA/k8s-device-plugin, which hosts
-GFD since v0.15; ``internal/lm/resource.go`` at commit 02f65cca): ``nvidia.com/gpu.product`` is NVML's product name
-with spaces made ``-`` and ``-SHARED`` appended when time-slicing replicates the GPU (unless renamed),
-``nvidia.com/gpu.count`` the physical GPUs, ``nvidia.com/gpu.memory`` each GPU's memory in MiB,
-``nvidia.com/gpu.replicas`` the time-slicing replicas; ``nvidia.com/mig.strategy`` comes from ``internal/lm/
-mig-strategy.go``. A cluster read live keeps its pods where they run (``Cluster.observed``): the plan starts from
-there instead of simulating the start.
+The nodes to switch are read by :mod:`kubedra.migrate.gpunodes` (MIG nodes by :mod:`kubedra.migrate.mig`). A cluster
+read live keeps its pods where they run (``Cluster.observed``): the plan starts from there instead of simulating the
+start.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
-import yaml
 
-from kubedra.cluster import catalogue
-from kubedra.cluster.gpuslices import stable_uid
-from kubedra.cluster.nodepool import POOL_LABEL, expand_nodepools, gpu_node_slices, is_nodepool
-from kubedra.migrate import mig
-from kubedra.migrate.workloads import class_for, class_selectors, mig_profile
+from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
+from kubedra.migrate.gpunodes import GpuNode, labelled_gpu_node, plugin_replicas, plugin_resource, replicas_for, scaled
+from kubedra.migrate.mig import mig_classes
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
-from kubedra.objects.model import (
-    CELDeviceSelector,
-    DeviceClass,
-    DeviceClassSpec,
-    DeviceSelector,
-    Node,
-    ObjectMeta,
-    Pod,
-    ResourceClaim,
-    ResourceSlice,
-)
+from kubedra.objects.model import Node, Pod, ResourceClaim
 from kubedra.sim.budgets import PodDisruptionBudget
 from kubedra.sim.manifests import selector_matches
 from kubedra.sim.scenario import Scenario
 from kubedra.sim.workloads import DEFAULT_NAMESPACE, PodArrival, Workloads
 
-GPU = "nvidia.com/gpu"
 HOSTNAME = "kubernetes.io/hostname"
-CONFIG_LABEL = "nvidia.com/device-plugin.config"
-PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU Feature Discovery's labels (see the module docstring)
-COUNT_LABEL = "nvidia.com/gpu.count"
-MEMORY_LABEL = "nvidia.com/gpu.memory"
-REPLICAS_LABEL = "nvidia.com/gpu.replicas"
-MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
-SHARED_SUFFIX = "-SHARED"
 RECREATED_AT = 1.0  # evicted and waiting pods come after the pods that stay are bound again
 
 
@@ -77,19 +52,6 @@ RECREATED_AT = 1.0  # evicted and waiting pods come after the pods that stay are
 class _Raw:
     location: Location
     data: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class GpuNode:
-    """A node the device plugin serves today: both of its shapes, before and after the switch."""
-
-    name: str
-    pool: str
-    plugin: Node  # advertising nvidia.com/gpu (times the time-slicing replicas)
-    dra: Node  # no nvidia.com/gpu: its GPUs are in ``slices``
-    slices: tuple[ResourceSlice, ...]
-    replicas: int = 1
-    mig_resources: tuple[str, ...] = ()  # the device-plugin names its MIG devices are served by (a MIG node's)
 
 
 @dataclass
@@ -123,172 +85,12 @@ class WaveOutcome:
         return len(self.budgets)
 
 
-def _plugin_replicas(loaded: Loaded) -> dict[str, int]:
-    """Time-slicing replicas of ``nvidia.com/gpu`` per config key (ConfigMap data keys; a bare config is ``""``)."""
-    out: dict[str, int] = {}
-    for raw in loaded.raw:
-        if raw.data.get("kind") != "ConfigMap" or not isinstance(raw.data.get("data"), dict):
-            continue
-        for key, text in raw.data["data"].items():
-            try:
-                config = yaml.safe_load(text) if isinstance(text, str) else None
-            except yaml.YAMLError:
-                continue
-            sharing = config.get("sharing") if isinstance(config, dict) else None
-            block = sharing.get("timeSlicing") if isinstance(sharing, dict) else None
-            for entry in (block or {}).get("resources") or []:
-                if isinstance(entry, dict) and entry.get("name") == GPU and isinstance(entry.get("replicas"), int):
-                    out[str(key)] = max(1, entry["replicas"])
-    return out
-
-
-def _replicas_for(labels: dict[str, str], replicas: dict[str, int]) -> int:
-    """The node's config (its label names the key; unlabelled nodes take ``default`` or a bare config's)."""
-    key = labels.get(CONFIG_LABEL)
-    if key is not None:
-        return replicas.get(key, 1)
-    return replicas.get("default", replicas.get("", 1))
-
-
-def _scaled(node: Node, replicas: int) -> Node:
-    if replicas == 1:
-        return node
-    allocatable = dict(node.status.allocatable)
-    allocatable[GPU] = str(int(allocatable[GPU]) * replicas)
-    status = msgspec.structs.replace(node.status, allocatable=allocatable, capacity=dict(allocatable))
-    return msgspec.structs.replace(node, status=status)
-
-
-def gfd_model(product: str, memory: str | None) -> catalogue.GpuModel | None:
-    """The catalogue's model for GFD's ``nvidia.com/gpu.product`` (NVML's name, spaces as ``-``, ``-SHARED`` when
-    time-sliced); a product the catalogue does not know is declared from ``nvidia.com/gpu.memory`` (MiB) where the
-    node has it, else None."""
-    name = product.removesuffix(SHARED_SUFFIX).upper()
-    for model in catalogue.MODELS:
-        if name in {k.replace(" ", "-").upper() for k in (model.product_name, model.name, *model.aliases)}:
-            return model
-    if memory is not None and memory.isdigit() and int(memory) > 0:
-        return catalogue.GpuModel(product.removesuffix(SHARED_SUFFIX), product.removesuffix(SHARED_SUFFIX),
-                                  "Nvidia", "", "", int(memory), 0)
-    return None
-
-
-def labelled_gpu_node(node: Node, where: Location, replicas: dict[str, int], problems: list[Problem],
-                      notes: list[str]) -> GpuNode | None:
-    """A plain Node the device plugin serves, its GPUs read from GPU Feature Discovery's labels; None (and a
-    problem naming the node and the label) where a label it needs is missing or unreadable."""
-    name, labels = node.metadata.name, node.metadata.labels
-
-    def bad(label: str, message: str) -> None:
-        problems.append(Problem(replace(where, field=f"metadata.labels[{label}]"), f"Node {name}: {message}"))
-
-    product = labels.get(PRODUCT_LABEL)
-    if not product:
-        bad(PRODUCT_LABEL, f"advertises nvidia.com/gpu but has no label {PRODUCT_LABEL} (GPU Feature Discovery's): "
-            "its GPU model is unknown; deploy GFD (the GPU Operator does) or label the node")
-        return None
-    strategy = labels.get(MIG_STRATEGY_LABEL) or "none"
-    if strategy != "none":
-        before = len(problems)
-        found = _mig_node(node, strategy, bad, notes)
-        if found is not None or len(problems) > before:
-            return found
-    model = gfd_model(product, labels.get(MEMORY_LABEL))
-    if model is None:
-        bad(MEMORY_LABEL, f"{PRODUCT_LABEL}={product} is not in kubedra's catalogue and the node has no label "
-            f"{MEMORY_LABEL} (MiB) to declare it; known models: {', '.join(catalogue.known_names())}")
-        return None
-    label_replicas = labels.get(REPLICAS_LABEL, "")
-    if replicas:  # the device plugin's config is known: the node's config label selects its replicas
-        times = _replicas_for(labels, replicas)
-    else:  # GFD's label says what the plugin applies (0: sharing off)
-        times = max(1, int(label_replicas)) if label_replicas.isdigit() else 1
-    advertised = int(str(node.status.allocatable[GPU]))
-    count_text = labels.get(COUNT_LABEL)
-    if count_text is None:
-        count = advertised // times
-        if count < 1:
-            bad(COUNT_LABEL, f"has no label {COUNT_LABEL} and advertises {advertised} nvidia.com/gpu")
-            return None
-    elif not count_text.isdigit() or int(count_text) < 1:
-        bad(COUNT_LABEL, f"{COUNT_LABEL}={count_text!r} is not a positive GPU count")
-        return None
-    else:
-        count = int(count_text)
-    dra = _without_plugin(node)
-    slices = tuple(gpu_node_slices(name, node.metadata.uid or stable_uid("Node", name), model, count))
-    if times > 1:
-        notes.append(f"Node {name}: time-slicing shares each GPU among {times} pods on the device plugin; once "
-                     "switched each nvidia.com/gpu is a whole GPU (DRA shares per claim, not node-wide)")
-    return GpuNode(name, labels.get(POOL_LABEL, product), node, dra, slices, times)
-
-
-def _plugin_resource(name: str) -> bool:
-    return name == GPU or mig_profile(name) is not None
-
-
-def _without_plugin(node: Node) -> Node:
-    """The node once switched: no device-plugin resource (``nvidia.com/gpu``, ``nvidia.com/mig-<profile>``)."""
-    allocatable = {k: v for k, v in node.status.allocatable.items() if not _plugin_resource(k)}
-    capacity = {k: v for k, v in node.status.capacity.items() if not _plugin_resource(k)}
-    return msgspec.structs.replace(node, status=msgspec.structs.replace(node.status, allocatable=allocatable,
-                                                                        capacity=capacity))
-
-
-def _mig_node(node: Node, strategy: str, bad: Callable[[str, str], None], notes: list[str]) -> GpuNode | None:
-    """A node labelled with a MIG strategy: None where it has no MIG device to plan (whole GPUs, said in a note) or
-    a label is bad (``bad`` says which)."""
-    if strategy not in mig.STRATEGIES:
-        bad(MIG_STRATEGY_LABEL, f"{MIG_STRATEGY_LABEL}={strategy!r} is not a MIG strategy (none, single or mixed)")
-        return None
-    found = mig.read_mig(node.metadata.name, node.metadata.labels, node.status.allocatable,
-                          model_of=gfd_model, bad=bad, notes=notes)
-    return None if found is None else _mig_gpu_node(node, found)
-
-
-def _mig_gpu_node(node: Node, found: mig.MigNode) -> GpuNode:
-    """A MIG node: the device plugin's resources as it advertises them, the switched node's MIG devices as they are."""
-    name, labels = node.metadata.name, node.metadata.labels
-    allocatable = {**{k: str(v) for k, v in found.plugin.items()}, **node.status.allocatable}
-    capacity = {**{k: str(v) for k, v in found.plugin.items()}, **node.status.capacity}
-    plugin = msgspec.structs.replace(node, status=msgspec.structs.replace(node.status, allocatable=allocatable,
-                                                                          capacity=capacity))
-    slices = tuple(gpu_node_slices(name, node.metadata.uid or stable_uid("Node", name), found.model, found.count,
-                                   found.static))
-    return GpuNode(name, labels.get(POOL_LABEL, labels.get(PRODUCT_LABEL, found.model.name)), plugin,
-                   _without_plugin(node), slices, mig_resources=found.resources)
-
-
-def _mig_classes(scenario: Scenario, gpu_nodes: dict[str, GpuNode], notes: list[str]) -> Scenario:
-    """The DeviceClasses that serve the MIG nodes' devices once switched, where the input has none: for each
-    ``nvidia.com/mig-<profile>`` the class ``kubedra migrate`` writes (its selector on the profile; the name as
-    ``extendedResourceName`` where pods ask for it by name: a mixed node's)."""
-    served = {c.spec.extended_resource_name for c in scenario.classes if c.spec.extended_resource_name}
-    names = {c.metadata.name for c in scenario.classes}
-    added: list[DeviceClass] = []
-    for resource in sorted({r for g in gpu_nodes.values() for r in g.mig_resources}):
-        mixed_served = any(resource in g.plugin.status.allocatable for g in gpu_nodes.values())
-        name = class_for(resource)
-        if name in names or (mixed_served and resource in served):
-            continue
-        selectors = [DeviceSelector(cel=CELDeviceSelector(expression=e)) for e in class_selectors(resource)]
-        added.append(DeviceClass(metadata=ObjectMeta(name=name), spec=DeviceClassSpec(
-            selectors=selectors, extended_resource_name=resource if mixed_served else None)))
-        names.add(name)
-    if not added:
-        return scenario
-    notes.append("DeviceClasses " + ", ".join(c.metadata.name for c in added) + " (as kubedra migrate writes them, "
-                 "extendedResourceName for the nvidia.com/mig-<profile> pods ask) are planned as applied before the "
-                 "first wave")
-    return replace(scenario, classes=[*scenario.classes, *added])
-
-
 def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
     """The cluster to switch. Raises InvalidInputError naming file, object and field where the input cannot be
     planned (no device-plugin node, or a Node advertising nvidia.com/gpu without GPU Feature Discovery's labels)."""
     problems: list[Problem] = []
     notes: list[str] = []
-    replicas = _plugin_replicas(loaded)
+    replicas = plugin_replicas(loaded)
     gpu_nodes: dict[str, GpuNode] = {}
     for raw in loaded.raw:
         if not is_nodepool(raw.data) or not (raw.data.get("spec") or {}).get("devicePlugin"):
@@ -299,16 +101,16 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
         dra_nodes, dra_slices = expand_nodepools([_Raw(raw.location, data)])
         for plugin, dra in zip(plugin_nodes, dra_nodes, strict=True):
             name = plugin.metadata.name
-            times = _replicas_for(plugin.metadata.labels, replicas)
+            times = replicas_for(plugin.metadata.labels, replicas)
             slices = tuple(s for s in dra_slices if s.spec.node_name == name)
-            gpu_nodes[name] = GpuNode(name, str(data["metadata"]["name"]), _scaled(plugin, times), dra, slices, times)
+            gpu_nodes[name] = GpuNode(name, str(data["metadata"]["name"]), scaled(plugin, times), dra, slices, times)
         shared = max((g.replicas for g in gpu_nodes.values() if g.pool == data["metadata"]["name"]), default=1)
         if shared > 1:
             notes.append(f"NodePool {data['metadata']['name']}: time-slicing shares each GPU among {shared} pods on "
                          "the device plugin; a switched node gives each nvidia.com/gpu a whole GPU (DRA shares per "
                          "claim, not node-wide)")
     for node in loaded.of_kind(Node):
-        if any(_plugin_resource(k) for k in node.status.allocatable):
+        if any(plugin_resource(k) for k in node.status.allocatable):
             labelled = labelled_gpu_node(node, loaded.location_of(node), replicas, problems, notes)
             if labelled is not None:
                 gpu_nodes[labelled.name] = labelled
@@ -317,7 +119,7 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
                                 "nvidia.com/gpu: nothing to switch to DRA"))
     if problems:
         raise InvalidInputError(problems)
-    scenario = _mig_classes(scenario, gpu_nodes, notes)
+    scenario = mig_classes(scenario, gpu_nodes, notes)
     workloads = scenario.workloads
     pods = [replace(a, arrive_at=0.0, run_for=None) for a in workloads.arrivals]
     for job in workloads.jobs:
