@@ -13,6 +13,7 @@ from tests.migrate.test_rollout_property import per_gpu
 
 from kubedra.cli import main
 from kubedra.cluster import catalogue
+from kubedra.migrate import mig
 from kubedra.migrate.rollout import read_cluster
 from kubedra.migrate.workloads import class_for
 from kubedra.objects.load import load_paths
@@ -349,7 +350,7 @@ def test_whole_gpu_pods_on_a_single_node_wait_after_its_switch(tmp_path: Path,
     evicted and waits, and the plan's note says which DeviceClass they would need."""
     model, profile_name, gpus = catalogue.lookup("A100-40GB"), "3g.20gb", 2
     profile = next(p for p in model.mig_profiles if p.name == profile_name)
-    devices = gpus * per_gpu(profile)  # mig-parted's all-3g.20gb
+    devices = gpus * per_gpu(model.name, profile)  # mig-parted's all-3g.20gb
     product = model.product_name.replace(" ", "-")
     (tmp_path / "cluster.yaml").write_text("---\n".join([
         _mig_node("single-0", {"nvidia.com/gpu.product": f"{product}-MIG-{profile_name}",
@@ -364,7 +365,7 @@ def test_whole_gpu_pods_on_a_single_node_wait_after_its_switch(tmp_path: Path,
     assert set(wave["waiting"]) == set(wave["evicted"]) and wave["landed"] == {} and wave["lost"] == []
     assert doc["summary"]["waiting"] == devices
     note = (f"Node single-0: nvidia.com/mig.strategy=single: the device plugin serves its {devices} MIG devices "
-            f"{profile_name} as nvidia.com/gpu (read as {gpus} {model.name} GPUs of up to {per_gpu(profile)})")
+            f"{profile_name} as nvidia.com/gpu (read as {gpus} {model.name} GPUs of up to {per_gpu(model.name, profile)})")
     rewritten = ("pods asking nvidia.com/gpu land there only rewritten to claims of DeviceClass "
                  f"{class_for(f'nvidia.com/mig-{profile_name}')}")
     (said,) = [n for n in doc["notes"] if n.startswith(note)]
@@ -373,3 +374,16 @@ def test_whole_gpu_pods_on_a_single_node_wait_after_its_switch(tmp_path: Path,
     assert code == 0, err
     assert f"note: {said}\n" in out
     assert all(f"{pod}   yes       waiting" in out for pod in wave["evicted"])
+
+
+def test_one_gpu_holds_as_many_mig_devices_as_its_engines_allow() -> None:
+    """A profile with media extensions takes the GPU's only OFA and JPEG engines (the counters NVIDIA's driver
+    publishes per GPU are the whole-GPU profile's, ../shared/reference/gpu-drivers.md): NVML lists seven places for
+    1g.5gb+me, but one A100 holds one. Held to the property test's own reading (intervals, then engines)."""
+    for name in catalogue.known_names():
+        model = catalogue.lookup(name)
+        for profile in model.mig_profiles:
+            assert mig.per_gpu(model, profile) == per_gpu(model.name, profile), (name, profile.name)
+    a100 = catalogue.lookup("A100-40GB")  # the NVIDIA MIG user guide's A100-40GB profile table, "Instances"
+    assert {p.name: mig.per_gpu(a100, p) for p in a100.mig_profiles} == {
+        "1g.5gb": 7, "1g.5gb+me": 1, "1g.10gb": 4, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1}

@@ -35,31 +35,47 @@ from kubedra.sim.simulate import Options, simulate
 FEATURES = Features.for_release("1.37")
 MODELS = ("A100-40GB", "H100-80GB")
 GPU = "nvidia.com/gpu"
-# The MIG-capable models' profiles ("+me" ones left out: one media-extension instance per GPU is not modelled).
-PROFILES = {m: tuple(p for p in catalogue.lookup(m).mig_profiles if "+" not in p.name) for m in MODELS}
+# The MIG-capable models' profiles (a "+me" one takes the GPU's only OFA engine: one a GPU).
+PROFILES = {m: catalogue.lookup(m).mig_profiles for m in MODELS}
 
 Pool = tuple[str, int, bool]  # model, GPUs, time-sliced
 MigSpec = tuple[str, str, int, tuple[tuple[str, int], ...], int]  # strategy, model, MIG GPUs, devices, whole GPUs
 Workload = tuple[int, str, int, int | None]  # replicas, resource, count per pod, PDB minAvailable
 
 
-def _fit(used: set[int], profile: catalogue.MigProfile) -> bool:
-    """Place one device of ``profile`` on a GPU whose memory slices ``used`` are taken, where a placement is free."""
+ENGINES = ("multiprocessors", "copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines")
+
+
+def whole_gpu(model: str) -> dict[str, int]:
+    """What one GPU has of each engine: its whole-GPU (7g) profile's."""
+    whole = max(catalogue.lookup(model).mig_profiles, key=lambda p: p.multiprocessors)
+    return {engine: getattr(whole, engine) for engine in ENGINES}
+
+
+def _fit(used: set[int], left: dict[str, int], profile: catalogue.MigProfile) -> bool:
+    """Place one device of ``profile`` on a GPU whose memory slices ``used`` are taken and engines ``left`` remain,
+    where a placement is free and the engines suffice."""
+    if any(left[engine] < getattr(profile, engine) for engine in ENGINES):
+        return False
     for start, size in profile.placements:
         slots = set(range(start, start + size))
         if not used & slots:
             used |= slots
+            for engine in ENGINES:
+                left[engine] -= getattr(profile, engine)
             return True
     return False
 
 
-def per_gpu(profile: catalogue.MigProfile) -> int:
-    """The most devices of ``profile`` one GPU holds: its placements are intervals, taken by earliest end."""
+def per_gpu(model: str, profile: catalogue.MigProfile) -> int:
+    """The most devices of ``profile`` one GPU holds: its placements are intervals, taken by earliest end, as many
+    as the GPU's engines allow (one 1g.5gb+me: one OFA engine a GPU)."""
     end, count = -1, 0
     for start, size in sorted(profile.placements, key=lambda p: p[0] + p[1]):
         if start >= end:
             count, end = count + 1, start + size
-    return count
+    engines = whole_gpu(model)
+    return min([count, *(engines[e] // getattr(profile, e) for e in ENGINES if getattr(profile, e))])
 
 
 @st.composite
@@ -69,12 +85,13 @@ def mig_node_st(draw: st.DrawFn) -> MigSpec:
     gpus = draw(st.integers(1, 2))
     if draw(st.booleans()):
         profile = draw(st.sampled_from(profiles))
-        return "single", model, gpus, ((profile.name, per_gpu(profile) * gpus),), 0
+        return "single", model, gpus, ((profile.name, per_gpu(model, profile) * gpus),), 0
     counts: dict[str, int] = {}
     for _ in range(gpus):  # each GPU: profiles tried in the drawn order, each placed where the GPU has room
         used: set[int] = set()
+        left = whole_gpu(model)
         for profile in draw(st.lists(st.sampled_from(profiles), min_size=1, max_size=7)):
-            if _fit(used, profile):
+            if _fit(used, left, profile):
                 counts[profile.name] = counts.get(profile.name, 0) + 1
     return "mixed", model, gpus, tuple(sorted(counts.items())), draw(st.integers(0, 1))
 

@@ -58,28 +58,46 @@ def resource_for(profile: str) -> str:
     return f"nvidia.com/mig-{profile}"
 
 
-def _place(profiles: list[catalogue.MigProfile], gpus: int) -> Static | None:
-    """The devices on ``gpus`` GPUs, without two on one memory slice (a search: largest first, each GPU state tried
-    once per device, so the first fit found is the same on every run); None where they do not fit."""
+# What one GPU has of each engine a GPU instance takes: a profile fits only while the GPU has enough of each left
+# (the whole-GPU profile holds them all). This is why one A100 holds a single 1g.5gb+me (one OFA engine), although
+# NVML lists seven places for it.
+ENGINES = ("multiprocessors", "copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines")
+
+
+def _budget(model: catalogue.GpuModel) -> tuple[int, ...]:
+    return tuple(max(getattr(p, engine) for p in model.mig_profiles) for engine in ENGINES)
+
+
+def _place(model: catalogue.GpuModel, profiles: list[catalogue.MigProfile], gpus: int) -> Static | None:
+    """The devices on ``gpus`` GPUs, without two on one memory slice nor more engines than a GPU has (a search:
+    largest first, each GPU state tried once per device, so the first fit found is the same on every run); None
+    where they do not fit."""
     order = sorted(profiles, key=lambda p: (-max(s for _, s in p.placements), p.name))
     used: list[frozenset[int]] = [frozenset() for _ in range(gpus)]
+    left = [_budget(model) for _ in range(gpus)]
     out: list[list[tuple[str, int]]] = [[] for _ in range(gpus)]
 
     def fit(i: int) -> bool:
         if i == len(order):
             return True
         profile, tried = order[i], set()
+        takes = tuple(getattr(profile, engine) for engine in ENGINES)
         for gpu in range(gpus):
+            if any(n < t for n, t in zip(left[gpu], takes, strict=True)):
+                continue
             for start, size in profile.placements:
                 slots = frozenset(range(start, start + size))
                 if used[gpu] & slots or (used[gpu], start) in tried:
                     continue
                 tried.add((used[gpu], start))
+                before = left[gpu]
                 used[gpu] |= slots
+                left[gpu] = tuple(n - t for n, t in zip(before, takes, strict=True))
                 out[gpu].append((profile.name, start))
                 if fit(i + 1):
                     return True
                 used[gpu] -= slots
+                left[gpu] = before
                 out[gpu].pop()
         return False
 
@@ -88,10 +106,10 @@ def _place(profiles: list[catalogue.MigProfile], gpus: int) -> Static | None:
     return tuple(tuple(sorted(devices, key=lambda d: d[1])) for devices in out)
 
 
-def _per_gpu(profile: catalogue.MigProfile) -> int:
+def per_gpu(model: catalogue.GpuModel, profile: catalogue.MigProfile) -> int:
     """The most devices of ``profile`` one GPU holds."""
     count = 0
-    while _place([profile] * (count + 1), 1) is not None:
+    while _place(model, [profile] * (count + 1), 1) is not None:
         count += 1
     return count
 
@@ -160,9 +178,9 @@ def _single(read: _Read, product: str) -> MigNode | None:
     if not text.isdigit() or int(text) < 1:
         bad(COUNT_LABEL, f"{COUNT_LABEL}={text!r} is not a positive count of MIG devices")
         return None
-    devices, per = int(text), _per_gpu(profile)
+    devices, per = int(text), per_gpu(model, profile)
     gpus = -(-devices // per)
-    static = _place([profile] * devices, gpus)
+    static = _place(model, [profile] * devices, gpus)
     assert static is not None  # filled GPU by GPU, ``per`` on each
     notes.append(
         f"Node {name}: {STRATEGY_LABEL}=single: the device plugin serves its {devices} MIG devices {profile_name} "
@@ -205,7 +223,7 @@ def _mixed(read: _Read, product: str) -> MigNode | None:
             f"its MIG devices, more than the {whole} whole ones it advertises as {GPU}")
         return None
     total = int(total_text)
-    placed = _place(profiles, total - whole)
+    placed = _place(model, profiles, total - whole)
     if placed is None:
         listed = ", ".join(f"{n}x {p}" for p, n in sorted(counts.items()))
         bad(COUNT_LABEL, f"{COUNT_LABEL}={total} with {whole} whole GPUs: its MIG devices ({listed}) do not fit "
