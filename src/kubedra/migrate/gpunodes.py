@@ -23,19 +23,15 @@ from kubedra.cluster import catalogue
 from kubedra.cluster.gpuslices import stable_uid
 from kubedra.cluster.nodepool import POOL_LABEL, gpu_node_slices
 from kubedra.migrate import mig
+from kubedra.migrate.mig import COUNT_LABEL, GPU, MEMORY_LABEL, PRODUCT_LABEL, SHARED_SUFFIX
+from kubedra.migrate.mig import STRATEGY_LABEL as MIG_STRATEGY_LABEL
 from kubedra.migrate.workloads import mig_profile
 from kubedra.objects.errors import Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import Node, ResourceSlice
 
-GPU = "nvidia.com/gpu"
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
-PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU Feature Discovery's labels (see the module docstring)
-COUNT_LABEL = "nvidia.com/gpu.count"
-MEMORY_LABEL = "nvidia.com/gpu.memory"
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"
-MIG_STRATEGY_LABEL = "nvidia.com/mig.strategy"
-SHARED_SUFFIX = "-SHARED"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # gpunodes reads a MIG node with this module
     from kubedra.migrate.gpunodes import GpuNode
     from kubedra.sim.scenario import Scenario
 
+# GPU Feature Discovery's labels and the device plugin's resource, here for gpunodes.py too
 GPU = "nvidia.com/gpu"
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 COUNT_LABEL = "nvidia.com/gpu.count"
