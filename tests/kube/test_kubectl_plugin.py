@@ -82,6 +82,7 @@ def test_request_timeouts_read_as_kubectl_reads_them() -> None:
 def test_completion_follows_the_words_typed() -> None:
     assert plugin.completions(["ex"]) == (["explain"], 4)
     assert plugin.completions(["explain", "dep"]) == (["deployment"], 4)
+    assert plugin.completions(["explain", "ray"]) == (["raycluster", "rayjob"], 4)  # every kind explain reads
     assert plugin.completions(["explain", "pod", "p", "--all"]) == (["--all-namespaces"], 4)
     assert plugin.completions(["--kubeconfig", ""]) == ([], 0)  # a file name: the shell's
 

@@ -100,8 +100,10 @@ KINDS = {
     **dict.fromkeys(("pytorchjob", "pytorchjobs"), "PyTorchJob"),
     **dict.fromkeys(("trainjob", "trainjobs"), "TrainJob"),
 }
-KIND_LIST = ("pod, claim, deployment, statefulset, replicaset, daemonset, job, jobset, leaderworkerset, raycluster, "
-             "rayjob, pytorchjob or trainjob")
+# The kinds as users type them first (each also has the plural and kubectl's short names in KINDS).
+KIND_NAMES = ("pod", "claim", "deployment", "statefulset", "replicaset", "daemonset", "job", "jobset",
+              "leaderworkerset", "raycluster", "rayjob", "pytorchjob", "trainjob")
+KIND_LIST = f"{', '.join(KIND_NAMES[:-1])} or {KIND_NAMES[-1]}"
 
 NamespaceOption = Annotated[str | None, typer.Option("-n", "--namespace", help="Namespace (default: any).")]
 MaxNodesOption = Annotated[

@@ -26,7 +26,6 @@ from kubedra.cli.output import EXIT_INVALID_INPUT
 
 LIVE = ("explain", "simulate", "snapshot", "validate")
 COMMANDS = (*LIVE, "migrate", "convert", "allocate", "cel", "plan", "trace")
-KINDS = ("pod", "claim", "deployment", "statefulset", "replicaset", "daemonset", "job")
 VALUE_FLAGS = {"-n": "namespace", "--namespace": "namespace", "--context": "context", "--kubeconfig": "kubeconfig",
                "--request-timeout": "request_timeout"}
 ALL_NAMESPACES = ("-A", "--all-namespaces")
@@ -187,7 +186,9 @@ def completions(args: Sequence[str]) -> tuple[list[str], int]:
     if not words:
         return [c for c in COMMANDS if c.startswith(typed)], no_files
     if words[0] == "explain" and len(words) == 1:
-        return [k for k in KINDS if k.startswith(typed)], no_files
+        from kubedra.cli.explain import KIND_NAMES
+
+        return [k for k in KIND_NAMES if k.startswith(typed)], no_files
     if words[0] == "explain" and len(words) == 2 and words[1] in ("pod", "pods", "po"):
         return _live_pods(parsed, typed), no_files
     return [], no_files
