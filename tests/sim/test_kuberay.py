@@ -17,6 +17,7 @@ from kubedra.cli import main
 
 GPUS8 = {"nvidia.com/gpu": "8"}
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "workloads" / "ray-cluster.yaml"
+RAYJOB_EXAMPLE = EXAMPLE.with_name("rayjob.yaml")
 
 
 def group(name: str = "gpu", **fields: Any) -> dict[str, Any]:
@@ -137,13 +138,19 @@ def test_malformed_objects_exit_2_naming_the_field(tmp_path: Path, capsys: pytes
     assert "spec.rayClusterSpec: Required value" in err and 'spec.submissionMode: Unsupported value' in err, err
 
 
-def test_the_example_runs_end_to_end_as_its_header_says() -> None:
-    argv = shlex.split(EXAMPLE.read_text().splitlines()[0].removeprefix("# "))
+def _example(path: Path) -> dict[str, Any]:
+    """The example's first-line command with ``-o json``, from the repository root."""
+    argv = shlex.split(path.read_text().splitlines()[0].removeprefix("# "))
     out = io.StringIO()
-    with contextlib.chdir(EXAMPLE.parents[2]), contextlib.redirect_stdout(out), \
+    with contextlib.chdir(path.parents[2]), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(io.StringIO()):
         assert main([*argv[1:], "-o", "json"]) == 0
     report: dict[str, Any] = json.loads(out.getvalue())
+    return report
+
+
+def test_the_example_runs_end_to_end_as_its_header_says() -> None:
+    report = _example(EXAMPLE)
     scheduled = {e["object"].rsplit("/", 1)[1]: (e["seconds"], e["node"]) for e in report["events"]
                  if e["type"] == "Scheduled" and e["object"].startswith("Pod ray/")}
     gpu = [n for n in scheduled if n.startswith("ray-cluster-gpu-worker-")]
@@ -152,3 +159,21 @@ def test_the_example_runs_end_to_end_as_its_header_says() -> None:
     assert scheduled[head[0]][1].startswith("cpu-")
     assert len({scheduled[n][1] for n in gpu}) == 4
     assert {at for at, _ in scheduled.values()} == {0.0}
+
+
+def test_the_rayjob_example_runs_its_job_then_shuts_its_cluster_down() -> None:
+    """As its header says: the three 4-GPU workers on the two 8-GPU nodes, the head on the CPU node, all at 0 s;
+    the submitter Job's pod once the cluster runs, for the 2 hours of kubedra.io/run-for; then the cluster's pods
+    deleted (shutdownAfterJobFinishes)."""
+    report = _example(RAYJOB_EXAMPLE)
+    events = [e for e in report["events"] if e["object"].startswith("Pod ray/")]
+    scheduled = {e["object"].rsplit("/", 1)[1]: (e["seconds"], e["node"]) for e in events if e["type"] == "Scheduled"}
+    workers = [n for n in scheduled if "-gpu-worker-" in n]
+    (head,) = [n for n in scheduled if "-head-" in n]
+    (submitter,) = [n for n in scheduled if n.startswith("tune-") and n.count("-") == 1]
+    assert len(workers) == 3 and sorted({scheduled[n][1] for n in workers}) == ["gpu-0", "gpu-1"]
+    assert scheduled[head][1] == "cpu-0" and {at for at, _ in scheduled.values()} == {0.0}
+    ended = {e["object"].rsplit("/", 1)[1]: (e["type"], e["seconds"]) for e in events
+             if e["type"] in ("Finished", "Deleted")}
+    assert ended[submitter] == ("Finished", 7200.0)
+    assert {ended[n] for n in [*workers, head]} == {("Deleted", 7200.0)}
