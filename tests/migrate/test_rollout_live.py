@@ -3,12 +3,14 @@ kube-controller-manager v1.37.2): the rollout example's cluster created as plain
 labelled as GPU Feature Discovery labels them, its workloads placed by the real scheduler (the test marks bound pods
 Running, as kubelets would). The plan read live must be the plan of the same objects given as files: the same waves,
 and per wave the same evictions, losses, landings and waiting pods per workload (pod names differ: the controllers
-name the live ones). No ClusterPolicy CRD is served here: the plan says so and reads the replicas from the nodes'
-``nvidia.com/gpu.replicas``. A Node advertising ``nvidia.com/gpu`` without ``nvidia.com/gpu.product`` is refused,
+name the live ones). No ClusterPolicy CRD is served at first: the plan says so and reads the replicas from the
+nodes' ``nvidia.com/gpu.replicas``; last, NVIDIA's CRD is installed with a ClusterPolicy naming the time-slicing
+ConfigMap, which the plan then reads. A Node advertising ``nvidia.com/gpu`` without ``nvidia.com/gpu.product`` is refused,
 naming it. Nothing is written to the cluster."""
 
 from __future__ import annotations
 
+import urllib.error
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,12 +32,16 @@ from kubedra.kube.rollout import read_live
 from kubedra.migrate import waves
 from kubedra.migrate.rollout import Cluster, read_cluster
 from kubedra.objects.load import load_paths
+from kubedra.schema.published import manifest as published
+from kubedra.schema.published import read
 from kubedra.sim.scenario import build_scenario
 
 pytestmark = pytest.mark.controlplane
 
 FEATURES = Features.for_release("1.37")
 NAMESPACE = "live"
+HTTP_NOT_FOUND = 404
+OPERATOR_EXAMPLE = EXAMPLE.parent / "gpu-operator" / "cluster-policy.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +189,59 @@ def test_a_gpu_node_without_gfd_labels_is_refused(plane: ControlPlane, files: Pa
     code, _, err = run_cli(capsys, "migrate", "plan", "--kubeconfig", str(plane.kubeconfig))
     assert code == 2
     assert "Node plain-gpu" in err and "nvidia.com/gpu.product" in err
+
+
+def test_a_served_cluster_policy_names_the_time_slicing_config(plane: ControlPlane, files: Path,
+                                                               tmp_path: Path) -> None:
+    """With the GPU Operator installed (its ClusterPolicy CRD served, as vendored from NVIDIA's chart) the device
+    plugin's replicas come from the ConfigMap the ClusterPolicy names, the node's nvidia.com/device-plugin.config
+    label picking the key, not from GFD's nvidia.com/gpu.replicas (taken off the A100 nodes here, as a GFD that does
+    not publish it would leave them). The plan is the plan of the same objects as files."""
+    plane.request("DELETE", "/api/v1/nodes/plain-gpu")  # the refused node of the test above
+    crd = read(published()[("nvidia.com/v1", "ClusterPolicy")])["crd"]
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    plane.request("POST", path, crd)
+
+    def established() -> bool:
+        conditions = (plane.get(f"{path}/{crd['metadata']['name']}").get("status") or {}).get("conditions")
+        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions or [])
+
+    plane.wait_for(established, timeout=60, what="the ClusterPolicy CRD to be established")
+    (config_map,) = [d for d in yaml.safe_load_all((EXAMPLE / "cluster.yaml").read_text()) if d["kind"] == "ConfigMap"]
+    policy = next(d for d in yaml.safe_load_all(OPERATOR_EXAMPLE.read_text()) if d["kind"] == "ClusterPolicy")
+    policy["spec"]["devicePlugin"]["config"] = {"name": config_map["metadata"]["name"]}
+    plane.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": "gpu-operator"}})
+    plane.request("POST", "/api/v1/namespaces/gpu-operator/configmaps", config_map)
+    plane.wait_for(lambda: _created(plane, "/apis/nvidia.com/v1/clusterpolicies", policy), timeout=30,
+                   what="the ClusterPolicy to be created")
+    nodes = []
+    for doc in yaml.safe_load_all((files / "nodes.yaml").read_text()):
+        labels = doc["metadata"]["labels"]
+        if labels.pop("nvidia.com/gpu.replicas", "1") != "1":
+            plane.request("PATCH", f"/api/v1/nodes/{doc['metadata']['name']}",
+                          {"metadata": {"labels": {"nvidia.com/gpu.replicas": None}}},
+                          content_type="application/merge-patch+json")
+        nodes.append(doc)
+    (tmp_path / "nodes.yaml").write_text(yaml.safe_dump_all([*nodes, policy, config_map]))
+    (tmp_path / "workloads.yaml").write_text((files / "workloads.yaml").read_text())
+    loaded = load_paths([str(tmp_path)], recursive=True)
+    offline = read_cluster(loaded, build_scenario(loaded))
+    with connect(str(plane.kubeconfig)) as client:
+        live = read_live(client).cluster
+    _same_start(offline, live)
+    assert {g.replicas for g in live.gpu_nodes.values() if g.pool == "a100"} == {2}
+    assert not any("ClusterPolicy" in n for n in live.notes), live.notes
+    want, got = waves.smart(offline, FEATURES, 1), waves.smart(live, FEATURES, 1)
+    assert _summary(live, got) == _summary(offline, want)
+
+
+def _created(plane: ControlPlane, path: str, body: dict[str, Any]) -> bool:
+    """POST until the new CRD's resource is served (Established a moment before its handler is)."""
+    try:
+        plane.request("POST", path, body)
+    except urllib.error.HTTPError as exc:
+        if exc.code == HTTP_NOT_FOUND:
+            return False
+        raise
+    return True
