@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from fixtures.scenarios import Run, claim_template, controller, job, nodepool, pod, run, text_of
 
 from kubedra.objects.load import load_text
+from kubedra.sim.manifests import JobSpec
+from kubedra.sim.replacements import job_backoff, job_rules
 from kubedra.sim.report import build_report
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import simulate
@@ -118,7 +121,9 @@ def test_a_job_whose_failure_policy_ignores_disruptions_replaces_the_victim_once
                                                    "onPodConditions": [{"type": "DisruptionTarget"}]}]}
     sim = cluster(docs, urgent())
     [created] = [e for e in sim.events if e["type"] == "Created" and e["object"].startswith("Pod ")]
-    assert created["seconds"] == 90.0  # podReplacementPolicy Failed: once the victim is gone, no back-off
+    # podReplacementPolicy Failed: once the victim is gone (90 s), after the back-off, which counts ignored failures
+    # too (job_controller.go: newBackoffRecord takes every failed pod, the failed count only the non-ignored ones)
+    assert created["seconds"] == 100.0
     assert not any(e["object"] == "Job default/train" for e in sim.events)
 
 
@@ -224,3 +229,17 @@ def test_a_daemonset_s_victim_is_replaced_on_its_node_once_it_is_gone() -> None:
     assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["n-0"]  # pinned to the victim's node
     phase, reason = lines(sim)[new]
     assert phase == "Pending" and reason.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+
+
+def test_backoff_limit_defaults_as_the_api_server_defaults_it() -> None:
+    """``SetDefaults_Job``: 6, or MaxInt32 where backoffLimitPerIndex is set (the per-index limits then decide)."""
+    template = {"spec": {"containers": [{"name": "c"}]}}
+    assert job_rules(msgspec.convert({"template": template}, JobSpec)).backoff_limit == 6
+    per_index = msgspec.convert({"template": template, "completionMode": "Indexed", "backoffLimitPerIndex": 1},
+                                JobSpec)
+    assert job_rules(per_index).backoff_limit == 2**31 - 1
+    assert job_rules(msgspec.convert({"template": template, "backoffLimit": 2}, JobSpec)).backoff_limit == 2
+
+
+def test_the_back_off_doubles_per_failure_up_to_ten_minutes() -> None:
+    assert [job_backoff(n) for n in (0, 1, 2, 3, 6, 7, 40)] == [0.0, 10.0, 20.0, 40.0, 320.0, 600.0, 600.0]

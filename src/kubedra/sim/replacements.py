@@ -16,7 +16,9 @@ and *gone* when the period is over. Each controller answers at one of the two mo
   ``podReplacementPolicy: Failed`` (the default where ``podFailurePolicy`` is set) the replacement waits until the
   victim is gone; a ``podFailurePolicy`` rule on the ``DisruptionTarget`` condition (the scheduler sets it on every
   victim) decides whether it counts (``Ignore``: not counted; ``FailJob``: the Job fails; ``Count``/no rule:
-  counted). Rules on exit codes are not matched (the simulator runs no containers).
+  counted; every failed pod, ignored or not, lengthens the back-off). Rules on exit codes are not matched (the
+  simulator runs no containers). ``backoffLimitPerIndex``'s own limits are not modelled (its Job's backoffLimit then
+  defaults to MaxInt32, as the API server defaults it).
 * **DaemonSet**: a node's terminating daemon pod still counts as its pod (``getNodesToDaemonPods`` leaves out
   only deleted pods that are terminal), so the controller creates the node's new pod (``<daemonset>-``, the same
   spec, pinned to the node) once the victim is gone.
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 JOB_BACKOFF_SECONDS = 10.0  # DefaultJobPodFailureBackOff
 JOB_MAX_BACKOFF_SECONDS = 600.0  # MaxJobPodFailureBackOff
 DEFAULT_BACKOFF_LIMIT = 6
+MAX_INT32 = 2**31 - 1
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 REPLACING = ", replacing the preempted "  # a replacement's Created event: "<controller> created pod <name>, replacing
 # the preempted <victim key>" (``kubedra migrate plan`` reads which victim a replacement stands for from it)
@@ -56,9 +59,19 @@ class JobRules:
     disruption_action: str = "Count"  # the first podFailurePolicy rule matching DisruptionTarget (Count: none)
 
 
+def job_backoff(failures: int) -> float:
+    """``getRemainingTimeForFailuresCount`` at the last failure: 10 s doubled per failure since the last success
+    after the first, at most 10 min."""
+    return min(JOB_BACKOFF_SECONDS * 2 ** (failures - 1), JOB_MAX_BACKOFF_SECONDS) if failures > 0 else 0.0
+
+
 def job_rules(spec: JobSpec) -> JobRules:
-    """``JobSpec``'s backoffLimit, podReplacementPolicy and podFailurePolicy (kept as given: read here only)."""
-    limit = spec.backoff_limit if isinstance(spec.backoff_limit, int) else DEFAULT_BACKOFF_LIMIT
+    """``JobSpec``'s backoffLimit, podReplacementPolicy and podFailurePolicy (kept as given: read here only). An
+    unset backoffLimit defaults to 6, or to MaxInt32 where backoffLimitPerIndex is set (``SetDefaults_Job``)."""
+    if isinstance(spec.backoff_limit, int):
+        limit = spec.backoff_limit
+    else:
+        limit = MAX_INT32 if isinstance(spec.backoff_limit_per_index, int) else DEFAULT_BACKOFF_LIMIT
     policy = spec.pod_failure_policy if isinstance(spec.pod_failure_policy, dict) else None
     replacement = spec.pod_replacement_policy or ("Failed" if policy is not None else "TerminatingOrFailed")
     action = "Count"
@@ -105,14 +118,13 @@ class Replacements:
         if action == "FailJob":
             self._job_failed(victim, job, "PodFailurePolicy", "Pod matched a FailJob rule of the podFailurePolicy")
             return
-        delay = 0.0
-        if action != "Ignore":
+        job.failed_since_success += 1  # the back-off counts every failed pod, ignored ones too (newBackoffRecord)
+        if action != "Ignore":  # the Job's failed count leaves them out (nonIgnoredFailedPodsCount)
             job.failed += 1
-            job.failed_since_success += 1
             if job.failed > job.rules.backoff_limit:
                 self._job_failed(victim, job, "BackoffLimitExceeded", "Job has reached the specified backoff limit")
                 return
-            delay = min(JOB_BACKOFF_SECONDS * 2 ** (job.failed_since_success - 1), JOB_MAX_BACKOFF_SECONDS)
+        delay = job_backoff(job.failed_since_success)
         index = victim.pod.metadata.annotations.get(COMPLETION_INDEX)
         name = self._generated_name(victim, f"{self._job_name(victim)}-{index}-" if index is not None else None)
         self._replace(victim, name, delay, job)
