@@ -106,7 +106,7 @@ def _plan(paths: list[str], max_unavailable: int, order: Order, limits: Any,
 
 
 def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
-    from kubedra.migrate.waves import budget_line, totals_row, wave_rows
+    from kubedra.migrate.waves import budget_line, job_line, totals_row, wave_rows
 
     console = stdout_console()
 
@@ -126,6 +126,8 @@ def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
             say(f"  waiting {key}: {why}")
         for b in wave.budgets:
             say(f"  {budget_line(b)}")
+        for owner, job in wave.jobs.items():
+            say(f"  {job_line(owner, job)}")
         say("")
     table = Table([Column("ORDER"), Column("WAVES"), Column("EVICTIONS"), Column("PREEMPTED"), Column("LOST"),
                    Column("WAITING"), Column("BUDGETS BROKEN")])

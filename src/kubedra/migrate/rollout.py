@@ -27,7 +27,8 @@ start.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -35,6 +36,14 @@ import msgspec
 
 from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
 from kubedra.migrate.gpunodes import GpuNode, labelled_gpu_node, plugin_replicas, plugin_resource, replicas_for, scaled
+from kubedra.migrate.job_failures import (
+    JobCount,
+    JobWave,
+    failed_jobs_pods,
+    job_costs,
+    rules_by_owner,
+    with_preempted,
+)
 from kubedra.migrate.mig import mig_classes
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
@@ -79,10 +88,18 @@ class WaveOutcome:
     budgets: list[dict[str, Any]]  # PDBs the drain or the wave takes below what they ask
     preempted: dict[str, str] = field(default_factory=dict)  # pod key -> "by <pod> on <node>": victims in the wave
     held: dict[str, Held] = field(default_factory=dict, repr=False)  # the running pods bound, for the next wave
+    jobs: dict[str, JobWave] = field(default_factory=dict)  # Job owner -> what the wave's evictions cost it
+    failures: dict[str, JobCount] = field(default_factory=dict, repr=False)  # every Job's count, for the next wave
+    job_lost: list[str] = field(default_factory=list)  # pods lost with their failed Job (evicted or not)
 
     @property
     def breaks(self) -> int:
         return len(self.budgets)
+
+    @property
+    def disrupted(self) -> int:
+        """Pods evicted or preempted, and those a failed Job deleted."""
+        return len(self.evicted) + len(self.preempted) + len(set(self.lost) - set(self.evicted) - set(self.preempted))
 
 
 def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
@@ -304,7 +321,8 @@ MAX_ROUNDS = 3  # runs after the uncordon: more only while a Job's preempted pod
 
 def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching: tuple[str, ...],
                   placement: dict[str, str], *, gone: frozenset[str] = frozenset(),
-                  held: dict[str, Held] | None = None) -> WaveOutcome:
+                  held: dict[str, Held] | None = None, failures: Mapping[str, JobCount] | None = None
+                  ) -> WaveOutcome:
     """``switching`` moved to DRA on top of ``switched``: their pods evicted, the rest kept where ``placement`` has
     them (bound as ``held`` has them, from the run before), the evicted and waiting pods scheduled again: first while
     ``switching`` is cordoned (the drain: a pod that lands then stays there), then the ones still pending on the
@@ -314,7 +332,8 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     running pods (kept or landed) as kube-scheduler would, PodDisruptionBudgets weighed only as its preference.
     A victim's controller recreates it in the same run (Deployments, ReplicaSets, StatefulSets); a Job's preempted
     pod is made again in the next run (the simulator replaces only the pods of Jobs it runs); a bare pod preempted
-    is lost."""
+    is lost. A Job's evicted pods are failures to it (``job_failures``; ``failures``: its count before the wave):
+    they are made again after its back-off, or, past its limit, the Job fails and all its pods are lost."""
     held = held or {}
     going = set(switching)
     by_key = {pod_key(a.pod): a for a in cluster.pods if pod_key(a.pod) not in gone}
@@ -331,9 +350,17 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
                 lost.append(key)
                 continue
         again.append(key)
+    owners = {k: a.owner for k, a in by_key.items()}
+    counts, jobs = job_costs(rules_by_owner(cluster.scenario.workloads),
+                             Counter(owners[k] for k in evicted if k not in lost), failures or {})
+    job_lost = failed_jobs_pods(jobs, owners, [*again, *running])  # deleteActivePods: all of them go
+    running = {k: h for k, h in running.items() if k not in job_lost}
+    again = [k for k in again if k not in job_lost]
+    lost.extend(job_lost)
+    delays = {k: jobs[owners[k]].backoff for k in evicted if k in again and owners[k] in jobs}
     preempted: dict[str, str] = {}
 
-    def once(on: set[str], cordoned: set[str], pending: list[str]) -> Ran:
+    def once(on: set[str], cordoned: set[str], pending: list[str], delays: Mapping[str, float]) -> Ran:
         arrivals, known, claims = [], {}, []
         for key, carried in running.items():
             kept = _kept(by_key[key], placement.get(key, ""), carried)
@@ -341,7 +368,7 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
             known[pod_key(kept.pod)] = key
             if carried is not None:
                 claims.append(carried)
-        arrivals.extend(replace(by_key[k], arrive_at=RECREATED_AT) for k in pending)
+        arrivals.extend(replace(by_key[k], arrive_at=RECREATED_AT + delays.get(k, 0.0)) for k in pending)
         ran = simulated(mixed(cluster, on, arrivals, cordoned, claims), features, known)
         preempted.update(ran.preempted)
         lost.extend(k for k in ran.unreplaced if _bare(by_key[k]) and k not in lost)
@@ -356,19 +383,22 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     # The controllers recreate an evicted pod at once, while its node is still cordoned: where the replacement binds
     # during the drain it stays (kube-scheduler never moves a bound pod); only the pods that found no node then
     # land after the switch and the uncordon.
-    drain = once(switched, going, again)
+    # A Job's evicted pods are made again after its back-off.
+    drain = once(switched, going, again, delays)
     during = {k for k, (node, _) in drain.status.items() if node}
-    result = once(switched | going, set(), carry(drain))
+    result = once(switched | going, set(), carry(drain), {})
     for _ in range(MAX_ROUNDS - 1):
         if not any(not _bare(by_key[k]) for k in result.unreplaced):
             break
-        result = once(switched | going, set(), carry(result))
+        result = once(switched | going, set(), carry(result), {})
     after = {k: node for k, (node, _) in result.status.items() if node and k in by_key}
     waiting = {k: why for k, (node, why) in result.status.items() if not node and k in by_key and k not in lost}
     budgets = budget_findings(cluster, set(placement), during, set(after))
     moved = {k: after[k] for k in evicted if k in after}
+    counts = with_preempted(rules_by_owner(cluster.scenario.workloads), counts,
+                            Counter(owners[k] for k in preempted if k in owners))
     return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets, preempted,
-                       {k: h for k, h in result.held.items() if k in after})
+                       {k: h for k, h in result.held.items() if k in after}, jobs, counts, job_lost)
 
 
 def begin(cluster: Cluster, features: Any) -> Ran:

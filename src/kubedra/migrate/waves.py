@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubedra.migrate.job_failures import JobCount, JobWave
 from kubedra.migrate.rollout import Cluster, Held, WaveOutcome, begin, simulate_wave
 
 PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"  # what the runbook's DRA driver install selects nodes by
@@ -52,12 +53,12 @@ class Plan:
         return sum(len(w.lost) for w in self.waves)
 
     def cost(self) -> tuple[int, int, int]:
-        """Budgets broken, pods disrupted (evicted or preempted), waiting."""
-        return (self.breaks, self.evictions + self.preempted, self.waiting)
+        """Budgets broken, pods disrupted (evicted, preempted, or deleted by a failed Job), waiting."""
+        return (self.breaks, sum(w.disrupted for w in self.waves), self.waiting)
 
 
 def _cost(outcome: WaveOutcome) -> tuple[int, int, int]:
-    return (outcome.breaks, len(outcome.evicted) + len(outcome.preempted), len(outcome.waiting))
+    return (outcome.breaks, outcome.disrupted, len(outcome.waiting))
 
 
 def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str, str], dict[str, Held]]:
@@ -67,18 +68,19 @@ def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str,
 
 
 def _tail(cluster: Cluster, features: Any, switched: set[str], placement: dict[str, str], order: list[str], *,
-          max_unavailable: int, gone: frozenset[str] = frozenset(), held: dict[str, Held] | None = None
-          ) -> list[WaveOutcome]:
+          max_unavailable: int, gone: frozenset[str] = frozenset(), held: dict[str, Held] | None = None,
+          failures: dict[str, JobCount] | None = None) -> list[WaveOutcome]:
     """The waves that switch ``order`` from this state, ``max_unavailable`` nodes at a time (``gone``: the bare pods
     evicted before, never recreated)."""
     out = []
     switched = set(switched)
     for i in range(0, len(order), max_unavailable):
         wave = tuple(order[i: i + max_unavailable])
-        outcome = simulate_wave(cluster, features, switched, wave, placement, gone=gone, held=held)
+        outcome = simulate_wave(cluster, features, switched, wave, placement, gone=gone, held=held,
+                                failures=failures)
         out.append(outcome)
         switched |= set(wave)
-        placement, held = outcome.placement, outcome.held
+        placement, held, failures = outcome.placement, outcome.held, outcome.failures
         gone |= set(outcome.lost)
     return out
 
@@ -105,6 +107,7 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
     plan = Plan("smart", [], dict(placement), waiting, held=held)
     switched: set[str] = set()
     gone: frozenset[str] = frozenset()
+    failures: dict[str, JobCount] = {}
     left = sorted(cluster.gpu_nodes)
     while left:
         wave: list[str] = []
@@ -113,13 +116,14 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
             tries = []
             for node in left:
                 outcome = simulate_wave(cluster, features, switched, (*wave, node), placement, gone=gone,
-                                        held=held)
+                                        held=held, failures=failures)
                 cost = _cost(outcome)
                 if lookahead:
                     rest = [n for n in left if n != node]
                     cost = _total([outcome, *_tail(cluster, features, switched | {*wave, node}, outcome.placement,
                                                    rest, max_unavailable=max_unavailable,
-                                                   gone=gone | set(outcome.lost), held=outcome.held)])
+                                                   gone=gone | set(outcome.lost), held=outcome.held,
+                                                   failures=outcome.failures)])
                 tries.append((cost, _cost(outcome), node, outcome))
             *_, node, best = min(tries, key=lambda t: t[:3])  # ties: the emptier wave, then name order
             wave.append(node)
@@ -127,7 +131,7 @@ def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: 
         assert best is not None
         plan.waves.append(best)
         switched |= set(wave)
-        placement, held = best.placement, best.held
+        placement, held, failures = best.placement, best.held, best.failures
         gone |= set(best.lost)
     return plan
 
@@ -159,14 +163,27 @@ def smart(cluster: Cluster, features: Any, max_unavailable: int, baseline: Plan 
 
 def wave_rows(wave: WaveOutcome) -> list[tuple[str, str, str]]:
     """(pod, evicted, now) for each pod the wave touches, as the table and the report show them: the evicted pods,
-    the other victims of preemption, then the other pods left waiting."""
+    the other victims of preemption, the other pods a failed Job deleted, then the other pods left waiting."""
     rows = []
-    for key in [*wave.evicted, *sorted(set(wave.preempted) - set(wave.evicted))]:
-        now = "lost (bare pod)" if key in wave.lost else wave.placement.get(key) or "waiting"
+    deleted = [k for k in wave.job_lost if k not in wave.evicted and k not in wave.preempted]
+    for key in [*wave.evicted, *sorted(set(wave.preempted) - set(wave.evicted)), *deleted]:
+        now = wave.placement.get(key) or "waiting"
+        if key in wave.lost:
+            now = "lost (its Job failed)" if key in wave.job_lost else "lost (bare pod)"
         evicted = ("yes" if key in wave.evicted else "no") + (", preempted" if key in wave.preempted else "")
         rows.append((key, evicted, now))
     rows += [(key, "no", "waiting") for key in sorted(set(wave.waiting) - set(wave.evicted) - set(wave.preempted))]
     return rows
+
+
+def job_line(owner: str, job: JobWave) -> str:
+    """A Job's cost in a wave, as the table prints it."""
+    kind, name = owner.split("/", 1)
+    evicted = f"{job.evicted} pod{'s' if job.evicted != 1 else ''} evicted"
+    if job.failed:
+        return f"{kind} {name} fails: {job.failed} ({evicted}; failures {job.counted}, backoffLimit {job.limit})"
+    return (f"{kind} {name}: {evicted}, failures {job.counted} of backoffLimit {job.limit}; its new pods come after "
+            f"a {job.backoff:g} s back-off")
 
 
 def budget_line(budget: dict[str, Any]) -> str:
@@ -211,7 +228,8 @@ def document(plan: Plan, other: Plan | None) -> dict[str, Any]:
             "wave": i, "nodes": list(w.switching), "evicted": w.evicted, "lost": w.lost,
             "preempted": dict(sorted(w.preempted.items())), "landed": dict(sorted(w.moved.items())),
             "waiting": dict(sorted(w.waiting.items())),
-            "budgets": w.budgets, "commands": commands(w)})
+            "budgets": w.budgets, **({"jobs": {o: j.as_dict() for o, j in w.jobs.items()}} if w.jobs else {}),
+            "commands": commands(w)})
     doc: dict[str, Any] = {
         "apiVersion": "kubedra.io/v1alpha1", "kind": "RolloutPlan", "order": plan.order,
         "summary": _summary(plan), "prepare": PREPARE, "waves": waves, "notes": plan.notes}

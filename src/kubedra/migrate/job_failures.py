@@ -1,0 +1,97 @@
+"""What a wave's evictions cost the Jobs whose pods it evicts, counted as kube-controller-manager v1.37.2's Job
+controller counts them (``pkg/controller/job``).
+
+The drain evicts a Job's pod: it is deleted before it succeeded, a failed pod to its Job (``isPodFailed``), which
+makes its replacement only after the pod-failure back-off: 10 s, doubled per failure since the Job's last success, at
+most 10 min (``sim.replacements.job_backoff``; every failed pod counts, ``newBackoffRecord``). A Job's pods run until
+the rollout is over, so its failures add up wave after wave. The first ``podFailurePolicy`` rule on the
+``DisruptionTarget`` condition (``sim.replacements.job_rules``) says what an eviction costs: ``Ignore`` leaves it out
+of the failed count, ``FailJob`` fails the Job at once, ``Count`` (or no rule) counts it. Once the count passes
+``backoffLimit`` (6 unless set) the Job fails (``BackoffLimitExceeded``): it makes no more pods and deletes the ones
+it has. A Job's pod preempted during the wave is a failure too, counted for the waves after it (the wave does not
+fail the Job for it). ``backoffLimitPerIndex``'s per-index limits are not modelled (such a Job's ``backoffLimit``
+defaults to MaxInt32: it does not fail here).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubedra.sim.replacements import JobRules, job_backoff, job_rules
+from kubedra.sim.workloads import Workloads
+
+
+@dataclass(frozen=True)
+class JobCount:
+    """A Job's failures so far: those counted toward ``backoffLimit``, and all of them (its back-off)."""
+
+    counted: int = 0
+    failures: int = 0
+
+
+@dataclass(frozen=True)
+class JobWave:
+    """One Job in one wave: pods evicted, its failures counted so far, how long its replacements wait, and why it
+    failed ("" where it did not)."""
+
+    evicted: int
+    counted: int
+    limit: int
+    backoff: float
+    failed: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"evicted": self.evicted, "failures": self.counted, "backoffLimit": self.limit,
+                               "backoffSeconds": self.backoff}
+        if self.failed:
+            out["failed"] = self.failed
+        return out
+
+
+def rules_by_owner(workloads: Workloads) -> dict[str, JobRules]:
+    """Each Job's rules, by the owner its pods carry in the plan (``Job/<namespace>/<name>``)."""
+    return {job.owner: job_rules(job.spec) if job.spec is not None else JobRules() for job in workloads.jobs}
+
+
+def job_costs(rules: Mapping[str, JobRules], evicted: Counter[str], before: Mapping[str, JobCount]
+              ) -> tuple[dict[str, JobCount], dict[str, JobWave]]:
+    """The Jobs' counts after a wave that evicts ``evicted`` (pods per owner; owners that are no Job are left out),
+    and what the wave does to each Job it touches."""
+    after = dict(before)
+    touched: dict[str, JobWave] = {}
+    for owner, n in sorted(evicted.items()):
+        rule = rules.get(owner)
+        if rule is None:
+            continue
+        was = before.get(owner, JobCount())
+        counted = was.counted + (0 if rule.disruption_action == "Ignore" else n)
+        now = JobCount(counted, was.failures + n)
+        after[owner] = now
+        failed = ""
+        if rule.disruption_action == "FailJob":
+            failed = "PodFailurePolicy: Pod matched a FailJob rule of the podFailurePolicy"
+        elif counted > rule.backoff_limit:
+            failed = "BackoffLimitExceeded: Job has reached the specified backoff limit"
+        touched[owner] = JobWave(n, counted, rule.backoff_limit, 0.0 if failed else job_backoff(now.failures), failed)
+    return after, touched
+
+
+def with_preempted(rules: Mapping[str, JobRules], counts: Mapping[str, JobCount], preempted: Counter[str]
+                   ) -> dict[str, JobCount]:
+    """``counts`` with the Jobs' pods preempted in the wave added (the scheduler sets DisruptionTarget on them too)."""
+    out = dict(counts)
+    for owner, n in preempted.items():
+        rule = rules.get(owner)
+        if rule is not None:
+            was = out.get(owner, JobCount())
+            out[owner] = JobCount(was.counted + (0 if rule.disruption_action == "Ignore" else n), was.failures + n)
+    return out
+
+
+def failed_jobs_pods(jobs: Mapping[str, JobWave], owners: Mapping[str, str], keys: list[str]) -> list[str]:
+    """Of ``keys``, the pods whose Job the wave fails."""
+    failed = {owner for owner, job in jobs.items() if job.failed}
+    return [k for k in keys if owners[k] in failed]
