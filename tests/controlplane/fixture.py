@@ -41,6 +41,7 @@ BIN = HERE / "bin"
 BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
 READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 10.0
+HTTP_CONFLICT = 409
 
 
 class ControlPlaneError(Exception):
@@ -275,6 +276,29 @@ class ControlPlane:
     def create(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create any object from a plain manifest (``namespace`` taken from its metadata); returns the server's."""
         return self.request("POST", self._collection(body), body)
+
+    def install_crds(self, crds: Sequence[Mapping[str, Any]], timeout: float = 60.0) -> list[str]:
+        """Create CustomResourceDefinitions (one already there is kept) and wait until each is Established; their
+        names, for the caller to delete."""
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        names = []
+        for crd in crds:
+            names.append(str(crd["metadata"]["name"]))
+            try:
+                self.request("POST", path, {**crd, "metadata": {"name": names[-1]}})
+            except urllib.error.HTTPError as error:
+                if error.code != HTTP_CONFLICT:
+                    raise
+
+        def established() -> bool:
+            for name in names:
+                conditions = (self.get(f"{path}/{name}").get("status") or {}).get("conditions") or []
+                if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                    return False
+            return True
+
+        self.wait_for(established, timeout=timeout, what=f"CRDs {', '.join(names)} to be established")
+        return names
 
     def finish_pod(self, name: str, namespace: str, phase: str = "Succeeded") -> dict[str, Any]:
         """What a kubelet writes when a pod's containers exited: ``status.phase`` Succeeded (or Failed)."""

@@ -198,15 +198,7 @@ def test_a_served_cluster_policy_names_the_time_slicing_config(plane: ControlPla
     label picking the key, not from GFD's nvidia.com/gpu.replicas (taken off the A100 nodes here, as a GFD that does
     not publish it would leave them). The plan is the plan of the same objects as files."""
     plane.request("DELETE", "/api/v1/nodes/plain-gpu")  # the refused node of the test above
-    crd = read(published()[("nvidia.com/v1", "ClusterPolicy")])["crd"]
-    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-    plane.request("POST", path, crd)
-
-    def established() -> bool:
-        conditions = (plane.get(f"{path}/{crd['metadata']['name']}").get("status") or {}).get("conditions")
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions or [])
-
-    plane.wait_for(established, timeout=60, what="the ClusterPolicy CRD to be established")
+    plane.install_crds([read(published()[("nvidia.com/v1", "ClusterPolicy")])["crd"]])
     (config_map,) = [d for d in yaml.safe_load_all((EXAMPLE / "cluster.yaml").read_text()) if d["kind"] == "ConfigMap"]
     policy = next(d for d in yaml.safe_load_all(OPERATOR_EXAMPLE.read_text()) if d["kind"] == "ClusterPolicy")
     policy["spec"]["devicePlugin"]["config"] = {"name": config_map["metadata"]["name"]}

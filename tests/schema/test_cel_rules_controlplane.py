@@ -82,22 +82,7 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
 @pytest.fixture(scope="module")
 def served(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """The vendored CRDs with create-time rules, served by the session's API server (removed afterwards)."""
-    names = []
-    for source in {manifest()[key] for key in manifest() if key[1] in RULED}:
-        crd = read(source)["crd"]
-        names.append(crd["metadata"]["name"])
-        body = {**crd, "metadata": {"name": crd["metadata"]["name"]}}
-        control_plane.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body)
-
-    def established() -> bool:
-        for name in names:
-            crd = control_plane.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return False
-        return True
-
-    control_plane.wait_for(established, timeout=60, what="the vendored CRDs to be established")
+    names = control_plane.install_crds([read(manifest()[key])["crd"] for key in manifest() if key[1] in RULED])
     try:
         yield control_plane
     finally:
@@ -254,13 +239,7 @@ PROBES: list[tuple[str, dict[str, Any]]] = [
 def probes(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """``PROBE_CRD``, served by the session's API server (removed afterwards)."""
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-    control_plane.request("POST", path, PROBE_CRD)
-
-    def established() -> bool:
-        conditions = (control_plane.get(f"{path}/probes.oracle.example.com").get("status") or {}).get("conditions")
-        return any(c["type"] == "Established" and c["status"] == "True" for c in conditions or [])
-
-    control_plane.wait_for(established, timeout=60, what="the probes CRD to be established")
+    control_plane.install_crds([PROBE_CRD])
     try:
         yield control_plane
     finally:

@@ -64,25 +64,7 @@ def serving_cert(directory: Path) -> bytes:
 
 
 def install_crds(plane: ControlPlane, files: list[Path]) -> None:
-    names = []
-    for file in files:
-        crd = yaml.safe_load(file.read_text())
-        names.append(crd["metadata"]["name"])
-        try:
-            plane.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-        except urllib.error.HTTPError as error:
-            if error.code != HTTP_CONFLICT:  # already there
-                raise
-
-    def established() -> bool:
-        for name in names:
-            crd = plane.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-            conditions = (crd.get("status") or {}).get("conditions") or []
-            if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-                return False
-        return True
-
-    plane.wait_for(established, timeout=WAIT, what="the CRDs to be established")
+    plane.install_crds([yaml.safe_load(file.read_text()) for file in files], timeout=WAIT)
 
 
 def install_webhooks(plane: ControlPlane, webhook_dir: Path, port: int, ca: bytes,
