@@ -172,6 +172,13 @@ def build_scenario(
             " DRAWorkloadResourceClaims=true"
             for key, pod_group in groups.pod_groups.items() if pod_group.spec.resource_claims
         )
+    notes.extend(
+        f"PodGroup {key}: spec.schedulingConstraints.topology ignored: the TopologyAwareWorkloadScheduling feature "
+        "gate (alpha since Kubernetes 1.36, off by default) is off and the API server drops the field; kubedra does "
+        "not model the gate's placements yet"
+        for key, pod_group in groups.pod_groups.items()
+        if pod_group.spec.scheduling_constraints is not None and pod_group.spec.scheduling_constraints.topology
+    )
     return Scenario(
         nodes=nodes,
         slices=[*loaded.of_kind(ResourceSlice), *pool_slices],
