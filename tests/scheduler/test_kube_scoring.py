@@ -32,7 +32,7 @@ from kubedra.objects.model import (
     Pod,
     ResourceClaim,
 )
-from kubedra.scheduler.bitsets import mask_of
+from kubedra.scheduler.bitsets import mask_of, nth_bit
 from kubedra.scheduler.dynamicresources import first_available_score
 from kubedra.scheduler.kube_scorer import WEIGHTS, Candidate, KubeScorer
 from kubedra.scheduler.nodeaffinity import preferred_affinity, preferred_terms
@@ -351,11 +351,12 @@ def test_compress_packs_the_selected_bits() -> None:
 
 
 def test_heap_root_rank_is_the_root_of_the_packed_ranks() -> None:
-    """Its shortcuts (first listed node tied, a few tied nodes counted one by one) against packing every rank."""
+    """Its shortcuts (first listed node tied, a list without gaps, a few tied nodes counted one by one) against
+    packing every rank."""
     rng = random.Random(5)
     for _ in range(2000):
         width = rng.randint(1, 400)
-        walk = rng.getrandbits(width) | 1 << (width - 1)
+        walk = rng.getrandbits(width) | 1 << (width - 1) if rng.random() < 0.7 else (1 << width) - 1
         listed = [i for i in range(width) if walk >> i & 1]
         tied_count = rng.choice([1, 2, 3, FEW_TIED, FEW_TIED + 1, len(listed)])
         tied = mask_of(rng.sample(listed, min(tied_count, len(listed))))
@@ -412,3 +413,16 @@ def test_scores_are_the_real_schedulers(case: Case) -> None:
     for the same objects (tests/scheduler/kube_scores.yaml, recorded by tests/kube/real_scores.py)."""
     ours, theirs = _scores_against_the_real_scheduler(case)
     assert ours == theirs, case.why
+
+
+def test_nth_bit_is_the_nth_set_position() -> None:
+    """Its shortcuts (the lowest bit, a run of set bits from 0, a wide set halved first) against counting."""
+    rng = random.Random(11)
+    for _ in range(1000):
+        width = rng.choice([1, 5, 64, 700, 3000, 9000])
+        x = rng.getrandbits(width) | ((1 << rng.randint(0, width)) - 1 if rng.random() < 0.4 else 0)
+        listed = [i for i in range(width) if x >> i & 1]
+        if not listed:
+            continue
+        n = rng.randrange(len(listed))
+        assert nth_bit(x, n) == listed[n]

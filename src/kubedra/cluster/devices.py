@@ -145,6 +145,15 @@ class DeviceTable:
         if found is None or found.allocation is not allocation:
             results = allocation.devices.results
             by_key = self.by_key
+            if len(results) == 1:  # the usual one device held whole: its record says it all
+                only = results[0]
+                record = by_key.get(f"{only.driver}/{only.pool}/{only.device}")
+                if record is not None and not only.admin_access and only.share_id is None:
+                    found = _single(allocation, record)
+                    if len(self._remembered) >= MAX_REMEMBERED:
+                        self._remembered.clear()
+                    self._remembered[id(allocation)] = found
+                    return found
             records = [by_key.get(f"{r.driver}/{r.pool}/{r.device}") for r in results]
             ids = [
                 (record.id, record.pool) if record is not None else (DeviceID(r.driver, r.pool, r.device),
@@ -266,6 +275,20 @@ def _per_node(records: Iterable[DeviceRecord | None]) -> PerNode:
         for signature in record.signatures:
             counts[signature] = counts.get(signature, 0) + 1
     return tuple((node, tuple(local), tuple(matching[node].items())) for node, local in names.items())
+
+
+def _single(allocation: AllocationResult, record: DeviceRecord) -> _Entry:
+    """``_entry`` of an allocation of one device held whole (no admin access, no share): what ``delta`` and
+    ``_per_node`` work out for it, built straight from its record."""
+    device = record.id
+    delta = Delta((record.pool,), (device,), ((record.pool, frozenset((device.device,))),), ())
+    node = record.node
+    if node is None:
+        return _Entry(allocation, delta, (), (), (record.key,))
+    counts: dict[Signature, int] = {}
+    for signature in record.signatures:
+        counts[signature] = counts.get(signature, 0) + 1
+    return _Entry(allocation, delta, ((node, (record.local,), tuple(counts.items())),), (node,), (record.key,))
 
 
 class _Entry(msgspec.Struct, frozen=True, gc=False):

@@ -99,12 +99,15 @@ def gpu_uuid(node: str, minor: int) -> str:
 
 def name_suffix(*parts: str) -> str:
     """Five characters from the Kubernetes random-name alphabet, deterministic from the parts."""
-    n = int(_digest(*parts)[:16], 16)
-    chars = []
-    for _ in range(5):
-        n, i = divmod(n, len(_SUFFIX_ALPHABET))
-        chars.append(_SUFFIX_ALPHABET[i])
-    return "".join(chars)
+    # The digest's first 8 bytes as a number (its first 16 hex digits), then 5 base-27 digits, lowest first: run
+    # once per pod a workload makes, so neither the hex text nor a loop.
+    n = int.from_bytes(hashlib.sha256("\x00".join(parts).encode()).digest()[:8], "big")
+    alphabet, base = _SUFFIX_ALPHABET, len(_SUFFIX_ALPHABET)
+    n, a = divmod(n, base)
+    n, b = divmod(n, base)
+    n, c = divmod(n, base)
+    n, d = divmod(n, base)
+    return alphabet[a] + alphabet[b] + alphabet[c] + alphabet[d] + alphabet[n % base]
 
 
 def slice_name(node: str, index: int, total: int, driver: str = DRIVER) -> str:

@@ -20,6 +20,10 @@ def nth_bit(x: int, n: int) -> int:
     a dozen full-width masks: that grew with the cluster); then a binary search over the narrow rest."""
     if n == 0 and x:
         return (x & -x).bit_length() - 1
+    if n > 0:
+        low = (2 << n) - 1
+        if x & low == low:  # bits 0 to n all set (a run of feasible nodes from the walk's start): bit n
+            return n
     base = 0
     width = x.bit_length()
     if width > _NARROW:  # the top bit stays in the half kept: past the last set bit, as the search below answers

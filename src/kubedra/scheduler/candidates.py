@@ -146,7 +146,6 @@ class NodeSets:
         if i is None:
             return
         bit = 1 << i
-        keep = self.all ^ bit
         log = self._usage_log
         if len(log) >= LOG_NODES * self.count + 64:
             self._usage_base += len(log)
@@ -155,8 +154,8 @@ class NodeSets:
         free, counts = self._free, self.state.devices.free
         for free_key, mask in free.items():
             fits = counts[free_key[0]].get(name, 0) >= free_key[1]
-            if fits != bool(mask & bit):
-                free[free_key] = mask | bit if fits else mask & keep
+            if fits != bool(mask & bit):  # the bit flips: in when it now fits, out when it no longer does
+                free[free_key] = mask ^ bit
         self._refresh_verdicts(name, i)
         self._unclassified.add(i)
 

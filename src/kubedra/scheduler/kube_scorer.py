@@ -260,7 +260,7 @@ class KubeScorer:
         walk = (window >> start) | ((window & low) << (n - start))
         tied = (best >> start) | ((best & low) << (n - start))
         rank = heap_root_rank(tied, walk)
-        return (nth_bit(walk, rank) + start) % n
+        return ((rank if walk & (walk + 1) == 0 else nth_bit(walk, rank)) + start) % n
 
     def _best_by_groups(
         self, record: PodRecord, window: int, terms: Sequence[PreferredSchedulingTerm], owner: SelectorKey | None,

@@ -69,10 +69,12 @@ FEW_TIED = 48  # up to this many tied nodes, their ranks are counted one by one 
 def heap_root_rank(tied: int, walk: int) -> int:
     """``heap_root_in`` over Filter's list: the rank, among the set bits of ``walk`` (the list in order), of the
     heap's root when the bits of ``tied`` (a subset) hold the highest totals. The usual cases skip the packing:
-    the first listed node tied, or every node tied (rank 0); a few tied nodes ranked by counting the list below
-    each."""
+    the first listed node tied, or every node tied (rank 0); a list with no gap (its bits are 0 up to its length),
+    where ranks are positions; a few tied nodes ranked by counting the list below each."""
     if tied & walk & -walk:
         return 0
+    if walk & (walk + 1) == 0:  # every node of the list's span listed (all feasible): ranks are positions already
+        return heap_root_in(tied)
     if tied.bit_count() <= FEW_TIED:
         return heap_root_of([(walk & ((1 << p) - 1)).bit_count() for p in positions(tied)])
     return heap_root_in(compress(tied, walk))

@@ -256,17 +256,20 @@ class SpreadCounts:
             return
         bit = 1 << i
         masks = self._by_count.setdefault(key, {})
+        # The bit is in the mask of ``old`` (and in ``_occupied``) exactly when ``old`` > 0: an XOR clears it, with
+        # no full-width ``~bit``.
         if old:
-            rest = masks[old] & ~bit
+            rest = masks[old] ^ bit
             if rest:
                 masks[old] = rest
             else:
                 del masks[old]
         if new:
             masks[new] = masks.get(new, 0) | bit
-            self._occupied[key] = self._occupied.get(key, 0) | bit
+            if not old:
+                self._occupied[key] = self._occupied.get(key, 0) | bit
         else:
-            self._occupied[key] &= ~bit
+            self._occupied[key] ^= bit
 
     def count(self, key: SelectorKey, node: str) -> int:
         """Pods ``key`` selects on ``node``."""

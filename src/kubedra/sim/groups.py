@@ -33,7 +33,7 @@ from kubedra.objects.scheduling import (
     WorkloadReference,
     from_v1alpha2,
 )
-from kubedra.sim.workloads import DEFAULT_NAMESPACE, JobRun, Workloads
+from kubedra.sim.workloads import DEFAULT_NAMESPACE, JobRun, PodArrival, Workloads
 
 KINDS = {"PriorityClass": (f"{GROUP}/v1",), "Workload": (V1BETA1, V1ALPHA2), "PodGroup": (V1BETA1, V1ALPHA2)}
 
@@ -197,7 +197,11 @@ def join_pods(workloads: Workloads, groups: Groups, notes: list[str]) -> Workloa
             return pod
         return msgspec.structs.replace(pod, spec=msgspec.structs.replace(spec, **changes))
 
-    arrivals = [replace(a, pod=admit(a.pod, a.owner)) for a in workloads.arrivals]
+    def arrival(a: PodArrival) -> PodArrival:  # frozen: one whose pod admission leaves alone is kept as it is
+        pod = admit(a.pod, a.owner)
+        return a if pod is a.pod else replace(a, pod=pod)
+
+    arrivals = [arrival(a) for a in workloads.arrivals]
     jobs = [_job(j, admit) for j in workloads.jobs]
     cronjobs = [replace(c, make_job=_admitted_jobs(c.make_job, admit)) for c in workloads.cronjobs]
     jobsets = [replace(r, first=tuple(_job(j, admit) for j in r.first),
