@@ -191,8 +191,10 @@ def run_kubedra(
     scenario = build_scenario(load_text(yaml.safe_dump_all([dict(d) for d in docs])),
                               generic_workload=features.generic_workload)
     simulation = prepare_simulation(scenario, Options(policy=policy, features=features))
-    result = simulation.run()
     kube = simulation.scheduler.kube
+    if kube is not None:
+        kube.keep_ties()  # off in simulations
+    result = simulation.run()
     tied = {key.split("/", 1)[1]: nodes for key, nodes in kube.tied.items()} if kube is not None else {}
     state = result.state
     out: Outcome = {}

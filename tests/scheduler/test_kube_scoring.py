@@ -247,6 +247,21 @@ def test_ties_are_recorded_with_the_tied_nodes() -> None:
     assert scorer.tied == {}  # the same pod key chose again, without a tie
 
 
+def test_ties_are_kept_only_when_asked() -> None:
+    """The simulation's scorer keeps no tie log (a bitset per tied pod until the run ends); the same choice."""
+    state = _state([_node("a", cpu="96", memory="1024Gi"), _node("b", cpu="96", memory="1024Gi"), _node("c")])
+    scorer = KubeScorer(state, keep_ties=False)
+    light = _record(_pod({"containers": [{"name": "x"}]}))
+    assert scorer.choose(light, [Candidate("a"), Candidate("b"), Candidate("c")]) == 0
+    assert scorer.choose_window(light, 0b111, 0) == 0
+    assert scorer.tied == {}
+    scorer.keep_ties()
+    assert scorer.choose(light, [Candidate("a"), Candidate("b"), Candidate("c")]) == 0
+    assert scorer.tied == {"default/p": frozenset({"a", "b"})}
+    scorer.keep_ties(False)
+    assert scorer.tied == {}
+
+
 def test_heap_root_of_the_highest_positions_is_heap_root() -> None:
     rng = random.Random(7)
     for _ in range(2000):

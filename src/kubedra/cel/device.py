@@ -53,13 +53,19 @@ class DeviceView:
     def __init__(self, driver: str, device: Device) -> None:
         self.driver = driver
         self.device = device
-        self._data: dict[bool, dict[str, Any] | CelRuntimeError] = {}
-        self._activations: dict[int, tuple[Environment, Any]] = {}
+        # Made on first use: a fleet's alike devices are mostly judged by content key, never evaluated themselves.
+        self._data: dict[bool, dict[str, Any] | CelRuntimeError] | None = None
+        self._activations: dict[int, tuple[Environment, Any]] | None = None
         self._bounds: Bounds | None = None
-        self._keys: dict[frozenset[tuple[str, str]], bytes] = {}
+        # ``content_key``'s: the first reads' in two slots (a device is mostly read by one class), others in a dict
+        self._first_reads: frozenset[tuple[str, str]] | None = None
+        self._first_key = b""
+        self._keys: dict[frozenset[tuple[str, str]], bytes] | None = None
 
     def activation(self, environment: Environment) -> Any:
         """The cel activation for ``environment``; raises ``CelRuntimeError`` when a value cannot be read."""
+        if self._activations is None:
+            self._activations = {}
         cached = self._activations.get(id(environment))
         if cached is not None and cached[0] is environment:
             return cached[1]
@@ -73,6 +79,8 @@ class DeviceView:
 
     def data(self, *, lists: bool) -> dict[str, Any]:
         """The variables as plain values and messages (raises ``CelRuntimeError`` for a bad value)."""
+        if self._data is None:
+            self._data = {}
         built = self._data.get(lists)
         if built is None:
             try:
@@ -84,20 +92,30 @@ class DeviceView:
             raise built
         return built
 
-    def content_key(self, reads: frozenset[tuple[str, str]]) -> bytes:
+    def content_key(self, reads: frozenset[tuple[str, str]], kept: dict[bytes, bytes] | None = None) -> bytes:
         """Everything an expression that reads only the attributes ``reads`` (and not the cost guard) sees of this
         device: the driver, those attributes, all capacity and ``allowMultipleAllocations``, and the attributes it
         does not read whose values may fail the activation (a list without DRAListTypeAttributes, a bad version:
         upstream converts every attribute before evaluating). Devices with equal keys get equal verdicts from such
-        an expression, so a fleet of alike GPUs is evaluated once."""
-        found = self._keys.get(reads)
+        an expression, so a fleet of alike GPUs is evaluated once. ``kept``: the caller's keys, so that alike
+        devices hold one copy of theirs."""
+        if reads == self._first_reads:
+            return self._first_key
+        found = self._keys.get(reads) if self._keys is not None else None
         if found is None:
             driver, device = self.driver, self.device
             read = kept_attributes(device.attributes, driver, reads)
             risky = {name: value for name, value in device.attributes.items()
                      if name not in read and not _always_converts(value)}
-            found = self._keys[reads] = _KEY_ENCODER.encode(
-                (driver, read, device.capacity, bool(device.allow_multiple_allocations), risky))
+            found = _KEY_ENCODER.encode((driver, read, device.capacity, bool(device.allow_multiple_allocations), risky))
+            if kept is not None:
+                found = kept.setdefault(found, found)
+            if self._first_reads is None:
+                self._first_reads, self._first_key = reads, found
+            else:
+                if self._keys is None:
+                    self._keys = {}
+                self._keys[reads] = found
         return found
 
     def bounds(self) -> Bounds:

@@ -53,14 +53,14 @@ class SpecDerived:
     """What a record derives from its pod's spec alone (requests as NodeResourcesFit sums them, the scorers' cpu and
     memory, host ports): the replicas of one template share it, so a 100,000-replica Deployment works it out once."""
 
-    requests: Mapping[str, Quantity]
+    requests: dict[str, Quantity]  # shared by the records too (never changed in place, as a record's requests)
     scoring: ScoringRequests
     usage_scoring: ScoringRequests
     host_ports: tuple[HostPort, ...]
     requests_key: tuple[tuple[str, Quantity], ...]
 
     @classmethod
-    def of(cls, pod: Pod, requests: Mapping[str, Quantity] | None = None) -> SpecDerived:
+    def of(cls, pod: Pod, requests: dict[str, Quantity] | None = None) -> SpecDerived:
         asked = pod_requests(pod) if requests is None else requests
         scoring = scoring_requests(pod, incoming=True)
         return cls(asked, scoring, scoring if pod.spec.resources is None else scoring_requests(pod), host_ports(pod),
@@ -81,7 +81,7 @@ class SpecCache:
         return hit[1]
 
 
-@dataclass
+@dataclass(slots=True)
 class PodRecord:
     """A pod and what the simulation knows about it beyond the object itself."""
 

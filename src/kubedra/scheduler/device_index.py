@@ -405,9 +405,10 @@ def _matcher(programs: list[SelectorProgram]) -> Callable[[DeviceView], bool]:
         reads |= program.reads
     key = frozenset(reads)
     verdicts: dict[bytes, bool] = {}
+    kept: dict[bytes, bytes] = {}
 
     def matches(view: DeviceView) -> bool:
-        content = view.content_key(key)
+        content = view.content_key(key, kept)
         found = verdicts.get(content)
         if found is None:
             found = verdicts[content] = all(p.evaluate(view) for p in programs)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -86,6 +87,11 @@ class NodeScores:
 MAX_CACHED_SCORES = 65536
 
 
+class _Unkept(dict[str, Any]):
+    def __setitem__(self, key: str, value: Any) -> None:  # a tie log that keeps nothing: ``keep_ties(False)``
+        pass
+
+
 class KubeScorer:
     """kube-scheduler's default-profile Score and selectHost over a ``ClusterState``; see the module docstring.
 
@@ -97,13 +103,16 @@ class KubeScorer:
     nodes; the result is ``choose`` on the window's nodes in walk order (a test holds them equal).
     """
 
-    def __init__(self, state: ClusterState, topology_spread: SpreadIndex | None = None) -> None:
+    def __init__(
+        self, state: ClusterState, topology_spread: SpreadIndex | None = None, *, keep_ties: bool = True
+    ) -> None:
         """``topology_spread``: the explicit constraints' kept counts, where the caller keeps them already."""
         self.state = state
         self.topology_spread = topology_spread if topology_spread is not None else SpreadIndex(state)
         self._allocatable: dict[str, tuple[int, int]] = {}
         self._tied_sets: dict[str, frozenset[str]] = {}
         self._tied_masks: dict[str, int] = {}
+        self.keep_ties(keep_ties)
         self._names = list(state.nodes)
         self._pos = {name: i for i, name in enumerate(self._names)}
         self._prefer_taints = any(
@@ -152,6 +161,15 @@ class KubeScorer:
         for key, mask in self._tied_masks.items():
             out[key] = frozenset(self._names[i] for i in positions(mask))
         return out
+
+    def keep_ties(self, keep: bool = True) -> None:
+        """From now on, record (or not) ``tied``: a diagnostic for cross-checks with kube-scheduler, which the
+        simulation leaves off, as it holds a bitset over the inventory per tied pod until the run ends (memory
+        growing as pods x nodes: ~5 GB of a million pods on 100,000 nodes)."""
+        if not keep:
+            self._tied_sets, self._tied_masks = _Unkept(), _Unkept()
+        elif isinstance(self._tied_masks, _Unkept):
+            self._tied_sets, self._tied_masks = {}, {}
 
     def _forget_tie(self, key: str) -> None:
         self._tied_sets.pop(key, None)

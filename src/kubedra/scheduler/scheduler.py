@@ -68,7 +68,8 @@ class Scheduler(FastPath):
         self.rng = rng
         self.index = index
         self.topology_spread = SpreadIndex(state)
-        self.kube = KubeScorer(state, self.topology_spread) if policy is Policy.KUBE_SCHEDULER else None
+        kube = policy is Policy.KUBE_SCHEDULER  # ties: a cross-check's diagnostic, ``KubeScorer.keep_ties``
+        self.kube = KubeScorer(state, self.topology_spread, keep_ties=False) if kube else None
         self.trace = TraceScorer(state, policy.value) if policy in TRACE_POLICIES else None
         self.extended_map = ExtendedResourceMap(list(state.classes.values()) if extended_resources else [])
         self._serves_extended = bool(self.extended_map)  # some class has an extendedResourceName

@@ -124,14 +124,14 @@ def _anchor(key: SelectorKey) -> Anchor:
     return ("ns", namespace)
 
 
-def _anchors_of(pod: Pod) -> list[Anchor]:
+def _anchors_of(pod: Pod) -> tuple[Anchor, ...]:
     namespace = pod.metadata.namespace
     out: list[Anchor] = [("ns", namespace)]
     owner = controller_of(pod)
     if owner is not None:
         out.append(("owner", namespace, *owner))
     out.extend(("label", namespace, k, v) for k, v in pod.metadata.labels.items())
-    return out
+    return tuple(out)
 
 
 def node_filter_key(pod: Pod) -> FilterKey | None:
@@ -175,7 +175,8 @@ class SpreadCounts:
         self._filters: dict[FilterKey, _Filter] = {}
         # (pod key, node) -> its anchors and the selectors it is counted in: mirrors ``ClusterState.bound`` (a pod
         # is there once per node)
-        self._counted: dict[tuple[str, str], tuple[list[Anchor], list[SelectorKey]]] = {}
+        self._counted: dict[tuple[str, str], tuple[tuple[Anchor, ...], list[SelectorKey]]] = {}
+        self._anchor_sets: dict[tuple[Anchor, ...], tuple[Anchor, ...]] = {}  # one kept per set: a template's pods'
         for node, pods in state.bound.items():
             for record in pods.values():
                 self.changed(record, node, +1)
@@ -205,7 +206,7 @@ class SpreadCounts:
             pod = record.pod
             if pod.metadata.deletion_timestamp is not None or at in self._counted:
                 return
-            anchors = _anchors_of(pod)
+            anchors = self._anchor_sets.setdefault(made := _anchors_of(pod), made)
             keys: list[SelectorKey] = []
             self._counted[at] = (anchors, keys)
             for anchor in anchors:

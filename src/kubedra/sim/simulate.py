@@ -44,7 +44,8 @@ def _record(
     pod: Pod, arrive_at: float, run_for: float | None, owner: str, *, gangs: bool, specs: SpecCache
 ) -> PodRecord:
     derived = specs.derived(pod)
-    record = PodRecord(pod=pod, requests=dict(derived.requests), arrive_at=arrive_at, run_for=run_for, owner=owner,
+    # One requests map per template, as the spec (records never change it in place; a replacement shares it too).
+    record = PodRecord(pod=pod, requests=derived.requests, arrive_at=arrive_at, run_for=run_for, owner=owner,
                        derived=derived)
     if gangs and pod.spec.scheduling_group is not None:
         record.group = group_key(pod)
