@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 
@@ -87,11 +86,6 @@ class NodeScores:
 MAX_CACHED_SCORES = 65536
 
 
-class _Unkept(dict[str, Any]):
-    def __setitem__(self, key: str, value: Any) -> None:  # a tie log that keeps nothing: ``keep_ties(False)``
-        pass
-
-
 class KubeScorer:
     """kube-scheduler's default-profile Score and selectHost over a ``ClusterState``; see the module docstring.
 
@@ -112,7 +106,7 @@ class KubeScorer:
         self._allocatable: dict[str, tuple[int, int]] = {}
         self._tied_sets: dict[str, frozenset[str]] = {}
         self._tied_masks: dict[str, int] = {}
-        self.keep_ties(keep_ties)
+        self._keep_ties = keep_ties
         self._names = list(state.nodes)
         self._pos = {name: i for i, name in enumerate(self._names)}
         self._prefer_taints = any(
@@ -166,10 +160,10 @@ class KubeScorer:
         """From now on, record (or not) ``tied``: a diagnostic for cross-checks with kube-scheduler, which the
         simulation leaves off, as it holds a bitset over the inventory per tied pod until the run ends (memory
         growing as pods x nodes: ~5 GB of a million pods on 100,000 nodes)."""
+        self._keep_ties = keep
         if not keep:
-            self._tied_sets, self._tied_masks = _Unkept(), _Unkept()
-        elif isinstance(self._tied_masks, _Unkept):
-            self._tied_sets, self._tied_masks = {}, {}
+            self._tied_sets.clear()
+            self._tied_masks.clear()
 
     def _forget_tie(self, key: str) -> None:
         self._tied_sets.pop(key, None)
@@ -237,7 +231,7 @@ class KubeScorer:
         totals = [s.total for s in self.score(record, candidates, claims)]
         best = max(totals)
         tops = [i for i, t in enumerate(totals) if t == best]
-        if len(tops) > 1:
+        if len(tops) > 1 and self._keep_ties:
             self._tied_sets[record.key] = frozenset(candidates[i].node for i in tops)
         return heap_root_of(tops)
 
@@ -270,7 +264,8 @@ class KubeScorer:
             self._observed = None
         if best & (best - 1) == 0:
             return best.bit_length() - 1
-        self._tied_masks[record.key] = best
+        if self._keep_ties:
+            self._tied_masks[record.key] = best
         # Filter's list is the window in walk order: rotate so that bit j is the j-th node walked, pack the tied
         # nodes' bits by rank in that list, find the heap's root rank, map it back to a node.
         n = len(self._names)
