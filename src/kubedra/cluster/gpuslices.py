@@ -148,7 +148,8 @@ def _common_attributes(layout: GpuNodeLayout) -> dict[str, DeviceAttribute]:
     return dict(sorted(attributes.items()))
 
 
-def _mig_capacities(p: MigProfile) -> dict[str, int]:
+def mig_capacities(p: MigProfile) -> dict[str, int]:
+    """What a GPU instance of profile ``p`` takes of its GPU, by NVIDIA's capacity names."""
     return {
         "copyEngines": p.copy_engines,
         "decoders": p.decoders,
@@ -164,7 +165,7 @@ def max_capacities(model: GpuModel) -> dict[str, int]:
     """Per-dimension maximum over all MIG profiles: the full GPU's capacity and its counter set's values."""
     result: dict[str, int] = {}
     for profile in model.mig_profiles:
-        for name, value in _mig_capacities(profile).items():
+        for name, value in mig_capacities(profile).items():
             result[name] = max(result.get(name, 0), value)
     return result
 
@@ -260,7 +261,7 @@ class SliceFactory:
                 for profile in model.mig_profiles:
                     for start, size in profile.placements:
                         slices = {f"memorySlice{i}": 1 for i in range(start, start + size)}
-                        caps = {**_mig_capacities(profile), **slices}
+                        caps = {**mig_capacities(profile), **slices}
                         self.static[(profile.name, start)] = _Placement(
                             mig_device_suffix(profile, start), DeviceAttribute(string=profile.name),
                             self._capacity(caps), {})
@@ -269,7 +270,7 @@ class SliceFactory:
         self.full_capacity = self._capacity(maxima)
         self.full_counters = _counters(maxima, 0, model.memory_slices)
         for profile in model.mig_profiles:
-            caps = _mig_capacities(profile)
+            caps = mig_capacities(profile)
             capacity = self._capacity(caps)
             name = DeviceAttribute(string=profile.name)
             for start, size in profile.placements:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kubedra.cluster import catalogue
+from kubedra.cluster.gpuslices import max_capacities, mig_capacities
 from kubedra.migrate.workloads import class_for, class_selectors, mig_profile
 from kubedra.objects.model import CELDeviceSelector, DeviceClass, DeviceClassSpec, DeviceSelector, ObjectMeta
 
@@ -59,14 +60,20 @@ def resource_for(profile: str) -> str:
     return f"nvidia.com/mig-{profile}"
 
 
-# What one GPU has of each engine a GPU instance takes: a profile fits only while the GPU has enough of each left
-# (the whole-GPU profile holds them all). This is why one A100 holds a single 1g.5gb+me (one OFA engine), although
-# NVML lists seven places for it.
-ENGINES = ("multiprocessors", "copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines")
+# A profile fits on a GPU only while the GPU has enough left of each engine a GPU instance takes: the per-GPU
+# counters NVIDIA's driver publishes (``max_capacities``, the whole-GPU profile's). This is why one A100 holds a single
+# 1g.5gb+me (one OFA engine), although NVML lists seven places for it. Memory is placed by memory slice instead.
+ENGINES = ("multiprocessors", "copyEngines", "decoders", "encoders", "jpegEngines", "ofaEngines")
 
 
 def _budget(model: catalogue.GpuModel) -> tuple[int, ...]:
-    return tuple(max(getattr(p, engine) for p in model.mig_profiles) for engine in ENGINES)
+    per_gpu = max_capacities(model)
+    return tuple(per_gpu[engine] for engine in ENGINES)
+
+
+def _takes(profile: catalogue.MigProfile) -> tuple[int, ...]:
+    takes = mig_capacities(profile)
+    return tuple(takes[engine] for engine in ENGINES)
 
 
 def _place(model: catalogue.GpuModel, profiles: list[catalogue.MigProfile], gpus: int) -> Static | None:
@@ -82,7 +89,7 @@ def _place(model: catalogue.GpuModel, profiles: list[catalogue.MigProfile], gpus
         if i == len(order):
             return True
         profile, tried = order[i], set()
-        takes = tuple(getattr(profile, engine) for engine in ENGINES)
+        takes = _takes(profile)
         for gpu in range(gpus):
             if any(n < t for n, t in zip(left[gpu], takes, strict=True)):
                 continue
@@ -153,14 +160,13 @@ def read_mig(name: str, labels: Mapping[str, str], allocatable: Mapping[str, obj
 
 
 def _single(read: _Read, product: str) -> MigNode | None:
-    name, labels, allocatable, model_of, bad, notes = (read.name, read.labels, read.allocatable, read.model_of,
-                                                       read.bad, read.notes)
+    name, labels, bad, notes = read.name, read.labels, read.bad, read.notes
     if MIG_MARK not in product:
         notes.append(f"Node {name}: {STRATEGY_LABEL}=single but {PRODUCT_LABEL}={product or '(none)'} names no "
                      "MIG profile (GFD labels none without a GPU in MIG mode): planned with whole GPUs")
         return None
     parent, profile_name = product.rsplit(MIG_MARK, 1)
-    model = model_of(parent, None)
+    model = read.model_of(parent, None)
     if profile_name == "INVALID":
         bad(PRODUCT_LABEL, f"{PRODUCT_LABEL}={product}: GFD found a layout mig.strategy single cannot serve "
             "(a GPU in MIG mode without MIG devices, MIG and whole GPUs together, or more than one profile); "
@@ -175,7 +181,7 @@ def _single(read: _Read, product: str) -> MigNode | None:
         bad(PRODUCT_LABEL, f"{PRODUCT_LABEL}={product}: {model.name} has no MIG profile {profile_name} "
             f"(its profiles: {', '.join(p.name for p in model.mig_profiles)})")
         return None
-    text = labels.get(COUNT_LABEL, str(allocatable.get(GPU, "")))
+    text = labels.get(COUNT_LABEL, str(read.allocatable.get(GPU, "")))
     if not text.isdigit() or int(text) < 1:
         bad(COUNT_LABEL, f"{COUNT_LABEL}={text!r} is not a positive count of MIG devices")
         return None
@@ -193,9 +199,8 @@ def _single(read: _Read, product: str) -> MigNode | None:
 
 
 def _mixed(read: _Read, product: str) -> MigNode | None:
-    name, labels, allocatable, model_of, bad, notes = (read.name, read.labels, read.allocatable, read.model_of,
-                                                       read.bad, read.notes)
-    model = model_of(product, labels.get(MEMORY_LABEL))
+    name, labels, bad, notes = read.name, read.labels, read.bad, read.notes
+    model = read.model_of(product, labels.get(MEMORY_LABEL))
     if model is None or not model.mig_capable:
         bad(PRODUCT_LABEL, f"{PRODUCT_LABEL}={product or '(none)'}: not a MIG-capable model of kubedra's catalogue "
             f"({STRATEGY_LABEL}=mixed); known models: {', '.join(catalogue.known_names())}")
@@ -216,7 +221,7 @@ def _mixed(read: _Read, product: str) -> MigNode | None:
                 f"profiles: {', '.join(p.name for p in model.mig_profiles)})")
             return None
         profiles.extend([profile] * n)
-    whole_text = str(allocatable.get(GPU, "0"))
+    whole_text = str(read.allocatable.get(GPU, "0"))
     whole = int(whole_text) if whole_text.isdigit() else 0
     total_text = labels.get(COUNT_LABEL)
     if total_text is None or not total_text.isdigit() or int(total_text) <= whole:
