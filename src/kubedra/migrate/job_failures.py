@@ -31,6 +31,10 @@ class JobCount:
     counted: int = 0
     failures: int = 0
 
+    def plus(self, rule: JobRules, failed: int) -> JobCount:
+        """With ``failed`` more pods failed: all lengthen the back-off, those the rule does not ignore count."""
+        return JobCount(self.counted + (0 if rule.disruption_action == "Ignore" else failed), self.failures + failed)
+
 
 @dataclass(frozen=True)
 class JobWave:
@@ -66,16 +70,14 @@ def job_costs(rules: Mapping[str, JobRules], evicted: Counter[str], before: Mapp
         rule = rules.get(owner)
         if rule is None:
             continue
-        was = before.get(owner, JobCount())
-        counted = was.counted + (0 if rule.disruption_action == "Ignore" else n)
-        now = JobCount(counted, was.failures + n)
-        after[owner] = now
+        now = after[owner] = before.get(owner, JobCount()).plus(rule, n)
         failed = ""
         if rule.disruption_action == "FailJob":
             failed = "PodFailurePolicy: Pod matched a FailJob rule of the podFailurePolicy"
-        elif counted > rule.backoff_limit:
+        elif now.counted > rule.backoff_limit:
             failed = "BackoffLimitExceeded: Job has reached the specified backoff limit"
-        touched[owner] = JobWave(n, counted, rule.backoff_limit, 0.0 if failed else job_backoff(now.failures), failed)
+        touched[owner] = JobWave(n, now.counted, rule.backoff_limit, 0.0 if failed else job_backoff(now.failures),
+                                 failed)
     return after, touched
 
 
@@ -86,12 +88,30 @@ def with_preempted(rules: Mapping[str, JobRules], counts: Mapping[str, JobCount]
     for owner, n in preempted.items():
         rule = rules.get(owner)
         if rule is not None:
-            was = out.get(owner, JobCount())
-            out[owner] = JobCount(was.counted + (0 if rule.disruption_action == "Ignore" else n), was.failures + n)
+            out[owner] = out.get(owner, JobCount()).plus(rule, n)
     return out
 
 
-def failed_jobs_pods(jobs: Mapping[str, JobWave], owners: Mapping[str, str], keys: list[str]) -> list[str]:
-    """Of ``keys``, the pods whose Job the wave fails."""
+@dataclass(frozen=True)
+class JobsInWave:
+    """What a wave's evictions do to the Jobs: each Job's rules and counts after it, what it did to each Job it
+    touched, the pods lost with a failed Job (``deleteActivePods``: all it has), and how long each evicted pod's
+    replacement waits (the back-off)."""
+
+    rules: dict[str, JobRules]
+    counts: dict[str, JobCount]
+    jobs: dict[str, JobWave]
+    lost: list[str]
+    delays: dict[str, float]
+
+
+def jobs_in_wave(workloads: Workloads, owners: Mapping[str, str], evicted: list[str], pods: list[str],
+                 before: Mapping[str, JobCount]) -> JobsInWave:
+    """``evicted``'s cost to the Jobs (``owners``: each pod's owner) with ``before`` counted; ``pods``: every pod
+    the wave has not lost, whose failed Jobs' pods are lost."""
+    rules = rules_by_owner(workloads)
+    counts, jobs = job_costs(rules, Counter(owners[k] for k in evicted), before)
     failed = {owner for owner, job in jobs.items() if job.failed}
-    return [k for k in keys if owners[k] in failed]
+    lost = [k for k in pods if owners[k] in failed]
+    delays = {k: jobs[owners[k]].backoff for k in evicted if owners[k] in jobs and owners[k] not in failed}
+    return JobsInWave(rules, counts, jobs, lost, delays)

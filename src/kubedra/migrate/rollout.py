@@ -39,9 +39,7 @@ from kubedra.migrate.gpunodes import GpuNode, labelled_gpu_node, plugin_replicas
 from kubedra.migrate.job_failures import (
     JobCount,
     JobWave,
-    failed_jobs_pods,
-    job_costs,
-    rules_by_owner,
+    jobs_in_wave,
     with_preempted,
 )
 from kubedra.migrate.mig import mig_classes
@@ -351,13 +349,10 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
                 continue
         again.append(key)
     owners = {k: a.owner for k, a in by_key.items()}
-    counts, jobs = job_costs(rules_by_owner(cluster.scenario.workloads),
-                             Counter(owners[k] for k in evicted if k not in lost), failures or {})
-    job_lost = failed_jobs_pods(jobs, owners, [*again, *running])  # deleteActivePods: all of them go
-    running = {k: h for k, h in running.items() if k not in job_lost}
-    again = [k for k in again if k not in job_lost]
-    lost.extend(job_lost)
-    delays = {k: jobs[owners[k]].backoff for k in evicted if k in again and owners[k] in jobs}
+    jobs = jobs_in_wave(cluster.scenario.workloads, owners, evicted, [*again, *running], failures or {})
+    running = {k: h for k, h in running.items() if k not in jobs.lost}
+    again = [k for k in again if k not in jobs.lost]
+    lost.extend(jobs.lost)
     preempted: dict[str, str] = {}
 
     def once(on: set[str], cordoned: set[str], pending: list[str], delays: Mapping[str, float]) -> Ran:
@@ -384,7 +379,7 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     # during the drain it stays (kube-scheduler never moves a bound pod); only the pods that found no node then
     # land after the switch and the uncordon.
     # A Job's evicted pods are made again after its back-off.
-    drain = once(switched, going, again, delays)
+    drain = once(switched, going, again, jobs.delays)
     during = {k for k, (node, _) in drain.status.items() if node}
     result = once(switched | going, set(), carry(drain), {})
     for _ in range(MAX_ROUNDS - 1):
@@ -395,10 +390,9 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     waiting = {k: why for k, (node, why) in result.status.items() if not node and k in by_key and k not in lost}
     budgets = budget_findings(cluster, set(placement), during, set(after))
     moved = {k: after[k] for k in evicted if k in after}
-    counts = with_preempted(rules_by_owner(cluster.scenario.workloads), counts,
-                            Counter(owners[k] for k in preempted if k in owners))
+    counts = with_preempted(jobs.rules, jobs.counts, Counter(owners[k] for k in preempted if k in owners))
     return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets, preempted,
-                       {k: h for k, h in result.held.items() if k in after}, jobs, counts, job_lost)
+                       {k: h for k, h in result.held.items() if k in after}, jobs.jobs, counts, jobs.lost)
 
 
 def begin(cluster: Cluster, features: Any) -> Ran:
