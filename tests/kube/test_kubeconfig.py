@@ -133,3 +133,22 @@ def test_a_context_only_the_merge_resolves_reaches_the_cluster(control_plane: Co
                               check=False)
         assert done.returncode == 0, done.stderr
         assert "node/kubeconfig-merge-node" in done.stdout.split()
+
+
+def test_a_context_without_a_user_asks_anonymously_as_kubectl_does(control_plane: ControlPlane, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the live fuzz: lightkube asserted "Missing user" (a traceback); kubectl sends no credentials, and the
+    API server refuses an anonymous list, said with exit 2."""
+    admin = yaml.safe_load(Path(control_plane.kubeconfig).read_text())
+    context = {k: v for k, v in admin["contexts"][0]["context"].items() if k != "user"}
+    path = _write(tmp_path / "config", {"apiVersion": "v1", "kind": "Config", "clusters": admin["clusters"],
+                                        "contexts": [{"name": "nobody", "context": context}],
+                                        "current-context": "nobody"})
+    capsys.readouterr()
+    code = main(["snapshot", "--kubeconfig", path])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("error: ") and "Traceback" not in err, err
+    if KUBECTL.is_file():
+        done = subprocess.run([str(KUBECTL), "--kubeconfig", path, "get", "nodes"], capture_output=True, text=True,
+                              check=False)
+        assert done.returncode != 0  # the real kubectl is refused the same way

@@ -15,6 +15,7 @@ import httpx2
 import msgspec
 import yaml
 from lightkube import Client, KubeConfig
+from lightkube.config.models import User
 from lightkube.core.exceptions import ApiError, ConfigError
 from lightkube.core.resource import ApiInfo, ResourceDef
 from lightkube.generic_resource import GenericGlobalResource, GenericNamespacedResource
@@ -68,6 +69,8 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *, timeou
         else:
             config = KubeConfig.from_dict(found.config, fname=found.files[0])
         single = config.get(context_name=context)
+        if single is not None and single.user is None:  # a context naming no user: kubectl asks anonymously
+            single = single._replace(user=User())
         _files_exist(single, kubeconfig or ", ".join(found.files))
         # trust_env: HTTPS_PROXY and NO_PROXY apply, as they do for kubectl.
         return Client(single, timeout=httpx2.Timeout(timeout), trust_env=True)
