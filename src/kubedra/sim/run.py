@@ -65,6 +65,7 @@ FINISH = 1
 EVICT = 2  # a preemption victim's grace period is over
 UNGATE = 3  # a gated pod's scheduling gates are removed (``sim.gates``)
 CRON = 4  # a CronJob's controller syncs it (``sim.cronjobs``); the key is the CronJob's
+WAKE = 5  # a controller asked to run at this instant (Kueue's admission, ``sim.kueue_controller``); the key names it
 DELETED_AT_END = ("Deployment/", "ReplicaSet/", "StatefulSet/", "DaemonSet/")
 TERMINAL_PHASES = ("Succeeded", "Failed")
 PROGRESS_EVERY = 64  # pods bound between progress reports inside one instant
@@ -116,6 +117,7 @@ class JobProgress:
     failed: int = 0  # pods counted as failed (status.failed)
     failed_since_success: int = 0  # the back-off's count
     cron: str | None = None  # the CronJob that made the Job ("CronJob/ns/name"), told when it finishes
+    on_end: Callable[[JobProgress], None] | None = None  # told once when the Job has no pod left to run (Kueue)
 
 
 @dataclass
@@ -156,6 +158,8 @@ class Simulation:
                     | ExclusiveJobController] = field(
         default_factory=list)
     _jobsets_made: int = 0  # pods of the Jobs InOrder JobSets made so far
+    _wakers: dict[str, Callable[[], None]] = field(default_factory=dict)  # WAKE events' callbacks, by key
+    made_elsewhere: Callable[[], int] | None = None  # pods a controller made during the run (Kueue's admitted Jobs)
 
     @property
     def node_sizes(self) -> NodeSizes:
@@ -250,6 +254,12 @@ class Simulation:
             self._jobsets_made += controller.made - before
         self._in_order = still + self._in_order
 
+    def wake(self, time: float, key: str, callback: Callable[[], None]) -> None:
+        """``callback`` runs at ``time`` once the events already made for that instant have been processed (events
+        made while it is processed join it in order), e.g. after every Job that finishes then has released its quota."""
+        self._wakers[key] = callback
+        self._push(time, WAKE, key)
+
     def wake_cron(self, time: float, key: str) -> None:
         """A sync of the CronJob ``key`` at ``time`` (its controller asks once per instant)."""
         self._push(time, CRON, key)
@@ -273,8 +283,13 @@ class Simulation:
 
     def job_ended(self, job: JobProgress) -> None:
         """A Job may have finished (its pod succeeded, or it failed): its CronJob's controller hears of it."""
-        if job.cron is not None and not self.job_active(job):
+        if (job.cron is None and job.on_end is None) or self.job_active(job):
+            return
+        if job.cron is not None:
             self._crons[job.cron].job_finished(job)
+        if job.on_end is not None:
+            on_end, job.on_end = job.on_end, None
+            on_end(job)
 
     def job_of(self, key: str) -> JobProgress | None:
         """The Job a running or pending pod belongs to."""
@@ -344,6 +359,8 @@ class Simulation:
             self._ungate(pods[key])
         elif kind == CRON:
             self._crons[key].sync()
+        elif kind == WAKE:
+            self._wakers[key]()
         else:
             return self._evict(pods[key])
         return False
@@ -358,6 +375,8 @@ class Simulation:
     def _replaced(self) -> int:
         """Pods controllers made for preemption victims and CronJobs so far (not known up front)."""
         made = sum(cron.made for cron in self._crons.values()) + self._jobsets_made
+        if self.made_elsewhere is not None:
+            made += self.made_elsewhere()
         return made + (self.evictions.replacements.made if self.evictions is not None else 0)
 
     # ------------------------------------------------------------------------------------------ lifecycle

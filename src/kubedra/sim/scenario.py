@@ -28,9 +28,10 @@ from kubedra.objects.model import (
 from kubedra.sim.budgets import PodDisruptionBudget, is_budget, read_budgets
 from kubedra.sim.gates import gate_problems
 from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
+from kubedra.sim.kueue_objects import KueueSetup, is_kueue_object, read_kueue
 from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.services import is_service, read_services
-from kubedra.sim.unmodelled import kueue_queued, unmodelled_fields
+from kubedra.sim.unmodelled import kueue_claims, kueue_queued, unmodelled_fields
 from kubedra.sim.workloads import Workloads, expand_workloads, is_workload
 
 
@@ -51,6 +52,7 @@ class Scenario:
     # A live cluster's ReplicaSets, StatefulSets and ReplicationControllers, (namespace, kind, name) -> their selector's
     # requirements; None where they were not read (files: their workloads register their own controllers)
     cluster_controllers: dict[tuple[str, str, str], tuple[Requirement, ...]] | None = None
+    kueue: KueueSetup = field(default_factory=KueueSetup)  # ResourceFlavors, ClusterQueues, LocalQueues
 
 
 Namespaced = TypeVar("Namespaced", ResourceClaim, ResourceClaimTemplate)
@@ -126,7 +128,7 @@ def build_scenario(
         f"{r.location}: {_describe(r.data)} is not simulated; ignored"
         for r in loaded.raw
         if not is_nodepool(r.data) and not is_workload(r.data) and not is_scheduling_object(r.data)
-        and not is_budget(r.data) and not is_service(r.data)
+        and not is_budget(r.data) and not is_service(r.data) and not is_kueue_object(r.data)
     ]
     problems: list[Problem] = []
     try:
@@ -147,6 +149,7 @@ def build_scenario(
     groups = read_groups([r for r in loaded.raw if is_scheduling_object(r.data)], notes, problems)
     budgets = read_budgets([r for r in loaded.raw if is_budget(r.data)], problems)
     services = read_services([r for r in loaded.raw if is_service(r.data)], problems)
+    kueue = read_kueue([r for r in loaded.raw if is_kueue_object(r.data)], problems)
     if problems:
         raise InvalidInputError(in_input_order(loaded, problems))
     workloads = join_pods(workloads, groups, notes)
@@ -158,7 +161,10 @@ def build_scenario(
     notes.extend(unmodelled_fields(workload_pods(workloads)))
     bare = [{"kind": "Pod", "metadata": {"name": p.metadata.name, "namespace": p.metadata.namespace,
                                          "labels": p.metadata.labels}} for p in loaded.of_kind(Pod)]
-    notes.extend(kueue_queued([*(r.data for r in workload_docs), *bare]))
+    notes.extend(kueue_queued([*(r.data for r in workload_docs), *bare], queues=bool(kueue)))
+    notes.extend(kueue.notes)
+    if kueue:
+        notes.extend(kueue_claims(workloads.jobs))
     if not nodes and (workloads.arrivals or workloads.jobs or workloads.cronjobs):
         notes.append("the input has no Node and no NodePool: every pod stays pending (kube-scheduler: no nodes "
                      "available to schedule pods)")
@@ -191,4 +197,5 @@ def build_scenario(
         groups=groups,
         budgets=budgets,
         services=services,
+        kueue=kueue,
     )

@@ -21,6 +21,7 @@ from kubedra.sim.evictions import Evictions
 from kubedra.sim.fragmentation import Sampler
 from kubedra.sim.groups import group_key
 from kubedra.sim.jobset_controllers import start_job as start_jobset_job
+from kubedra.sim.kueue_controller import KueueController
 from kubedra.sim.leaderworkersets import LeaderWorkerController
 from kubedra.sim.pytorchjobs import PyTorchJobController
 from kubedra.sim.rayjobs import RayJobController
@@ -114,12 +115,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     for arrival in scenario.workloads.arrivals:
         simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs=gangs,
                                specs=specs))
-    for job in scenario.workloads.jobs:
-        if job.suspended:
-            continue
-        records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs=gangs, specs=specs)
-                   for pod in job.pods]
-        start_jobset_job(simulation, job, records)  # add_job; a JobSet's exclusive-placement Job: its controller
+    _add_jobs(simulation, scenario, specs)
     for cron in scenario.workloads.cronjobs:
         simulation.add_cronjob(cron)
     for jobset in scenario.workloads.jobsets:
@@ -133,6 +129,21 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     if options.fragmentation_samples > 0:
         simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation
+
+
+def _add_jobs(simulation: Simulation, scenario: Scenario, specs: SpecCache) -> None:
+    """The Jobs made at the start: each added (a suspended one makes no pod), or held for Kueue's admission where it
+    names a LocalQueue and the input has Kueue's queues."""
+    kueue = KueueController(simulation, scenario.kueue) if scenario.kueue else None
+    for job in scenario.workloads.jobs:
+        if job.suspended:
+            continue
+        if kueue is not None and job.queue is not None:
+            kueue.hold(job)  # created suspended by Kueue's webhook; started when admitted
+            continue
+        records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs=simulation.gangs_on, specs=specs)
+                   for pod in job.pods]
+        start_jobset_job(simulation, job, records)  # add_job; a JobSet's exclusive-placement Job: its controller
 
 
 def _sampler(

@@ -87,6 +87,7 @@ from kubedra.sim.rayjobs import RayJobDoc, RayJobRun, expand_ray
 from kubedra.sim.trainjob_admission import expand_trainjob, training_runtimes
 from kubedra.sim.trainjobs import API_VERSION as TRAINER_API_VERSION
 from kubedra.sim.trainjobs import RUNTIME_KINDS
+from kubedra.sim.unmodelled import KUEUE_QUEUE
 from kubedra.sim.workload_checks import RUN_FOR, START_AFTER, WorkloadChecks
 
 DEFAULT_NAMESPACE = "default"
@@ -140,6 +141,7 @@ class JobRun:
     suspended: bool = False
     spec: JobSpec | None = None  # as read: ``sim.replacements`` reads what a deleted pod costs the Job
     exclusive: str | None = None  # a JobSet's exclusive placement: its topology key (``sim.jobsets``)
+    queue: str | None = None  # the Kueue LocalQueue its ``kueue.x-k8s.io/queue-name`` label names (``sim.kueue``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,6 +384,8 @@ class _Expander(WorkloadChecks):
             return
         uid = doc.metadata.uid or stable_uid("Job", namespace, name)
         run = self.job_run(name, namespace, uid, spec, shape, timing=(arrive_at, run_for))
+        if KUEUE_QUEUE in doc.metadata.labels:
+            run = replace(run, queue=doc.metadata.labels[KUEUE_QUEUE])
         self.jobs.append((arrive_at, self.sequence, run))
         self.sequence += 1
 
