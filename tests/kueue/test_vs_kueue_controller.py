@@ -1,6 +1,6 @@
 """kubedra's Kueue admission (``sim.kueue``) against the released controller manager, sigs.k8s.io/kueue v0.17.0
-(``tests/kueue/build.sh``), on the test control plane (no scheduler, no kube-controller-manager: admission needs
-neither). Its CRDs come from the module go.mod pins; its Job and queue webhooks are served over TLS with a self-signed
+(``tests/kueue/build.sh``), on the test control plane's etcd and kube-apiserver (no scheduler, no
+kube-controller-manager: admission needs neither). Its CRDs come from the module go.mod pins; its Job and queue webhooks are served over TLS with a self-signed
 certificate (``tests/sigs/harness``), so a labelled Job is made suspended as in a cluster. For each scenario the same
 ResourceFlavors, ClusterQueue, LocalQueue and Jobs go to both; the Jobs the controller unsuspends (its Workloads'
 QuotaReserved) and the node selectors it writes into their templates must equal kubedra's admissions at t=0.
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.controlplane.fixture import Component, ControlPlane, free_port
+from tests.controlplane.fixture import Component, ControlPlane, free_port, running_control_plane
 from tests.sigs import harness
 
 from kubedra.objects.load import load_text
@@ -61,7 +61,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     module = harness.module_dir(MODULE) if (HERE / "go.mod").is_file() else None
     assert module is not None
     tmp = tmp_path_factory.mktemp("kueue")
-    with harness.control_plane(tmp_path_factory.mktemp("kueue-cp"), ()) as cp:
+    with running_control_plane(tmp_path_factory.mktemp("kueue-cp"), only=("etcd", "kube-apiserver")) as cp:
         crds = sorted((module / "config/components/crd/bases").glob("*.yaml"))
         harness.install_crds(cp, crds)
         certs = tmp / "certs"
