@@ -18,7 +18,6 @@ Pure: no simulation here (``sim.kueue_controller`` holds Jobs and starts them). 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kubedra.objects.model import NodeSelector, NodeSelectorTerm, Toleration
@@ -235,6 +234,3 @@ def _cut(affinity: NodeSelector | None, keys: set[str]) -> list[NodeSelectorTerm
         out.append(NodeSelectorTerm(match_expressions=kept))
     return out
 
-
-def pending_keys(kueue: Kueue) -> Iterable[str]:
-    return (w.key for queue in kueue.pending.values() for w in queue)

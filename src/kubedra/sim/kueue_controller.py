@@ -124,7 +124,3 @@ class KueueController:
         self.sim.events.append(Event(self.sim.now, "QuotaReleased", admission.workload.key,
                                      message=f"ClusterQueue {admission.cluster_queue}"))
         self._wake(self.sim.now)
-
-    def still_held(self) -> dict[str, str]:
-        """The Jobs created and not admitted, by workload key, with why."""
-        return dict(self.kueue.reasons)
