@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 import copy
 import os
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +35,7 @@ BINARY = HERE / "bin" / "kueue-controller"
 MODULE = "sigs.k8s.io/kueue"
 V1B2 = "kueue.x-k8s.io/v1beta2"
 QUEUE = "kueue.x-k8s.io/queue-name"
+METRICS_CERTS = Path("/etc/kueue/metrics/certs")
 HOOKS = ("batch-v1-job", "kueue-x-k8s-io")  # the webhooks this check needs: Jobs' and the queue objects'
 
 
@@ -50,6 +53,24 @@ def _webhooks(plane: ControlPlane, module: Path, port: int, ca: bytes) -> None:
         plane.request("POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", doc)
 
 
+def _metrics_certs(certs: Path) -> Path | None:
+    """v0.17's manager reads its metrics server's certificate from a fixed path, ``/etc/kueue/metrics/certs``, when
+    its internal certificate management is off (``cmd/kueue/main.go``), and exits without one: the self-signed one is
+    put there (metrics are off, so it serves nothing). Returns the directory made (removed after), None if it was
+    there already; skips where it cannot be written."""
+    target = METRICS_CERTS
+    if (target / "tls.crt").is_file():
+        return None
+    top = next((p for p in [target, *target.parents] if p.exists()), None)
+    made = next((p for p in reversed([target, *target.parents]) if not p.exists()), None)
+    if top is None or not os.access(top, os.W_OK):
+        pytest.skip(f"{target} cannot be written: Kueue v0.17 reads its metrics certificate from there")
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("tls.crt", "tls.key"):
+        shutil.copyfile(certs / name, target / name)
+    return made
+
+
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     if not BINARY.is_file():
@@ -58,14 +79,15 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
             pytest.fail(f"CI=true: {reason}")
         pytest.skip(reason)
     harness.require(BINARY)  # go on PATH: the CRDs are read from Go's module cache
-    module = harness.module_dir(MODULE) if (HERE / "go.mod").is_file() else None
-    assert module is not None
+    module = Path(subprocess.run(["go", "list", "-mod=readonly", "-m", "-f", "{{.Dir}}", MODULE], cwd=HERE, check=True,
+                                 capture_output=True, text=True).stdout.strip())
     tmp = tmp_path_factory.mktemp("kueue")
     with running_control_plane(tmp_path_factory.mktemp("kueue-cp"), only=("etcd", "kube-apiserver")) as cp:
         crds = sorted((module / "config/components/crd/bases").glob("*.yaml"))
         harness.install_crds(cp, crds)
         certs = tmp / "certs"
         ca = harness.serving_cert(certs)
+        made = _metrics_certs(certs)
         port, probe = free_port(), free_port()
         config = {
             "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
@@ -75,7 +97,8 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
             "integrations": {"frameworks": ["batch/job"]},
         }
         (tmp / "config.yaml").write_text(yaml.safe_dump(config))
-        args = [str(BINARY), f"--kubeconfig={cp.kubeconfig}", f"--config={tmp / 'config.yaml'}", "--zap-devel=false"]
+        args = [str(BINARY), f"--kubeconfig={cp.kubeconfig}", f"--config={tmp / 'config.yaml'}", "--zap-devel=false",
+                "--feature-gates=VisibilityOnDemand=false"]  # its API server reads certificates from /visibility
         component = Component(BINARY.name, args, tmp / "kueue.log", f"http://127.0.0.1:{probe}/readyz")
         os.environ.pop("ENABLE_WEBHOOKS", None)
         component.start()
@@ -85,6 +108,8 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
             yield cp
         finally:
             component.stop()
+            if made is not None:
+                shutil.rmtree(made)
 
 
 def flavor(name: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -132,11 +157,14 @@ def real(plane: ControlPlane, docs: list[dict[str, Any]]) -> dict[str, dict[str,
 
     def settled() -> list[dict[str, Any]] | None:
         items: list[dict[str, Any]] = plane.get(f"/apis/{V1B2}/namespaces/{namespace}/workloads")["items"]
-        decided = [w for w in items if any(c["type"] == "QuotaReserved" for c in w["status"].get("conditions", []))]
-        return items if len(decided) == len(jobs) else None
+        decided = [w for w in items if any(c["type"] == "QuotaReserved"
+                                           for c in w.get("status", {}).get("conditions", []))]
+        return items if len(items) == len(jobs) and decided else None
 
-    plane.wait_for(settled, timeout=harness.WAIT, interval=0.5, what="every Workload's QuotaReserved condition")
-    time.sleep(2)  # the Job reconciler unsuspends the admitted ones
+    # Every Workload made and the first decided; then a moment for the rest (StrictFIFO never looks at a Workload
+    # behind a head that does not fit: it has no status) and for the Job reconciler to unsuspend the admitted ones.
+    plane.wait_for(settled, timeout=harness.WAIT, interval=0.5, what="the Workloads, one with QuotaReserved")
+    time.sleep(3)
     out = {}
     for item in plane.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]:
         assert item["metadata"]["labels"][QUEUE] == "lq"
