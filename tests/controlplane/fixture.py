@@ -151,6 +151,7 @@ class ControlPlane:
     scheduler_port: int = 0
     controller_manager_port: int = 0
     apiserver_args: Sequence[str] = ()
+    scheduler_args: Sequence[str] = ()  # more kube-scheduler flags (its deprecated ones have no config field)
     scheduler_config: Mapping[str, Any] = field(default_factory=dict)  # merged into KubeSchedulerConfiguration
     feature_gates: str = ""  # --feature-gates for kube-apiserver, kube-scheduler and kube-controller-manager
     controllers: Sequence[str] = ("resourceclaim-controller",)  # kube-controller-manager's --controllers
@@ -456,6 +457,7 @@ class ControlPlane:
                     "--authorization-always-allow-paths", always_allow,
                     "--profiling=false",
                     *self._gates(),
+                    *self.scheduler_args,
                 ],
                 w / "kube-scheduler.log",
                 f"https://127.0.0.1:{self.scheduler_port}/readyz",
@@ -523,6 +525,7 @@ def running_control_plane(
     workdir: Path | None = None,
     *,
     apiserver_args: Sequence[str] = (),
+    scheduler_args: Sequence[str] = (),
     only: Sequence[str] = BINARIES,
     scheduler_config: Mapping[str, Any] | None = None,
     tokens: Sequence[tuple[str, str, str, str]] = (),
@@ -533,7 +536,7 @@ def running_control_plane(
     """Start a control plane for the ``with`` block; everything is stopped (and the directory removed) after.
 
     ``apiserver_args`` are added to kube-apiserver's flags (e.g. ``--runtime-config`` to serve only the betas an
-    older release served); ``only`` names the components to start; ``scheduler_config`` holds top-level fields
+    older release served), ``scheduler_args`` to kube-scheduler's; ``only`` names the components to start; ``scheduler_config`` holds top-level fields
     of the scheduler's KubeSchedulerConfiguration (``profiles``, ``percentageOfNodesToScore``, ...); ``tokens``
     are more static bearer tokens, (token, user, uid, group) each; ``authorization_mode`` is kube-apiserver's;
     ``feature_gates`` go to kube-apiserver, kube-scheduler and kube-controller-manager alike; ``controllers`` are the
@@ -544,6 +547,7 @@ def running_control_plane(
     plane = ControlPlane(
         directory,
         apiserver_args=list(apiserver_args),
+        scheduler_args=list(scheduler_args),
         only=list(only),
         scheduler_config=dict(scheduler_config or {}),
         tokens=list(tokens),

@@ -237,9 +237,10 @@ def test_the_queue_moves_back_only_the_pods_a_leaving_pod_may_help() -> None:
     queue.take_active(lambda key: (0, 0.0, 0))
     for key, plugins in (("cpu", ON_ANY_DELETE), ("gpu", DRA), ("taint", frozenset()), ("anti", IPA)):
         queue.failed(key, 1.0, on_delete=plugins)
-    queue.pod_left([_pod({"app": "web"})], False, pods.__getitem__)
+    later = 60.0  # their back-off long over: straight to the active queue
+    queue.pod_left([_pod({"app": "web"})], False, pods.__getitem__, later)
     assert queue.active == ["cpu"] and list(queue.unschedulable) == ["gpu", "taint", "anti"]
-    queue.pod_left([_pod({"app": "web"})], True, pods.__getitem__)
+    queue.pod_left([_pod({"app": "web"})], True, pods.__getitem__, later)
     assert queue.active == ["cpu", "gpu"] and list(queue.unschedulable) == ["taint", "anti"]
-    queue.pod_left([_pod({"app": "scan"})], False, pods.__getitem__)
+    queue.pod_left([_pod({"app": "scan"})], False, pods.__getitem__, later)
     assert queue.active == ["cpu", "gpu", "anti"] and list(queue.unschedulable) == ["taint"]

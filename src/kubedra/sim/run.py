@@ -141,6 +141,7 @@ class Simulation:
     _now: float = 0.0
     _deallocated: bool = False  # a claim was deallocated in the current instant (DynamicResources' claim hint)
     _binds: int = 0  # pods bound so far (each bound pod's ``start_order``)
+    _version: int = 0  # bumped where the cluster changes under the pending pods (bindings, pods leaving, nominations)
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)  # PodGroups by key, their status kept current
     _gangs: GangQueue | None = None  # made when the first pod of a group is added (GenericWorkload on)
     evictions: Evictions | None = None  # DefaultPreemption; made where pods have more than one priority
@@ -312,6 +313,7 @@ class Simulation:
             self._on_bound = lambda in_instant: progress(done + in_instant, total + self._replaced())
         pods = self.state.pods
         while self._instants:
+            done = self._flush_until(self._instants[0], progress, done, total)
             self._now = now = self._instants[0]
             self._deallocated = False
             gone = []  # assigned pods that left their nodes at this instant
@@ -325,15 +327,13 @@ class Simulation:
                     gone.append(record.pod)
             heapq.heappop(self._instants)
             del self._at[now]  # what binding schedules for this instant (run-for 0) is the next instant
-            if gone:
-                self.queue.pod_left(gone, self._deallocated, lambda key: pods[key].pod)
+            if gone or self._deallocated:
+                self._version += 1
+                self.queue.pod_left(gone, self._deallocated, lambda key: pods[key].pod, now)
+            if self.queue.next_flush() == now:  # a flush at this instant: its pods tried with the others
+                self.queue.flush(now, None)
             done += self._drain()
-            if self._in_order:
-                self._jobset_steps()
-            if self.sampler is not None:
-                self.sampler.sample(now, (pods[key] for key in self._order))
-            if progress is not None:
-                progress(done, total + self._replaced())
+            self._after_drain(progress, done, total)
         self._on_bound = None
         if self.sampler is not None:
             self.sampler.sample(self._now, (pods[key] for key in self._order), last=True)
@@ -345,6 +345,25 @@ class Simulation:
             self.sampler.last_at(self._now) if self.sampler is not None and self.sampler.fit is not None else None,
             self.sampler.inventory if self.sampler is not None else None,
         )
+
+    def _after_drain(self, progress: Callable[[int, int], None] | None, done: int, total: int) -> None:
+        if self._in_order:
+            self._jobset_steps()
+        if self.sampler is not None:
+            self.sampler.sample(self._now, (self.state.pods[key] for key in self._order))
+        if progress is not None:
+            progress(done, total + self._replaced())
+
+    def _flush_until(self, until: float, progress: Callable[[int, int], None] | None, done: int, total: int) -> int:
+        """The scheduler's flushes of the unschedulable pool before the next event at ``until``: where the cluster
+        changed since a flushed pod's attempt, the tick is an instant of its own; else the pods keep failing as they
+        did, their queue timestamps moving with the ticks. Returns ``done`` plus the pods bound at the ticks."""
+        while (tick := self.queue.next_flush()) is not None and tick < until:
+            if self.queue.flush(tick, self._version):
+                self._now = tick
+                done += self._drain()
+                self._after_drain(progress, done, total)
+        return done
 
     def _event(self, kind: int, key: str) -> bool:
         """One event; whether it freed room (a pod finished or a victim left)."""
@@ -503,11 +522,11 @@ class Simulation:
         return -(self.state.pods[key].pod.spec.priority or 0), at, seq
 
     def _drain(self) -> int:
-        """One scheduling attempt for each pod in the active queue; then, while bindings moved unschedulable pods
-        back (their backoff queue, which kube-scheduler pops once the active queue is empty), an attempt for each."""
+        """One scheduling attempt for each pod in the active queue; then, while pods were moved back to the backoff
+        queue (which kube-scheduler pops once the active queue is empty) or by bindings, an attempt for each."""
         scheduled = self._attempt(self.queue.take_active(self._queue_order))
         while self.queue.requeued:
-            scheduled += self._attempt(self.queue.take_requeued(self._queue_order))
+            scheduled += self._attempt(self.queue.take_requeued(self._queue_order, self._now))
         return scheduled
 
     def _attempt(self, active: list[str]) -> int:
@@ -536,6 +555,7 @@ class Simulation:
         """DefaultPreemption (``sim.evictions``); its message joins the pod's as kube-scheduler's FitError writes it
         (``... preemption: 0/N nodes are available: ...``). Where every pod has one priority no pod can be a victim."""
         if self.evictions is not None:
+            self._version += 1  # a nomination: the preemptor's room on its node is taken for lower priorities
             message = self.evictions.post_filter(record, outcome)
         elif record.pod.spec.preemption_policy == "Never":
             message = NEVER
@@ -609,7 +629,7 @@ class Simulation:
         if isinstance(outcome, Unschedulable) and not record.group:
             hinted = bind_hinted_plugins(outcome.reasons)
             on_delete = delete_hinted_plugins(outcome.reasons)
-        self.queue.failed(key, self._now, hinted, on_delete)
+        self.queue.failed(key, self._now, hinted, on_delete, self._version)
 
     def _bind(self, record: PodRecord, placement: Placement, *, scheduled: bool = True) -> None:
         """The pod bound to ``placement``'s node (claims allocated, ``Running``) and started: one ``scheduled`` takes
@@ -651,6 +671,7 @@ class Simulation:
             self._binds += 1
             record.start_order = self._binds
         record.pending_reason = ""
+        self._version += 1
         self.state.bind(record, placement.node)
         if self.queue.hinted:
             self.queue.bound(record.pod, lambda key: self.state.pods[key].pod)

@@ -24,6 +24,7 @@ from kubedra.sim.jobset_controllers import start_job as start_jobset_job
 from kubedra.sim.kueue_controller import KueueController
 from kubedra.sim.leaderworkersets import LeaderWorkerController
 from kubedra.sim.pytorchjobs import PyTorchJobController
+from kubedra.sim.queue import MAX_IN_UNSCHEDULABLE, SchedulingQueue
 from kubedra.sim.rayjobs import RayJobController
 from kubedra.sim.run import Simulation, SimulationResult
 from kubedra.sim.scenario import Scenario
@@ -39,6 +40,9 @@ class Options:
     fast_path: bool = True  # the device index and reused answers; off = a full search on every node (cross-checks)
     step_budget: int = DEFAULT_STEP_BUDGET
     fragmentation_samples: int = 20  # points of the fragmentation series over the arrivals' span (0: none)
+    # kube-scheduler's --pod-max-in-unschedulable-pods-duration (deprecated; 5 minutes), in seconds: how long a pod
+    # waits in the unschedulable pool before the periodic flush retries it
+    max_in_unschedulable: float = MAX_IN_UNSCHEDULABLE
 
 
 def _record(
@@ -98,6 +102,7 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         scheduler,
         rng,
         allocator=backend.allocator,
+        queue=SchedulingQueue(max_in_unschedulable=options.max_in_unschedulable),
     )
     gangs = features.generic_workload
     simulation.gangs_on = gangs
