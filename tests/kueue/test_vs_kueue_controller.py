@@ -1,11 +1,15 @@
 """kubedra's Kueue admission (``sim.kueue``) against the released controller manager, sigs.k8s.io/kueue v0.17.0
 (``tests/kueue/build.sh``), on the test control plane's etcd and kube-apiserver (no scheduler, no
-kube-controller-manager: admission needs neither). Its CRDs come from the module go.mod pins; its Job and queue webhooks are served over TLS with a self-signed
-certificate (``tests/sigs/harness``), so a labelled Job is made suspended as in a cluster. For each scenario the same
-ResourceFlavors, ClusterQueue, LocalQueue and Jobs go to both; the Jobs the controller unsuspends (its Workloads'
-QuotaReserved) and the node selectors it writes into their templates must equal kubedra's admissions at t=0.
+kube-controller-manager: admission needs neither). Its CRDs come from the module go.mod pins, with the JobSet CRD of
+the sigs.k8s.io/jobset version Kueue requires (its jobset integration is on; no JobSet controller runs: Kueue only
+suspends and resumes the JobSet); its Job, JobSet and queue webhooks are served over TLS with a self-signed
+certificate (``tests/sigs/harness``), so a labelled Job or JobSet is made suspended as in a cluster. For each scenario
+the same ResourceFlavors, ClusterQueues (one, or two in a cohort), LocalQueues and Jobs or JobSets go to both; those
+the controller unsuspends (their Workloads' QuotaReserved) and the node selectors it writes into their templates (a
+JobSet's per replicated job) must equal kubedra's admissions.
 
-Jobs are created 1.1 s apart: a Workload's creationTimestamp has whole seconds, and Kueue breaks a tie by UID."""
+Workloads are created 1.1 s apart (a Workload's creationTimestamp has whole seconds, and Kueue breaks a tie by UID);
+kubedra is given them a second apart, none ending."""
 
 from __future__ import annotations
 
@@ -36,7 +40,9 @@ MODULE = "sigs.k8s.io/kueue"
 V1B2 = "kueue.x-k8s.io/v1beta2"
 QUEUE = "kueue.x-k8s.io/queue-name"
 METRICS_CERTS = Path("/etc/kueue/metrics/certs")
-HOOKS = ("batch-v1-job", "kueue-x-k8s-io")  # the webhooks this check needs: Jobs' and the queue objects'
+HOOKS = ("batch-v1-job", "jobset-x-k8s-io", "kueue-x-k8s-io")  # the webhooks this check needs
+JOBSET_MODULE = "sigs.k8s.io/jobset"  # the version Kueue's go.mod requires: its CRD, for the jobset integration
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 
 def _webhooks(plane: ControlPlane, module: Path, port: int, ca: bytes) -> None:
@@ -79,11 +85,13 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
             pytest.fail(f"CI=true: {reason}")
         pytest.skip(reason)
     harness.require(BINARY)  # go on PATH: the CRDs are read from Go's module cache
-    module = Path(subprocess.run(["go", "list", "-mod=readonly", "-m", "-f", "{{.Dir}}", MODULE], cwd=HERE, check=True,
-                                 capture_output=True, text=True).stdout.strip())
+    module, jobset = (Path(subprocess.run(["go", "list", "-mod=readonly", "-m", "-f", "{{.Dir}}", name], cwd=HERE,
+                                          check=True, capture_output=True, text=True).stdout.strip())
+                      for name in (MODULE, JOBSET_MODULE))
     tmp = tmp_path_factory.mktemp("kueue")
     with running_control_plane(tmp_path_factory.mktemp("kueue-cp"), only=("etcd", "kube-apiserver")) as cp:
-        crds = sorted((module / "config/components/crd/bases").glob("*.yaml"))
+        crds = [*sorted((module / "config/components/crd/bases").glob("*.yaml")),
+                jobset / "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"]
         harness.install_crds(cp, crds)
         certs = tmp / "certs"
         ca = harness.serving_cert(certs)
@@ -94,7 +102,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
             "internalCertManagement": {"enable": False}, "leaderElection": {"leaderElect": False},
             "webhook": {"port": port, "host": "127.0.0.1", "certDir": str(certs)},
             "metrics": {"bindAddress": "0"}, "health": {"healthProbeBindAddress": f"127.0.0.1:{probe}"},
-            "integrations": {"frameworks": ["batch/job"]},
+            "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
         }
         (tmp / "config.yaml").write_text(yaml.safe_dump(config))
         args = [str(BINARY), f"--kubeconfig={cp.kubeconfig}", f"--config={tmp / 'config.yaml'}", "--zap-devel=false",
@@ -116,75 +124,115 @@ def flavor(name: str, labels: dict[str, str]) -> dict[str, Any]:
     return {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {"nodeLabels": labels}}
 
 
-def queues(prefix: str, namespace: str, flavors: list[tuple[str, str]], strategy: str) -> list[dict[str, Any]]:
-    """A ClusterQueue ``<prefix>`` (one group: cpu and nvidia.com/gpu; ``flavors``: (name, GPU quota)) and a
-    LocalQueue ``lq`` for it in ``namespace``."""
+def queues(prefix: str, namespace: str, flavors: list[tuple[str, str]], strategy: str, cohort: str | None = None,
+           queue: str = "lq", flavor_prefix: str | None = None) -> list[dict[str, Any]]:
+    """A ClusterQueue ``<prefix>`` (one group: cpu and nvidia.com/gpu; ``flavors``: (name, GPU quota)), in
+    ``cohort`` if given, and a LocalQueue ``queue`` for it in ``namespace``; the flavors are made unless
+    ``flavor_prefix`` names another ClusterQueue's."""
+    own = flavor_prefix is None
+    flavor_prefix = prefix if flavor_prefix is None else flavor_prefix
     group = {"coveredResources": ["cpu", "nvidia.com/gpu"], "flavors": [
-        {"name": f"{prefix}-{name}", "resources": [{"name": "cpu", "nominalQuota": "64"},
-                                                   {"name": "nvidia.com/gpu", "nominalQuota": gpus}]}
+        {"name": f"{flavor_prefix}-{name}", "resources": [{"name": "cpu", "nominalQuota": "64"},
+                                                          {"name": "nvidia.com/gpu", "nominalQuota": gpus}]}
         for name, gpus in flavors]}
+    spec = {"namespaceSelector": {}, "queueingStrategy": strategy, "resourceGroups": [group]}
     return [
-        *(flavor(f"{prefix}-{name}", {"pool": name}) for name, _ in flavors),
+        *(flavor(f"{flavor_prefix}-{name}", {"pool": name}) for name, _ in flavors if own),
         {"apiVersion": V1B2, "kind": "ClusterQueue", "metadata": {"name": prefix},
-         "spec": {"namespaceSelector": {}, "queueingStrategy": strategy, "resourceGroups": [group]}},
-        {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": "lq", "namespace": namespace},
+         "spec": {**spec, **({"cohortName": cohort} if cohort else {})}},
+        {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": queue, "namespace": namespace},
          "spec": {"clusterQueue": prefix}},
     ]
 
 
-def job(name: str, namespace: str, gpus: int, parallelism: int = 1) -> dict[str, Any]:
+def job_spec(gpus: int, parallelism: int) -> dict[str, Any]:
+    return {"parallelism": parallelism, "completions": parallelism, "template": {"spec": {
+        "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "resources": {
+            "requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": str(gpus)}}}]}}}
+
+
+def job(name: str, namespace: str, gpus: int, parallelism: int = 1, queue: str = "lq") -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE: queue}},
+            "spec": job_spec(gpus, parallelism)}
+
+
+def jobset(name: str, namespace: str, *replicated: tuple[str, int, int, int]) -> dict[str, Any]:
+    """``replicated``: (name, replicas, parallelism, GPUs per pod) of each replicated job."""
+    return {"apiVersion": JOBSET_API, "kind": "JobSet",
             "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE: "lq"}},
-            "spec": {"parallelism": parallelism, "completions": parallelism, "template": {"spec": {
-                "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox", "resources": {
-                    "requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": str(gpus)}}}]}}}}
+            "spec": {"replicatedJobs": [{"name": rjob, "replicas": replicas, "template": {"spec": job_spec(
+                gpus, parallelism)}} for rjob, replicas, parallelism, gpus in replicated]}}
 
 
-def real(plane: ControlPlane, docs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
-    """Job name -> its template's node selector, for each Job the controller unsuspended."""
-    jobs = [d for d in docs if d["kind"] == "Job"]
+WORKLOADS = {"Job": ("batch/v1", "jobs"), "JobSet": (JOBSET_API, "jobsets")}
+
+
+def selectors(item: dict[str, Any]) -> dict[str, Any]:
+    """A Job's template's node selector; a JobSet's, by replicated job."""
+    if item["kind"] == "JobSet":
+        return {r["name"]: r["template"]["spec"]["template"]["spec"].get("nodeSelector", {})
+                for r in item["spec"]["replicatedJobs"]}
+    return item["spec"]["template"]["spec"].get("nodeSelector", {})
+
+
+def real(plane: ControlPlane, docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Workload name -> its node selectors (``selectors``), for each Job or JobSet the controller unsuspended."""
+    queued = [d for d in docs if d["kind"] in WORKLOADS]
     for doc in docs:
-        if doc["kind"] == "Job":
+        if doc["kind"] in WORKLOADS:
             continue
         plural = doc["kind"].lower() + "s"
         ns = doc["metadata"].get("namespace")
         plane.request("POST", f"/apis/{V1B2}/" + (f"namespaces/{ns}/" if ns else "") + plural, doc)
     time.sleep(1.0)  # the controller's caches see the queues before the first Workload
-    for doc in jobs:
-        plane.request("POST", f"/apis/batch/v1/namespaces/{doc['metadata']['namespace']}/jobs", doc)
+    namespace = queued[0]["metadata"]["namespace"]
+    for doc in queued:
+        api, plural = WORKLOADS[doc["kind"]]
+        plane.request("POST", f"/apis/{api}/namespaces/{namespace}/{plural}", doc)
         time.sleep(1.1)
-    namespace = jobs[0]["metadata"]["namespace"]
 
     def settled() -> list[dict[str, Any]] | None:
         items: list[dict[str, Any]] = plane.get(f"/apis/{V1B2}/namespaces/{namespace}/workloads")["items"]
         decided = [w for w in items if any(c["type"] == "QuotaReserved"
                                            for c in w.get("status", {}).get("conditions", []))]
-        return items if len(items) == len(jobs) and decided else None
+        return items if len(items) == len(queued) and decided else None
 
     # Every Workload made and the first decided; then a moment for the rest (StrictFIFO never looks at a Workload
-    # behind a head that does not fit: it has no status) and for the Job reconciler to unsuspend the admitted ones.
+    # behind a head that does not fit: it has no status) and for the reconcilers to unsuspend the admitted ones.
     plane.wait_for(settled, timeout=harness.WAIT, interval=0.5, what="the Workloads, one with QuotaReserved")
     time.sleep(3)
     out = {}
-    for item in plane.get(f"/apis/batch/v1/namespaces/{namespace}/jobs")["items"]:
-        assert item["metadata"]["labels"][QUEUE] == "lq"
-        if not item["spec"].get("suspend"):
-            out[item["metadata"]["name"]] = item["spec"]["template"]["spec"].get("nodeSelector", {})
+    for kind, (api, plural) in WORKLOADS.items():
+        if not any(d["kind"] == kind for d in queued):
+            continue
+        for item in plane.get(f"/apis/{api}/namespaces/{namespace}/{plural}")["items"]:
+            assert QUEUE in item["metadata"]["labels"]
+            if not item["spec"].get("suspend"):
+                out[item["metadata"]["name"]] = selectors({**item, "kind": kind})
     return out
 
 
-def kubedra(docs: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+def kubedra(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The same from kubedra's admissions, each workload made a second after the one before (as ``real`` makes
+    them), none ending."""
     docs = copy.deepcopy(docs)
+    for i, doc in enumerate(d for d in docs if d["kind"] in WORKLOADS):
+        doc["metadata"]["annotations"] = {"kubedra.io/start-after": f"{i}s"}
     scenario = build_scenario(load_text(yaml.safe_dump_all(docs)))
     result = simulate(scenario, Options(fragmentation_samples=0))
-    admitted = {e.object.rsplit("/", 1)[1] for e in result.events if e.type == "Admitted" and e.time == 0.0}
-    jobs = {j.name: j for j in scenario.workloads.jobs}
-    out = {}
+    admitted = {e.object.split(" ", 1)[1].rsplit("/", 1)[1]: e.object.split(" ", 1)[0] for e in result.events
+                if e.type == "Admitted"}
+    out: dict[str, dict[str, Any]] = {}
     for record in result.state.pods.values():
-        name = record.owner.rsplit("/", 1)[1]
-        if name in admitted:
-            out[name] = dict(record.pod.spec.node_selector)
-    assert set(out) == admitted and admitted <= set(jobs)
+        labels = record.pod.metadata.labels
+        owner = labels.get("jobset.sigs.k8s.io/jobset-name") or record.owner.rsplit("/", 1)[1]
+        if admitted.get(owner) == "JobSet":
+            out.setdefault(owner, {})[labels["jobset.sigs.k8s.io/replicatedjob-name"]] = dict(
+                record.pod.spec.node_selector)
+        elif owner in admitted:
+            out[owner] = dict(record.pod.spec.node_selector)
+    assert set(out) == set(admitted)
     return out
 
 
@@ -208,3 +256,30 @@ def test_the_jobs_kueue_admits_at_once_and_their_node_selectors_equal_kubedras(p
     docs = [*queues(prefix, namespace, flavors, strategy),
             *(job(job_name, namespace, gpus, parallelism) for job_name, gpus, parallelism in shapes)]
     assert real(plane, docs) == kubedra(docs)
+
+
+def test_jobsets_are_admitted_whole_or_held_with_each_replicated_jobs_flavor(plane: ControlPlane) -> None:
+    """Two flavors of 4 GPUs: ``first``'s leader (1 GPU) takes pool a, its workers (2 x 2) no longer fit there and
+    take pool b; ``whole`` (2 x 4) fits nowhere and stays suspended; ``small`` (3) takes what pool a has left."""
+    namespace = plane.create_namespace("kueue")
+    docs = [*queues(f"{namespace}-js", namespace, [("a", "4"), ("b", "4")], "BestEffortFIFO"),
+            jobset("first", namespace, ("leader", 1, 1, 1), ("workers", 1, 2, 2)),
+            jobset("whole", namespace, ("w", 2, 1, 4)), jobset("small", namespace, ("w", 1, 1, 3))]
+    expected = {"first": {"leader": {"pool": "a"}, "workers": {"pool": "b"}}, "small": {"w": {"pool": "a"}}}
+    assert kubedra(docs) == expected
+    assert real(plane, docs) == expected
+
+
+def test_a_cluster_queue_borrows_its_cohorts_unused_quota(plane: ControlPlane) -> None:
+    """``a`` and ``b`` lend each other 4 GPUs: ``a`` runs 4 + 2 (borrowing 2 of ``b``'s), ``b`` then has 2 for its
+    first Job and none for its second (reclaiming lent quota needs Kueue's preemption)."""
+    namespace = plane.create_namespace("kueue")
+    prefix = f"{namespace}-co"
+    docs = [*queues(f"{prefix}-a", namespace, [("default", "4")], "BestEffortFIFO", f"{prefix}-org"),
+            *queues(f"{prefix}-b", namespace, [("default", "4")], "BestEffortFIFO", f"{prefix}-org", "lqb",
+                    f"{prefix}-a"),
+            job("a1", namespace, 4), job("a2", namespace, 2), job("b1", namespace, 2, queue="lqb"),
+            job("b2", namespace, 2, queue="lqb")]
+    expected = {name: {"pool": "default"} for name in ("a1", "a2", "b1")}
+    assert kubedra(docs) == expected
+    assert real(plane, docs) == expected

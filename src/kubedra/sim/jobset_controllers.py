@@ -8,6 +8,7 @@ made."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -81,7 +82,8 @@ class JobSetController:
         # nothing to do during the run: no Jobs to make, the default success policy (the JobSet ends with its last
         # Job), and no Job can fail (kubedra's fail only by deleted pods, so only where preemption can delete them)
         self.idle = (not run.stages and run.success == ("All", ()) and all(n >= 0 for _, n in run.replicas)
-                     and sim.evictions is None)
+                     and sim.evictions is None and run.queue is None)  # Kueue hears when it finishes
+        self.on_end: Callable[[], None] | None = None  # told once when it completes or fails (Kueue's quota)
         self.pending = list(zip(run.stages, run.waits or [() for _ in run.stages], strict=True))
         self.current = run.first
         self.restarts = 0  # status.restarts
@@ -233,6 +235,9 @@ class JobSetController:
         self.finished = True
         self.pending, self.unmade = [], []
         sim.events.append(Event(sim.now, kind, run.owner.replace("/", " ", 1), message=message))
+        if self.on_end is not None:
+            on_end, self.on_end = self.on_end, None
+            on_end()
         for name, progress in self.progress.items():
             if progress is None or name in self.succeeded or name in self.failed or not sim.job_active(progress):
                 continue

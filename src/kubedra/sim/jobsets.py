@@ -262,6 +262,12 @@ class JobSetRun:
     success: tuple[str, tuple[str, ...]] = ("All", ())
     failure: tuple[int, tuple[dict[str, Any], ...]] | None = None
     restart_strategy: str = "Recreate"
+    # Kueue (``sim.kueue_controller``): the LocalQueue its ``kueue.x-k8s.io/queue-name`` label names; then ``first``
+    # is not among the workload's Jobs but made on admission, ``held`` says it was written suspended (made so
+    # without Kueue's queues), and ``created_at`` is when its Workload is created (its own ``start-after``)
+    queue: str | None = None
+    held: bool = False
+    created_at: float = 0.0
 
     @property
     def owner(self) -> str:

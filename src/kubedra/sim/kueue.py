@@ -1,19 +1,25 @@
-"""Kueue's admission, the part a simulation needs: ClusterQueues admit workloads within their nominal quota.
+"""Kueue's admission, the part a simulation needs: ClusterQueues admit workloads within their quota.
 
-Pure: no simulation here (``sim.kueue_controller`` holds Jobs and starts them). Rules as Kueue v0.17 has them
-(``pkg/cache/queue``, ``pkg/scheduler``, ``pkg/scheduler/flavorassigner``), for ClusterQueues without a cohort:
+Pure: no simulation here (``sim.kueue_controller`` holds Jobs and JobSets and starts them). Rules as Kueue v0.17 has
+them (``pkg/cache/queue``, ``pkg/cache/scheduler``, ``pkg/scheduler``, ``pkg/scheduler/flavorassigner``):
 
 - Order: a ClusterQueue's pending workloads by priority (higher first), then creation time; Kueue breaks a tie by
   the workloads' UIDs, kubedra by the input order.
 - Quota: a workload's pod sets, each ``count`` pods of the same requests (``count x`` one pod's), are given flavors
   one pod set after the other: for each resource group covering a requested resource, the group's flavors in order,
-  the first whose every covered, requested resource fits what the ClusterQueue has left of its nominal quota (less
-  what the workload's earlier pod sets took) and whose node labels and taints the pod set's template accepts. A
-  requested resource no group covers never fits; ``pods`` is counted where a group covers it.
-- Admission at an instant: each ClusterQueue's workloads in order, each admitted if it fits; a StrictFIFO queue stops
-  at the first that does not, a BestEffortFIFO one goes on to the next (Kueue moves a head that does not fit aside
-  until quota is freed, and frees it then). A namespace the queue's ``namespaceSelector`` does not select blocks
-  neither.
+  the first whose every covered, requested resource fits what the ClusterQueue has available (less what the
+  workload's earlier pod sets took) and whose node labels and taints the pod set's template accepts. A requested
+  resource no group covers never fits; ``pods`` is counted where a group covers it.
+- Available: without a cohort, nominal quota less usage. ClusterQueues naming one ``cohortName`` (an implicit Cohort)
+  lend it their nominal quota less what ``nominal - lendingLimit`` keeps for themselves (all of it without a
+  lendingLimit), and may borrow from it the unused rest, at most ``borrowingLimit`` beyond their own
+  (``available`` in ``resource_node.go``). Flavors are taken where they fit borrowing too (flavorFungibility's
+  default ``whenCanBorrow: MayStopSearch``).
+- Admission at an instant, in scheduling cycles until one admits nothing more: each cycle takes every ClusterQueue's
+  head; one that does not fit blocks its queue (StrictFIFO) or is moved aside (BestEffortFIFO: Kueue requeues it
+  when quota is freed); the others are admitted in order, those that do not borrow first, then by priority and
+  creation, each only if it still fits after the ones before. A namespace the queue's ``namespaceSelector`` does
+  not select blocks neither.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ class Admission:
     usage: dict[tuple[str, str], int]  # (flavor, resource) -> amount
     node_selectors: tuple[dict[str, str], ...]
     tolerations: tuple[tuple[Toleration, ...], ...]
+    borrows: int = 0  # 1 where it takes more than the ClusterQueue's nominal quota of some resource (borrows)
 
 
 class Kueue:
@@ -94,39 +101,76 @@ class Kueue:
             used[key] -= amount
 
     def admit(self) -> list[Admission]:
-        """Every admission the queues make now, ClusterQueues by name."""
+        """Every admission the queues make now, in Kueue's scheduling cycles (``scheduler.schedule``): each cycle
+        takes every ClusterQueue's head (ClusterQueues by name), nominates those that fit, and admits them in order
+        (no borrowing first, then priority, then creation), each only if it still fits after those before it."""
         out: list[Admission] = []
-        for name in sorted(self.pending):
-            queue = self.pending[name]
-            if not queue:
-                continue
-            cq = self.setup.cluster_queues[name]
+        aside: set[str] = set()  # heads that did not fit this instant (BestEffortFIFO moves them aside)
+        blocked: set[str] = set()  # ClusterQueues whose head blocks the rest (StrictFIFO) or that are inactive
+        for queue in self.pending.values():
             queue.sort(key=lambda w: (-w.priority, w.created_at, w.order))
-            inactive = self._inactive(cq)
-            still = []
-            blocked = False
-            for workload in queue:
-                if blocked or inactive:
-                    self.reasons[workload.key] = inactive or self.reasons[workload.key]
-                    still.append(workload)
+        progressed = True
+        while progressed:
+            progressed = False
+            entries = []
+            for name in sorted(self.pending):
+                head = next((w for w in self.pending[name] if w.key not in aside), None)
+                if head is None or name in blocked:
                     continue
-                if not _namespace_selected(cq, workload.namespace):
-                    self.reasons[workload.key] = "Workload namespace doesn't match ClusterQueue selector"
-                    still.append(workload)
+                cq = self.setup.cluster_queues[name]
+                inactive = self._inactive(cq)
+                if inactive:
+                    for workload in self.pending[name]:
+                        self.reasons[workload.key] = inactive
+                    blocked.add(name)
                     continue
-                admission, reason = self._assign(cq, workload)
+                admission, reason = (None, "Workload namespace doesn't match ClusterQueue selector") if not (
+                    _namespace_selected(cq, head.namespace)) else self._assign(cq, head)
                 if admission is None:
-                    self.reasons[workload.key] = reason
-                    still.append(workload)
-                    blocked = cq.strict_fifo
+                    self.reasons[head.key] = reason
+                    progressed = True
+                    if cq.strict_fifo and reason != "Workload namespace doesn't match ClusterQueue selector":
+                        blocked.add(name)
+                    else:
+                        aside.add(head.key)
                     continue
-                used = self.used[name]
-                for key, amount in admission.usage.items():
-                    used[key] = used.get(key, 0) + amount
-                self.reasons.pop(workload.key, None)
+                entries.append(admission)
+            entries.sort(key=lambda a: (a.borrows, -a.workload.priority, a.workload.created_at, a.workload.order))
+            for admission in entries:
+                key = admission.workload.key
+                if not all(q <= self.available(admission.cluster_queue, fr) for fr, q in admission.usage.items()):
+                    self.reasons[key] = "Workload no longer fits after processing another workload"
+                    continue
+                used = self.used[admission.cluster_queue]
+                for fr, amount in admission.usage.items():
+                    used[fr] = used.get(fr, 0) + amount
+                self.pending[admission.cluster_queue].remove(admission.workload)
+                self.reasons.pop(key, None)
                 out.append(admission)
-            self.pending[name] = still
+                progressed = True
         return out
+
+    def available(self, name: str, fr: tuple[str, str]) -> int:
+        """What the ClusterQueue can still take of a flavor's resource (``available`` in ``resource_node.go``): its
+        nominal quota less its usage; in a cohort, what it keeps from lending (``nominal - lendingLimit``) and is
+        unused, plus the cohort's unused pool (every member's lent quota less what members use beyond what they
+        keep), the latter bounded by its borrowingLimit beyond what it lent."""
+        cq = self.setup.cluster_queues[name]
+        nominal, borrowing, _ = _quota(cq, fr)
+        used = self.used[name].get(fr, 0)
+        if cq.cohort is None:
+            return max(0, nominal - used)
+        pool = pool_used = 0
+        for member in self.setup.cluster_queues.values():
+            if member.cohort == cq.cohort:
+                n, _, keep = _quota(member, fr)
+                pool += n - keep
+                pool_used += max(0, self.used[member.name].get(fr, 0) - keep)
+        _, _, keep = _quota(cq, fr)
+        parent = pool - pool_used
+        if borrowing is not None:
+            parent = min(nominal - keep - max(0, used - keep) + borrowing, parent)
+        return max(0, max(0, keep - used) + parent)
 
     def _inactive(self, cq: ClusterQueue) -> str:
         if cq.stopped:
@@ -169,14 +213,17 @@ class Kueue:
                 added.extend(self.setup.flavors[name].tolerations)
             selectors.append(labels)
             tolerations.append(tuple(added))
-        return Admission(workload, cq.name, tuple(flavors), taken, tuple(selectors), tuple(tolerations)), ""
+        used = self.used[cq.name]
+        borrows = int(cq.cohort is not None and any(used.get(fr, 0) + amount > _quota(cq, fr)[0]
+                                                    for fr, amount in taken.items()))
+        return Admission(workload, cq.name, tuple(flavors), taken, tuple(selectors), tuple(tolerations),
+                         borrows), ""
 
     def _flavor(self, cq: ClusterQueue, group: ResourceGroup, pod_set: PodSet, wanted: dict[str, int],
                 taken: dict[tuple[str, str], int]) -> tuple[str | None, str]:
         """The group's first flavor the pod set accepts and its requests fit in; else None and every reason."""
         reasons = []
         keys = {k for f in group.flavors for k in self.setup.flavors[f].node_labels}
-        used = self.used[cq.name]
         for name in group.flavors:
             flavor = self.setup.flavors[name]
             refused = _refuses(flavor, pod_set, keys)
@@ -184,13 +231,25 @@ class Kueue:
                 reasons.append(refused)
                 continue
             short = [f"insufficient unused quota for {r} in flavor {name}, "
-                     f"{taken.get((name, r), 0) + a + used.get((name, r), 0) - group.quotas[name][r]} more needed"
+                     f"{taken.get((name, r), 0) + a - self.available(cq.name, (name, r))} more needed"
                      for r, a in wanted.items()
-                     if taken.get((name, r), 0) + a > group.quotas[name][r] - used.get((name, r), 0)]
+                     if taken.get((name, r), 0) + a > self.available(cq.name, (name, r))]
             if not short:
                 return name, ""
             reasons.extend(short)
         return None, "couldn't assign flavors to pod set " + f"{pod_set.name}: " + ", ".join(reasons)
+
+
+def _quota(cq: ClusterQueue, fr: tuple[str, str]) -> tuple[int, int | None, int]:
+    """A ClusterQueue's nominal quota of a flavor's resource, its borrowing limit (None: none), and what it keeps
+    from the cohort (``localQuota``: nominal less the lending limit; nothing without one)."""
+    flavor, resource = fr
+    for group in cq.groups:
+        if flavor in group.quotas and resource in group.quotas[flavor]:
+            nominal = group.quotas[flavor][resource]
+            lending = group.lending.get(flavor, {}).get(resource)
+            return nominal, group.borrowing.get(flavor, {}).get(resource), 0 if lending is None else nominal - lending
+    return 0, None, 0
 
 
 def _namespace_selected(cq: ClusterQueue, namespace: str) -> bool:

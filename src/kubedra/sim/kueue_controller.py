@@ -1,8 +1,10 @@
-"""Kueue in a run: Jobs that name a LocalQueue are held (created suspended, as Kueue's webhook makes them) until their
-ClusterQueue admits them (``sim.kueue``); an admitted Job starts then, its pod template given the flavors' node labels
-and tolerations (Kueue's Job reconciler, ``podset.Merge``), and its quota is free again when it has no pod left to
-run. Admission runs once per instant, after that instant's arrivals and completions.
-"""
+"""Kueue in a run: Jobs and JobSets that name a LocalQueue are held (created suspended, as Kueue's webhooks make
+them) until their ClusterQueue admits them (``sim.kueue``); an admitted Job starts then, its pod template given the
+flavors' node labels and tolerations (Kueue's Job reconciler, ``podset.Merge``), and its quota is free again when it
+has no pod left to run. An admitted JobSet is resumed with each replicated job's template given its pod set's
+(``RunWithPodSetsInfo``): its Jobs are made then, and its quota is free again when it completes or fails (Kueue's
+``Finished``: its Completed or Failed condition). Admission runs once per instant, after that instant's arrivals and
+completions."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from kubedra.objects.model import Pod
+from kubedra.objects.model import Pod, Toleration
+from kubedra.sim.jobsets import JobSetRun
 from kubedra.sim.kueue import Admission, Kueue, PodSet, Workload
 from kubedra.sim.kueue_objects import KueueSetup, units
 
@@ -22,16 +25,18 @@ if TYPE_CHECKING:
 WAKE_KEY = "kueue"
 
 
-def pod_set(job: JobRun) -> PodSet:
-    """A Job's one pod set (``main``): ``min(parallelism, completions)`` pods of its template."""
+def pod_set(job: JobRun, name: str = "main", replicas: int = 1) -> PodSet:
+    """A Job's pod set: ``min(parallelism, completions)`` pods of its template (``replicas`` such Jobs: a replicated
+    job's, as Kueue's JobSet integration counts them, ``podsCount``)."""
     from kubedra.cluster.usage import pod_requests
 
     pod = job.pods[0]
     count = job.parallelism if job.completions is None else min(job.parallelism, job.completions)
-    requests = {name: units(name, q) for name, q in pod_requests(pod).items()}
+    requests = {r: units(r, q) for r, q in pod_requests(pod).items()}
     node_affinity = pod.spec.affinity.node_affinity if pod.spec.affinity is not None else None
     required = node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
-    return PodSet("main", count, requests, dict(pod.spec.node_selector), required, tuple(pod.spec.tolerations))
+    return PodSet(name, count * replicas, requests, dict(pod.spec.node_selector), required,
+                  tuple(pod.spec.tolerations))
 
 
 def workload(job: JobRun, order: int) -> Workload:
@@ -41,9 +46,25 @@ def workload(job: JobRun, order: int) -> Workload:
                     (pod_set(job),) if job.pods else ())
 
 
-def admitted_pods(pods: tuple[Pod, ...], admission: Admission) -> tuple[Pod, ...]:
-    """The pods the admitted Job makes: node selector and tolerations merged in (one pod set)."""
-    labels, tolerations = admission.node_selectors[0], admission.tolerations[0]
+def jobset_workload(run: JobSetRun, order: int) -> Workload:
+    """A JobSet's Workload (Kueue's ``jobset`` integration): one pod set per replicated job, named after it, of
+    ``replicas x min(parallelism, completions)`` pods; its priority the first template's with a priorityClassName."""
+    from kubedra.sim.jobset_controllers import replicated_job_of
+
+    jobs = [job for stage in (run.first, *run.stages) for job in stage if job.pods]
+    pod_sets = []
+    for name, replicas in run.replicas:
+        job = next((j for j in jobs if replicated_job_of(j) == name), None)
+        if job is not None and replicas > 0:
+            pod_sets.append(pod_set(job, name, replicas))
+    classed = [job.pods[0].spec.priority or 0 for job in jobs if job.pods[0].spec.priority_class_name]
+    assert run.queue is not None
+    return Workload(f"JobSet {run.namespace}/{run.name}", run.namespace, run.queue, classed[0] if classed else 0,
+                    run.created_at, order, tuple(pod_sets))
+
+
+def merged(pods: tuple[Pod, ...], labels: dict[str, str], tolerations: tuple[Toleration, ...]) -> tuple[Pod, ...]:
+    """The pods with a pod set's node selector and tolerations merged in (``podset.Merge``)."""
     if not labels and not tolerations:
         return pods
     out = []
@@ -54,13 +75,34 @@ def admitted_pods(pods: tuple[Pod, ...], admission: Admission) -> tuple[Pod, ...
     return tuple(out)
 
 
+def admitted_pods(pods: tuple[Pod, ...], admission: Admission) -> tuple[Pod, ...]:
+    """The pods the admitted Job makes: node selector and tolerations merged in (one pod set)."""
+    return merged(pods, admission.node_selectors[0], admission.tolerations[0])
+
+
+def admitted_jobset(run: JobSetRun, admission: Admission) -> JobSetRun:
+    """The JobSet as resumed (``RunWithPodSetsInfo``): each replicated job's template given its pod set's node
+    selector and tolerations; its first Jobs made now."""
+    from kubedra.sim.jobset_controllers import replicated_job_of
+
+    given = {ps.name: (labels, tolerations) for ps, labels, tolerations
+             in zip(admission.workload.pod_sets, admission.node_selectors, admission.tolerations, strict=True)}
+
+    def job(one: JobRun, now: bool) -> JobRun:
+        labels, tolerations = given.get(replicated_job_of(one), ({}, ()))
+        return replace(one, arrive_at=0.0 if now else one.arrive_at, pods=merged(one.pods, labels, tolerations))
+
+    return replace(run, first=tuple(job(j, True) for j in run.first),
+                   stages=tuple(tuple(job(j, False) for j in stage) for stage in run.stages))
+
+
 class KueueController:
     """Holds the queued Jobs of a run and starts them as they are admitted."""
 
     def __init__(self, sim: Simulation, setup: KueueSetup) -> None:
         self.sim = sim
         self.kueue = Kueue(setup)
-        self.jobs: dict[str, JobRun] = {}  # held, by workload key
+        self.jobs: dict[str, JobRun | JobSetRun] = {}  # held, by workload key
         self.waiting: list[Workload] = []  # made later than now (start-after), by creation time
         self.made = 0  # pods of admitted Jobs
         self._woken_at: float | None = None
@@ -72,6 +114,13 @@ class KueueController:
         self.jobs[queued.key] = job
         self.waiting.append(queued)
         self._wake(job.arrive_at)
+
+    def hold_jobset(self, run: JobSetRun) -> None:
+        """A JobSet naming a LocalQueue (made suspended by Kueue's webhook): one Workload for all its Jobs."""
+        queued = jobset_workload(run, len(self.jobs))
+        self.jobs[queued.key] = run
+        self.waiting.append(queued)
+        self._wake(run.created_at)
 
     def _wake(self, time: float) -> None:
         if self._woken_at == time:
@@ -105,10 +154,13 @@ class KueueController:
         from kubedra.sim.run import Event
 
         key = admission.workload.key
-        job = self.jobs[key]
+        job = self.jobs.pop(key)
         flavors = ", ".join(sorted({f"{r}: {f}" for chosen in admission.flavors for r, f in chosen.items()}))
         self.sim.events.append(Event(self.sim.now, "Admitted", key, message=f"ClusterQueue "
                                      f"{admission.cluster_queue}" + (f" ({flavors})" if flavors else "")))
+        if isinstance(job, JobSetRun):
+            self._start_jobset(admission, admitted_jobset(job, admission))
+            return
         started = replace(job, arrive_at=0.0, suspended=False, pods=admitted_pods(job.pods, admission))
         self.made += len(started.pods)
         progress = self.sim.start_job(started)
@@ -116,6 +168,15 @@ class KueueController:
             self._ended(admission)
             return
         progress.on_end = lambda _job: self._ended(admission)
+
+    def _start_jobset(self, admission: Admission, run: JobSetRun) -> None:
+        """Its first Jobs made now, the rest by its controller; its quota freed when it completes or fails."""
+        from kubedra.sim.jobset_controllers import start_job
+
+        for job in run.first:
+            self.made += len(job.pods)
+            start_job(self.sim, job)
+        self.sim.add_jobset(run).on_end = lambda: self._ended(admission)
 
     def _ended(self, admission: Admission) -> None:
         from kubedra.sim.run import Event

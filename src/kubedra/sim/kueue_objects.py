@@ -3,7 +3,8 @@
 
 Read strictly: an unknown field is a problem naming the file, the object and the field. Fields of features the
 admission model (``sim.kueue``) does not have are read and named in a note instead of silently changing nothing:
-cohorts, borrowing and lending limits, preemption, fair sharing, admission checks, stop policies, topologies.
+preemption, fair sharing, admission checks, flavor fungibility, topologies. Cohorts (``spec.cohortName``, an implicit
+Cohort: no Cohort object is read) with borrowing and lending limits are modelled.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ class ResourceGroup:
     covered: tuple[str, ...]
     flavors: tuple[str, ...]
     quotas: dict[str, dict[str, int]]
+    borrowing: dict[str, dict[str, int]] = field(default_factory=dict)  # only those set: flavor -> resource -> limit
+    lending: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class ClusterQueue:
     strict_fifo: bool
     namespace_selector: LabelSelector | None  # None: no namespace (Kueue's nil selector is labels.Nothing)
     stopped: bool = False
+    cohort: str | None = None  # spec.cohortName: the ClusterQueues naming it lend and borrow unused quota
 
 
 @dataclass
@@ -154,6 +158,8 @@ def _quantity(value: str | int, where: str, resource: str, problems: list[Proble
 
 def _group(raw: ResourceGroupDoc, path: str, where: Any, problems: list[Problem]) -> ResourceGroup | None:
     quotas: dict[str, dict[str, int]] = {}
+    borrowing: dict[str, dict[str, int]] = {}
+    lending: dict[str, dict[str, int]] = {}
     ok = True
     if not raw.flavors or len(raw.flavors) > MAX_FLAVORS:
         problems.append(Problem(at(where, f"{path}.flavors"), f"Invalid value: must have 1 to {MAX_FLAVORS} items"))
@@ -167,27 +173,37 @@ def _group(raw: ResourceGroupDoc, path: str, where: Any, problems: list[Problem]
             continue
         quotas[flavor.name] = {}
         for r, quota in enumerate(flavor.resources):
-            value = _quantity(quota.nominal_quota, f"{path}.flavors[{f}].resources[{r}].nominalQuota", quota.name,
-                              problems, where)
+            at_ = f"{path}.flavors[{f}].resources[{r}]"
+            value = _quantity(quota.nominal_quota, f"{at_}.nominalQuota", quota.name, problems, where)
             if value is None:
                 ok = False
-            else:
-                quotas[flavor.name][quota.name] = value
+                continue
+            quotas[flavor.name][quota.name] = value
+            for limit, name, into in ((quota.borrowing_limit, "borrowingLimit", borrowing),
+                                      (quota.lending_limit, "lendingLimit", lending)):
+                if limit is None:
+                    continue
+                amount = _quantity(limit, f"{at_}.{name}", quota.name, problems, where)
+                if amount is None:
+                    ok = False
+                elif name == "lendingLimit" and amount > value:
+                    problems.append(Problem(at(where, f"{at_}.lendingLimit"), f'Invalid value: "{limit}": must be '
+                                            "less than or equal to the nominalQuota"))
+                    ok = False
+                else:
+                    into.setdefault(flavor.name, {})[quota.name] = amount
     if not ok:
         return None
-    return ResourceGroup(tuple(raw.covered_resources), tuple(f.name for f in raw.flavors), quotas)
+    return ResourceGroup(tuple(raw.covered_resources), tuple(f.name for f in raw.flavors), quotas, borrowing,
+                         lending)
 
 
 def _unmodelled(name: str, spec: ClusterQueueSpec) -> list[str]:
     """The ClusterQueue's fields that need what the model does not have, by name."""
     out = []
-    if spec.cohort_name or spec.cohort:
-        out.append("spec.cohortName (cohorts and borrowing: it admits from its own nominal quota only)")
-    if any(q.borrowing_limit is not None or q.lending_limit is not None
-           for g in spec.resource_groups for f in g.flavors for q in f.resources):
-        out.append("borrowingLimit/lendingLimit (no cohort is modelled)")
     if spec.preemption is not None:
-        out.append("spec.preemption (Kueue's preemption: a workload that does not fit waits)")
+        out.append("spec.preemption (Kueue's preemption, reclaiming lent quota included: a workload that does not "
+                   "fit waits)")
     if spec.fair_sharing is not None or spec.admission_scope is not None:
         out.append("spec.fairSharing/admissionScope (fair sharing)")
     if spec.admission_checks is not None or spec.admission_checks_strategy is not None:
@@ -251,7 +267,13 @@ def _cluster_queue(doc: ClusterQueueDoc, where: Any, setup: KueueSetup, problems
             return
         covered.update(group.covered)
         groups.append(group)
+    cohort = spec.cohort_name or spec.cohort or None
+    if cohort is None and any(g.borrowing or g.lending for g in groups):
+        limit = "borrowingLimit" if any(g.borrowing for g in groups) else "lendingLimit"
+        problems.append(Problem(at(where, "spec.resourceGroups"), f"Invalid value: {limit} must be nil when cohort "
+                                "is empty"))
+        return
     setup.notes.extend(_unmodelled(name, spec))
     stopped = spec.stop_policy not in (None, "None")
     setup.cluster_queues[name] = ClusterQueue(name, tuple(groups), spec.queueing_strategy == "StrictFIFO",
-                                              spec.namespace_selector, stopped)
+                                              spec.namespace_selector, stopped, cohort)

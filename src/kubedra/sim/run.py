@@ -231,12 +231,14 @@ class Simulation:
         self._crons[controller.key] = controller
         controller.wake_at(run.created_at)
 
-    def add_jobset(self, run: JobSetRun) -> None:
+    def add_jobset(self, run: JobSetRun) -> JobSetController:
         """An InOrder JobSet (``sim.jobsets``): its first replicated job's Jobs are among the Jobs already added; the
         rest are made, one replicated job at a time, as the ones before become ready."""
         from kubedra.sim.jobset_controllers import JobSetController
 
-        self._in_order.append(JobSetController(self, run))
+        controller = JobSetController(self, run)
+        self._in_order.append(controller)
+        return controller
 
     def add_controller(self, controller: LeaderWorkerController | RayJobController | PyTorchJobController
                        | ExclusiveJobController) -> None:

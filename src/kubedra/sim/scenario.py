@@ -164,7 +164,7 @@ def build_scenario(
     notes.extend(kueue_queued([*(r.data for r in workload_docs), *bare], queues=bool(kueue)))
     notes.extend(kueue.notes)
     if kueue:
-        notes.extend(kueue_claims(workloads.jobs))
+        notes.extend(kueue_claims(workloads.jobs, workloads.jobsets))
     if not nodes and (workloads.arrivals or workloads.jobs or workloads.cronjobs):
         notes.append("the input has no Node and no NodePool: every pod stays pending (kube-scheduler: no nodes "
                      "available to schedule pods)")

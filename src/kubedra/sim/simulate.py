@@ -120,11 +120,11 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     for arrival in scenario.workloads.arrivals:
         simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs=gangs,
                                specs=specs))
-    _add_jobs(simulation, scenario, specs)
+    kueue = KueueController(simulation, scenario.kueue) if scenario.kueue else None
+    _add_jobs(simulation, scenario, specs, kueue)
     for cron in scenario.workloads.cronjobs:
         simulation.add_cronjob(cron)
-    for jobset in scenario.workloads.jobsets:
-        simulation.add_jobset(jobset)
+    _add_jobsets(simulation, scenario, specs, kueue)
     for lws in scenario.workloads.leaderworkersets:
         simulation.add_controller(LeaderWorkerController(simulation, lws))
     for ray_job in scenario.workloads.rayjobs:
@@ -136,10 +136,9 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     return simulation
 
 
-def _add_jobs(simulation: Simulation, scenario: Scenario, specs: SpecCache) -> None:
+def _add_jobs(simulation: Simulation, scenario: Scenario, specs: SpecCache, kueue: KueueController | None) -> None:
     """The Jobs made at the start: each added (a suspended one makes no pod), or held for Kueue's admission where it
     names a LocalQueue and the input has Kueue's queues."""
-    kueue = KueueController(simulation, scenario.kueue) if scenario.kueue else None
     for job in scenario.workloads.jobs:
         if job.suspended:
             continue
@@ -149,6 +148,22 @@ def _add_jobs(simulation: Simulation, scenario: Scenario, specs: SpecCache) -> N
         records = [_record(pod, job.arrive_at, job.run_for, job.owner, gangs=simulation.gangs_on, specs=specs)
                    for pod in job.pods]
         start_jobset_job(simulation, job, records)  # add_job; a JobSet's exclusive-placement Job: its controller
+
+
+def _add_jobsets(simulation: Simulation, scenario: Scenario, specs: SpecCache, kueue: KueueController | None) -> None:
+    """The JobSets whose controller acts during the run; one naming a LocalQueue held for Kueue's admission where the
+    input has Kueue's queues, else made now (its Jobs were not among the workload's) unless written suspended."""
+    for jobset in scenario.workloads.jobsets:
+        if jobset.queue is None:
+            simulation.add_jobset(jobset)
+        elif kueue is not None:
+            kueue.hold_jobset(jobset)  # suspended by Kueue's webhook; its Jobs made when admitted
+        elif not jobset.held:  # as if Kueue were not installed
+            for job in jobset.first:
+                start_jobset_job(simulation, job, [_record(pod, job.arrive_at, job.run_for, job.owner,
+                                                           gangs=simulation.gangs_on, specs=specs)
+                                                   for pod in job.pods])
+            simulation.add_jobset(jobset)
 
 
 def _sampler(

@@ -1,7 +1,7 @@
 """Fields kube-scheduler reads that kubedra does not model yet: said once per field, never silently ignored.
 
-Kueue's admission is modelled for batch/v1 Jobs (``sim.kueue``); other workloads naming a LocalQueue are noted
-(``kueue_queued``).
+Kueue's admission is modelled for batch/v1 Jobs and JobSets (``sim.kueue``); other workloads naming a LocalQueue are
+noted (``kueue_queued``).
 
 One field at present: a pod's persistentVolumeClaim and generic ``ephemeral`` volumes (``spec.volumes``).
 kube-scheduler's
@@ -61,12 +61,13 @@ def kueue_queued(documents: Iterable[dict[str, Any]], queues: bool = False) -> l
     """One sentence where workloads name a Kueue LocalQueue (``kueue.x-k8s.io/queue-name``) and run as if admitted
     on arrival: all of them where the input has no Kueue queue (read as a cluster without Kueue, whose webhooks would
     hold them: a Job, JobSet, TrainJob, RayJob... made suspended, a plain pod gated by ``kueue.x-k8s.io/admission``);
-    where it has (``queues``), those of kinds other than batch/v1 Job, whose admission ``sim.kueue`` models."""
+    where it has (``queues``), those of kinds other than batch/v1 Job and JobSet, whose admission ``sim.kueue``
+    models."""
     keys = []
     for doc in documents:
         meta: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
         labels: dict[str, Any] = meta["labels"] if isinstance(meta.get("labels"), dict) else {}
-        if KUEUE_QUEUE in labels and not (queues and doc.get("kind") == "Job"):
+        if KUEUE_QUEUE in labels and not (queues and doc.get("kind") in ("Job", "JobSet")):
             keys.append(f"{doc.get('kind')} {meta.get('namespace') or 'default'}/{meta.get('name')} (queue "
                         f"{labels[KUEUE_QUEUE]})")
     if not keys:
@@ -76,19 +77,22 @@ def kueue_queued(documents: Iterable[dict[str, Any]], queues: bool = False) -> l
     named = (f"{len(keys)} workload{'s' if many else ''} (e.g. {keys[0]}) name{'' if many else 's'} a Kueue "
              f"LocalQueue with {KUEUE_QUEUE}")
     if queues:
-        return [f"{named}: kubedra models Kueue's admission for batch/v1 Jobs only and runs {them} as if admitted on "
-                f"arrival"]
+        return [f"{named}: kubedra models Kueue's admission for batch/v1 Jobs and JobSets only and runs {them} as if "
+                f"admitted on arrival"]
     return [f"{named}, but the input has no Kueue ResourceFlavor, ClusterQueue or LocalQueue: kubedra runs {them} "
             f"as if Kueue were not installed (admitted on arrival); add the queues to model Kueue's admission"]
 
 
-def kueue_claims(jobs: Iterable[Any]) -> list[str]:
-    """One sentence where a queued Job's pods claim devices through DRA: Kueue counts those devices against quota
-    only through its ``deviceClassMappings`` (DRA extended resources), which kubedra does not model."""
+def kueue_claims(jobs: Iterable[Any], jobsets: Iterable[Any] = ()) -> list[str]:
+    """One sentence where a queued Job's or JobSet's pods claim devices through DRA: Kueue counts those devices
+    against quota only through its ``deviceClassMappings`` (DRA extended resources), which kubedra does not model."""
     keys = [f"Job {job.namespace}/{job.name}" for job in jobs
             if job.queue is not None and job.pods and job.pods[0].spec.resource_claims]
+    keys += [f"JobSet {run.namespace}/{run.name}" for run in jobsets if run.queue is not None
+             and any(job.pods and job.pods[0].spec.resource_claims for stage in (run.first, *run.stages)
+                     for job in stage)]
     if not keys:
         return []
-    return [f"{len(keys)} queued Job{'s' if len(keys) != 1 else ''} (e.g. {keys[0]}) claim devices through DRA "
+    return [f"{len(keys)} queued workload{'s' if len(keys) != 1 else ''} (e.g. {keys[0]}) claim devices through DRA "
             f"ResourceClaims: Kueue counts those against quota only through its deviceClassMappings configuration, "
             f"which kubedra does not model; their claims count against no quota here"]

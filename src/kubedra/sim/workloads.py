@@ -204,8 +204,9 @@ class Workloads:
     notes: list[str] = field(default_factory=list)  # what an expansion does not model (a TrainJob's MPI policy)
 
     def all_jobs(self) -> list[JobRun]:
-        """The Jobs made at the start and those InOrder JobSets make later."""
-        return [*self.jobs, *(job for run in self.jobsets for stage in run.stages for job in stage)]
+        """The Jobs made at the start, those JobSets make later and those of JobSets Kueue admits."""
+        return [*self.jobs, *(job for run in self.jobsets for stage in (run.first,) * (run.queue is not None)
+                              + run.stages for job in stage)]
 
 
 def selector_requirements(
@@ -508,7 +509,10 @@ class _Expander(WorkloadChecks):
         name, spec = doc.metadata.name, doc.spec
         for path, message in [*jobset_problems(name, spec, raw_spec), *validate_metadata(doc.metadata)]:
             self.bad(where, path, message)
-        self.timing(where, doc.metadata, doc.metadata, "")  # its own annotations checked; a template's come first
+        created_at, _ = self.timing(where, doc.metadata, doc.metadata, "")  # its own; a template's come first
+        queue = doc.metadata.labels.get(KUEUE_QUEUE)
+        if queue is not None:  # Kueue suspends it until admitted, then resumes it: expanded as resumed
+            spec = msgspec.structs.replace(spec, suspend=False)
         in_order = spec.startup_policy is not None and spec.startup_policy.startup_policy_order == "InOrder"
         raw_jobs = raw_spec.get("replicatedJobs") or []
         counts = JobSetCounts(spec.replicated_jobs)
@@ -550,6 +554,12 @@ class _Expander(WorkloadChecks):
         if self.problems or not stages:
             return
         first, run = jobset_runs(name, namespace, spec, stages, refused)
+        if queue is not None:  # one Kueue Workload: its Jobs made when admitted (``sim.kueue_controller``)
+            run = replace(run or JobSetRun(name, namespace, (), first, replicas=tuple(
+                (rjob.name, rjob.replicas) for rjob in spec.replicated_jobs)), queue=queue,
+                held=bool(doc.spec.suspend), created_at=created_at)
+            self.jobsets.append(run)
+            return
         for job in first:
             self.jobs.append((job.arrive_at, self.sequence, job))
             self.sequence += 1
