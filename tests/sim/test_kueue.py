@@ -14,6 +14,7 @@ import yaml
 from kubedra.cli import main
 from kubedra.objects.errors import InvalidInputError
 from kubedra.objects.load import load_text
+from kubedra.sim.report import build_report
 from kubedra.sim.run import SimulationResult
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, simulate
@@ -221,3 +222,15 @@ def test_the_example_does_what_its_header_says() -> None:
     assert "nvidia.com/gpu: spot" in admitted(result)["train-c"]
     nodes_of = {r.owner.rsplit("/", 1)[1]: r.pod.spec.node_name for r in result.state.pods.values()}
     assert nodes_of["train-c"] == "h100-spot-0"
+
+
+def test_the_summary_says_how_long_workloads_waited_for_admission(capsys: pytest.CaptureFixture[str]) -> None:
+    # Quota for one 8-GPU Job: b waits the hour a runs; c asks for more than the quota ever holds and never runs.
+    result = run(flavor("default"), cluster_queue(QUOTA_8), local_queue(), nodes(),
+                 job("a", 8), job("b", 8), job("c", 16))
+    wait = build_report(result).summary["kueueAdmission"]
+    assert (wait["queued"], wait["admitted"], wait["neverAdmitted"]) == (3, 2, ["Job default/c"])
+    assert (wait["max"], wait["longest"]) == ("1h", "Job default/b")
+    assert main(["simulate", "-f", str(EXAMPLE)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Kueue admission wait")]
+    assert lines and "(Job default/train-d)" in lines[0]

@@ -257,6 +257,13 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"({g['capacityInUsePercent']:g}%); peak {g['peakInUse']} at {g['peakTime']}",
         _pending_line(w, summary["simulatedTime"]),
     ]
+    if (k := summary.get("kueueAdmission")) is not None:
+        never = k["neverAdmitted"]
+        lines.append(
+            f"Kueue admission wait: {k['admitted']} of {k['queued']} queued workloads admitted, p50 {k['p50']}, "
+            f"p99 {k['p99']}, max {k['max']}" + (f" ({k['longest']})" if k["longest"] else "")
+            + (f"; {len(never)} never admitted (e.g. {never[0]})" if never else "")
+        )
     f = summary.get("fragmentation")
     if f is not None and f["gpus"]:
         lines.append(

@@ -183,6 +183,32 @@ def _pending_time(lines: list[PodLine]) -> dict[str, Any]:
     }
 
 
+def _kueue_wait(result: SimulationResult) -> dict[str, Any] | None:
+    """How long workloads waited in Kueue's queues, from Queued to Admitted (what ``kueue_admission_wait_time_seconds``
+    observes): their pods do not exist meanwhile, so the pods' pending time cannot show it. None where nothing was
+    queued."""
+    queued: dict[str, float] = {}
+    admitted: dict[str, float] = {}
+    for event in result.events:
+        if event.type == "Queued":
+            queued.setdefault(event.object, event.time)
+        elif event.type == "Admitted" and event.object in queued:
+            admitted.setdefault(event.object, event.time - queued[event.object])
+    if not queued:
+        return None
+    waits = sorted(admitted.values())
+    longest = max(admitted, key=lambda w: (admitted[w], w), default="")
+    return {
+        "queued": len(queued),
+        "admitted": len(admitted),
+        "neverAdmitted": sorted(w for w in queued if w not in admitted),
+        "p50": format_duration(percentile(waits, 0.5)),
+        "p99": format_duration(percentile(waits, 0.99)),
+        "max": format_duration(waits[-1] if waits else 0.0),
+        "longest": longest,
+    }
+
+
 def _inventory(result: SimulationResult) -> Inventory:
     """The run's GPU inventory: the sampler's where it built one (the same slices and nodes), else built now."""
     if result.inventory is not None:
@@ -277,6 +303,8 @@ def build_report(result: SimulationResult, warnings: list[str] | None = None) ->
     summary = _summary(state, lines, result.end_time)
     summary["gpus"] = _gpus(result)
     summary["pendingTime"] = _pending_time(lines)
+    if (kueue := _kueue_wait(result)) is not None:
+        summary["kueueAdmission"] = kueue
     summary["fragmentation"] = {**_fragmentation(result), "series": result.fragmentation_series}
     return Report(pods=lines, summary=summary, result=result, warnings=list(warnings or []))
 
