@@ -26,6 +26,7 @@ from tests.sigs.harness import get_or_none, install_crds, listed, make_ready, po
 
 from kubedra.objects.load import load_text
 from kubedra.sim.scenario import build_scenario
+from kubedra.sim.simulate import Options, simulate
 
 HERE = Path(__file__).resolve().parent
 OPERATOR = HERE / "bin" / "ray-operator"
@@ -280,3 +281,55 @@ def test_a_rayjob_s_submitter_job_is_made_as_ray_operator_makes_it(control_plane
     ours = kubedra_submitters(docs)
     our_uid = ours[0]["metadata"]["ownerReferences"][0]["uid"]
     compare(real, ours, {uid: "<uid>"}, {our_uid: "<uid>"})
+
+
+def _kubedra_deadline(docs: list[dict[str, Any]], ready: bool) -> tuple[str, bool, bool]:
+    """kubedra's RayJob at its deadline: (the failure's reason, its cluster's pods deleted, a submitter Job made);
+    ``ready``: a node pool where the cluster fits (else none: it never gets ready, as nothing schedules here)."""
+    pool = {"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "h100"}, "spec": {
+        "count": 2, "allocatable": {"cpu": "64", "memory": "512Gi"},
+        "gpu": {"model": "H100-80GB", "count": 8}, "devicePlugin": True}}
+    rayjob = copy.deepcopy(docs[0])
+    rayjob["metadata"]["annotations"] = {"kubedra.io/run-for": "1h"}
+    result = simulate(build_scenario(load_text(yaml.safe_dump_all([*([pool] if ready else []), rayjob]))),
+                      Options(fragmentation_samples=0))
+    name = f"RayJob {rayjob['metadata']['namespace']}/{rayjob['metadata']['name']}"
+    (failed,) = [e for e in result.events if e.object == name and e.type == "Failed"]
+    cluster = {key for key, r in result.state.pods.items() if "ray.io/cluster" in r.pod.metadata.labels}
+    deleted = {e.object.split(" ", 1)[1] for e in result.events if e.type == "Deleted"}
+    made = any(e.type == "Created" and e.object.startswith("Job ") for e in result.events)
+    return failed.message.split(":", 1)[0], bool(cluster) and cluster <= deleted, made
+
+
+@pytest.mark.parametrize("ready", [False, True], ids=["cluster-never-ready", "submitter-running"])
+def test_a_rayjob_past_its_deadline_fails_as_ray_operator_fails_it(control_plane: ControlPlane, operator: str,
+                                                                   ready: bool) -> None:
+    # checkActiveDeadlineAndUpdateStatusIfNeeded, then handleShutdownAfterJobFinishes: the RayCluster deleted, the
+    # submitter Job (where one was made) kept.
+    namespace, name = operator, f"late-{int(ready)}"
+    rayjob = copy.deepcopy(RAYJOB)
+    rayjob["metadata"]["name"] = name
+    rayjob["spec"]["activeDeadlineSeconds"] = 20 if ready else 5
+    docs = documents(namespace, rayjob)
+    apply(control_plane, docs)
+    base = f"/apis/ray.io/v1/namespaces/{namespace}"
+
+    def cluster() -> str | None:
+        items: list[dict[str, Any]] = control_plane.get(f"{base}/rayclusters")["items"]
+        return next((c["metadata"]["name"] for c in items if c["metadata"]["name"].startswith(f"{name}-")), None)
+
+    cluster_name = control_plane.wait_for(cluster, timeout=WAIT, interval=0.5, what="the RayJob's RayCluster")
+    if ready:
+        for pod in real_pods(control_plane, namespace, cluster_name, 3):
+            make_ready(control_plane, pod)
+        control_plane.wait_for(lambda: get_or_none(control_plane, f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"),
+                               timeout=WAIT, interval=0.5, what="the submitter Job")
+
+    def failed() -> dict[str, Any] | None:
+        status: dict[str, Any] = control_plane.get(f"{base}/rayjobs/{name}").get("status") or {}
+        return status if status.get("jobDeploymentStatus") == "Failed" else None
+
+    status = control_plane.wait_for(failed, timeout=WAIT, interval=0.5, what="the RayJob to fail")
+    control_plane.wait_for(lambda: cluster() is None, timeout=WAIT, interval=0.5, what="the RayCluster's deletion")
+    job = get_or_none(control_plane, f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+    assert (status["reason"], True, job is not None) == _kubedra_deadline(docs, ready)

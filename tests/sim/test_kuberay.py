@@ -177,3 +177,49 @@ def test_the_rayjob_example_runs_its_job_then_shuts_its_cluster_down() -> None:
              if e["type"] in ("Finished", "Deleted")}
     assert ended[submitter] == ("Finished", 7200.0)
     assert {ended[n] for n in [*workers, head]} == {("Deleted", 7200.0)}
+
+
+def _rayjob(replicas: int, run_for: str, **spec: Any) -> dict[str, Any]:
+    rc = cluster(group(replicas=replicas))["spec"]
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": "train", "annotations": {"kubedra.io/run-for": run_for}},
+            "spec": {"rayClusterSpec": rc, **spec}}
+
+
+def _rayjob_events(sim: Any, kind: str) -> list[tuple[float, str]]:
+    return [(e["seconds"], e["message"]) for e in sim.events if e["object"] == "RayJob default/train"
+            and e["type"] == kind]
+
+
+def test_a_rayjob_whose_cluster_never_gets_ready_fails_at_its_deadline_and_shuts_it_down() -> None:
+    # checkActiveDeadlineAndUpdateStatusIfNeeded while Initializing: 10 workers of 8 GPUs on 8 nodes never all run.
+    sim = run(pool(), _rayjob(10, "1h", activeDeadlineSeconds=600, shutdownAfterJobFinishes=True))
+    (failed,) = _rayjob_events(sim, "Failed")
+    assert failed[0] == 600.0 and failed[1].startswith("DeadlineExceeded") and "no submitter Job" in failed[1]
+    assert not [n for n in sim.pods if "-head-" not in n and "-worker-" not in n]  # no submitter Job was made
+    deletions = [e for e in sim.events if e["type"] == "Deleted" and e["object"].startswith("Pod ")]
+    assert len(deletions) == 11 and {e["seconds"] for e in deletions} == {600.0}  # the head and 10 workers
+
+
+def test_a_running_rayjob_past_its_deadline_fails_its_cluster_deleted_after_the_ttl_its_submitter_kept() -> None:
+    # handleShutdownAfterJobFinishes: the RayCluster deleted ttlSecondsAfterFinished after the end, the Job kept.
+    sim = run(pool(), _rayjob(2, "2h", activeDeadlineSeconds=3600, shutdownAfterJobFinishes=True,
+                              ttlSecondsAfterFinished=60))
+    assert [t for t, _ in _rayjob_events(sim, "Failed")] == [3600.0]
+    cluster_gone = {e["seconds"] for e in sim.events if e["type"] == "Deleted"}
+    assert cluster_gone == {3660.0}
+    (submitter,) = [n for n in sim.pods if "-head-" not in n and "-worker-" not in n]
+    assert sim.phase(submitter) == "Succeeded"
+
+
+def test_a_rayjob_done_before_its_deadline_does_not_fail_and_waits_the_ttl() -> None:
+    sim = run(pool(), _rayjob(2, "10m", activeDeadlineSeconds=3600, shutdownAfterJobFinishes=True,
+                              ttlSecondsAfterFinished=30))
+    assert not _rayjob_events(sim, "Failed")
+    assert {e["seconds"] for e in sim.events if e["type"] == "Deleted"} == {630.0}
+
+
+def test_without_shutdown_a_failed_rayjob_keeps_its_cluster() -> None:
+    sim = run(pool(), _rayjob(2, "2h", activeDeadlineSeconds=600))
+    assert [t for t, _ in _rayjob_events(sim, "Failed")] == [600.0]
+    assert not [e for e in sim.events if e["type"] == "Deleted"]

@@ -11,11 +11,21 @@ cluster is ready (kubedra: all its pods running): one pod from ``submitterPodTem
 ``ray-job-submitter`` container (the head's image; requests 500m CPU and 200Mi, limits 1 CPU and 1Gi;
 ``restartPolicy: Never``). Its ``kubedra.io/run-for`` (the RayJob's, or the submitter template's) is how long the
 Ray job runs. ``SidecarMode`` adds that container to the head (``restartPolicy: Never``) and makes no Job;
-``HTTPMode`` and ``InteractiveMode`` make no Job. ``shutdownAfterJobFinishes: true`` deletes the cluster's pods when
-the submitter Job ends (``ttlSecondsAfterFinished`` not waited). ``suspend: true`` makes nothing.
+``HTTPMode`` and ``InteractiveMode`` make no Job. ``shutdownAfterJobFinishes: true`` deletes the cluster's pods
+``ttlSecondsAfterFinished`` after the submitter Job ends (``handleShutdownAfterJobFinishes``). ``suspend: true``
+makes nothing.
 
-**Not modelled.** ``clusterSelector`` (an existing cluster: refused), retries (``backoffLimit``), deadlines,
-``deletionStrategy``, the head Service, the Ray job's own status.
+**Deadline.** With ``activeDeadlineSeconds`` a RayJob not finished that long after it was created fails with reason
+``DeadlineExceeded`` (``checkActiveDeadlineAndUpdateStatusIfNeeded``, checked while Initializing and Running: its
+StartTime is set as it leaves New), whether its cluster is still waiting for room or its Ray job is running; it is
+never retried (``checkBackoffLimitAndUpdateStatusIfNeeded``). A failed RayJob makes no submitter Job; with
+``shutdownAfterJobFinishes`` its cluster's pods are deleted ``ttlSecondsAfterFinished`` later, its submitter Job is
+kept (the operator deletes only the RayCluster). The operator notices on its next reconcile (every 3 s at most); kubedra
+at the deadline itself. Deadlines are modelled in ``K8sJobMode``, where the submitter Job's end is the Ray job's.
+
+**Not modelled.** ``clusterSelector`` (an existing cluster: refused), retries of a failed Ray job (``backoffLimit``:
+kubedra's Ray jobs fail only by their deadline), ``deletionStrategy``, the head Service, the Ray job's own status, a
+submitter left running after its cluster was deleted (it runs its ``run-for``).
 """
 
 from __future__ import annotations
@@ -82,6 +92,8 @@ class RayJobRun:
     cluster: tuple[str, ...]
     submitter: JobRun | None
     shutdown: bool
+    deadline: float | None = None  # when ``activeDeadlineSeconds`` runs out (from the RayJob's creation)
+    ttl: float = 0.0  # ``ttlSecondsAfterFinished``
 
 
 def rayjob_pods(state: ClusterState, run: RayJobRun) -> list[str]:
@@ -175,8 +187,11 @@ def expand_rayjob(exp: _Expander, where: Location, doc: RayJobDoc, namespace: st
         job_spec = JobSpec(parallelism=1, completions=1, template=template, backoff_limit=2)
         submitter = exp.job_run(name, namespace, stable_uid("Job", namespace, name), job_spec, (1, 1, False),
                                 timing=(0.0, job_timing[1]))
+    deadline = None  # the other modes' Ray job ends where kubedra does not look (a head's container, the dashboard)
+    if spec.active_deadline_seconds is not None and submitter is not None:
+        deadline = arrive_at + spec.active_deadline_seconds
     return RayJobRun(name, namespace, tuple(f"{namespace}/{p.metadata.name}" for p in pods), submitter,
-                     spec.shutdown_after_job_finishes)
+                     spec.shutdown_after_job_finishes, deadline, float(spec.ttl_seconds_after_finished))
 
 
 def expand_ray(exp: _Expander, where: Location, doc: RayClusterDoc | RayJobDoc, namespace: str) -> None:
@@ -190,21 +205,25 @@ def expand_ray(exp: _Expander, where: Location, doc: RayClusterDoc | RayJobDoc, 
 
 
 class RayJobController:
-    """One RayJob during the run: makes the submitter Job once every cluster pod runs (the cluster is Ready), and
-    with ``shutdownAfterJobFinishes`` deletes the cluster's pods once the Job has ended."""
+    """One RayJob during the run: makes the submitter Job once every cluster pod runs (the cluster is Ready), fails
+    it at its deadline, and with ``shutdownAfterJobFinishes`` deletes the cluster's pods once it has ended."""
 
     def __init__(self, sim: Simulation, run: RayJobRun) -> None:
         self.sim = sim
         self.run = run
         self.made = 0
         self.job: JobProgress | None = None
+        self.failed = False
+        self._key = f"RayJob/{run.namespace}/{run.name}"
+        if run.deadline is not None:
+            sim.wake(run.deadline, f"{self._key}/deadline", self._deadline)
 
     def step(self) -> bool:
         """Advance; whether there is more to do."""
         from kubedra.sim.run import Event
 
         sim, run = self.sim, self.run
-        if run.submitter is None:
+        if run.submitter is None or self.failed:
             return False
         if self.job is None:
             records = [sim.state.pods.get(key) for key in run.cluster]
@@ -218,8 +237,35 @@ class RayJobController:
             return run.shutdown
         if sim.job_active(self.job):
             return True
-        for key in run.cluster:
-            record = sim.state.pods.get(key)
-            if record is not None:
-                sim.delete(record, f"RayJob {run.namespace}/{run.name}: shutdownAfterJobFinishes", 0.0)
+        self._shut_down("shutdownAfterJobFinishes")
         return False
+
+    def _deadline(self) -> None:
+        """``activeDeadlineSeconds`` ran out: unless its submitter Job has ended, the RayJob fails, for good."""
+        from kubedra.sim.run import Event
+
+        sim, run = self.sim, self.run
+        if self.job is not None and not sim.job_active(self.job):
+            return  # Complete already
+        self.failed = True
+        sim.events.append(Event(sim.now, "Failed", f"RayJob {run.namespace}/{run.name}", message=(
+            "DeadlineExceeded: the RayJob has passed its activeDeadlineSeconds"
+            + ("" if self.job is not None else "; its RayCluster was not ready, no submitter Job was made"))))
+        self._shut_down("shutdownAfterJobFinishes after DeadlineExceeded")
+
+    def _shut_down(self, why: str) -> None:
+        """With ``shutdownAfterJobFinishes``: the cluster's pods deleted ``ttlSecondsAfterFinished`` from now."""
+        run = self.run
+        if not run.shutdown:
+            return
+        if run.ttl > 0:
+            self.sim.wake(self.sim.now + run.ttl, f"{self._key}/shutdown", lambda: self._delete_cluster(why))
+        else:
+            self._delete_cluster(why)
+
+    def _delete_cluster(self, why: str) -> None:
+        run = self.run
+        for key in run.cluster:
+            record = self.sim.state.pods.get(key)
+            if record is not None:
+                self.sim.delete(record, f"RayJob {run.namespace}/{run.name}: {why}", 0.0)
