@@ -17,9 +17,9 @@ import msgspec
 
 from kubedra.cluster.nodepool import RawLike, Strict, at, convert_strict, object_location
 from kubedra.objects.errors import Problem
-from kubedra.objects.model import ObjectMeta, Taint, Toleration
+from kubedra.objects.model import Taint, Toleration
 from kubedra.objects.quantity import Quantity, QuantityError
-from kubedra.sim.manifests import LabelSelector
+from kubedra.sim.manifests import LabelSelector, _Doc
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = (f"{GROUP}/v1beta2", f"{GROUP}/v1beta1")
@@ -35,12 +35,8 @@ class FlavorSpec(Strict, kw_only=True):
     topology_name: str | None = None
 
 
-class ResourceFlavorDoc(Strict, kw_only=True):
-    api_version: str
-    kind: str
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+class ResourceFlavorDoc(_Doc, kw_only=True):
     spec: FlavorSpec = msgspec.field(default_factory=FlavorSpec)
-    status: Any = None
 
 
 class ResourceQuotaDoc(Strict, kw_only=True):
@@ -75,12 +71,8 @@ class ClusterQueueSpec(Strict, kw_only=True):
     admission_scope: Any = None
 
 
-class ClusterQueueDoc(Strict, kw_only=True):
-    api_version: str
-    kind: str
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+class ClusterQueueDoc(_Doc, kw_only=True):
     spec: ClusterQueueSpec = msgspec.field(default_factory=ClusterQueueSpec)
-    status: Any = None
 
 
 class LocalQueueSpec(Strict, kw_only=True):
@@ -89,12 +81,8 @@ class LocalQueueSpec(Strict, kw_only=True):
     fair_sharing: Any = None
 
 
-class LocalQueueDoc(Strict, kw_only=True):
-    api_version: str
-    kind: str
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+class LocalQueueDoc(_Doc, kw_only=True):
     spec: LocalQueueSpec = msgspec.field(default_factory=LocalQueueSpec)
-    status: Any = None
 
 
 @dataclass(frozen=True)
