@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubedra.migrate.drain import simulate_wave
 from kubedra.migrate.job_failures import JobCount, JobWave
-from kubedra.migrate.rollout import Cluster, Held, WaveOutcome, begin, simulate_wave
+from kubedra.migrate.rollout import Cluster, Held, WaveOutcome, begin
 
 PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"  # what the runbook's DRA driver install selects nodes by
 DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"  # the GPU Operator's per-node switch
@@ -180,6 +181,9 @@ def job_line(owner: str, job: JobWave) -> str:
     """A Job's cost in a wave, as the table prints it."""
     kind, name = owner.split("/", 1)
     evicted = f"{job.evicted} pod{'s' if job.evicted != 1 else ''} evicted"
+    if job.preempted:
+        preempted = f"{job.preempted} pod{'s' if job.preempted != 1 else ''} preempted"
+        evicted = f"{evicted}, {preempted}" if job.evicted else preempted
     if job.failed:
         return f"{kind} {name} fails: {job.failed} ({evicted}; failures {job.counted}, backoffLimit {job.limit})"
     return (f"{kind} {name}: {evicted}, failures {job.counted} of backoffLimit {job.limit}; its new pods come after "
