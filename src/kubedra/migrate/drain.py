@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from kubedra.migrate.group_restarts import Restarts, jobset_restarts, lws_restarts
 from kubedra.migrate.job_failures import (
     JobCount,
     jobs_in_wave,
@@ -110,10 +111,18 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
                 continue
         again.append(key)
     owners = {k: a.owner for k, a in by_key.items()}
-    jobs = jobs_in_wave(cluster.scenario.workloads, owners, evicted, [*again, *running], failures or {})
-    running = {k: h for k, h in running.items() if k not in jobs.lost}
-    again = [k for k in again if k not in jobs.lost]
-    lost.extend(jobs.lost)
+    workloads = cluster.scenario.workloads
+    jobs = jobs_in_wave(workloads, owners, evicted, [*again, *running], failures or {})
+    restarts = Restarts()
+    lws_restarts(by_key, cluster.lws_policies, evicted, placement, restarts)
+    jobset_restarts(workloads, owners, evicted, jobs, before=failures or {}, out=restarts)
+    job_lost = [*(k for k in jobs.lost if k not in restarts.fresh), *restarts.lost]
+    again = [k for k in by_key if (k in again or k in restarts.recreated or k in restarts.fresh)
+             and k not in job_lost and k not in lost]
+    running = {k: h for k, h in running.items() if k not in job_lost and k not in again}
+    lost.extend(job_lost)
+    jobs = replace(jobs, counts={**jobs.counts, **restarts.counts},
+                   delays={k: d for k, d in jobs.delays.items() if k not in restarts.fresh})
     wave = _Wave(cluster, features, by_key, placement, running=running, lost=lost)
 
     def backoff() -> dict[str, float]:
@@ -138,4 +147,5 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     counts = with_preempted(jobs.rules, jobs.counts, by_owner)
     touched = with_preempted_jobs(jobs.jobs, counts, by_owner, jobs.rules)
     return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets, wave.preempted,
-                       {k: h for k, h in result.held.items() if k in after}, touched, counts, jobs.lost)
+                       {k: h for k, h in result.held.items() if k in after}, touched, counts, job_lost,
+                       restarts.workloads, [k for k in restarts.recreated if k not in job_lost])

@@ -62,7 +62,7 @@ class JobWave:
 
 def rules_by_owner(workloads: Workloads) -> dict[str, JobRules]:
     """Each Job's rules, by the owner its pods carry in the plan (``Job/<namespace>/<name>``)."""
-    return {job.owner: job_rules(job.spec) if job.spec is not None else JobRules() for job in workloads.jobs}
+    return {job.owner: job_rules(job.spec) if job.spec is not None else JobRules() for job in workloads.all_jobs()}
 
 
 def job_costs(rules: Mapping[str, JobRules], evicted: Counter[str], before: Mapping[str, JobCount]

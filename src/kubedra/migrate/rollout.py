@@ -36,6 +36,7 @@ import msgspec
 
 from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
 from kubedra.migrate.gpunodes import GpuNode, labelled_gpu_node, plugin_replicas, plugin_resource, replicas_for, scaled
+from kubedra.migrate.group_restarts import GroupWave, lws_policies
 from kubedra.migrate.job_failures import JobCount, JobWave
 from kubedra.migrate.mig import mig_classes
 from kubedra.objects.errors import InvalidInputError, Location, Problem
@@ -66,6 +67,7 @@ class Cluster:
     pods: list[PodArrival]  # in arrival order
     notes: list[str] = field(default_factory=list)
     observed: dict[str, str] | None = None  # pod key -> node where it runs (a live cluster); None: simulate the start
+    lws_policies: dict[str, str] = field(default_factory=dict)  # LeaderWorkerSet -> its restartPolicy
 
 
 @dataclass
@@ -84,6 +86,10 @@ class WaveOutcome:
     jobs: dict[str, JobWave] = field(default_factory=dict)  # Job owner -> what the wave's evictions cost it
     failures: dict[str, JobCount] = field(default_factory=dict, repr=False)  # every Job's count, for the next wave
     job_lost: list[str] = field(default_factory=list)  # pods lost with their failed Job (evicted or not)
+    # LeaderWorkerSet groups and JobSets the wave restarts or fails (``group_restarts``), and the pods not evicted
+    # that they delete and make again
+    workloads: dict[str, GroupWave] = field(default_factory=dict)
+    recreated: list[str] = field(default_factory=list)
 
     @property
     def breaks(self) -> int:
@@ -91,8 +97,9 @@ class WaveOutcome:
 
     @property
     def disrupted(self) -> int:
-        """Pods evicted or preempted, and those a failed Job deleted."""
-        return len(self.evicted) + len(self.preempted) + len(set(self.lost) - set(self.evicted) - set(self.preempted))
+        """Pods evicted or preempted, those a failed Job deleted, and those recreated with their group or JobSet."""
+        gone = set(self.lost) | set(self.recreated)
+        return len(self.evicted) + len(self.preempted) + len(gone - set(self.evicted) - set(self.preempted))
 
 
 def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
@@ -132,17 +139,18 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
     scenario = mig_classes(scenario, gpu_nodes, notes)
     workloads = scenario.workloads
     pods = [replace(a, arrive_at=0.0, run_for=None) for a in workloads.arrivals]
-    for job in workloads.jobs:
+    started = [job for run in workloads.jobsets if run.queue is None for stage in run.stages for job in stage]
+    for job in [*workloads.jobs, *started]:  # a running JobSet has made its later replicated jobs' Jobs too
         if not job.suspended:  # the Job's running pods: as many as its parallelism
             pods.extend(PodArrival(p, 0.0, None, job.owner) for p in job.pods[: job.parallelism])
-    skipped = [kind for kind, items in (("CronJobs", workloads.cronjobs), ("JobSets", workloads.jobsets),
-                                         ("LeaderWorkerSets", workloads.leaderworkersets),
-                                         ("RayJobs", workloads.rayjobs)) if items]
+    skipped = [kind for kind, items in (
+        ("CronJobs", workloads.cronjobs), ("JobSets queued by Kueue", [r for r in workloads.jobsets if r.queue]),
+        ("LeaderWorkerSets whose workers wait on their leader", workloads.leaderworkersets),
+        ("RayJobs", workloads.rayjobs)) if items]
     if skipped:
-        notes.append(f"{', '.join(skipped)}: not planned yet (only Deployments, StatefulSets, ReplicaSets, Jobs and "
-                     "Pods move in a wave)")
+        notes.append(f"{', '.join(skipped)}: not planned yet (noted, not moved in a wave)")
     others = [n for n in scenario.nodes if n.metadata.name not in gpu_nodes]
-    return Cluster(scenario, gpu_nodes, others, pods, notes)
+    return Cluster(scenario, gpu_nodes, others, pods, notes, lws_policies=lws_policies(loaded))
 
 
 def pod_key(pod: Pod) -> str:
