@@ -64,6 +64,8 @@ def test_every_output_object_passes_a_server_side_dry_run(
             continue  # the GPU Operator's ClusterPolicy and GPUCluster: CRDs the test API server does not serve
         if str(original.get("apiVersion", "")).startswith("kubedra.io/"):
             continue  # the rollout example's NodePools: kubedra's own inventory kind, never sent to a cluster
+        if str(original.get("apiVersion", "")).startswith(("jobset.x-k8s.io/", "leaderworkerset.x-k8s.io/")):
+            continue  # the gang rollout example's JobSet and LeaderWorkerSet: CRDs the test API server does not serve
         document = in_namespace(original, namespace)
         try:
             control_plane.request("POST", collection(document, namespace) + "?dryRun=All", document)

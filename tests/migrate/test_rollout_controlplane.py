@@ -38,8 +38,9 @@ from tests.kube.vs_controllers import CONTROLLERS
 from kubedra.allocator import Features
 from kubedra.cluster.deviceclasses import GPU_CLASS, default_device_classes
 from kubedra.migrate import waves
+from kubedra.migrate.drain import simulate_wave
 from kubedra.migrate.mig import GPU
-from kubedra.migrate.rollout import Cluster, WaveOutcome, read_cluster, simulate_wave
+from kubedra.migrate.rollout import Cluster, WaveOutcome, read_cluster
 from kubedra.objects.load import load_paths
 from kubedra.sim.scenario import build_scenario
 

@@ -103,3 +103,60 @@ def test_the_example_job_cannot_be_drained_without_failing(capsys: pytest.Captur
     assert failed[0] == ["dgx-0"] and failed[1]["evicted"] == 8 and failed[1]["failed"].startswith(
         "BackoffLimitExceeded")
     assert plan["summary"]["lost"] == 8
+
+
+BATCH_JOB = """apiVersion: batch/v1
+kind: Job
+metadata: {name: batch}
+spec:
+  parallelism: 1
+  completions: 1
+  template:
+    metadata: {labels: {app: batch}}
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: work, image: work, resources: {limits: {nvidia.com/gpu: 2}}}"""
+
+
+def test_a_preempted_job_pod_is_made_again_after_the_back_off(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wave 1 drains ``a``: the serving pod's replacement preempts the Job's pod on ``b`` (priority 1000 over 0). The
+    scheduler marks the victim DisruptionTarget and deletes it: a failed pod to its Job, as an evicted one is, so the
+    Job controller makes its replacement only after the back-off of one failure (10 s), not at once; the failure
+    counts toward backoffLimit (6)."""
+    from tests.migrate.test_rollout import _two_nodes
+
+    from kubedra.allocator import Features
+    from kubedra.migrate import drain, rollout, waves
+    from kubedra.migrate.rollout import read_cluster
+    from kubedra.objects.load import load_paths
+    from kubedra.sim.scenario import build_scenario
+
+    arrivals: list[tuple[str, float]] = []
+    real = rollout.simulated
+
+    def spy(scenario: Any, features: Any, known: dict[str, str]) -> rollout.Ran:
+        arrivals.extend((a.pod.metadata.name, a.arrive_at) for a in scenario.workloads.arrivals)
+        return real(scenario, features, known)
+
+    (tmp_path / "cluster.yaml").write_text(_two_nodes(BATCH_JOB))
+    capsys.readouterr()
+    assert main(["migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json"]) == 0
+    first = json.loads(capsys.readouterr().out)["waves"][0]
+    [victim] = first["preempted"]
+    assert victim.startswith("default/batch-") and first["lost"] == []
+    assert first["jobs"]["Job/default/batch"] == {"evicted": 0, "preempted": 1, "failures": 1, "backoffLimit": 6,
+                                                  "backoffSeconds": backoff(1)}
+    assert victim not in first["waiting"]  # made again, after the back-off, on the switched a
+    assert main(["migrate", "plan", str(tmp_path), "--order", "naive"]) == 0
+    assert "Job default/batch: 1 pod preempted, failures 1 of backoffLimit 6; its new pods come after a 10 s back-off" in capsys.readouterr().out
+    # the runs of wave 1 alone: the victim's replacement arrives the back-off after the recreated pods
+    loaded = load_paths([str(tmp_path)])
+    cluster = read_cluster(loaded, build_scenario(loaded))
+    features = Features.for_release("1.37")
+    placement, _, held = waves._initial(cluster, features)
+    monkeypatch.setattr(drain, "simulated", spy)
+    drain.simulate_wave(cluster, features, set(), ("a",), placement, held=held)
+    name = victim.split("/", 1)[1]
+    assert [at for pod, at in arrivals if pod == name] == [0.0, rollout.RECREATED_AT + backoff(1)]

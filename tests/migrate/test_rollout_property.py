@@ -1,5 +1,5 @@
 """Property tests of ``kubedra migrate plan`` on generated clusters (1-4 device-plugin NodePools, 0-2 MIG Nodes, 0-3
-Deployments).
+Deployments or LeaderWorkerSets).
 
 A MIG Node is labelled as GPU Feature Discovery labels it and advertises what the device plugin does
 (:mod:`kubedra.migrate.mig`): with ``nvidia.com/mig.strategy`` ``single`` every GPU holds as many devices of one
@@ -29,6 +29,8 @@ from kubedra.cluster import catalogue
 from kubedra.migrate import waves
 from kubedra.migrate.rollout import Cluster, read_cluster
 from kubedra.objects.load import load_paths
+from kubedra.sim.leaderworkersets import GROUP_INDEX_KEY as LWS_GROUP
+from kubedra.sim.leaderworkersets import NAME_KEY as LWS_NAME
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, simulate
 
@@ -40,7 +42,8 @@ PROFILES = {m: catalogue.lookup(m).mig_profiles for m in MODELS}
 
 Pool = tuple[str, int, bool]  # model, GPUs, time-sliced
 MigSpec = tuple[str, str, int, tuple[tuple[str, int], ...], int]  # strategy, model, MIG GPUs, devices, whole GPUs
-Workload = tuple[int, str, int, int | None]  # replicas, resource, count per pod, PDB minAvailable
+# replicas (a LeaderWorkerSet's: groups of a leader and one worker), resource, count per pod, PDB minAvailable, kind
+Workload = tuple[int, str, int, int | None, str]
 
 
 ENGINES = ("multiprocessors", "copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines")
@@ -101,10 +104,12 @@ def workload_st(draw: st.DrawFn, profiles: list[str]) -> Workload:
     """Whole GPUs, or one MIG device of a profile: mostly one the cluster's mixed nodes advertise (a single node's
     are ``nvidia.com/gpu``), where it has any."""
     replicas, budget = draw(st.integers(1, 3)), draw(st.sampled_from([None, 1, 2]))
+    if draw(st.integers(0, 3)) == 0:  # a LeaderWorkerSet: groups recreated whole when a pod of theirs is evicted
+        return draw(st.integers(1, 2)), GPU, 1, None, "LeaderWorkerSet"
     if draw(st.sampled_from([True, False, False] if profiles else [True, False])):
-        return replicas, GPU, draw(st.integers(1, 2)), budget
+        return replicas, GPU, draw(st.integers(1, 2)), budget, "Deployment"
     profile = draw(st.sampled_from(profiles or [p.name for m in MODELS for p in PROFILES[m][:2]]))
-    return replicas, f"nvidia.com/mig-{profile}", 1, budget
+    return replicas, f"nvidia.com/mig-{profile}", 1, budget, "Deployment"
 
 
 @st.composite
@@ -162,8 +167,14 @@ def _cluster_docs(nodes: list[Pool], mig_nodes: list[MigSpec], workloads: list[W
     docs: list[object] = [_pool(f"n{i}", m, g, plugin=True, shared=s) for i, (m, g, s) in enumerate(nodes)]
     docs += [_mig_node(f"m{j}", spec) for j, spec in enumerate(mig_nodes)]
     docs += _time_slicing(nodes)
-    for i, (replicas, resource, count, budget) in enumerate(workloads):
+    for i, (replicas, resource, count, budget, kind) in enumerate(workloads):
         labels = {"app": f"w{i}"}
+        if kind == "LeaderWorkerSet":
+            template = {"metadata": {"labels": labels}, "spec": {"containers": [_container(resource, count)]}}
+            docs.append({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": kind, "metadata": {"name": f"w{i}"},
+                         "spec": {"replicas": replicas, "leaderWorkerTemplate": {"size": 2,
+                                                                                 "workerTemplate": template}}})
+            continue
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"w{i}"},
                      "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                               "template": {"metadata": {"labels": labels},
@@ -229,6 +240,8 @@ def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, generated: tuple
                                                  max_unavailable: int) -> None:
     nodes, mig_nodes, workloads = generated
     naive, smart, cluster, asks = _plans(tmp_path, nodes, mig_nodes, workloads, max_unavailable)
+    groups = {f"default/{p.pod.metadata.name}": f"LeaderWorkerSet/default/{labels[LWS_NAME]} group {labels[LWS_GROUP]}"
+              for p in cluster.pods if LWS_NAME in (labels := p.pod.metadata.labels)}
     assert set(cluster.gpu_nodes) == {f"n{i}-0" for i in range(len(nodes))} | {f"m{j}" for j in range(len(mig_nodes))}
     for plan in (naive, smart):
         switched: set[str] = set()
@@ -238,6 +251,12 @@ def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, generated: tuple
                                             wave.placement, asks)
             assert pending == [], (plan.order, wave.switching, pending)
             assert set(wave.placement).isdisjoint(wave.waiting)
+            # LWS v0.9.0's default RecreateGroupOnPodRestart (and the leader owning its workers): a group with a pod
+            # evicted has every pod evicted or deleted and made again
+            for group in {groups[k] for k in wave.evicted if k in groups}:
+                members = {k for k, g in groups.items() if g == group}
+                assert members <= set(wave.evicted) | set(wave.recreated), (wave.switching, group)
+                assert group in wave.workloads, (wave.switching, group)
         assert switched == set(cluster.gpu_nodes)
 
 
@@ -245,5 +264,7 @@ def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, generated: tuple
 @given(generated=cluster_st(), max_unavailable=st.integers(1, 2))
 def test_smart_is_never_worse_than_naive(tmp_path: Path, generated: tuple[list[Pool], list[MigSpec], list[Workload]],
                                          max_unavailable: int) -> None:
+    """Smart's order of costs: budgets broken, then LeaderWorkerSet groups recreated, then pods disrupted."""
     naive, smart, _, _ = _plans(tmp_path, *generated, max_unavailable)
-    assert smart.breaks < naive.breaks or (smart.breaks == naive.breaks and smart.evictions <= naive.evictions)
+    disrupted = [sum(w.disrupted for w in p.waves) for p in (smart, naive)]
+    assert (smart.breaks, smart.restarted, disrupted[0]) <= (naive.breaks, naive.restarted, disrupted[1])

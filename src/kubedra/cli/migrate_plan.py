@@ -106,7 +106,7 @@ def _plan(paths: list[str], max_unavailable: int, order: Order, limits: Any,
 
 
 def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
-    from kubedra.migrate.waves import budget_line, job_line, totals_row, wave_rows
+    from kubedra.migrate.waves import budget_line, group_line, job_line, totals_row, wave_rows
 
     console = stdout_console()
 
@@ -128,6 +128,8 @@ def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
             say(f"  {budget_line(b)}")
         for owner, job in wave.jobs.items():
             say(f"  {job_line(owner, job)}")
+        for name, group in wave.workloads.items():
+            say(f"  {group_line(name, group)}")
         say("")
     table = Table([Column("ORDER"), Column("WAVES"), Column("EVICTIONS"), Column("PREEMPTED"), Column("LOST"),
                    Column("WAITING"), Column("BUDGETS BROKEN")])
@@ -135,6 +137,8 @@ def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
         table.add(*totals_row(p, plan))
     for line in table.lines():
         say(line)
+    if plan.restarted or other.restarted:
+        say(f"groups and JobSets restarted or failed: {plan.order} {plan.restarted}, {other.order} {other.restarted}")
     for note in [*notes, *plan.notes]:
         say(f"note: {note}")
 

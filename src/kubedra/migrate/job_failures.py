@@ -8,8 +8,10 @@ the rollout is over, so its failures add up wave after wave. The first ``podFail
 ``DisruptionTarget`` condition (``sim.replacements.job_rules``) says what an eviction costs: ``Ignore`` leaves it out
 of the failed count, ``FailJob`` fails the Job at once, ``Count`` (or no rule) counts it. Once the count passes
 ``backoffLimit`` (6 unless set) the Job fails (``BackoffLimitExceeded``): it makes no more pods and deletes the ones
-it has. A Job's pod preempted during the wave is a failure too, counted for the waves after it (the wave does not
-fail the Job for it). ``backoffLimitPerIndex``'s per-index limits are not modelled (such a Job's ``backoffLimit``
+it has. A Job's pod preempted during the wave is a failure too (the scheduler sets ``DisruptionTarget`` on it as the
+eviction API does): its replacement, too, comes only after the back-off its Job's failures give, the preemptions so
+far in the wave counted (``preemption_delays``); it counts for the waves after it (the wave does not fail the Job for
+it). ``backoffLimitPerIndex``'s per-index limits are not modelled (such a Job's ``backoffLimit``
 defaults to MaxInt32: it does not fail here).
 """
 
@@ -46,10 +48,13 @@ class JobWave:
     limit: int
     backoff: float
     failed: str = ""
+    preempted: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"evicted": self.evicted, "failures": self.counted, "backoffLimit": self.limit,
                                "backoffSeconds": self.backoff}
+        if self.preempted:
+            out["preempted"] = self.preempted
         if self.failed:
             out["failed"] = self.failed
         return out
@@ -57,7 +62,7 @@ class JobWave:
 
 def rules_by_owner(workloads: Workloads) -> dict[str, JobRules]:
     """Each Job's rules, by the owner its pods carry in the plan (``Job/<namespace>/<name>``)."""
-    return {job.owner: job_rules(job.spec) if job.spec is not None else JobRules() for job in workloads.jobs}
+    return {job.owner: job_rules(job.spec) if job.spec is not None else JobRules() for job in workloads.all_jobs()}
 
 
 def job_costs(rules: Mapping[str, JobRules], evicted: Counter[str], before: Mapping[str, JobCount]
@@ -89,6 +94,33 @@ def with_preempted(rules: Mapping[str, JobRules], counts: Mapping[str, JobCount]
         rule = rules.get(owner)
         if rule is not None:
             out[owner] = out.get(owner, JobCount()).plus(rule, n)
+    return out
+
+
+def preemption_delays(rules: Mapping[str, JobRules], counts: Mapping[str, JobCount], preempted: Mapping[str, str]
+                      ) -> dict[str, float]:
+    """How long the replacement of each Job pod preempted so far in the wave (``preempted``: pod -> owner) waits:
+    the back-off of its Job's failures, ``counts`` (the wave's evictions counted) with these preemptions added. The
+    Job controller makes a preempted pod's replacement as it makes an evicted one's."""
+    after = with_preempted(rules, counts, Counter(preempted.values()))
+    return {k: job_backoff(after[owner].failures) for k, owner in preempted.items() if owner in rules}
+
+
+def with_preempted_jobs(jobs: Mapping[str, JobWave], counts: Mapping[str, JobCount], preempted: Counter[str],
+                        rules: Mapping[str, JobRules]) -> dict[str, JobWave]:
+    """The wave's Jobs (``jobs``: what its evictions did) with the ones whose pods it preempted: their pods
+    preempted, their count (``counts``: the preemptions added) and the back-off their replacements waited."""
+    out = dict(jobs)
+    for owner, n in sorted(preempted.items()):
+        rule = rules.get(owner)
+        if rule is None:
+            continue
+        now = counts[owner]
+        was = out.get(owner)
+        if was is not None and was.failed:
+            continue
+        out[owner] = JobWave(was.evicted if was is not None else 0, now.counted, rule.backoff_limit,
+                             job_backoff(now.failures), preempted=n)
     return out
 
 

@@ -1,4 +1,5 @@
-"""The cluster a rollout switches, and one wave of it simulated: device-plugin nodes moved to DRA, their pods evicted.
+"""The cluster a rollout switches, and the runs a wave is simulated with: device-plugin nodes moved to DRA, their pods
+evicted (:mod:`kubedra.migrate.drain` runs a wave).
 
 The input is the cluster as manifests or read live: NodePools with ``devicePlugin: true`` and plain Nodes advertising
 ``nvidia.com/gpu`` with GPU Feature Discovery's labels are the nodes to switch (their GPU model tells what the DRA
@@ -27,8 +28,7 @@ start.
 from __future__ import annotations
 
 import copy
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,12 +36,8 @@ import msgspec
 
 from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
 from kubedra.migrate.gpunodes import GpuNode, labelled_gpu_node, plugin_replicas, plugin_resource, replicas_for, scaled
-from kubedra.migrate.job_failures import (
-    JobCount,
-    JobWave,
-    jobs_in_wave,
-    with_preempted,
-)
+from kubedra.migrate.group_restarts import GroupWave, lws_policies
+from kubedra.migrate.job_failures import JobCount, JobWave
 from kubedra.migrate.mig import mig_classes
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
@@ -71,6 +67,7 @@ class Cluster:
     pods: list[PodArrival]  # in arrival order
     notes: list[str] = field(default_factory=list)
     observed: dict[str, str] | None = None  # pod key -> node where it runs (a live cluster); None: simulate the start
+    lws_policies: dict[str, str] = field(default_factory=dict)  # LeaderWorkerSet -> its restartPolicy
 
 
 @dataclass
@@ -89,6 +86,10 @@ class WaveOutcome:
     jobs: dict[str, JobWave] = field(default_factory=dict)  # Job owner -> what the wave's evictions cost it
     failures: dict[str, JobCount] = field(default_factory=dict, repr=False)  # every Job's count, for the next wave
     job_lost: list[str] = field(default_factory=list)  # pods lost with their failed Job (evicted or not)
+    # LeaderWorkerSet groups and JobSets the wave restarts or fails (``group_restarts``), and the pods not evicted
+    # that they delete and make again
+    workloads: dict[str, GroupWave] = field(default_factory=dict)
+    recreated: list[str] = field(default_factory=list)
 
     @property
     def breaks(self) -> int:
@@ -96,8 +97,9 @@ class WaveOutcome:
 
     @property
     def disrupted(self) -> int:
-        """Pods evicted or preempted, and those a failed Job deleted."""
-        return len(self.evicted) + len(self.preempted) + len(set(self.lost) - set(self.evicted) - set(self.preempted))
+        """Pods evicted or preempted, those a failed Job deleted, and those recreated with their group or JobSet."""
+        gone = set(self.lost) | set(self.recreated)
+        return len(self.evicted) + len(self.preempted) + len(gone - set(self.evicted) - set(self.preempted))
 
 
 def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
@@ -137,17 +139,18 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
     scenario = mig_classes(scenario, gpu_nodes, notes)
     workloads = scenario.workloads
     pods = [replace(a, arrive_at=0.0, run_for=None) for a in workloads.arrivals]
-    for job in workloads.jobs:
+    started = [job for run in workloads.jobsets if run.queue is None for stage in run.stages for job in stage]
+    for job in [*workloads.jobs, *started]:  # a running JobSet has made its later replicated jobs' Jobs too
         if not job.suspended:  # the Job's running pods: as many as its parallelism
             pods.extend(PodArrival(p, 0.0, None, job.owner) for p in job.pods[: job.parallelism])
-    skipped = [kind for kind, items in (("CronJobs", workloads.cronjobs), ("JobSets", workloads.jobsets),
-                                         ("LeaderWorkerSets", workloads.leaderworkersets),
-                                         ("RayJobs", workloads.rayjobs)) if items]
+    skipped = [kind for kind, items in (
+        ("CronJobs", workloads.cronjobs), ("JobSets queued by Kueue", [r for r in workloads.jobsets if r.queue]),
+        ("LeaderWorkerSets whose workers wait on their leader", workloads.leaderworkersets),
+        ("RayJobs", workloads.rayjobs)) if items]
     if skipped:
-        notes.append(f"{', '.join(skipped)}: not planned yet (only Deployments, StatefulSets, ReplicaSets, Jobs and "
-                     "Pods move in a wave)")
+        notes.append(f"{', '.join(skipped)}: not planned yet (noted, not moved in a wave)")
     others = [n for n in scenario.nodes if n.metadata.name not in gpu_nodes]
-    return Cluster(scenario, gpu_nodes, others, pods, notes)
+    return Cluster(scenario, gpu_nodes, others, pods, notes, lws_policies=lws_policies(loaded))
 
 
 def pod_key(pod: Pod) -> str:
@@ -181,7 +184,7 @@ def _pinned(arrival: PodArrival, node: str) -> PodArrival:
     return replace(arrival, pod=msgspec.structs.replace(arrival.pod, spec=spec))
 
 
-def _kept(arrival: PodArrival, node: str, held: Held | None) -> PodArrival:
+def kept_arrival(arrival: PodArrival, node: str, held: Held | None) -> PodArrival:
     """A pod that stays on ``node``: bound there as the last run left it (``held``), or, where only its node is
     known, bound by ``spec.nodeName`` (a pod with no claims: on a device-plugin node ``nvidia.com/gpu`` is the
     node's allocatable). A pod with claims and no allocation to carry is pinned to the node instead and scheduled
@@ -310,91 +313,6 @@ def budget_findings(cluster: Cluster, running: set[str], draining: set[str], aft
     return out
 
 
-def _bare(arrival: PodArrival) -> bool:
-    return arrival.owner.startswith("Pod/")
-
-
-MAX_ROUNDS = 3  # runs after the uncordon: more only while a Job's preempted pod waits for its controller's new pod
-
-
-def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching: tuple[str, ...],
-                  placement: dict[str, str], *, gone: frozenset[str] = frozenset(),
-                  held: dict[str, Held] | None = None, failures: Mapping[str, JobCount] | None = None
-                  ) -> WaveOutcome:
-    """``switching`` moved to DRA on top of ``switched``: their pods evicted, the rest kept where ``placement`` has
-    them (bound as ``held`` has them, from the run before), the evicted and waiting pods scheduled again: first while
-    ``switching`` is cordoned (the drain: a pod that lands then stays there), then the ones still pending on the
-    switched, uncordoned nodes. ``gone``: the bare pods earlier waves evicted, which no longer exist.
-
-    The recreated pods keep their priority and ``preemptionPolicy``: one that finds no room preempts lower-priority
-    running pods (kept or landed) as kube-scheduler would, PodDisruptionBudgets weighed only as its preference.
-    A victim's controller recreates it in the same run (Deployments, ReplicaSets, StatefulSets); a Job's preempted
-    pod is made again in the next run (the simulator replaces only the pods of Jobs it runs); a bare pod preempted
-    is lost. A Job's evicted pods are failures to it (``job_failures``; ``failures``: its count before the wave):
-    they are made again after its back-off, or, past its limit, the Job fails and all its pods are lost."""
-    held = held or {}
-    going = set(switching)
-    by_key = {pod_key(a.pod): a for a in cluster.pods if pod_key(a.pod) not in gone}
-    running: dict[str, Held | None] = {}
-    again, evicted, lost = [], [], []
-    for key, arrival in by_key.items():
-        node = placement.get(key)
-        if node is not None and node not in going:
-            running[key] = held.get(key)
-            continue
-        if node is not None:
-            evicted.append(key)
-            if _bare(arrival):
-                lost.append(key)
-                continue
-        again.append(key)
-    owners = {k: a.owner for k, a in by_key.items()}
-    jobs = jobs_in_wave(cluster.scenario.workloads, owners, evicted, [*again, *running], failures or {})
-    running = {k: h for k, h in running.items() if k not in jobs.lost}
-    again = [k for k in again if k not in jobs.lost]
-    lost.extend(jobs.lost)
-    preempted: dict[str, str] = {}
-
-    def once(on: set[str], cordoned: set[str], pending: list[str], delays: Mapping[str, float]) -> Ran:
-        arrivals, known, claims = [], {}, []
-        for key, carried in running.items():
-            kept = _kept(by_key[key], placement.get(key, ""), carried)
-            arrivals.append(kept)
-            known[pod_key(kept.pod)] = key
-            if carried is not None:
-                claims.append(carried)
-        arrivals.extend(replace(by_key[k], arrive_at=RECREATED_AT + delays.get(k, 0.0)) for k in pending)
-        ran = simulated(mixed(cluster, on, arrivals, cordoned, claims), features, known)
-        preempted.update(ran.preempted)
-        lost.extend(k for k in ran.unreplaced if _bare(by_key[k]) and k not in lost)
-        return ran
-
-    def carry(ran: Ran) -> list[str]:
-        """The pods running after ``ran`` carried as bound; the others (not lost) to schedule again."""
-        running.clear()
-        running.update({k: ran.held[k] for k in by_key if k in ran.held})
-        return [k for k in by_key if k not in ran.held and k not in lost]
-
-    # The controllers recreate an evicted pod at once, while its node is still cordoned: where the replacement binds
-    # during the drain it stays (kube-scheduler never moves a bound pod); only the pods that found no node then
-    # land after the switch and the uncordon.
-    # A Job's evicted pods are made again after its back-off.
-    drain = once(switched, going, again, jobs.delays)
-    during = {k for k, (node, _) in drain.status.items() if node}
-    result = once(switched | going, set(), carry(drain), {})
-    for _ in range(MAX_ROUNDS - 1):
-        if not any(not _bare(by_key[k]) for k in result.unreplaced):
-            break
-        result = once(switched | going, set(), carry(result), {})
-    after = {k: node for k, (node, _) in result.status.items() if node and k in by_key}
-    waiting = {k: why for k, (node, why) in result.status.items() if not node and k in by_key and k not in lost}
-    budgets = budget_findings(cluster, set(placement), during, set(after))
-    moved = {k: after[k] for k in evicted if k in after}
-    counts = with_preempted(jobs.rules, jobs.counts, Counter(owners[k] for k in preempted if k in owners))
-    return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets, preempted,
-                       {k: h for k, h in result.held.items() if k in after}, jobs.jobs, counts, jobs.lost)
-
-
 def begin(cluster: Cluster, features: Any) -> Ran:
     """The cluster before any switch: every pod scheduled on the device plugin; where the placement was observed
     (a live cluster), the running pods stay on their nodes (bound there) and only the others (pending, or added from
@@ -405,7 +323,8 @@ def begin(cluster: Cluster, features: Any) -> Ran:
     for arrival in cluster.pods:
         key = pod_key(arrival.pod)
         node = cluster.observed.get(key)
-        arrivals.append(_kept(arrival, node, None) if node is not None else replace(arrival, arrive_at=RECREATED_AT))
+        arrivals.append(kept_arrival(arrival, node, None) if node is not None
+                        else replace(arrival, arrive_at=RECREATED_AT))
         known[pod_key(arrivals[-1].pod)] = key
     return simulated(mixed(cluster, set(), arrivals), features, known)
 

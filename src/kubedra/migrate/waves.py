@@ -1,13 +1,15 @@
 """The order of a rollout: which device-plugin nodes each wave switches to DRA, and the runbook that carries it out.
 
 ``naive`` takes the nodes in name order. ``smart`` builds each wave greedily: of the nodes left, the one whose wave
-(with the nodes already chosen for it) breaks the fewest PodDisruptionBudgets, evicts or preempts the fewest pods and
-leaves the fewest waiting — each candidate proven by simulating its wave — until the wave has ``--max-unavailable``
-nodes; on clusters of up to ``LOOKAHEAD_UP_TO`` nodes a second greedy order scores each candidate with the rest of the
-rollout in name order after it (a node drained last may have nowhere to send a budget's pods); beyond ``GREEDY_UP_TO``
-nodes the greedy search is left out (name order, with a note), so that a large cluster's plan takes seconds. The best
-order is then compared with the naive one over the whole rollout, and where naive is no worse (budgets broken, then pods
-evicted or preempted, then waiting pods) smart keeps naive's order and says so: smart is never worse than naive.
+(with the nodes already chosen for it) breaks the fewest PodDisruptionBudgets, restarts the fewest LeaderWorkerSet
+groups and JobSets (``group_restarts``), evicts or preempts the fewest pods and leaves the fewest waiting — each
+candidate proven by simulating its wave — until the wave has ``--max-unavailable`` nodes; on clusters of up to
+``LOOKAHEAD_UP_TO`` nodes a second greedy order scores each candidate with the rest of the rollout in name order after
+it (a node drained last may have nowhere to send a budget's pods); beyond ``GREEDY_UP_TO`` nodes the greedy search is
+left out (name order, with a note), so that a large cluster's plan takes seconds. The best order is then compared with
+the naive one over the whole rollout, and where naive is no worse (budgets broken, then groups and JobSets restarted,
+then pods evicted or preempted, then waiting pods) smart keeps naive's order and says so: smart is never worse than
+naive.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubedra.migrate.drain import simulate_wave
+from kubedra.migrate.group_restarts import GroupWave
 from kubedra.migrate.job_failures import JobCount, JobWave
-from kubedra.migrate.rollout import Cluster, Held, WaveOutcome, begin, simulate_wave
+from kubedra.migrate.rollout import Cluster, Held, WaveOutcome, begin
 
 PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"  # what the runbook's DRA driver install selects nodes by
 DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"  # the GPU Operator's per-node switch
@@ -52,13 +56,19 @@ class Plan:
     def lost(self) -> int:
         return sum(len(w.lost) for w in self.waves)
 
-    def cost(self) -> tuple[int, int, int]:
-        """Budgets broken, pods disrupted (evicted, preempted, or deleted by a failed Job), waiting."""
-        return (self.breaks, sum(w.disrupted for w in self.waves), self.waiting)
+    @property
+    def restarted(self) -> int:
+        """LeaderWorkerSet groups and JobSets recreated, restarted or failed, wave by wave."""
+        return sum(len(w.workloads) for w in self.waves)
+
+    def cost(self) -> tuple[int, int, int, int]:
+        """Budgets broken, groups and JobSets that lose their progress, pods disrupted (evicted, preempted, deleted by
+        a failed Job or with their group), waiting."""
+        return (self.breaks, self.restarted, sum(w.disrupted for w in self.waves), self.waiting)
 
 
-def _cost(outcome: WaveOutcome) -> tuple[int, int, int]:
-    return (outcome.breaks, outcome.disrupted, len(outcome.waiting))
+def _cost(outcome: WaveOutcome) -> tuple[int, int, int, int]:
+    return (outcome.breaks, len(outcome.workloads), outcome.disrupted, len(outcome.waiting))
 
 
 def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str, str], dict[str, Held]]:
@@ -95,9 +105,9 @@ def naive(cluster: Cluster, features: Any, max_unavailable: int) -> Plan:
     return plan_in_order(cluster, features, sorted(cluster.gpu_nodes), max_unavailable, "naive")
 
 
-def _total(outcomes: list[WaveOutcome]) -> tuple[int, int, int]:
+def _total(outcomes: list[WaveOutcome]) -> tuple[int, int, int, int]:
     costs = [_cost(o) for o in outcomes]
-    return (sum(c[0] for c in costs), sum(c[1] for c in costs), sum(c[2] for c in costs))
+    return (sum(c[0] for c in costs), sum(c[1] for c in costs), sum(c[2] for c in costs), sum(c[3] for c in costs))
 
 
 def greedy(cluster: Cluster, features: Any, max_unavailable: int, *, lookahead: bool = False) -> Plan:
@@ -166,11 +176,14 @@ def wave_rows(wave: WaveOutcome) -> list[tuple[str, str, str]]:
     the other victims of preemption, the other pods a failed Job deleted, then the other pods left waiting."""
     rows = []
     deleted = [k for k in wave.job_lost if k not in wave.evicted and k not in wave.preempted]
+    deleted += [k for k in wave.recreated if k not in wave.evicted and k not in wave.preempted and k not in deleted]
     for key in [*wave.evicted, *sorted(set(wave.preempted) - set(wave.evicted)), *deleted]:
         now = wave.placement.get(key) or "waiting"
         if key in wave.lost:
             now = "lost (its Job failed)" if key in wave.job_lost else "lost (bare pod)"
         evicted = ("yes" if key in wave.evicted else "no") + (", preempted" if key in wave.preempted else "")
+        if key in wave.recreated and key not in wave.evicted:
+            evicted += ", with its group"
         rows.append((key, evicted, now))
     rows += [(key, "no", "waiting") for key in sorted(set(wave.waiting) - set(wave.evicted) - set(wave.preempted))]
     return rows
@@ -180,10 +193,20 @@ def job_line(owner: str, job: JobWave) -> str:
     """A Job's cost in a wave, as the table prints it."""
     kind, name = owner.split("/", 1)
     evicted = f"{job.evicted} pod{'s' if job.evicted != 1 else ''} evicted"
+    if job.preempted:
+        preempted = f"{job.preempted} pod{'s' if job.preempted != 1 else ''} preempted"
+        evicted = f"{evicted}, {preempted}" if job.evicted else preempted
     if job.failed:
         return f"{kind} {name} fails: {job.failed} ({evicted}; failures {job.counted}, backoffLimit {job.limit})"
     return (f"{kind} {name}: {evicted}, failures {job.counted} of backoffLimit {job.limit}; its new pods come after "
             f"a {job.backoff:g} s back-off")
+
+
+def group_line(name: str, group: GroupWave) -> str:
+    """A LeaderWorkerSet group or JobSet the wave restarts or fails, as the table prints it."""
+    kind, rest = name.split("/", 1)
+    pods = f"{group.evicted} pod{'s' if group.evicted != 1 else ''} evicted, {group.deleted} more deleted"
+    return f"{kind} {rest} {group.action} ({pods}): {group.why}"
 
 
 def budget_line(budget: dict[str, Any]) -> str:
@@ -229,6 +252,8 @@ def document(plan: Plan, other: Plan | None) -> dict[str, Any]:
             "preempted": dict(sorted(w.preempted.items())), "landed": dict(sorted(w.moved.items())),
             "waiting": dict(sorted(w.waiting.items())),
             "budgets": w.budgets, **({"jobs": {o: j.as_dict() for o, j in w.jobs.items()}} if w.jobs else {}),
+            **({"workloads": {o: g.as_dict() for o, g in w.workloads.items()}, "recreated": w.recreated}
+               if w.workloads else {}),
             "commands": commands(w)})
     doc: dict[str, Any] = {
         "apiVersion": "kubedra.io/v1alpha1", "kind": "RolloutPlan", "order": plan.order,
@@ -240,5 +265,5 @@ def document(plan: Plan, other: Plan | None) -> dict[str, Any]:
 
 def _summary(plan: Plan) -> dict[str, int]:
     return {"waves": len(plan.waves), "evictions": plan.evictions, "preempted": plan.preempted, "lost": plan.lost,
-            "waiting": plan.waiting,
+            "waiting": plan.waiting, "workloadsRestarted": plan.restarted,
             "budgetsBroken": plan.breaks}
