@@ -181,13 +181,13 @@ def test_without_kueue_objects_a_queued_job_runs_on_arrival_with_a_note() -> Non
 
 def test_what_is_not_modelled_is_noted_once_each() -> None:
     cq = cluster_queue(QUOTA_8, flavorFungibility={"whenCanBorrow": "TryNextFlavor"},
-                       preemption={"withinClusterQueue": "LowerPriority"})
+                       preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"})
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {QUEUE: "lq"}},
            "spec": job("x", 1)["spec"]["template"]["spec"]}
     scenario = build_scenario(load_text(yaml.safe_dump_all([flavor("default"), cq, local_queue(), nodes(), pod])))
     kueue_notes = [n for n in scenario.notes if "Kueue" in n or "ClusterQueue" in n]
     assert any("spec.flavorFungibility" in n for n in kueue_notes)
-    assert any("spec.preemption" in n for n in kueue_notes)
+    assert any("spec.preemption.reclaimWithinCohort" in n for n in kueue_notes)  # withinClusterQueue is modelled
     assert any("Pod default/p" in n and "batch/v1 Jobs and JobSets only" in n for n in kueue_notes)
     assert len(kueue_notes) == len(set(kueue_notes)) == 3
 

@@ -29,10 +29,13 @@ from dataclasses import dataclass, field
 from kubedra.objects.model import NodeSelector, NodeSelectorTerm, Toleration
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.sim.kueue_objects import ClusterQueue, Flavor, KueueSetup, ResourceGroup
+from kubedra.sim.kueue_preemption import NEVER, Running, victims
 from kubedra.sim.manifests import selector_matches
 
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 PODS = "pods"
+NOT_SELECTED = "Workload namespace doesn't match ClusterQueue selector"
+FR = tuple[str, str]  # (flavor, resource)
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,9 @@ class Kueue:
         self.used: dict[str, dict[tuple[str, str], int]] = {name: {} for name in setup.cluster_queues}
         self.pending: dict[str, list[Workload]] = {name: [] for name in setup.cluster_queues}
         self.reasons: dict[str, str] = {}  # a pending workload's key -> why it is not admitted (Kueue's message)
+        # admitted workloads by ClusterQueue: key -> (admission, when admitted), the candidates for preemption
+        self.running: dict[str, dict[str, tuple[Admission, float]]] = {name: {} for name in setup.cluster_queues}
+        self.preempted: list[tuple[Admission, Workload]] = []  # (victim, preemptor) of the last ``admit``
 
     def cluster_queue_of(self, workload: Workload) -> str | None:
         return self.setup.local_queues.get((workload.namespace, workload.queue))
@@ -95,16 +101,28 @@ class Kueue:
             self.reasons[workload.key] = "waiting for its ClusterQueue's next admission cycle"
 
     def release(self, admission: Admission) -> None:
-        """The workload finished: its quota is free again."""
+        """The workload finished or was evicted and is no longer active: its quota is free again."""
         used = self.used[admission.cluster_queue]
         for key, amount in admission.usage.items():
             used[key] -= amount
+        self.running[admission.cluster_queue].pop(admission.workload.key, None)
 
-    def admit(self) -> list[Admission]:
+    def requeue(self, workload: Workload) -> None:
+        """An evicted workload, its quota released, pending again under its creation time (Kueue's queue order
+        timestamp for a workload preempted within its ClusterQueue)."""
+        name = self.cluster_queue_of(workload)
+        assert name is not None
+        self.pending[name].append(workload)
+
+    def admit(self, now: float = 0.0) -> list[Admission]:
         """Every admission the queues make now, in Kueue's scheduling cycles (``scheduler.schedule``): each cycle
-        takes every ClusterQueue's head (ClusterQueues by name), nominates those that fit, and admits them in order
-        (no borrowing first, then priority, then creation), each only if it still fits after those before it."""
+        takes every ClusterQueue's head (ClusterQueues by name), nominates those that fit or could by preemption,
+        and admits them in order (no borrowing first, then priority, then creation), each only if it still fits
+        after those before it. A head that needs preemption is not admitted: its victims are in ``preempted`` and
+        its ClusterQueue admits nothing more now (Kueue requeues the preemptor at its head, ``PendingPreemption``)."""
         out: list[Admission] = []
+        self.preempted = []
+        targets: dict[str, list[Running]] = {}
         aside: set[str] = set()  # heads that did not fit this instant (BestEffortFIFO moves them aside)
         blocked: set[str] = set()  # ClusterQueues whose head blocks the rest (StrictFIFO) or that are inactive
         for queue in self.pending.values():
@@ -124,31 +142,56 @@ class Kueue:
                         self.reasons[workload.key] = inactive
                     blocked.add(name)
                     continue
-                admission, reason = (None, "Workload namespace doesn't match ClusterQueue selector") if not (
-                    _namespace_selected(cq, head.namespace)) else self._assign(cq, head)
+                admission = self._nominate(cq, head, aside, blocked, targets)
                 if admission is None:
-                    self.reasons[head.key] = reason
                     progressed = True
-                    if cq.strict_fifo and reason != "Workload namespace doesn't match ClusterQueue selector":
-                        blocked.add(name)
-                    else:
-                        aside.add(head.key)
                     continue
                 entries.append(admission)
             entries.sort(key=lambda a: (a.borrows, -a.workload.priority, a.workload.created_at, a.workload.order))
             for admission in entries:
-                key = admission.workload.key
-                if not all(q <= self.available(admission.cluster_queue, fr) for fr, q in admission.usage.items()):
-                    self.reasons[key] = "Workload no longer fits after processing another workload"
-                    continue
-                used = self.used[admission.cluster_queue]
-                for fr, amount in admission.usage.items():
-                    used[fr] = used.get(fr, 0) + amount
-                self.pending[admission.cluster_queue].remove(admission.workload)
-                self.reasons.pop(key, None)
-                out.append(admission)
-                progressed = True
+                if self._take(admission, targets.pop(admission.workload.key, []), blocked, now):
+                    out.append(admission)
+                    progressed = True
         return out
+
+    def _nominate(self, cq: ClusterQueue, head: Workload, aside: set[str], blocked: set[str],
+                  targets: dict[str, list[Running]]) -> Admission | None:
+        """A head's assignment, with its victims in ``targets`` where it needs preemption; None where it cannot be
+        admitted now (the ClusterQueue blocked, or the head moved aside)."""
+        admission, reason, needs = (None, NOT_SELECTED, set()) if not _namespace_selected(cq, head.namespace) \
+            else self._assign(cq, head)
+        if admission is not None and needs:
+            targets[head.key] = self._targets(cq, head, admission.usage, needs)
+            if not targets[head.key]:
+                admission = None
+        if admission is None:
+            if cq.strict_fifo and reason != NOT_SELECTED:
+                blocked.add(cq.name)
+            else:
+                aside.add(head.key)
+        if admission is None or needs:
+            self.reasons[head.key] = reason
+        return admission
+
+    def _take(self, admission: Admission, chosen: list[Running], blocked: set[str], now: float) -> bool:
+        """Admits the entry if it still fits; an entry that needs preemption evicts its victims instead
+        (``scheduler.go``: the preemptor waits for their quota) and blocks its ClusterQueue."""
+        key, name = admission.workload.key, admission.cluster_queue
+        if chosen:
+            self.preempted.extend((self.running[name][v.key][0], admission.workload) for v in chosen)
+            self.reasons[key] += f". Pending the preemption of {len(chosen)} workload(s)"
+            blocked.add(name)
+            return False
+        if not all(q <= self.available(name, fr) for fr, q in admission.usage.items()):
+            self.reasons[key] = "Workload no longer fits after processing another workload"
+            return False
+        used = self.used[name]
+        for fr, amount in admission.usage.items():
+            used[fr] = used.get(fr, 0) + amount
+        self.pending[name].remove(admission.workload)
+        self.running[name][key] = admission, now
+        self.reasons.pop(key, None)
+        return True
 
     def available(self, name: str, fr: tuple[str, str]) -> int:
         """What the ClusterQueue can still take of a flavor's resource (``available`` in ``resource_node.go``): its
@@ -180,10 +223,13 @@ class Kueue:
             return f"ClusterQueue {cq.name} is inactive: flavor {missing[0]} not found"
         return ""
 
-    def _assign(self, cq: ClusterQueue, workload: Workload) -> tuple[Admission | None, str]:
-        """Flavors for every pod set (``flavorassigner``), or None and the reason none fit."""
+    def _assign(self, cq: ClusterQueue, workload: Workload) -> tuple[Admission | None, str, set[FR]]:
+        """Flavors for every pod set (``flavorassigner``), or None and the reason none fit; with the resources that
+        need preemption (and why they do not fit as they are), none where it fits."""
         taken: dict[tuple[str, str], int] = {}  # what the workload's earlier pod sets took
         flavors, selectors, tolerations = [], [], []
+        needs: set[FR] = set()  # the flavors' resources that need preemption
+        reason = ""
         counts_pods = any(PODS in g.covered for g in cq.groups)
         for pod_set in workload.pod_sets:
             requests = {r: v * pod_set.count for r, v in pod_set.requests.items()}
@@ -197,11 +243,13 @@ class Kueue:
                 if group is None:
                     if amount == 0:
                         continue
-                    return None, f"resource {resource} unavailable in ClusterQueue"
+                    return None, f"resource {resource} unavailable in ClusterQueue", set()
                 wanted = {r: a for r, a in requests.items() if r in group.covered}
-                flavor, reason = self._flavor(cq, group, pod_set, wanted, taken)
+                flavor, why, need = self._flavor(cq, group, pod_set, wanted, taken=taken, workload=workload)
                 if flavor is None:
-                    return None, reason
+                    return None, why, set()
+                reason = reason or why
+                needs |= need
                 for r, a in wanted.items():
                     chosen[r] = flavor
                     taken[flavor, r] = taken.get((flavor, r), 0) + a
@@ -217,27 +265,48 @@ class Kueue:
         borrows = int(cq.cohort is not None and any(used.get(fr, 0) + amount > _quota(cq, fr)[0]
                                                     for fr, amount in taken.items()))
         return Admission(workload, cq.name, tuple(flavors), taken, tuple(selectors), tuple(tolerations),
-                         borrows), ""
+                         borrows), reason, needs
 
-    def _flavor(self, cq: ClusterQueue, group: ResourceGroup, pod_set: PodSet, wanted: dict[str, int],
-                taken: dict[tuple[str, str], int]) -> tuple[str | None, str]:
-        """The group's first flavor the pod set accepts and its requests fit in; else None and every reason."""
+    def _flavor(self, cq: ClusterQueue, group: ResourceGroup, pod_set: PodSet, wanted: dict[str, int], *,
+                taken: dict[tuple[str, str], int], workload: Workload) -> tuple[str | None, str, set[FR]]:
+        """The group's first flavor the pod set accepts and its requests fit in; else, where the ClusterQueue
+        preempts, the first whose every resource fits or could once victims are preempted (``fitsResourceQuota``:
+        within the nominal quota, and ``SimulatePreemption`` finds victims), with those resources; else None. Every
+        reason a flavor did not fit, either way."""
         reasons = []
         keys = {k for f in group.flavors for k in self.setup.flavors[f].node_labels}
+        best: tuple[str, set[FR]] | None = None
         for name in group.flavors:
             flavor = self.setup.flavors[name]
             refused = _refuses(flavor, pod_set, keys)
             if refused:
                 reasons.append(refused)
                 continue
-            short = [f"insufficient unused quota for {r} in flavor {name}, "
-                     f"{taken.get((name, r), 0) + a - self.available(cq.name, (name, r))} more needed"
-                     for r, a in wanted.items()
-                     if taken.get((name, r), 0) + a > self.available(cq.name, (name, r))]
+            short = [r for r, a in wanted.items() if taken.get((name, r), 0) + a > self.available(cq.name, (name, r))]
             if not short:
-                return name, ""
-            reasons.extend(short)
-        return None, "couldn't assign flavors to pod set " + f"{pod_set.name}: " + ", ".join(reasons)
+                return name, "", set()
+            reasons.extend(f"insufficient unused quota for {r} in flavor {name}, "
+                           f"{taken.get((name, r), 0) + wanted[r] - self.available(cq.name, (name, r))} more needed"
+                           for r in short)
+            if best is None and cq.preemption != NEVER and all(
+                    self._targets(cq, workload, {(name, r): taken.get((name, r), 0) + wanted[r]}, {(name, r)})
+                    for r in short):
+                best = name, {(name, r) for r in short}
+        reason = "couldn't assign flavors to pod set " + f"{pod_set.name}: " + ", ".join(reasons)
+        return (best[0], reason, best[1]) if best else (None, reason, set())
+
+    def _targets(self, cq: ClusterQueue, workload: Workload, usage: dict[FR, int], needs: set[FR]) -> list[Running]:
+        """The victims that let ``usage`` fit (``sim.kueue_preemption``); none beyond the nominal quota (without a
+        cohort, ``PotentialAvailable``: more never fits)."""
+        if any(amount > _quota(cq, fr)[0] for fr, amount in usage.items()):
+            return []
+        used = self.used[cq.name]
+        running = [Running(a.workload.key, a.workload.priority, a.workload.created_at, a.workload.order, a.usage, at)
+                   for a, at in self.running[cq.name].values()
+                   if a.workload.key.startswith("Job ")]  # a JobSet's suspension is not modelled: never a victim
+        return victims(cq.preemption, workload.priority, workload.created_at, running, needs=needs,
+                       fits=lambda freed: all(amount <= _quota(cq, fr)[0] - used.get(fr, 0) + freed.get(fr, 0)
+                                         for fr, amount in usage.items()))
 
 
 def _quota(cq: ClusterQueue, fr: tuple[str, str]) -> tuple[int, int | None, int]:

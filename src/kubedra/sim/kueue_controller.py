@@ -4,7 +4,14 @@ flavors' node labels and tolerations (Kueue's Job reconciler, ``podset.Merge``),
 has no pod left to run. An admitted JobSet is resumed with each replicated job's template given its pod set's
 (``RunWithPodSetsInfo``): its Jobs are made then, and its quota is free again when it completes or fails (Kueue's
 ``Finished``: its Completed or Failed condition). Admission runs once per instant, after that instant's arrivals and
-completions."""
+completions.
+
+Preemption within a ClusterQueue (``sim.kueue_preemption``): a victim Job is suspended at once (the jobframework
+reconciler's ``stopJob``) and the Job controller deletes its pods, each leaving after its grace period; its quota is
+released then and there, as Kueue releases it once the Job's ``status.active`` is 0, which counts no terminating pod;
+the Workload is requeued under its creation time and, re-admitted, makes pods again for the completions not yet
+reached. The preemptor is admitted in the next admission pass of the same instant (its pods wait in the scheduler's
+queue for the victims' to leave)."""
 
 from __future__ import annotations
 
@@ -17,9 +24,10 @@ from kubedra.objects.model import Pod, Toleration
 from kubedra.sim.jobsets import JobSetRun
 from kubedra.sim.kueue import Admission, Kueue, PodSet, Workload
 from kubedra.sim.kueue_objects import KueueSetup, units
+from kubedra.sim.kueue_preemption import preemption_message
 
 if TYPE_CHECKING:
-    from kubedra.sim.run import Simulation
+    from kubedra.sim.run import JobProgress, Simulation
     from kubedra.sim.workloads import JobRun
 
 WAKE_KEY = "kueue"
@@ -96,6 +104,24 @@ def admitted_jobset(run: JobSetRun, admission: Admission) -> JobSetRun:
                    stages=tuple(tuple(job(j, False) for j in stage) for stage in run.stages))
 
 
+def requeued(sim: Simulation, job: JobRun, eviction: int) -> JobRun:
+    """The suspended Job as it is resumed later: pods, under new names, for the completions its succeeded pods have
+    not reached (a work queue Job: its parallelism again)."""
+    from kubedra.cluster.gpuslices import name_suffix, stable_uid
+    from kubedra.sim.jobset_restarts import SUFFIX
+
+    done = sum(1 for pod in job.pods if (record := sim.state.pods.get(f"{job.namespace}/{pod.metadata.name}"))
+               is not None and record.pod.status.phase == "Succeeded")
+    left = job.pods[:len(job.pods) - done] if job.completions is not None else job.pods
+    pods = []
+    for index, pod in enumerate(left):
+        name = pod.metadata.name[:-SUFFIX] + name_suffix("kueue-requeue", job.owner, str(eviction), str(index))
+        meta = msgspec.structs.replace(pod.metadata, name=name, uid=stable_uid("Pod", job.namespace, name))
+        pods.append(msgspec.structs.replace(pod, metadata=meta))
+    return replace(job, pods=tuple(pods), completions=None if job.completions is None else len(pods),
+                   arrive_at=0.0, suspended=True)
+
+
 class KueueController:
     """Holds the queued Jobs of a run and starts them as they are admitted."""
 
@@ -105,6 +131,8 @@ class KueueController:
         self.jobs: dict[str, JobRun | JobSetRun] = {}  # held, by workload key
         self.waiting: list[Workload] = []  # made later than now (start-after), by creation time
         self.made = 0  # pods of admitted Jobs
+        self.admitted: dict[str, tuple[JobRun, JobProgress]] = {}  # admitted Jobs as started, by workload key
+        self.evictions = 0  # preempted Jobs so far: their new pods' names
         self._woken_at: float | None = None
         sim.made_elsewhere = lambda: self.made
 
@@ -141,8 +169,10 @@ class KueueController:
             cq = self.kueue.cluster_queue_of(queued)
             self.sim.events.append(Event(now, "Queued", queued.key, message=f"LocalQueue {queued.queue}"
                                          + (f" (ClusterQueue {cq})" if cq else "")))
-        for admission in self.kueue.admit():
+        for admission in self.kueue.admit(now):
             self._start(admission)
+        for victim, preemptor in self.kueue.preempted:
+            self._preempted(victim, preemptor)
         for queued in arrived:
             reason = self.kueue.reasons.get(queued.key)
             if reason:
@@ -167,7 +197,34 @@ class KueueController:
         if not started.pods:
             self._ended(admission)
             return
+        self.admitted[key] = job, progress
         progress.on_end = lambda _job: self._ended(admission)
+
+    def _preempted(self, victim: Admission, preemptor: Workload) -> None:
+        """The victim evicted (``Preempted``), its Job suspended and its pods deleted with their grace period, its
+        quota released, its Workload requeued; the next admission pass runs at this instant."""
+        from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
+        from kubedra.sim.run import Event
+
+        sim, key = self.sim, victim.workload.key
+        message = preemption_message(preemptor.key, victim.cluster_queue)
+        sim.events.append(Event(sim.now, "Preempted", key, message=message))
+        job, progress = self.admitted.pop(key)
+        progress.on_end = None
+        progress.done = True
+        progress.waiting.clear()
+        sim.events.append(Event(sim.now, "Suspended", key, message=f"Kueue stopped the Job: {message}"))
+        for record in sim.job_pods(progress):
+            grace = record.pod.spec.termination_grace_period_seconds
+            sim.delete(record, f"{key} suspended by Kueue (Preempted)",
+                       DEFAULT_GRACE_SECONDS if grace is None else float(grace))
+        self.kueue.release(victim)
+        sim.events.append(Event(sim.now, "QuotaReleased", key, message=f"ClusterQueue {victim.cluster_queue}"))
+        self.jobs[key] = requeued(sim, job, self.evictions)
+        self.evictions += 1
+        self.kueue.requeue(victim.workload)
+        sim.events.append(Event(sim.now, "Requeued", key, message=f"Preempted: {message}"))
+        self._wake(sim.now)
 
     def _start_jobset(self, admission: Admission, run: JobSetRun) -> None:
         """Its first Jobs made now, the rest by its controller; its quota freed when it completes or fails."""

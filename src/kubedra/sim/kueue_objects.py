@@ -3,8 +3,9 @@
 
 Read strictly: an unknown field is a problem naming the file, the object and the field. Fields of features the
 admission model (``sim.kueue``) does not have are read and named in a note instead of silently changing nothing:
-preemption, fair sharing, admission checks, flavor fungibility, topologies. Cohorts (``spec.cohortName``, an implicit
-Cohort: no Cohort object is read) with borrowing and lending limits are modelled.
+preemption in a cohort (reclaiming, borrowing), fair sharing, admission checks, flavor fungibility, topologies.
+Cohorts (``spec.cohortName``, an implicit Cohort: no Cohort object is read) with borrowing and lending limits are
+modelled, and ``spec.preemption.withinClusterQueue`` in a ClusterQueue without a cohort (``sim.kueue_preemption``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kubedra.cluster.nodepool import RawLike, Strict, at, convert_strict, object
 from kubedra.objects.errors import Problem
 from kubedra.objects.model import Taint, Toleration
 from kubedra.objects.quantity import Quantity, QuantityError
+from kubedra.sim.kueue_preemption import LOWER, NEVER, POLICIES
 from kubedra.sim.manifests import LabelSelector, _Doc
 
 GROUP = "kueue.x-k8s.io"
@@ -56,6 +58,12 @@ class ResourceGroupDoc(Strict, kw_only=True):
     flavors: list[FlavorQuotasDoc] = []
 
 
+class PreemptionDoc(Strict, kw_only=True):
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: Any = None
+
+
 class ClusterQueueSpec(Strict, kw_only=True):
     resource_groups: list[ResourceGroupDoc] = []
     cohort_name: str | None = None  # v1beta2
@@ -63,7 +71,7 @@ class ClusterQueueSpec(Strict, kw_only=True):
     queueing_strategy: str = "BestEffortFIFO"
     namespace_selector: LabelSelector | None = None
     flavor_fungibility: Any = None
-    preemption: Any = None
+    preemption: PreemptionDoc | None = None
     admission_checks: Any = None
     admission_checks_strategy: Any = None
     stop_policy: str | None = None
@@ -112,6 +120,7 @@ class ClusterQueue:
     namespace_selector: LabelSelector | None  # None: no namespace (Kueue's nil selector is labels.Nothing)
     stopped: bool = False
     cohort: str | None = None  # spec.cohortName: the ClusterQueues naming it lend and borrow unused quota
+    preemption: str = "Never"  # spec.preemption.withinClusterQueue, where modelled (no cohort)
 
 
 @dataclass
@@ -189,9 +198,14 @@ def _group(raw: ResourceGroupDoc, path: str, where: Any, problems: list[Problem]
 def _unmodelled(name: str, spec: ClusterQueueSpec) -> list[str]:
     """The ClusterQueue's fields that need what the model does not have, by name."""
     out = []
-    if spec.preemption is not None:
-        out.append("spec.preemption (Kueue's preemption, reclaiming lent quota included: a workload that does not "
-                   "fit waits)")
+    preemption = spec.preemption
+    cohort = spec.cohort_name or spec.cohort
+    if preemption is not None and cohort and preemption.within_cluster_queue != NEVER:
+        out.append("spec.preemption.withinClusterQueue in a cohort (preemption is modelled in a ClusterQueue "
+                   "without one: here a workload that does not fit waits)")
+    if preemption is not None and (preemption.reclaim_within_cohort != NEVER or preemption.borrow_within_cohort):
+        out.append("spec.preemption.reclaimWithinCohort/borrowWithinCohort (reclaiming lent quota and preempting "
+                   "while borrowing)")
     if spec.fair_sharing is not None or spec.admission_scope is not None:
         out.append("spec.fairSharing/admissionScope (fair sharing)")
     if spec.admission_checks is not None or spec.admission_checks_strategy is not None:
@@ -242,6 +256,14 @@ def _cluster_queue(doc: ClusterQueueDoc, where: Any, setup: KueueSetup, problems
         problems.append(Problem(at(where, "spec.queueingStrategy"), f'Unsupported value: "{spec.queueing_strategy}":'
                                 f' supported values: "{STRATEGIES[0]}", "{STRATEGIES[1]}"'))
         return
+    preemption = spec.preemption or PreemptionDoc()
+    for field_, value in (("withinClusterQueue", preemption.within_cluster_queue),
+                          ("reclaimWithinCohort", preemption.reclaim_within_cohort)):
+        allowed = POLICIES if field_ == "withinClusterQueue" else (NEVER, LOWER, "Any")
+        if value not in allowed:
+            problems.append(Problem(at(where, f"spec.preemption.{field_}"), f'Unsupported value: "{value}": '
+                                    "supported values: " + ", ".join(f'"{v}"' for v in allowed)))
+            return
     groups = []
     covered: set[str] = set()
     for i, raw_group in enumerate(spec.resource_groups):
@@ -264,4 +286,5 @@ def _cluster_queue(doc: ClusterQueueDoc, where: Any, setup: KueueSetup, problems
     setup.notes.extend(_unmodelled(name, spec))
     stopped = spec.stop_policy not in (None, "None")
     setup.cluster_queues[name] = ClusterQueue(name, tuple(groups), spec.queueing_strategy == "StrictFIFO",
-                                              spec.namespace_selector, stopped, cohort)
+                                              spec.namespace_selector, stopped, cohort,
+                                              NEVER if cohort else preemption.within_cluster_queue)
