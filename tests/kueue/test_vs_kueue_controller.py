@@ -283,3 +283,61 @@ def test_a_cluster_queue_borrows_its_cohorts_unused_quota(plane: ControlPlane) -
     expected = {name: {"pool": "default"} for name in ("a1", "a2", "b1")}
     assert kubedra(docs) == expected
     assert real(plane, docs) == expected
+
+
+def _priority_classes(plane: ControlPlane, prefix: str) -> list[dict[str, Any]]:
+    """``<prefix>-low`` (10) and ``<prefix>-high`` (100), made in the control plane (Kueue reads a Job's priority
+    from its template's PriorityClass) and returned for kubedra's input."""
+    docs = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"{prefix}-{name}"},
+             "value": value} for name, value in (("low", 10), ("high", 100))]
+    for doc in docs:
+        plane.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", doc)
+    return docs
+
+
+def _prioritized(doc: dict[str, Any], priority_class: str) -> dict[str, Any]:
+    doc["spec"]["template"]["spec"]["priorityClassName"] = priority_class
+    return doc
+
+
+def _kubedra_running(docs: list[dict[str, Any]]) -> set[str]:
+    """The Jobs kubedra has admitted and not preempted since, the workloads made a second apart, none ending."""
+    docs = copy.deepcopy(docs)
+    for i, doc in enumerate(d for d in docs if d["kind"] == "Job"):
+        doc["metadata"]["annotations"] = {"kubedra.io/start-after": f"{i}s"}
+    result = simulate(build_scenario(load_text(yaml.safe_dump_all(docs))), Options(fragmentation_samples=0))
+    last: dict[str, str] = {}
+    for event in result.events:
+        if event.type in ("Admitted", "Preempted") and event.object.startswith("Job "):
+            last[event.object.rsplit("/", 1)[1]] = event.type
+    return {name for name, kind in last.items() if kind == "Admitted"}
+
+
+@pytest.mark.parametrize(("low_class", "preempted"), [("low", True), ("high", False)])
+def test_within_cluster_queue_preemption_evicts_a_lower_priority_job_as_kueue_does(
+        plane: ControlPlane, low_class: str, preempted: bool) -> None:
+    """8 GPUs of quota, ``withinClusterQueue: LowerPriority``: ``first`` (8 GPUs) is admitted, ``second`` (8 GPUs,
+    high priority) comes 1.1 s later. Where ``first`` is of lower priority, Kueue evicts it (its Workload
+    ``Evicted`` and ``Preempted``, reasons ``Preempted`` and ``InClusterQueue``), suspends its Job and, its quota
+    released (no Job controller runs here: the Job has no active pod), admits ``second``; where both are of high
+    priority, nothing is preempted and ``second`` waits. kubedra must leave the same Job running."""
+    namespace = plane.create_namespace("kueue")
+    prefix = f"{namespace}-pre"
+    classes = _priority_classes(plane, prefix)
+    cq_docs = queues(prefix, namespace, [("default", "8")], "BestEffortFIFO")
+    cq_docs[1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    jobs = [_prioritized(job("first", namespace, 8), f"{prefix}-{low_class}"),
+            _prioritized(job("second", namespace, 8), f"{prefix}-high")]
+    expected = {"second"} if preempted else {"first"}
+    assert _kubedra_running([*classes, *cq_docs, *jobs]) == expected
+    assert set(real(plane, [*cq_docs, *jobs])) == expected
+    workloads = plane.get(f"/apis/{V1B2}/namespaces/{namespace}/workloads")["items"]
+    (first,) = [w for w in workloads if w["metadata"]["ownerReferences"][0]["name"] == "first"]
+    conditions = {c["type"]: c for c in first.get("status", {}).get("conditions", [])}
+    if preempted:
+        assert conditions["Evicted"]["reason"] == "Preempted"
+        assert conditions["Preempted"]["reason"] == "InClusterQueue"
+        assert "due to prioritization in the ClusterQueue" in conditions["Preempted"]["message"]
+        assert conditions["QuotaReserved"]["status"] == "False"
+    else:
+        assert "Evicted" not in conditions and conditions["QuotaReserved"]["status"] == "True"
