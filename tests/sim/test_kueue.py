@@ -188,8 +188,8 @@ def test_what_is_not_modelled_is_noted_once_each() -> None:
     kueue_notes = [n for n in scenario.notes if "Kueue" in n or "ClusterQueue" in n]
     assert any("spec.flavorFungibility" in n for n in kueue_notes)
     assert any("spec.preemption.reclaimWithinCohort" in n for n in kueue_notes)  # withinClusterQueue is modelled,
-    assert any("withinClusterQueue for JobSets" in n for n in kueue_notes)  # for Jobs only
-    assert any("Pod default/p" in n and "batch/v1 Jobs and JobSets only" in n for n in kueue_notes)
+    assert any("withinClusterQueue for JobSets and RayJobs" in n for n in kueue_notes)  # for Jobs only
+    assert any("Pod default/p" in n and "batch/v1 Jobs, JobSets and RayJobs only" in n for n in kueue_notes)
     assert len(kueue_notes) == len(set(kueue_notes)) == 4
 
 

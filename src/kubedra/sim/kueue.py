@@ -303,7 +303,7 @@ class Kueue:
         used = self.used[cq.name]
         running = [Running(a.workload.key, a.workload.priority, a.workload.created_at, a.workload.order, a.usage, at)
                    for a, at in self.running[cq.name].values()
-                   if a.workload.key.startswith("Job ")]  # a JobSet's suspension is not modelled: never a victim
+                   if a.workload.key.startswith("Job ")]  # a JobSet's or RayJob's suspension: not modelled
         return victims(cq.preemption, workload.priority, workload.created_at, running, needs=needs,
                        fits=lambda freed: all(amount <= _quota(cq, fr)[0] - used.get(fr, 0) + freed.get(fr, 0)
                                          for fr, amount in usage.items()))

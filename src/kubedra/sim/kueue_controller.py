@@ -6,6 +6,11 @@ has no pod left to run. An admitted JobSet is resumed with each replicated job's
 ``Finished``: its Completed or Failed condition). Admission runs once per instant, after that instant's arrivals and
 completions.
 
+An admitted RayJob (``sim.kueue_rayjobs``) is resumed with each pod set's node selector and tolerations in its
+cluster's head and workers and its submitter; its cluster's pods are made then, its submitter Job once the cluster is
+ready (``sim.rayjobs``), and its quota is free again when it finishes (its submitter Job ended, or its deadline, counted
+from the admission, failed it).
+
 Preemption within a ClusterQueue (``sim.kueue_preemption``): a victim Job is suspended at once (the jobframework
 reconciler's ``stopJob``) and the Job controller deletes its pods, each leaving after its grace period; its quota is
 released then and there, as Kueue releases it once the Job's ``status.active`` is 0, which counts no terminating pod;
@@ -25,6 +30,8 @@ from kubedra.sim.jobsets import JobSetRun
 from kubedra.sim.kueue import Admission, Kueue, PodSet, Workload
 from kubedra.sim.kueue_objects import KueueSetup, units
 from kubedra.sim.kueue_preemption import preemption_message
+from kubedra.sim.kueue_rayjobs import admitted_rayjob, rayjob_workload
+from kubedra.sim.rayjobs import RayJobRun
 
 if TYPE_CHECKING:
     from kubedra.sim.run import JobProgress, Simulation
@@ -128,7 +135,7 @@ class KueueController:
     def __init__(self, sim: Simulation, setup: KueueSetup) -> None:
         self.sim = sim
         self.kueue = Kueue(setup)
-        self.jobs: dict[str, JobRun | JobSetRun] = {}  # held, by workload key
+        self.jobs: dict[str, JobRun | JobSetRun | RayJobRun] = {}  # held, by workload key
         self.waiting: list[Workload] = []  # made later than now (start-after), by creation time
         self.made = 0  # pods of admitted Jobs
         self.admitted: dict[str, tuple[JobRun, JobProgress]] = {}  # admitted Jobs as started, by workload key
@@ -146,6 +153,13 @@ class KueueController:
     def hold_jobset(self, run: JobSetRun) -> None:
         """A JobSet naming a LocalQueue (made suspended by Kueue's webhook): one Workload for all its Jobs."""
         queued = jobset_workload(run, len(self.jobs))
+        self.jobs[queued.key] = run
+        self.waiting.append(queued)
+        self._wake(run.created_at)
+
+    def hold_rayjob(self, run: RayJobRun) -> None:
+        """A RayJob naming a LocalQueue (made suspended by Kueue's webhook): no cluster, no submitter until admitted."""
+        queued = rayjob_workload(run, len(self.jobs))
         self.jobs[queued.key] = run
         self.waiting.append(queued)
         self._wake(run.created_at)
@@ -191,6 +205,9 @@ class KueueController:
         if isinstance(job, JobSetRun):
             self._start_jobset(admission, admitted_jobset(job, admission))
             return
+        if isinstance(job, RayJobRun):
+            self._start_rayjob(admission, job)
+            return
         started = replace(job, arrive_at=0.0, suspended=False, pods=admitted_pods(job.pods, admission))
         self.made += len(started.pods)
         progress = self.sim.start_job(started)
@@ -234,6 +251,22 @@ class KueueController:
             self.made += len(job.pods)
             start_job(self.sim, job)
         self.sim.add_jobset(run).on_end = lambda: self._ended(admission)
+
+    def _start_rayjob(self, admission: Admission, run: RayJobRun) -> None:
+        """Its cluster's pods made now, its submitter Job by its controller; its quota freed when it finishes."""
+        from kubedra.sim.rayjobs import RayJobController
+        from kubedra.sim.run import job_record
+
+        pods, started = admitted_rayjob(run, admission, self.sim.now)
+        for pod in pods:
+            ref = pod.metadata.owner_references[0]
+            self.sim.add(job_record(pod, self.sim.now, None, f"RayCluster/{run.namespace}/{ref.name}",
+                                    self.sim.gangs_on))
+        self.made += len(pods)
+        controller = RayJobController(self.sim, started)
+        if started.submitter is not None:  # the other modes' Ray job ends where kubedra does not look: never freed
+            controller.on_end = lambda: self._ended(admission)
+        self.sim.add_controller(controller)
 
     def _ended(self, admission: Admission) -> None:
         from kubedra.sim.run import Event

@@ -30,6 +30,7 @@ submitter left running after its cluster was deleted (it runs its ``run-for``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -38,10 +39,11 @@ import msgspec
 from kubedra.cluster.gpuslices import name_suffix, stable_uid
 from kubedra.cluster.nodepool import Strict
 from kubedra.objects.formats import unsupported
-from kubedra.objects.model import Container, Int32, ObjectMeta, PodSpec, ResourceRequirements
+from kubedra.objects.model import Container, Int32, ObjectMeta, Pod, PodSpec, ResourceRequirements
 from kubedra.sim.jobsets import dns1035, quote
 from kubedra.sim.manifests import JobSpec, PodTemplate, _Doc
 from kubedra.sim.rayclusters import RayClusterDoc, RayClusterSpec, cluster_pods, cluster_problems, expand_raycluster
+from kubedra.sim.unmodelled import KUEUE_QUEUE
 
 if TYPE_CHECKING:
     from kubedra.cluster.state import ClusterState
@@ -94,6 +96,15 @@ class RayJobRun:
     shutdown: bool
     deadline: float | None = None  # when ``activeDeadlineSeconds`` runs out (from the RayJob's creation)
     ttl: float = 0.0  # ``ttlSecondsAfterFinished``
+    # Kueue (``sim.kueue_rayjobs``): the LocalQueue its ``kueue.x-k8s.io/queue-name`` label names; whether it was
+    # written suspended; its cluster's pods (made when admitted); when it was created; ``activeDeadlineSeconds``;
+    # Kueue's pod sets as (name, count, template's spec): the head, each worker group, the submitter in K8sJobMode
+    queue: str | None = None
+    held: bool = False
+    pods: tuple[Pod, ...] = ()
+    created_at: float = 0.0
+    active_deadline: float | None = None
+    templates: tuple[tuple[str, int, PodSpec], ...] = ()
 
 
 def rayjob_pods(state: ClusterState, run: RayJobRun) -> list[str]:
@@ -158,8 +169,10 @@ def expand_rayjob(exp: _Expander, where: Location, doc: RayJobDoc, namespace: st
     for path, message in rayjob_problems(doc):
         exp.bad(where, path, message)
     cluster_spec = spec.ray_cluster_spec
-    if exp.problems or cluster_spec is None or spec.suspend:
+    queue = doc.metadata.labels.get(KUEUE_QUEUE)
+    if exp.problems or cluster_spec is None or (spec.suspend and queue is None):
         return None
+    templates = kueue_templates(spec, cluster_spec) if queue is not None else ()
     head = cluster_spec.head_group_spec.template
     image = head.spec.containers[0].image
     template = submitter_template(spec, image)
@@ -178,7 +191,7 @@ def expand_rayjob(exp: _Expander, where: Location, doc: RayJobDoc, namespace: st
     cluster = f"{name}-{name_suffix(str(exp.seed), f'RayJob/{namespace}/{name}', 'cluster')}"  # GenerateRayClusterName
     owner = f"RayCluster/{namespace}/{cluster}"
     pods = cluster_pods(exp, cluster, namespace, cluster_spec, stable_uid("RayCluster", namespace, cluster))
-    for pod in pods:
+    for pod in pods if not spec.suspend else ():  # a queued one written suspended: made once Kueue admits it
         exp.add(arrive_at, PodArrival(pod, arrive_at, None, owner))
     submitter = None
     if spec.submission_mode == "K8sJobMode":
@@ -191,7 +204,24 @@ def expand_rayjob(exp: _Expander, where: Location, doc: RayJobDoc, namespace: st
     if spec.active_deadline_seconds is not None and submitter is not None:
         deadline = arrive_at + spec.active_deadline_seconds
     return RayJobRun(name, namespace, tuple(f"{namespace}/{p.metadata.name}" for p in pods), submitter,
-                     spec.shutdown_after_job_finishes, deadline, float(spec.ttl_seconds_after_finished))
+                     spec.shutdown_after_job_finishes, deadline, float(spec.ttl_seconds_after_finished), queue,
+                     spec.suspend, tuple(pods) if queue is not None else (), arrive_at,
+                     None if deadline is None else float(spec.active_deadline_seconds or 0), templates)
+
+
+def kueue_templates(spec: RayJobSpec, cluster: RayClusterSpec) -> tuple[tuple[str, int, PodSpec], ...]:
+    """Kueue's pod sets for a RayJob (``raycluster.BuildPodSets``, ``addSubmitterPodSet``), from the spec as written:
+    the head (1 pod), each worker group (``replicas``, 1 where null, times ``numOfHosts`` above 1), and in K8sJobMode
+    the submitter (1 pod of ``getSubmitterTemplate``: the user's, else the operator's default)."""
+    head = cluster.head_group_spec.template
+    out = [("head", 1, head.spec)]
+    for group in cluster.worker_group_specs:
+        count = 1 if group.replicas is None else group.replicas
+        out.append((group.group_name, count * group.num_of_hosts if group.num_of_hosts > 1 else count,
+                    group.template.spec))
+    if spec.submission_mode == "K8sJobMode":
+        out.append(("submitter", 1, submitter_template(spec, head.spec.containers[0].image).spec))
+    return tuple(out)
 
 
 def expand_ray(exp: _Expander, where: Location, doc: RayClusterDoc | RayJobDoc, namespace: str) -> None:
@@ -214,6 +244,7 @@ class RayJobController:
         self.made = 0
         self.job: JobProgress | None = None
         self.failed = False
+        self.on_end: Callable[[], None] | None = None  # Kueue's: the RayJob finished (Complete or Failed)
         self._key = f"RayJob/{run.namespace}/{run.name}"
         if run.deadline is not None:
             sim.wake(run.deadline, f"{self._key}/deadline", self._deadline)
@@ -234,9 +265,10 @@ class RayJobController:
                                             "RayCluster is ready"))
             self.job = sim.start_job(run.submitter)
             self.made += len(run.submitter.pods)
-            return run.shutdown
+            return run.shutdown or self.on_end is not None  # watched to its end: its quota
         if sim.job_active(self.job):
             return True
+        self._finished()
         self._shut_down("shutdownAfterJobFinishes")
         return False
 
@@ -251,7 +283,12 @@ class RayJobController:
         sim.events.append(Event(sim.now, "Failed", f"RayJob {run.namespace}/{run.name}", message=(
             "DeadlineExceeded: the RayJob has passed its activeDeadlineSeconds"
             + ("" if self.job is not None else "; its RayCluster was not ready, no submitter Job was made"))))
+        self._finished()
         self._shut_down("shutdownAfterJobFinishes after DeadlineExceeded")
+
+    def _finished(self) -> None:
+        if self.on_end is not None:
+            self.on_end()
 
     def _shut_down(self, why: str) -> None:
         """With ``shutdownAfterJobFinishes``: the cluster's pods deleted ``ttlSecondsAfterFinished`` from now."""

@@ -117,10 +117,14 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     if len(priorities) > 1:
         simulation.evictions = Evictions(simulation, scenario.budgets)
     specs = SpecCache()
+    kueue = KueueController(simulation, scenario.kueue) if scenario.kueue else None
+    held = {key for run in scenario.workloads.rayjobs if kueue is not None and run.queue is not None
+            for key in run.cluster}  # a queued RayJob's cluster: made when Kueue admits it
     for arrival in scenario.workloads.arrivals:
+        if held and f"{arrival.pod.metadata.namespace}/{arrival.pod.metadata.name}" in held:
+            continue
         simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs=gangs,
                                specs=specs))
-    kueue = KueueController(simulation, scenario.kueue) if scenario.kueue else None
     _add_jobs(simulation, scenario, specs, kueue)
     for cron in scenario.workloads.cronjobs:
         simulation.add_cronjob(cron)
@@ -128,7 +132,10 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     for lws in scenario.workloads.leaderworkersets:
         simulation.add_controller(LeaderWorkerController(simulation, lws))
     for ray_job in scenario.workloads.rayjobs:
-        simulation.add_controller(RayJobController(simulation, ray_job))
+        if kueue is not None and ray_job.queue is not None:
+            kueue.hold_rayjob(ray_job)  # suspended by Kueue's webhook; its cluster made when admitted
+        elif not ray_job.held:  # a queued one written suspended, with no Kueue queue, stays suspended
+            simulation.add_controller(RayJobController(simulation, ray_job))
     for pytorch_job in scenario.workloads.pytorchjobs:
         simulation.add_controller(PyTorchJobController(simulation, pytorch_job))
     if options.fragmentation_samples > 0:
