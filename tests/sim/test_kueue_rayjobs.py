@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from tests.sim.test_kueue import QUEUE, V1B2, admitted, flavor, local_queue, nodes, run
 
@@ -79,14 +80,21 @@ def test_quota_for_one_rayjob_holds_the_other_until_the_first_finishes() -> None
     assert {role(n) for n in pods_of(result, "b")} == {"head", "worker", "submitter"}
 
 
-def test_head_and_workers_take_different_flavors_each_given_its_own() -> None:
+SUBMITTER = {"spec": {"restartPolicy": "Never", "containers": [{"name": "submit", "image": "rayproject/ray:2.49.0",
+                                                                 "resources": {"requests": {"cpu": "500m"}}}]}}
+
+
+@pytest.mark.parametrize(("spec", "submitter"), [({}, {}), ({"submitterPodTemplate": SUBMITTER}, {"pool": "a"})])
+def test_head_and_workers_take_different_flavors_each_given_its_own(spec: dict[str, Any],
+                                                                    submitter: dict[str, str]) -> None:
     """``RunWithPodSetsInfo``: the head (CPU) takes flavor ``a`` (4 GPUs); the workers' 8 GPUs fit only ``b``; the
-    submitter takes ``a``. Each pod carries its own pod set's node labels."""
+    submitter's pod set takes ``a``. Each cluster pod carries its own pod set's node labels; the submitter only where
+    the RayJob has a ``submitterPodTemplate`` (``getSubmitterTemplate`` makes the default anew: the merge is lost)."""
     result = run(flavor("a", {"pool": "a"}), flavor("b", {"pool": "b"}), cluster_queue({"a": "4", "b": "8"}),
-                 local_queue(), nodes(1, {"pool": "a"}, "na"), nodes(1, {"pool": "b"}, "nb"), rayjob("r"))
-    assert admitted(result)["r"] == "ClusterQueue cq (cpu: a, cpu: b, memory: a, nvidia.com/gpu: b)"
+                 local_queue(), nodes(1, {"pool": "a"}, "na"), nodes(1, {"pool": "b"}, "nb"), rayjob("r", **spec))
+    assert admitted(result)["r"].startswith("ClusterQueue cq (cpu: a, cpu: b, ")
     placed = {role(n): selector for n, (_, selector) in pods_of(result, "r").items()}
-    assert placed == {"head": {"pool": "a"}, "worker": {"pool": "b"}, "submitter": {"pool": "a"}}
+    assert placed == {"head": {"pool": "a"}, "worker": {"pool": "b"}, "submitter": submitter}
     assert all(r.pod.spec.node_name for r in result.state.pods.values())
 
 

@@ -11,8 +11,9 @@ Pure: the Workload of a RayJob and the RayJob as Kueue resumes it; ``sim.kueue_c
   head, nor the workers' ``wait-gcs-ready`` init container.
 - Priority: the first pod set's template naming a priorityClassName (``ExtractPriority``).
 - Resumed (``RunWithPodSetsInfo``): ``suspend`` false, each pod set's flavors' node labels and tolerations merged into
-  its template (``UpdateRayClusterSpecToRunWithPodSetsInfo``; the submitter's by ``podset.Merge``), so the cluster's
-  head and workers and the submitter Job carry them; ray-operator then makes the cluster (now) and the submitter Job
+  its template (``UpdateRayClusterSpecToRunWithPodSetsInfo``; the submitter's by ``podset.Merge``, kept only in a
+  ``submitterPodTemplate`` the RayJob has: a default one is made anew and dropped), so the cluster's head and workers
+  (and such a submitter) carry them; ray-operator then makes the cluster (now) and the submitter Job
   once it is ready. ray-operator sets the RayJob's StartTime as it leaves ``New`` after the resume
   (``initRayJobStatusIfNeed``: its suspension cleared the cluster name), so ``activeDeadlineSeconds`` counts from the
   admission.
@@ -65,7 +66,9 @@ def _merged(pod: Pod, labels: dict[str, str], tolerations: tuple[Toleration, ...
 def admitted_rayjob(run: RayJobRun, admission: Admission, now: float) -> tuple[tuple[Pod, ...], RayJobRun]:
     """The cluster's pods as the operator makes them once the RayJob is resumed, each with its pod set's node selector
     and tolerations (the head's pod set is the first, a worker group's the one named after it), and the run with its
-    submitter's template given the ``submitter`` pod set's and its deadline counted from ``now``."""
+    deadline counted from ``now`` and its submitter's template given the ``submitter`` pod set's where the RayJob has
+    a ``submitterPodTemplate``: ``getSubmitterTemplate`` returns a new default one otherwise, and what ``podset.Merge``
+    writes into it is lost (the operator builds the submitter from its own default)."""
     given = {ps.name: (labels, tolerations) for ps, labels, tolerations
              in zip(admission.workload.pod_sets, admission.node_selectors, admission.tolerations, strict=True)}
     pods = []
@@ -73,7 +76,7 @@ def admitted_rayjob(run: RayJobRun, admission: Admission, now: float) -> tuple[t
         group = pod.metadata.labels.get(GROUP, HEAD_GROUP)
         pods.append(_merged(pod, *given.get("head" if group == HEAD_GROUP else group, ({}, ()))))
     submitter = run.submitter
-    if submitter is not None:
+    if submitter is not None and run.own_submitter:
         labels, tolerations = given.get("submitter", ({}, ()))
         submitter = replace(submitter, pods=tuple(_merged(p, labels, tolerations) for p in submitter.pods))
     deadline = None if run.active_deadline is None else now + run.active_deadline

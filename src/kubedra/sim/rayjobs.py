@@ -105,6 +105,7 @@ class RayJobRun:
     created_at: float = 0.0
     active_deadline: float | None = None
     templates: tuple[tuple[str, int, PodSpec], ...] = ()
+    own_submitter: bool = False  # ``submitterPodTemplate`` given: Kueue writes the submitter's flavor into it
 
 
 def rayjob_pods(state: ClusterState, run: RayJobRun) -> list[str]:
@@ -206,7 +207,8 @@ def expand_rayjob(exp: _Expander, where: Location, doc: RayJobDoc, namespace: st
     return RayJobRun(name, namespace, tuple(f"{namespace}/{p.metadata.name}" for p in pods), submitter,
                      spec.shutdown_after_job_finishes, deadline, float(spec.ttl_seconds_after_finished), queue,
                      spec.suspend, tuple(pods) if queue is not None else (), arrive_at,
-                     None if deadline is None else float(spec.active_deadline_seconds or 0), templates)
+                     None if deadline is None else float(spec.active_deadline_seconds or 0), templates,
+                     spec.submitter_pod_template is not None)
 
 
 def kueue_templates(spec: RayJobSpec, cluster: RayClusterSpec) -> tuple[tuple[str, int, PodSpec], ...]:
