@@ -1,12 +1,14 @@
 """kubedra's Kueue admission (``sim.kueue``) against the released controller manager, sigs.k8s.io/kueue v0.17.0
 (``tests/kueue/build.sh``), on the test control plane's etcd and kube-apiserver (no scheduler, no
 kube-controller-manager: admission needs neither). Its CRDs come from the module go.mod pins, with the JobSet CRD of
-the sigs.k8s.io/jobset version Kueue requires (its jobset integration is on; no JobSet controller runs: Kueue only
-suspends and resumes the JobSet); its Job, JobSet and queue webhooks are served over TLS with a self-signed
-certificate (``tests/sigs/harness``), so a labelled Job or JobSet is made suspended as in a cluster. For each scenario
-the same ResourceFlavors, ClusterQueues (one, or two in a cohort), LocalQueues and Jobs or JobSets go to both; those
+the sigs.k8s.io/jobset version Kueue requires and the RayCluster and RayJob CRDs of its ray-operator version (its
+jobset and rayjob integrations are on; no JobSet controller or ray-operator runs: Kueue only suspends and resumes the
+JobSet or RayJob, writing node selectors into their templates); its Job, JobSet, RayJob and queue webhooks are served
+over TLS with a self-signed certificate (``tests/sigs/harness``), so a labelled workload is made suspended as in a
+cluster. For each scenario the same ResourceFlavors, ClusterQueues (one, or two in a cohort), LocalQueues and Jobs,
+JobSets or RayJobs go to both; those
 the controller unsuspends (their Workloads' QuotaReserved) and the node selectors it writes into their templates (a
-JobSet's per replicated job) must equal kubedra's admissions.
+JobSet's per replicated job, a RayJob's per pod set) must equal kubedra's admissions.
 
 Workloads are created 1.1 s apart (a Workload's creationTimestamp has whole seconds, and Kueue breaks a tie by UID);
 kubedra is given them a second apart, none ending."""
@@ -40,9 +42,11 @@ MODULE = "sigs.k8s.io/kueue"
 V1B2 = "kueue.x-k8s.io/v1beta2"
 QUEUE = "kueue.x-k8s.io/queue-name"
 METRICS_CERTS = Path("/etc/kueue/metrics/certs")
-HOOKS = ("batch-v1-job", "jobset-x-k8s-io", "kueue-x-k8s-io")  # the webhooks this check needs
+HOOKS = ("batch-v1-job", "jobset-x-k8s-io", "kueue-x-k8s-io", "ray-io-v1-rayjob")  # the webhooks this check needs
 JOBSET_MODULE = "sigs.k8s.io/jobset"  # the version Kueue's go.mod requires: its CRD, for the jobset integration
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+RAY_MODULE = "github.com/ray-project/kuberay/ray-operator"  # Kueue's version: its RayCluster and RayJob CRDs
+RAY_API = "ray.io/v1"
 
 
 def _webhooks(plane: ControlPlane, module: Path, port: int, ca: bytes) -> None:
@@ -85,13 +89,14 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
             pytest.fail(f"CI=true: {reason}")
         pytest.skip(reason)
     harness.require(BINARY)  # go on PATH: the CRDs are read from Go's module cache
-    module, jobset = (Path(subprocess.run(["go", "list", "-mod=readonly", "-m", "-f", "{{.Dir}}", name], cwd=HERE,
-                                          check=True, capture_output=True, text=True).stdout.strip())
-                      for name in (MODULE, JOBSET_MODULE))
+    module, jobset, ray = (Path(subprocess.run(["go", "list", "-mod=readonly", "-m", "-f", "{{.Dir}}", name],
+                                               cwd=HERE, check=True, capture_output=True, text=True).stdout.strip())
+                           for name in (MODULE, JOBSET_MODULE, RAY_MODULE))
     tmp = tmp_path_factory.mktemp("kueue")
     with running_control_plane(tmp_path_factory.mktemp("kueue-cp"), only=("etcd", "kube-apiserver")) as cp:
         crds = [*sorted((module / "config/components/crd/bases").glob("*.yaml")),
-                jobset / "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"]
+                jobset / "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml",
+                *(ray / f"config/crd/bases/ray.io_{plural}.yaml" for plural in ("rayclusters", "rayjobs"))]
         harness.install_crds(cp, crds)
         certs = tmp / "certs"
         ca = harness.serving_cert(certs)
@@ -102,7 +107,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
             "internalCertManagement": {"enable": False}, "leaderElection": {"leaderElect": False},
             "webhook": {"port": port, "host": "127.0.0.1", "certDir": str(certs)},
             "metrics": {"bindAddress": "0"}, "health": {"healthProbeBindAddress": f"127.0.0.1:{probe}"},
-            "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},
+            "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "ray.io/rayjob"]},
         }
         (tmp / "config.yaml").write_text(yaml.safe_dump(config))
         args = [str(BINARY), f"--kubeconfig={cp.kubeconfig}", f"--config={tmp / 'config.yaml'}", "--zap-devel=false",
@@ -165,11 +170,18 @@ def jobset(name: str, namespace: str, *replicated: tuple[str, int, int, int]) ->
                 gpus, parallelism)}} for rjob, replicas, parallelism, gpus in replicated]}}
 
 
-WORKLOADS = {"Job": ("batch/v1", "jobs"), "JobSet": (JOBSET_API, "jobsets")}
+WORKLOADS = {"Job": ("batch/v1", "jobs"), "JobSet": (JOBSET_API, "jobsets"), "RayJob": (RAY_API, "rayjobs")}
 
 
 def selectors(item: dict[str, Any]) -> dict[str, Any]:
-    """A Job's template's node selector; a JobSet's, by replicated job."""
+    """A Job's template's node selector; a JobSet's, by replicated job; a RayJob's, by pod set (head, each worker
+    group, the submitter: its ``submitterPodTemplate``'s, none without one)."""
+    if item["kind"] == "RayJob":
+        cluster = item["spec"]["rayClusterSpec"]
+        submitter = (item["spec"].get("submitterPodTemplate") or {}).get("spec", {})
+        return {"head": cluster["headGroupSpec"]["template"]["spec"].get("nodeSelector", {}),
+                **{g["groupName"]: g["template"]["spec"].get("nodeSelector", {}) for g in cluster["workerGroupSpecs"]},
+                "submitter": submitter.get("nodeSelector", {})}
     if item["kind"] == "JobSet":
         return {r["name"]: r["template"]["spec"]["template"]["spec"].get("nodeSelector", {})
                 for r in item["spec"]["replicatedJobs"]}
@@ -341,3 +353,60 @@ def test_within_cluster_queue_preemption_evicts_a_lower_priority_job_as_kueue_do
         assert conditions["QuotaReserved"]["status"] == "False"
     else:
         assert "Evicted" not in conditions and conditions["QuotaReserved"]["status"] == "True"
+
+
+def rayjob(name: str, namespace: str, gpus: int) -> dict[str, Any]:
+    """A RayJob as Kueue's webhook accepts it (``shutdownAfterJobFinishes``, no autoscaling): a 2-CPU head, one worker
+    group ``gpu`` of one ``gpus``-GPU worker, and a submitterPodTemplate (500m CPU) for the flavor to be kept in."""
+    def template(container: str, requests: dict[str, str], limits: dict[str, str] | None = None) -> dict[str, Any]:
+        return {"spec": {"restartPolicy": "Never", "containers": [{"name": container, "image": "rayproject/ray:2.49.0",
+                                                                   "resources": {"requests": requests,
+                                                                                 **({"limits": limits} if limits
+                                                                                    else {})}}]}}
+
+    return {"apiVersion": RAY_API, "kind": "RayJob",
+            "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE: "lq"}},
+            "spec": {"entrypoint": "python train.py", "shutdownAfterJobFinishes": True,
+                     "submitterPodTemplate": template("submit", {"cpu": "500m"}),
+                     "rayClusterSpec": {
+                         "headGroupSpec": {"rayStartParams": {}, "template": template("ray-head", {"cpu": "2"})},
+                         "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "rayStartParams": {},
+                                               "template": template("ray-worker", {"cpu": "1"},
+                                                                    {"nvidia.com/gpu": str(gpus)})}]}}}
+
+
+def kubedra_rayjobs(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``kubedra`` for RayJobs: each admitted one's pods' node selectors by pod set (the head, its worker group, the
+    submitter), on nodes of both pools so that its cluster gets ready and its submitter is made."""
+    docs = copy.deepcopy(docs)
+    for i, doc in enumerate(d for d in docs if d["kind"] == "RayJob"):
+        doc["metadata"]["annotations"] = {"kubedra.io/start-after": f"{i}s"}
+    pools = [{"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": f"pool-{p}"}, "spec": {
+        "count": 2, "labels": {"pool": p}, "allocatable": {"cpu": "64", "memory": "512Gi"},
+        "gpu": {"model": "H100-80GB", "count": 8}, "devicePlugin": True}} for p in ("a", "b")]
+    result = simulate(build_scenario(load_text(yaml.safe_dump_all([*docs, *pools]))), Options(fragmentation_samples=0))
+    admitted = {e.object.rsplit("/", 1)[1] for e in result.events if e.type == "Admitted"}
+    out: dict[str, dict[str, Any]] = {}
+    for record in result.state.pods.values():
+        kind, owner = record.owner.split("/")[0], record.owner.rsplit("/", 1)[1]
+        rayjob_name = owner.rsplit("-", 1)[0] if kind == "RayCluster" else owner
+        if rayjob_name not in admitted:
+            continue
+        group = record.pod.metadata.labels.get("ray.io/group")
+        podset = "submitter" if kind == "Job" else "head" if group == "headgroup" else group
+        out.setdefault(rayjob_name, {})[podset] = dict(record.pod.spec.node_selector)
+    return out
+
+
+def test_rayjobs_are_admitted_whole_with_the_head_and_workers_on_their_own_flavors(plane: ControlPlane) -> None:
+    """Kueue's rayjob integration (``PodSets``: head, each worker group, the submitter): flavor ``a`` has 4 GPUs,
+    ``b`` 8. ``first``'s head and submitter (CPU only) take ``a``, its 8-GPU worker fits only ``b``; ``second`` (the
+    same) fits nowhere once ``first`` holds ``b`` and stays suspended. ``RunWithPodSetsInfo`` writes each pod set's
+    node labels into the head's, the worker group's and the submitterPodTemplate's spec; kubedra's pods carry the
+    same."""
+    namespace = plane.create_namespace("kueue")
+    docs = [*queues(f"{namespace}-ray", namespace, [("a", "4"), ("b", "8")], "BestEffortFIFO"),
+            rayjob("first", namespace, 8), rayjob("second", namespace, 8)]
+    expected = {"first": {"head": {"pool": "a"}, "gpu": {"pool": "b"}, "submitter": {"pool": "a"}}}
+    assert kubedra_rayjobs(docs) == expected
+    assert real(plane, docs) == expected

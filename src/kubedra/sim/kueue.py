@@ -1,7 +1,7 @@
 """Kueue's admission, the part a simulation needs: ClusterQueues admit workloads within their quota.
 
-Pure: no simulation here (``sim.kueue_controller`` holds Jobs and JobSets and starts them). Rules as Kueue v0.17 has
-them (``pkg/cache/queue``, ``pkg/cache/scheduler``, ``pkg/scheduler``, ``pkg/scheduler/flavorassigner``):
+Pure: no simulation here (``sim.kueue_controller`` holds Jobs, JobSets and RayJobs and starts them). Rules as Kueue
+v0.17 has them (``pkg/cache/queue``, ``pkg/cache/scheduler``, ``pkg/scheduler``, ``pkg/scheduler/flavorassigner``):
 
 - Order: a ClusterQueue's pending workloads by priority (higher first), then creation time; Kueue breaks a tie by
   the workloads' UIDs, kubedra by the input order.
