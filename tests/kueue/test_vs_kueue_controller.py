@@ -355,9 +355,9 @@ def test_within_cluster_queue_preemption_evicts_a_lower_priority_job_as_kueue_do
         assert "Evicted" not in conditions and conditions["QuotaReserved"]["status"] == "True"
 
 
-def rayjob(name: str, namespace: str, gpus: int) -> dict[str, Any]:
+def rayjob(name: str, namespace: str, gpus: int, own_submitter: bool = True) -> dict[str, Any]:
     """A RayJob as Kueue's webhook accepts it (``shutdownAfterJobFinishes``, no autoscaling): a 2-CPU head, one worker
-    group ``gpu`` of one ``gpus``-GPU worker, and a submitterPodTemplate (500m CPU) for the flavor to be kept in."""
+    group ``gpu`` of one ``gpus``-GPU worker, and with ``own_submitter`` a submitterPodTemplate (500m CPU)."""
     def template(container: str, requests: dict[str, str], limits: dict[str, str] | None = None) -> dict[str, Any]:
         return {"spec": {"restartPolicy": "Never", "containers": [{"name": container, "image": "rayproject/ray:2.49.0",
                                                                    "resources": {"requests": requests,
@@ -367,7 +367,7 @@ def rayjob(name: str, namespace: str, gpus: int) -> dict[str, Any]:
     return {"apiVersion": RAY_API, "kind": "RayJob",
             "metadata": {"name": name, "namespace": namespace, "labels": {QUEUE: "lq"}},
             "spec": {"entrypoint": "python train.py", "shutdownAfterJobFinishes": True,
-                     "submitterPodTemplate": template("submit", {"cpu": "500m"}),
+                     **({"submitterPodTemplate": template("submit", {"cpu": "500m"})} if own_submitter else {}),
                      "rayClusterSpec": {
                          "headGroupSpec": {"rayStartParams": {}, "template": template("ray-head", {"cpu": "2"})},
                          "workerGroupSpecs": [{"groupName": "gpu", "replicas": 1, "rayStartParams": {},
@@ -398,15 +398,24 @@ def kubedra_rayjobs(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_rayjobs_are_admitted_whole_with_the_head_and_workers_on_their_own_flavors(plane: ControlPlane) -> None:
+@pytest.mark.parametrize("own_submitter", [True, False])
+def test_rayjobs_are_admitted_whole_with_the_head_and_workers_on_their_own_flavors(plane: ControlPlane,
+                                                                                   own_submitter: bool) -> None:
     """Kueue's rayjob integration (``PodSets``: head, each worker group, the submitter): flavor ``a`` has 4 GPUs,
     ``b`` 8. ``first``'s head and submitter (CPU only) take ``a``, its 8-GPU worker fits only ``b``; ``second`` (the
     same) fits nowhere once ``first`` holds ``b`` and stays suspended. ``RunWithPodSetsInfo`` writes each pod set's
-    node labels into the head's, the worker group's and the submitterPodTemplate's spec; kubedra's pods carry the
-    same."""
+    node labels into the head's, the worker group's and the submitterPodTemplate's spec (without one, into a default
+    it makes anew and drops: the RayJob gets none); kubedra's pods carry the same. The default submitter asks 200Mi of
+    memory, which no resource group covers: the ClusterQueue covers memory there."""
     namespace = plane.create_namespace("kueue")
     docs = [*queues(f"{namespace}-ray", namespace, [("a", "4"), ("b", "8")], "BestEffortFIFO"),
-            rayjob("first", namespace, 8), rayjob("second", namespace, 8)]
-    expected = {"first": {"head": {"pool": "a"}, "gpu": {"pool": "b"}, "submitter": {"pool": "a"}}}
+            rayjob("first", namespace, 8, own_submitter), rayjob("second", namespace, 8, own_submitter)]
+    if not own_submitter:
+        group = docs[2]["spec"]["resourceGroups"][0]
+        group["coveredResources"].append("memory")
+        for flavor_quota in group["flavors"]:
+            flavor_quota["resources"].append({"name": "memory", "nominalQuota": "512Gi"})
+    expected = {"first": {"head": {"pool": "a"}, "gpu": {"pool": "b"},
+                          "submitter": {"pool": "a"} if own_submitter else {}}}
     assert kubedra_rayjobs(docs) == expected
     assert real(plane, docs) == expected
