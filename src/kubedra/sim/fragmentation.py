@@ -19,7 +19,7 @@ the per-pod path. Per GPU model and node pool (the ``kubedra.io/nodepool`` label
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -138,8 +138,10 @@ class Memo:
         return found
 
 
-def _usable_nodes(state: ClusterState, fit: NodeFit, pending: list[PodRecord], candidates: Iterable[str],
+def _usable_nodes(state: ClusterState, fit: NodeFit, pending: list[PodRecord], candidates: Sequence[str],
                   memo: Memo) -> set[str]:
+    if not candidates:  # no node with a free GPU: the pending pods' shapes are not worked out
+        return set()
     shapes: dict[str, PodRecord] = {}
     for record in pending:
         shapes.setdefault(memo.key(fit, record), record)
