@@ -32,7 +32,7 @@ from kubedra.objects.model import (
     Pod,
     ResourceClaim,
 )
-from kubedra.scheduler.bitsets import mask_of, nth_bit
+from kubedra.scheduler.bitsets import first_bits, mask_of, nth_bit
 from kubedra.scheduler.dynamicresources import first_available_score
 from kubedra.scheduler.kube_scorer import WEIGHTS, Candidate, KubeScorer
 from kubedra.scheduler.nodeaffinity import preferred_affinity, preferred_terms
@@ -270,6 +270,19 @@ def test_heap_root_of_the_highest_positions_is_heap_root() -> None:
         assert heap_root_of(i for i, t in enumerate(totals) if t == best) == heap_root(totals)
 
 
+def test_heap_root_in_finds_the_descent_on_long_lists() -> None:
+    """The level-by-level search against Go's ``heap.Init`` written out (``heap_root``) on lists of up to 5,000 nodes
+    with a few highest totals anywhere (deep levels, far apart) or many."""
+    rng = random.Random(17)
+    for _ in range(300):
+        n = rng.randint(1, 5000)
+        tops = rng.sample(range(n), min(n, rng.choice([1, 2, 3, 10, n // 2 + 1])))
+        totals = [0] * n
+        for i in tops:
+            totals[i] = 1
+        assert heap_root_in(mask_of(tops)) == heap_root(totals)
+
+
 def test_choose_window_is_choose_over_the_window_in_walk_order() -> None:
     """The class-based chooser of the fast path against the node-by-node one, on random clusters and windows."""
     rng = random.Random(11)
@@ -441,3 +454,17 @@ def test_nth_bit_is_the_nth_set_position() -> None:
             continue
         n = rng.randrange(len(listed))
         assert nth_bit(x, n) == listed[n]
+
+
+def test_first_bits_is_the_walk_from_the_start() -> None:
+    """The span-by-span search against walking the positions from ``start`` (wrapping) one by one, on sparse, dense
+    and empty sets, narrow and wide."""
+    rng = random.Random(19)
+    for _ in range(1500):
+        width = rng.choice([1, 7, 64, 300, 5000])
+        density = rng.choice([0.0, 0.01, 0.3, 1.0])
+        listed = [i for i in range(width) if rng.random() < density]
+        mask, start, wanted = mask_of(listed), rng.randrange(width), rng.randint(1, 40)
+        walked = [i % width for i in range(start, start + width) if mask >> (i % width) & 1][:wanted]
+        visited = width if len(walked) < wanted else (walked[-1] - start) % width + 1
+        assert first_bits(mask, start, wanted, width) == (mask_of(walked), visited, len(walked))

@@ -21,7 +21,7 @@ from kubedra.allocator.errors import INVALID_POOLS, NodeAllocationFailed
 from kubedra.allocator.features import Features
 from kubedra.allocator.pools import Pool, gather_pools
 from kubedra.allocator.requests import RequestData
-from kubedra.allocator.results import build_result
+from kubedra.allocator.results import NodeSelectors, build_result, replay
 from kubedra.allocator.search import NodeView, Result, Search
 from kubedra.allocator.selectors import Compiler, SelectorMemo
 from kubedra.allocator.state import AllocatedState, DeviceID
@@ -103,6 +103,8 @@ class Allocator:
         self._reads: dict[tuple[bytes, ...], Reads | None] = {}
         self._answers: dict[tuple[object, ...], tuple[Stored, int]] = {}
         self._built: dict[tuple[object, ...], list[AllocationResult]] = {}
+        self._first_built: dict[tuple[object, ...], list[AllocationResult]] = {}  # per answer, on the first node
+        self._node_selectors = NodeSelectors()
         self.answers_reused = 0
         """Calls answered from a node alike (see ``answers``), for tests and benchmarks."""
 
@@ -236,7 +238,7 @@ class Allocator:
                     devices = shape.devices
                     results: list[list[Result]] = [[(rd, devices[pos], None, None) for rd, pos in chosen]
                                                    for chosen in answer[0]]
-                    built = self._remember_built((key, id(view)), self._results(node, claims, answer[1], results))
+                    built = self._remember_built((key, id(view)), self._replayed(key, node, claims, answer[1], results))
                 return list(built)
         draws = self._draws
         search = self.new_search(node, claims)
@@ -281,6 +283,27 @@ class Allocator:
         self._reusing = False
         self._answers.clear()
         self._built.clear()
+        self._first_built.clear()
+
+    def _replayed(
+        self,
+        key: tuple[object, ...],
+        node: Node,
+        claims: Sequence[ResourceClaim],
+        slots: list[list[list[RequestData]]],
+        results: list[list[Result]],
+    ) -> list[AllocationResult]:
+        """The results of a stored answer on ``node``: built in full on the first node it is replayed on, then
+        copied with each node's names (``results.replay``)."""
+        first = self._first_built.get(key)
+        if first is None:
+            first = self._results(node, claims, slots, results)
+            if len(self._first_built) >= MAX_ANSWERS:
+                self._first_built.clear()
+            self._first_built[key] = first
+            return first
+        name, selectors = node.metadata.name, self._node_selectors
+        return [replay(done, results[i], name, claims[i], selectors) for i, done in enumerate(first)]
 
     def _remember_built(self, key: tuple[object, ...], built: list[AllocationResult]) -> list[AllocationResult]:
         if len(self._built) >= MAX_ANSWERS:
@@ -366,6 +389,7 @@ class Allocator:
                 node.metadata.name,
                 binding_conditions=self._binding_conditions,
                 config_per_request=self._config_per_request,
+                selectors=self._node_selectors,
             )
             for i, claim in enumerate(claims)
         ]

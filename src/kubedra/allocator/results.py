@@ -1,4 +1,9 @@
-"""Allocation results as upstream builds them: device results, configs (class first, then claim), node selector."""
+"""Allocation results as upstream builds them: device results, configs (class first, then claim), node selector.
+
+Results are never modified once built, so their parts are shared where they are equal: a node's
+``metadata.name In [node]`` selector by every allocation on that node (``NodeSelectors``), and an answer replayed on a
+node alike (``replay``) takes the first node's results with only the pool and device names changed.
+"""
 
 from __future__ import annotations
 
@@ -70,7 +75,33 @@ def _configs(
     return configs
 
 
-def _node_selector(results: list[Result], node_name: str, claim: ResourceClaim) -> NodeSelector | None:
+MAX_NODE_SELECTORS = 1 << 20
+
+
+class NodeSelectors:
+    """One ``metadata.name In [node]`` selector per node, shared by the allocations made there (bounded)."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, NodeSelector] = {}
+
+    def naming(self, node_name: str) -> NodeSelector:
+        found = self._by_node.get(node_name)
+        if found is None:
+            if len(self._by_node) >= MAX_NODE_SELECTORS:
+                self._by_node.clear()
+            found = self._by_node[node_name] = NodeSelector(
+                node_selector_terms=[
+                    NodeSelectorTerm(
+                        match_fields=[NodeSelectorRequirement(key="metadata.name", operator="In", values=[node_name])]
+                    )
+                ]
+            )
+        return found
+
+
+def _node_selector(
+    results: list[Result], node_name: str, claim: ResourceClaim, selectors: NodeSelectors
+) -> NodeSelector | None:
     fields: list[NodeSelectorRequirement] = []
     expressions: list[NodeSelectorRequirement] = []
     for _, entry, _, _ in results:
@@ -80,13 +111,7 @@ def _node_selector(results: list[Result], node_name: str, claim: ResourceClaim) 
         else:
             node, selector = spec.node_name, spec.node_selector
         if node is not None or entry.device.binds_to_node:
-            return NodeSelector(
-                node_selector_terms=[
-                    NodeSelectorTerm(
-                        match_fields=[NodeSelectorRequirement(key="metadata.name", operator="In", values=[node_name])]
-                    )
-                ]
-            )
+            return selectors.naming(node_name)
         if selector is None or not selector.node_selector_terms:
             continue
         if len(selector.node_selector_terms) > 1:
@@ -117,8 +142,10 @@ def build_result(
     *,
     binding_conditions: bool,
     config_per_request: bool = False,
+    selectors: NodeSelectors | None = None,
 ) -> AllocationResult:
-    """The ``AllocationResult`` of one claim."""
+    """The ``AllocationResult`` of one claim (``selectors``: the node selectors to share, where the caller keeps
+    them)."""
     devices: list[DeviceRequestAllocationResult] = []
     for rd, entry, share_id, consumed in results:
         device = entry.device
@@ -140,7 +167,23 @@ def build_result(
         devices=DeviceAllocationResult(
             results=devices, config=_configs(claim, _chosen(slots), per_request=config_per_request)
         ),
-        node_selector=_node_selector(results, node_name, claim),
+        node_selector=_node_selector(results, node_name, claim, NodeSelectors() if selectors is None else selectors),
+    )
+
+
+def replay(
+    first: AllocationResult, results: list[Result], node_name: str, claim: ResourceClaim, selectors: NodeSelectors
+) -> AllocationResult:
+    """``build_result`` of an answer replayed on a node alike, from the result ``first`` built for that answer on
+    another node: the same requests, driver, flags and configs; this node's pool and device names and node selector.
+    (A replayed answer draws no share ID and consumes no capacity: those are searched afresh.)"""
+    devices = [
+        msgspec.structs.replace(done, pool=entry.id.pool, device=entry.id.device)
+        for done, (_, entry, _, _) in zip(first.devices.results, results, strict=True)
+    ]
+    return AllocationResult(
+        devices=DeviceAllocationResult(results=devices, config=first.devices.config),
+        node_selector=_node_selector(results, node_name, claim, selectors),
     )
 
 

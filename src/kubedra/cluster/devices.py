@@ -145,15 +145,11 @@ class DeviceTable:
         if found is None or found.allocation is not allocation:
             results = allocation.devices.results
             by_key = self.by_key
-            if len(results) == 1:  # the usual one device held whole: its record says it all
+            if len(results) == 1:  # the usual one device held whole: its record says it all (at once: not kept)
                 only = results[0]
                 record = by_key.get(f"{only.driver}/{only.pool}/{only.device}")
                 if record is not None and not only.admin_access and only.share_id is None:
-                    found = _single(allocation, record)
-                    if len(self._remembered) >= MAX_REMEMBERED:
-                        self._remembered.clear()
-                    self._remembered[id(allocation)] = found
-                    return found
+                    return _single(allocation, record)
             records = [by_key.get(f"{r.driver}/{r.pool}/{r.device}") for r in results]
             ids = [
                 (record.id, record.pool) if record is not None else (DeviceID(r.driver, r.pool, r.device),

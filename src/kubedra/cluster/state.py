@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 
 from kubedra.cluster.devices import DeviceTable
 from kubedra.cluster.nodetree import tree_order
-from kubedra.cluster.usage import HostPort, NodeUsage, ScoringRequests, host_ports, pod_requests, scoring_requests
+from kubedra.cluster.usage import (
+    HostPort,
+    NodeUsage,
+    ScoringRequests,
+    Sums,
+    host_ports,
+    pod_requests,
+    scoring_requests,
+)
 from kubedra.objects.model import (
     DeviceClass,
     DeviceTaintRule,
@@ -150,6 +158,8 @@ class ClusterState:
     pod_watchers: list[Callable[[PodRecord, str, int], None]] = field(default_factory=list)
     # Services and controllers, for the system-default spreading's selector (set before the scheduler is made).
     spread_sources: SpreadSources = field(default_factory=SpreadSources)
+    # Node totals reached before (``usage``'s sums are shared where nodes reach the same ones).
+    sums: Sums = field(default_factory=Sums)
 
     @classmethod
     def build(
@@ -204,7 +214,7 @@ class ClusterState:
         self.pods[record.key] = record
 
     def bind(self, record: PodRecord, node: str) -> None:
-        self.usage[node].add(record.requests, record.usage_scoring)
+        self.usage[node].add(record.requests, record.usage_scoring, self.sums)
         if record.host_ports:
             self.usage[node].take_ports(record.host_ports, +1)
         self.bound.setdefault(node, {})[record.key] = record
@@ -214,7 +224,7 @@ class ClusterState:
             watcher(node)
 
     def unbind(self, record: PodRecord, node: str) -> None:
-        self.usage[node].remove(record.requests, record.usage_scoring)
+        self.usage[node].remove(record.requests, record.usage_scoring, self.sums)
         if record.host_ports:
             self.usage[node].take_ports(record.host_ports, -1)
         self.bound.get(node, {}).pop(record.key, None)

@@ -196,6 +196,43 @@ def ports_conflict(wanted: tuple[HostPort, ...], used: Mapping[HostPort, int]) -
     return False
 
 
+MAX_SUMS = 4096  # sums remembered (``Sums``); beyond that it starts over
+
+
+class Sums:
+    """Node totals reached before, by the identity of the terms: a workload's pods add the same requests to nodes
+    that already hold the same totals (those reached on another node first), so the sum is most often one worked
+    out already. Quantities and scoring requests are immutable: a sum is shared by the nodes that reach it."""
+
+    __slots__ = ("_quantities", "_scoring")
+
+    def __init__(self) -> None:
+        # (id(total), id(amount), sign) -> (total, amount, the result): both terms held, so their ids stay unique
+        self._quantities: dict[tuple[int, int, int], tuple[Quantity, Quantity, Quantity]] = {}
+        self._scoring: dict[tuple[int, int, int], tuple[ScoringRequests, ScoringRequests, ScoringRequests]] = {}
+
+    def quantity(self, total: Quantity, amount: Quantity, sign: int) -> Quantity:
+        key = (id(total), id(amount), sign)
+        found = self._quantities.get(key)
+        if found is None or found[0] is not total or found[1] is not amount:
+            if len(self._quantities) >= MAX_SUMS:
+                self._quantities.clear()
+            found = self._quantities[key] = (total, amount, total + amount if sign > 0 else total - amount)
+        return found[2]
+
+    def scoring(self, total: ScoringRequests, amount: ScoringRequests, sign: int) -> ScoringRequests:
+        key = (id(total), id(amount), sign)
+        found = self._scoring.get(key)
+        if found is None or found[0] is not total or found[1] is not amount:
+            if len(self._scoring) >= MAX_SUMS:
+                self._scoring.clear()
+            found = self._scoring[key] = (total, amount, ScoringRequests(
+                total.milli_cpu + sign * amount.milli_cpu, total.memory + sign * amount.memory,
+                total.nonzero_milli_cpu + sign * amount.nonzero_milli_cpu,
+                total.nonzero_memory + sign * amount.nonzero_memory))
+        return found[2]
+
+
 @dataclass
 class NodeUsage:
     """What pods bound to a node have requested; kept up to date as pods come and go."""
@@ -214,9 +251,18 @@ class NodeUsage:
             else:
                 self.ports.pop(port, None)
 
-    def add(self, requests: Mapping[str, Quantity], scoring: ScoringRequests | None = None) -> None:
+    def add(
+        self, requests: Mapping[str, Quantity], scoring: ScoringRequests | None = None, sums: Sums | None = None
+    ) -> None:
+        """A pod bound here (``sums``: totals reached before, where the caller keeps them)."""
         self.pods += 1
         requested = self.requested
+        if sums is not None:
+            for name, amount in requests.items():
+                requested[name] = sums.quantity(requested.get(name, ZERO), amount, 1)
+            if scoring is not None:
+                self.scoring = sums.scoring(self.scoring, scoring, 1)
+            return
         for name, amount in requests.items():
             requested[name] = requested.get(name, ZERO) + amount
         if scoring is not None:
@@ -225,8 +271,18 @@ class NodeUsage:
                                            mine.nonzero_milli_cpu + scoring.nonzero_milli_cpu,
                                            mine.nonzero_memory + scoring.nonzero_memory)
 
-    def remove(self, requests: Mapping[str, Quantity], scoring: ScoringRequests | None = None) -> None:
+    def remove(
+        self, requests: Mapping[str, Quantity], scoring: ScoringRequests | None = None, sums: Sums | None = None
+    ) -> None:
+        """A pod left (``sums`` as ``add``'s)."""
         self.pods -= 1
+        if sums is not None:
+            requested = self.requested
+            for name, amount in requests.items():
+                requested[name] = sums.quantity(requested.get(name, ZERO), amount, -1)
+            if scoring is not None:
+                self.scoring = sums.scoring(self.scoring, scoring, -1)
+            return
         for name, amount in requests.items():
             self.requested[name] = self.requested.get(name, ZERO) - amount
         if scoring is not None:

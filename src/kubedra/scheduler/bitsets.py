@@ -56,13 +56,40 @@ def reclassify(classes: dict[K, int], class_of: list[K], i: int, key: K) -> None
     if key == old:
         return
     bit = 1 << i
-    rest = classes[old] & ~bit
+    rest = classes[old] ^ bit  # the bit is in its class's set: XOR clears it (no full-width ``~bit``)
     if rest:
         classes[old] = rest
     else:
         del classes[old]
     classes[key] = classes.get(key, 0) | bit
     class_of[i] = key
+
+
+def first_bits(mask: int, start: int, wanted: int, width: int) -> tuple[int, int, int]:
+    """The first ``wanted`` set bits of ``mask`` from bit ``start`` up, wrapping to bit 0 after bit ``width`` - 1:
+    those bits, how many positions a walk from ``start`` visits to reach the last of them (``width`` when fewer are
+    set), and how many there are.
+
+    The bits from ``start`` are read a span at a time (twice ``wanted`` first, then four times wider), masked in
+    place and shifted down, so the work grows with the span read, not with the width of a wide set: a shift or a
+    count of every bit above ``start`` is a loop over all of them, a mask is a vectorised pass."""
+    rest = width - start
+    span = min(2 * wanted, rest)
+    while True:
+        chunk = (mask & (((1 << span) - 1) << start)) >> start
+        found = chunk.bit_count()
+        if found >= wanted:
+            p = nth_bit(chunk, wanted - 1)
+            return (chunk & ((2 << p) - 1)) << start, p + 1, wanted
+        if span == rest:
+            break
+        span = min(4 * span, rest)
+    lo = mask & ((1 << start) - 1)
+    more = lo.bit_count()
+    if more >= wanted - found:
+        q = nth_bit(lo, wanted - found - 1)
+        return (chunk << start) | (lo & ((2 << q) - 1)), rest + q + 1, wanted
+    return mask, width, found + more
 
 
 def positions(x: int) -> list[int]:

@@ -32,7 +32,7 @@ from kubedra.cluster.usage import NodeUsage
 from kubedra.objects.model import AllocationResult, Node, NodeSelectorTerm, Pod, ResourceClaim
 from kubedra.objects.quantity import Quantity, QuantityError
 from kubedra.objects.selection import node_selector_matches
-from kubedra.scheduler.bitsets import bits, nth_bit, reclassify
+from kubedra.scheduler.bitsets import bits, first_bits, nth_bit, reclassify
 from kubedra.scheduler.device_index import DeviceIndex, Signature
 from kubedra.scheduler.nodefit import NODE_NAME_MISMATCH, affinity_reason, resources_reason, taint_reason
 from kubedra.scheduler.resource_scores import LOG_NODES
@@ -318,7 +318,8 @@ class NodeSets:
                 fit.mask |= bit
                 del fit.reasons[i]
             else:
-                fit.mask &= ~bit
+                if fit.mask & bit:
+                    fit.mask ^= bit  # not ``&= ~bit``: a full-width complement
                 fit.reasons[i] = reason
         fit.seen = now
 
@@ -404,19 +405,10 @@ class NodeSets:
 
     # ------------------------------------------------------------------------------------------ walking
 
-    def window(self, mask: int, start: int, wanted: int) -> tuple[int, int]:
-        """The first ``wanted`` nodes of ``mask`` from ``start`` on (wrapping), and how many nodes the walk visited."""
-        hi = mask >> start
-        found = hi.bit_count()
-        if found >= wanted:
-            p = nth_bit(hi, wanted - 1)
-            return (hi & ((2 << p) - 1)) << start, p + 1
-        lo = mask & ((1 << start) - 1)
-        rest = wanted - found
-        if lo.bit_count() >= rest:
-            q = nth_bit(lo, rest - 1)
-            return (hi << start) | (lo & ((2 << q) - 1)), self.count - start + q + 1
-        return mask, self.count
+    def window(self, mask: int, start: int, wanted: int) -> tuple[int, int, int]:
+        """The first ``wanted`` nodes of ``mask`` from ``start`` on (wrapping), how many nodes the walk visited, and
+        how many nodes it holds."""
+        return first_bits(mask, start, wanted, self.count)
 
     @staticmethod
     def rotated(mask: int, start: int) -> Iterator[int]:

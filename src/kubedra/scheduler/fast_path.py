@@ -66,8 +66,9 @@ class FastPath:
             # First-fit walks from node 0 and wants one node: the window is the lowest feasible one. Otherwise the
             # window reaches one feasible node beyond those wanted, where kube-scheduler's Filter cancels (see
             # ``_walk``): the failed nodes before it count as processed, it is dropped below.
-            window, processed = (mask & -mask, 0) if first_fit else sets.window(mask, start, wanted + 1)
-            unknown = window & undecided & ~verdicts.ok if verdicts is not None else 0
+            window, processed, count = (mask & -mask, 0, 1) if first_fit else sets.window(mask, start, wanted + 1)
+            # (``a ^ (a & b)`` is ``a & ~b`` without a full-width complement: sets are as wide as the cluster)
+            unknown = (window & undecided) ^ (window & undecided & verdicts.ok) if verdicts is not None else 0
             if not unknown:
                 break
             assert attempt.allocator is not None
@@ -84,20 +85,20 @@ class FastPath:
                     return self._placement(attempt, chosen, results)
                 verdicts.bad |= window
                 verdicts.reasons[i] = results
-                mask &= ~window
+                mask ^= window
                 continue
             for i in sets.rotated(unknown, start):
                 answer = self._node_verdict(attempt.allocator, sets, verdicts, i, batch)
                 if isinstance(answer, Failed):
                     return answer
                 if _keep(verdicts, i, answer):
-                    mask &= ~(1 << i)
+                    mask ^= 1 << i
         if not window:
             return self._fast_refusal(attempt, sets, verdicts, served, 0 if first_fit else start)
         if not first_fit:
-            window, processed = _cancelled(sets, window, start, wanted, processed)
+            window, processed, count = _cancelled(sets, (window, processed, count), start, wanted)
             self._next_start = (start + processed) % sets.count
-        return self._fast_choose(attempt, sets, window, start, Feasible("", None, special, served, batch))
+        return self._fast_choose(attempt, sets, window, start, Feasible("", None, special, served, batch), count=count)
 
     def _fast_refusal(
         self, attempt: Attempt, sets: NodeSets, verdicts: Verdicts | None, served: frozenset[str], start: int
@@ -220,29 +221,30 @@ class FastPath:
         demand = self.index.demand(batch) if self.index is not None else None  # remembered per claims' specs
         if demand is not None:
             mask &= sets.free_mask(demand.signature, demand.count)
-        undecided = mask & ~sets.exact if demand is not None else mask
+        undecided = mask ^ (mask & sets.exact) if demand is not None else mask
         if not undecided:
             return mask, 0, None, served
         verdicts = sets.verdicts(batch)
         if verdicts is None:
             return None
-        return mask & ~verdicts.bad, undecided, verdicts, served
+        return mask ^ (mask & verdicts.bad), undecided, verdicts, served
 
     def _fast_choose(
-        self, attempt: Attempt, sets: NodeSets, window: int, start: int, template: Feasible
+        self, attempt: Attempt, sets: NodeSets, window: int, start: int, template: Feasible, *, count: int
     ) -> Outcome:
-        """Score the window's nodes by class, draw among ties as ``pick`` does, allocate on the chosen node."""
+        """Score the window's nodes (``count`` of them) by class, draw among ties as ``pick`` does, allocate on the
+        chosen node."""
         record = attempt.record
         batch = template.batch
         added = -1  # devices the batch asks for, counted when a score needs them
         reasons: dict[str, list[str]] = {}
         while window:
-            if window & (window - 1) == 0:
+            if count == 1:
                 i = window.bit_length() - 1
             elif self.policy is Policy.FIRST_FIT:
                 i = sets.kth_rotated(window, start, 0)
             elif self.kube is not None and self.kube.by_groups(attempt.claims):
-                i = self.kube.choose_window(record, window, start)
+                i = self.kube.choose_window(record, window, start, count)
             elif self.kube is not None:
                 order = list(sets.rotated(window, start))
                 i = order[self.kube.choose(record, [Candidate(sets.names[j]) for j in order], attempt.claims)]
@@ -266,7 +268,8 @@ class FastPath:
             if isinstance(results, list):
                 return self._placement(attempt, chosen, results)
             reasons.setdefault(results, []).append(name)
-            window &= ~(1 << i)
+            window ^= 1 << i
+            count -= 1
         return Unschedulable(summarize(reasons, sets.count), reasons)
 
 
@@ -294,9 +297,10 @@ def _flags(mask: int, count: int) -> list[bool]:
 MAX_STATES = 4096  # remembered allocator answers per demand, by node state
 
 
-def _cancelled(sets: NodeSets, window: int, start: int, wanted: int, processed: int) -> tuple[int, int]:
-    """A window reaching one feasible node beyond ``wanted`` without it (Filter cancels there), and the nodes
-    processed before it."""
-    if window.bit_count() <= wanted:
-        return window, processed
-    return window & ~(1 << sets.kth_rotated(window, start, wanted)), processed - 1
+def _cancelled(sets: NodeSets, found: tuple[int, int, int], start: int, wanted: int) -> tuple[int, int, int]:
+    """A window (``found``: it, the nodes processed, its count) reaching one feasible node beyond ``wanted`` without
+    it (Filter cancels there), the nodes processed before it, and the nodes left."""
+    window, processed, count = found
+    if count <= wanted:
+        return found
+    return window ^ (1 << sets.kth_rotated(window, start, wanted)), processed - 1, wanted

@@ -241,10 +241,13 @@ class KubeScorer:
         node's own allocation, which only the node-by-node walk has."""
         return not any(r.exactly is None for c in claims for r in c.spec.devices.requests)
 
-    def choose_window(self, record: PodRecord, window: int, start: int) -> int:
-        """Inventory position of the node selectHost returns among the nodes of bitset ``window``, walked from
-        ``start`` (wrapping) as Filter found them; for pods ``by_groups`` holds for."""
+    def choose_window(self, record: PodRecord, window: int, start: int, count: int | None = None) -> int:
+        """Inventory position of the node selectHost returns among the nodes of bitset ``window`` (``count`` of them,
+        where the caller knows), walked from ``start`` (wrapping) as Filter found them; for pods ``by_groups`` holds
+        for."""
         self._forget_tie(record.key)
+        if count is None:
+            count = window.bit_count()
         pod = record.pod
         terms = preferred_terms(pod)
         # A pod with constraints of its own gets no system default ones (its DoNotSchedule ones do not score).
@@ -255,9 +258,9 @@ class KubeScorer:
         if self.observe is not None:
             self._observed = []
         if not (self._prefer_taints or terms or owner is not None or scheduled_anyway or inter_pod):
-            best = self._best_by_resources(window, record.scoring)  # only the resource plugins tell nodes apart
+            best = self._best_by_resources(window, count, record.scoring)  # only the resource plugins tell nodes apart
         else:
-            best = self._best_by_groups(record, window, terms, owner, scheduled_anyway=scheduled_anyway,
+            best = self._best_by_groups(record, window, count, terms, owner, scheduled_anyway=scheduled_anyway,
                                         inter_pod=inter_pod)
         if self.observe is not None and self._observed is not None:
             self.observe(record, window, self._observed, best)
@@ -267,20 +270,23 @@ class KubeScorer:
         if self._keep_ties:
             self._tied_masks[record.key] = best
         # Filter's list is the window in walk order: rotate so that bit j is the j-th node walked, pack the tied
-        # nodes' bits by rank in that list, find the heap's root rank, map it back to a node.
+        # nodes' bits by rank in that list, find the heap's root rank, map it back to a node. (A window that does not
+        # wrap is shifted down alone: the shifts then cost its span, not the cluster's width.)
         n = len(self._names)
-        low = (1 << start) - 1
-        walk = (window >> start) | ((window & low) << (n - start))
-        tied = (best >> start) | ((best & low) << (n - start))
+        walk, tied = window >> start, best >> start
+        if walk << start != window:
+            low = (1 << start) - 1
+            walk |= (window & low) << (n - start)
+            tied |= (best & low) << (n - start)
         rank = heap_root_rank(tied, walk)
         return ((rank if walk & (walk + 1) == 0 else nth_bit(walk, rank)) + start) % n
 
     def _best_by_groups(
-        self, record: PodRecord, window: int, terms: Sequence[PreferredSchedulingTerm], owner: SelectorKey | None,
-        *, scheduled_anyway: bool = False, inter_pod: bool = False,
+        self, record: PodRecord, window: int, count: int, terms: Sequence[PreferredSchedulingTerm],
+        owner: SelectorKey | None, *, scheduled_anyway: bool = False, inter_pod: bool = False,
     ) -> int:
         pod = record.pod
-        groups = self._resource_groups(window, record.scoring)
+        groups = self._resource_groups(window, count, record.scoring)
         if self._prefer_taints:
             groups = split_groups(groups, self._taint_partition(pod), "taint")
         if terms:
@@ -288,7 +294,7 @@ class KubeScorer:
         if owner is not None:
             occupied, counts = self.spread.by_count(owner)
             partition = [(count, mask) for count, mask in counts.items()]
-            partition.append((0, ~occupied))
+            partition.append((0, window ^ (window & occupied)))  # the window's nodes holding none
             groups = split_groups(groups, partition, "host")
             groups = split_groups(groups, self._topologies, "topology")
         if scheduled_anyway:  # explicit ScheduleAnyway constraints: normalised over the window already
@@ -299,13 +305,13 @@ class KubeScorer:
             if self._observed is not None:
                 self._observed.append(GroupScores(groups[0].nodes, {RESOURCES: groups[0].resources}))
             return groups[0].nodes
-        return self._best(groups, pod, window, owner)
+        return self._best(groups, pod, count, owner)
 
-    def _best_by_resources(self, window: int, wants: ScoringRequests) -> int:
+    def _best_by_resources(self, window: int, count: int, wants: ScoringRequests) -> int:
         """The window's nodes of the highest NodeResourcesFit + BalancedAllocation (every other plugin scores all
         nodes alike for this pod)."""
         best_total, best = -1, 0
-        if len(self._classes) <= window.bit_count():
+        if len(self._classes) <= count:
             for key, members in self._classes.items():
                 inside = members & window
                 if inside:
@@ -333,10 +339,10 @@ class KubeScorer:
             self._scores[cache_key] = total
         return total
 
-    def _resource_groups(self, window: int, wants: ScoringRequests) -> list[Group]:
+    def _resource_groups(self, window: int, count: int, wants: ScoringRequests) -> list[Group]:
         """The window cut by resource classes: through the classes when they are fewer than the window's nodes (a
         fleet of alike nodes), else through the window's nodes (every node's usage its own, as in a real trace)."""
-        if len(self._classes) > window.bit_count():
+        if len(self._classes) > count:
             members_of: dict[ResourceKey, list[int]] = {}
             class_of = self._class_of
             for i in positions(window):
@@ -351,7 +357,7 @@ class KubeScorer:
                 groups.append(Group(inside, self._resource_total(key, wants)))
         return groups
 
-    def _best(self, groups: list[Group], pod: Pod, window: int, owner: SelectorKey | None) -> int:
+    def _best(self, groups: list[Group], pod: Pod, count: int, owner: SelectorKey | None) -> int:
         """The nodes of the highest weighted total: the plugins' normalisations over the groups (the same highest
         and lowest as over the nodes), then the weights; ``owner``: the pod's default spreading selector, if any."""
         spreading = owner is not None
@@ -361,7 +367,7 @@ class KubeScorer:
         if owner is not None:
             zones = {g.topology[2] for g in groups}
             sums = self.spread.zone_sums(owner, pod)
-            host_weight = math.log(window.bit_count() + 2)
+            host_weight = math.log(count + 2)
             zone_weight = math.log(len(zones) + 2)
             spread = [
                 spread_raw(

@@ -88,7 +88,7 @@ class ResourceScores(Generic[Key]):
             if value == old:
                 continue
             bit = 1 << i
-            rest = buckets[old] & ~bit
+            rest = buckets[old] ^ bit  # node i is in its old bucket: XOR clears it
             if rest:
                 buckets[old] = rest
             else:

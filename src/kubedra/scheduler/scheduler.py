@@ -81,6 +81,7 @@ class Scheduler(FastPath):
         # cluster refuses every later replica of a Deployment with the same walk over every node.
         self._version = 0
         self._refusals: dict[tuple[object, ...], tuple[int, Unschedulable]] = {}
+        self._refused_at = -1  # the version the last refusal was remembered at (none remembered since: no lookup)
         self._spec_keys: dict[int, tuple[ResourceClaimSpec, bytes]] = {}
         state.watchers.append(self._changed)
         state.devices.watchers.append(self._devices_changed)
@@ -121,7 +122,10 @@ class Scheduler(FastPath):
             placed = self._place(attempt, self.state.nodes[nominated])
             if not isinstance(placed, str):
                 return placed
-        refusal_key = self._refusal_key(attempt)
+        # The key is worked out only where it is read: a lookup, where a refusal was remembered at this version (a
+        # bind or a change of devices makes every one stale), and a pod refused (a failed attempt changes nothing
+        # the key reads).
+        refusal_key = self._refusal_key(attempt) if self._refused_at == self._version else None
         if refusal_key is not None:
             known = self._refusals.get(refusal_key)
             if known is not None and known[0] == self._version:
@@ -129,14 +133,15 @@ class Scheduler(FastPath):
         draws, start = attempt.allocator.draws if attempt.allocator is not None else 0, self._next_start
         outcome = self._attempt(attempt)
         if (
-            refusal_key is not None
-            and isinstance(outcome, Unschedulable)
+            isinstance(outcome, Unschedulable)
             and start == self._next_start
             and (attempt.allocator is None or attempt.allocator.draws == draws)
+            and (refusal_key is not None or (refusal_key := self._refusal_key(attempt)) is not None)
         ):  # nothing the attempt changed (the walk's start, the shareID stream) is skipped by replaying it
             if len(self._refusals) >= MAX_REFUSALS:
                 self._refusals.clear()
             self._refusals[refusal_key] = (self._version, outcome)
+            self._refused_at = self._version
         return outcome
 
     def fits_on(self, record: PodRecord, node_name: str) -> str | None:

@@ -44,23 +44,28 @@ def heap_root_of(best: Iterable[int]) -> int:
 
 
 def heap_root_in(best: int) -> int:
-    """``heap_root_of`` with the positions as a bitmask; a subtree's positions are one contiguous run per level, so
-    each "does it hold one" is a few shifts, O(log² n) in all."""
+    """``heap_root_of`` with the positions as a bitmask, in O(log n) steps.
+
+    Number the heap's nodes from 1 (the root is 1, node j's children 2j and 2j + 1): the nodes of j's subtree are
+    those whose binary numeral starts with j's, and the descent above (stop at a highest element, else left if that
+    subtree holds one, else right) finds the highest element whose numeral comes first in dictionary order, a prefix
+    before its extensions. Within one level of the heap that is the lowest position; so: the lowest set position,
+    then, level by level below it, the lowest set position of that level that comes before the one found so far (the
+    positions of a level from its start up to where the found one's numeral, extended to that level, would be)."""
+    found = (best & -best).bit_length() - 1
+    level = (found + 1).bit_length() - 1  # the level of 0-based position p: bit length of p + 1, less one
     n = best.bit_length()
-    i = 0
-    while not best >> i & 1:
-        left = 2 * i + 1
-        i = left if _subtree_holds(best, left, n) else left + 1
-    return i
-
-
-def _subtree_holds(best: int, root: int, n: int) -> bool:
-    first, size = root, 1
-    while first < n:
-        if best >> first & ((1 << size) - 1):
-            return True
-        first, size = 2 * first + 1, 2 * size
-    return False
+    depth = level + 1
+    # A level's first position comes before everything below it: nothing deeper can come first then.
+    while found + 1 != 1 << level and (1 << depth) - 1 < n:
+        first = (1 << depth) - 1
+        end = ((found + 1) << (depth - level)) - 1  # where the found numeral, extended to this level, would be
+        earlier = (best >> first) & ((1 << (end - first)) - 1)
+        if earlier:
+            found = first + (earlier & -earlier).bit_length() - 1
+            level = depth
+        depth += 1
+    return found
 
 
 FEW_TIED = 48  # up to this many tied nodes, their ranks are counted one by one rather than packed

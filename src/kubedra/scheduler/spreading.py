@@ -150,6 +150,16 @@ def zone_of(node: Node) -> str:
     return node.metadata.labels.get(ZONE_LABEL, "")
 
 
+MAX_ALIKE = 4096  # kinds of bound pod remembered (``SpreadCounts._alike_of``); beyond that it starts over
+
+
+class _Alike(msgspec.Struct, gc=False):
+    labels: Mapping[str, str]
+    owners: Sequence[OwnerReference]
+    anchors: tuple[Anchor, ...]
+    keys: tuple[SelectorKey, ...]
+
+
 class _Filter(msgspec.Struct):
     passes: Callable[[Node], bool]
     verdicts: dict[str, bool]  # node name -> passes, worked out on first use (nodes never change in a run)
@@ -175,8 +185,11 @@ class SpreadCounts:
         self._filters: dict[FilterKey, _Filter] = {}
         # (pod key, node) -> its anchors and the selectors it is counted in: mirrors ``ClusterState.bound`` (a pod
         # is there once per node)
-        self._counted: dict[tuple[str, str], tuple[tuple[Anchor, ...], list[SelectorKey]]] = {}
+        self._counted: dict[tuple[str, str], tuple[tuple[Anchor, ...], tuple[SelectorKey, ...]]] = {}
         self._anchor_sets: dict[tuple[Anchor, ...], tuple[Anchor, ...]] = {}  # one kept per set: a template's pods'
+        # What a bound pod's labels, owner references and namespace say (its anchors, and the registered selectors
+        # that select it), by the identity of those objects: a workload's pods carry equal ones, often the same.
+        self._alike: dict[tuple[int, int, str], _Alike] = {}
         for node, pods in state.bound.items():
             for record in pods.values():
                 self.changed(record, node, +1)
@@ -193,9 +206,11 @@ class SpreadCounts:
             self._keys.add(key)
             anchor = _anchor(key)
             self._keyed.setdefault(anchor, []).append(key)
+            self._alike.clear()  # the selectors each kind of pod is counted in change
             for (pod_key, node), record in self._members.get(anchor, {}).items():
                 if selects(key, record.pod):
-                    self._counted[pod_key, node][1].append(key)
+                    anchors, keys = self._counted[pod_key, node]
+                    self._counted[pod_key, node] = (anchors, (*keys, key))
                     self._add(key, node, +1)
         return key
 
@@ -206,27 +221,44 @@ class SpreadCounts:
             pod = record.pod
             if pod.metadata.deletion_timestamp is not None or at in self._counted:
                 return
-            anchors = self._anchor_sets.setdefault(made := _anchors_of(pod), made)
-            keys: list[SelectorKey] = []
+            anchors, keys = self._alike_of(pod)
             self._counted[at] = (anchors, keys)
+            members = self._members
             for anchor in anchors:
-                self._members.setdefault(anchor, {})[at] = record
-                for key in self._keyed.get(anchor, ()):
-                    if selects(key, pod):
-                        keys.append(key)
-                        self._add(key, node, +1)
+                holding = members.get(anchor)
+                if holding is None:
+                    holding = {}
+                    members[anchor] = holding
+                holding[at] = record
+            for key in keys:
+                self._add(key, node, +1)
             return
         found = self._counted.pop(at, None)
         if found is None:
             return
         anchors, keys = found
         for anchor in anchors:
-            members = self._members[anchor]
-            del members[at]
-            if not members:
+            left = self._members[anchor]
+            del left[at]
+            if not left:
                 del self._members[anchor]
         for key in keys:
             self._add(key, node, -1)
+
+    def _alike_of(self, pod: Pod) -> tuple[tuple[Anchor, ...], tuple[SelectorKey, ...]]:
+        """A pod's anchors and the registered selectors that select it (``selects``, in ``_keyed``'s order), worked
+        out once per kind of pod: they read only its namespace, labels and owner references, here by identity."""
+        meta = pod.metadata
+        labels, owners = meta.labels, meta.owner_references
+        alike_key = (id(labels), id(owners), meta.namespace)
+        found = self._alike.get(alike_key)
+        if found is None or found.labels is not labels or found.owners is not owners:
+            anchors = self._anchor_sets.setdefault(made := _anchors_of(pod), made)
+            keys = tuple(key for anchor in anchors for key in self._keyed.get(anchor, ()) if selects(key, pod))
+            if len(self._alike) >= MAX_ALIKE:
+                self._alike.clear()
+            found = self._alike[alike_key] = _Alike(labels, owners, anchors, keys)  # holds both: ids stay unique
+        return found.anchors, found.keys
 
     def _add(self, key: SelectorKey, node: str, delta: int) -> None:
         per = self._per_node.setdefault(key, {})

@@ -19,8 +19,8 @@ the per-pod path. Per GPU model and node pool (the ``kubedra.io/nodepool`` label
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubedra.cluster.devices import DeviceRecord
@@ -58,25 +58,30 @@ class Tally:
                 "sharesLeft": self.shares_left, "fgd": round(self.fgd, 4)}
 
 
-@dataclass
 class _Gpu:
-    model: str
-    node: str
-    left: float  # 1 - use
-    devices: list[DeviceRecord] = field(default_factory=list)
+    __slots__ = ("devices", "left", "model", "node")
+
+    def __init__(self, model: str, node: str, left: float, first: DeviceRecord) -> None:
+        self.model = model
+        self.node = node
+        self.left = left  # 1 - use
+        self.devices = [first]
 
 
 def _gpus(state: ClusterState, inventory: Inventory) -> dict[str, _Gpu]:
+    """The node-local GPUs, in the inventory's order (one pass: a sample at 100,000 nodes walks 800,000 of them)."""
     use = gpu_use(state, inventory)
     gpus: dict[str, _Gpu] = {}
+    by_key, models = state.devices.by_key, inventory.model
     for device_id, gpu in inventory.gpu_of.items():
-        record = state.devices.by_key.get(device_id)
+        record = by_key.get(device_id)
         if record is None or record.node is None:
             continue
         entry = gpus.get(gpu)
         if entry is None:
-            entry = gpus[gpu] = _Gpu(inventory.model[gpu], record.node, 1.0 - use.get(gpu, 0.0))
-        entry.devices.append(record)
+            gpus[gpu] = _Gpu(models[gpu], record.node, 1.0 - use.get(gpu, 0.0), record)
+        else:
+            entry.devices.append(record)
     return gpus
 
 
@@ -114,7 +119,20 @@ class Memo:
                     read[quick] = found
                 return found
 
-            self.weights = Counter(shape(r) for r in records)
+            # Counted by shape object first (hashing a shape's value per pod costs more than the lookup), then
+            # merged by value in the order each first came: what ``Counter(shape(r) for r in records)`` gives.
+            by_object: dict[int, list[Any]] = {}
+            for record in records:
+                found = shape(record)
+                counted = by_object.get(id(found))
+                if counted is None:
+                    by_object[id(found)] = [found, 1]
+                else:
+                    counted[1] += 1
+            weights: Counter[TaskShape] = Counter()
+            for found, count in by_object.values():
+                weights[found] += count
+            self.weights = weights
             self.weighed = len(records)
             self.fgd.clear()
         return self.weights
@@ -138,8 +156,10 @@ class Memo:
         return found
 
 
-def _usable_nodes(state: ClusterState, fit: NodeFit, pending: list[PodRecord], candidates: Iterable[str],
+def _usable_nodes(state: ClusterState, fit: NodeFit, pending: list[PodRecord], candidates: Sequence[str],
                   memo: Memo) -> set[str]:
+    if not candidates:  # no node with a free GPU: the pending pods' shapes are not worked out
+        return set()
     shapes: dict[str, PodRecord] = {}
     for record in pending:
         shapes.setdefault(memo.key(fit, record), record)
@@ -171,6 +191,27 @@ def _shares_left(gpu: _Gpu, state: ClusterState) -> int:
     return left
 
 
+def _by_node(gpus: dict[str, _Gpu]) -> tuple[dict[str, dict[str, list[_Gpu]]], set[str], dict[str, DeviceRecord]]:
+    """The GPUs by node and model (in the inventory's order), the nodes with a free GPU, a device of each model."""
+    free_nodes: set[str] = set()
+    by_node: dict[str, dict[str, list[_Gpu]]] = {}
+    samples: dict[str, DeviceRecord] = {}
+    for gpu in gpus.values():
+        node, model = gpu.node, gpu.model
+        if gpu.left >= 1.0:
+            free_nodes.add(node)
+        on_node = by_node.get(node)
+        if on_node is None:
+            by_node[node] = {model: [gpu]}
+        elif model in on_node:
+            on_node[model].append(gpu)
+        else:
+            on_node[model] = [gpu]
+        if model not in samples:
+            samples[model] = gpu.devices[0]
+    return by_node, free_nodes, samples
+
+
 def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None, pods: Iterable[PodRecord], *,
                   arrived_by: float | None = None, memo: Memo | None = None) -> dict[str, Any]:
     """The summary's ``fragmentation``: totals and one row per (pool, model); ``fit`` None skips the stranded
@@ -179,24 +220,17 @@ def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None
     gpus = _gpus(state, inventory)
     records = list(pods)
     pending = [r for r in records if r.phase == "Pending" and (arrived_by is None or r.arrive_at <= arrived_by)]
-    free_nodes = {g.node for g in gpus.values() if g.left >= 1.0}
+    by_node, free_nodes, samples = _by_node(gpus)
     memo = memo if memo is not None else Memo()
     usable = _usable_nodes(state, fit, pending, sorted(free_nodes), memo) if fit is not None and pending else set()
-    by_node: dict[str, list[_Gpu]] = {}
-    for gpu in gpus.values():
-        by_node.setdefault(gpu.node, []).append(gpu)
-    samples: dict[str, DeviceRecord] = {}
-    for gpu in gpus.values():
-        if gpu.devices:
-            samples.setdefault(gpu.model, gpu.devices[0])
     shapes = Shapes(state, samples)
     memo.weigh(state, records, shapes)
     rows: dict[tuple[str, str], Tally] = {}
-    for node, on_node in by_node.items():
+    for node, models in by_node.items():
         pool = state.nodes[node].metadata.labels.get(POOL_LABEL, "") if node in state.nodes else ""
         cpu_left = _cpu_left(state, node) if node in state.nodes else 0
-        for model in sorted({g.model for g in on_node}):
-            of_model = [g for g in on_node if g.model == model]
+        for model in sorted(models) if len(models) > 1 else models:
+            of_model = models[model]
             tally = rows.setdefault((pool, model), Tally())
             tally.gpus += len(of_model)
             for gpu in of_model:
@@ -209,7 +243,7 @@ def fragmentation(state: ClusterState, inventory: Inventory, fit: NodeFit | None
                     ):
                         tally.mig_partly_used += 1
                     tally.shares_left += _shares_left(gpu, state)
-            tally.fgd += memo.node_fgd(tuple(g.left for g in of_model), model, cpu_left)
+            tally.fgd += memo.node_fgd(tuple([g.left for g in of_model]), model, cpu_left)
     waiting = bool(pending)
     items = []
     for (pool, model), tally in sorted(rows.items()):

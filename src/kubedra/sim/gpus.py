@@ -241,7 +241,7 @@ def gpu_use(state: ClusterState, inventory: Inventory) -> dict[str, float]:
     per_gpu: dict[str, float] = {}
     mig_slices: Counter[str] = Counter()
     for device in table.allocated.allocated_devices:
-        key = str(device)
+        key = "/".join(device)  # str(device), without a Python call per device
         gpu = inventory.gpu_of.get(key)
         if gpu is None:
             continue

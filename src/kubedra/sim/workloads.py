@@ -93,6 +93,7 @@ from kubedra.sim.workload_checks import RUN_FOR, START_AFTER, WorkloadChecks
 DEFAULT_NAMESPACE = "default"
 DEFAULT_CRON_HORIZON = 86400.0  # a CronJob's schedules stop a day after its creation when nothing else bounds the run
 MAX_CRON_JOBS = 10_000  # Jobs one CronJob may schedule in a run
+MAX_SHARED_LABELS = 4096  # label maps shared by replicas (``Expansion.pod``); beyond that it starts over
 WORKLOAD_KINDS = {
     "Deployment": "apps/v1",
     "StatefulSet": "apps/v1",
@@ -251,6 +252,10 @@ class _Expander(WorkloadChecks):
         # One pod spec per template, shared by its replicas (pod specs are never changed in place: a bind or an
         # update replaces them), so what is derived from a spec is worked out once per template.
         self._specs: dict[int, tuple[PodSpec, PodSpec]] = {}
+        # Likewise one labels map per (template labels, controller labels) and one owner list per owner reference:
+        # a pod's labels and owners are never changed in place either (its annotations are: a Job's index).
+        self._labels: dict[tuple[int, int], tuple[dict[str, str], dict[str, str], dict[str, str]]] = {}
+        self._owners: dict[int, tuple[OwnerReference, list[OwnerReference]]] = {}
 
     def unique(self, namespace: str, prefix: str, owner: str) -> str:
         """``prefix`` + 5 name characters drawn from (seed, owner, attempt), free in the namespace."""
@@ -272,14 +277,26 @@ class _Expander(WorkloadChecks):
             shared = self._specs[id(template.spec)] = (template.spec, prepared)
         spec = shared[1]
         annotations = dict(template.metadata.annotations)
+        base = template.metadata.labels
+        merged = self._labels.get((id(base), id(labels)))
+        if merged is None or merged[0] is not base or merged[1] is not labels:
+            if len(self._labels) >= MAX_SHARED_LABELS:  # a StatefulSet's or a Job's pods each have labels of their own
+                self._labels.clear()
+            merged = self._labels[id(base), id(labels)] = (base, labels, {**base, **labels})  # held: ids stay unique
+        owners: list[OwnerReference] = []
+        if owner:
+            shared_owners = self._owners.get(id(owner))
+            if shared_owners is None or shared_owners[0] is not owner:
+                shared_owners = self._owners[id(owner)] = (owner, [owner])
+            owners = shared_owners[1]
         return Pod(
             metadata=ObjectMeta(
                 name=name,
                 namespace=namespace,
                 uid=stable_uid("Pod", namespace, name),
-                labels={**template.metadata.labels, **labels},
+                labels=merged[2],
                 annotations=annotations,
-                owner_references=[owner] if owner else [],
+                owner_references=owners,
             ),
             spec=spec,
             status=PodStatus(phase="Pending"),
