@@ -31,6 +31,9 @@ pytestmark = pytest.mark.controlplane
 HERE = Path(__file__).resolve().parent
 BINARY = HERE / "bin" / "training-operator"
 EXAMPLE = harness.EXAMPLES / "pytorchjob.yaml"
+# v1.9.2's fixed certDir (pkg/cert), where a deployment mounts the certificate Secret: cert-controller's
+# ensureCertsMounted waits for tls.crt there before the operator turns ready. The test stands in for that mount.
+CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
 OPERATOR_NAMESPACE = "kubeflow"  # where v1.9.2 keeps its certificate's Secret (KUBEFLOW_NAMESPACE)
 
 
@@ -61,6 +64,8 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
                 f"--metrics-bind-address=127.0.0.1:{metrics}", "--zap-devel=false"]
         component = Component(BINARY.name, args, tmp / "training-operator.log", f"http://127.0.0.1:{probe}/readyz")
         os.environ["KUBEFLOW_NAMESPACE"] = OPERATOR_NAMESPACE
+        if not (CERT_DIR / "tls.crt").is_file():  # the trainer's test writes one there too (its certDir is the same)
+            harness.serving_cert(CERT_DIR)
         try:
             component.start()
             harness.wait_ready(component, probe)
