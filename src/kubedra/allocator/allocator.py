@@ -16,7 +16,7 @@ from typing import Any
 from kubedra.allocator.answers import MAX_ANSWERS, ClaimKeys, NodeShape, Reads, ShapeBuilder, Stored
 from kubedra.allocator.compatibility import CompatibilityState, CounterSetGroups, allocated_groups
 from kubedra.allocator.counters import PoolCounters, available_counters
-from kubedra.allocator.devices import DeviceEntry
+from kubedra.allocator.devices import CapacityInfo, DeviceEntry
 from kubedra.allocator.errors import INVALID_POOLS, NodeAllocationFailed
 from kubedra.allocator.features import Features
 from kubedra.allocator.pools import Pool, gather_pools
@@ -91,6 +91,7 @@ class Allocator:
             else:
                 self._shared.append(s)
         self._entries: dict[int, list[DeviceEntry]] = {}
+        self._capacities: dict[int, tuple[Any, dict[str, CapacityInfo]]] = {}
         self._views: dict[tuple[str, tuple[tuple[str, str], ...]], NodeView] = {}
         self._last_views: dict[str, tuple[Node, NodeView]] = {}
         self._available: dict[
@@ -137,7 +138,7 @@ class Allocator:
             views = self._device_views
             found = [
                 DeviceEntry(base + i, slice_, d, self._rules, hide_multi=hide,
-                            view=views(slice_, i) if views is not None else None)
+                            view=views(slice_, i) if views is not None else None, capacities=self._capacities)
                 for i, d in enumerate(devices)
             ]
             self._entries[id(slice_)] = found

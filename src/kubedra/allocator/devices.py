@@ -55,6 +55,7 @@ def capacity_info(name: str, cap: DeviceCapacity, where: str) -> CapacityInfo:
 
 
 _PLAIN: dict[tuple[str, str], CapacityInfo] = {}
+MAX_CAPACITIES = 4096  # capacity maps parsed per allocator (``DeviceEntry``'s ``capacities``)
 
 
 def _plain_capacity(name: str, value: str, where: str) -> CapacityInfo:
@@ -99,8 +100,11 @@ class DeviceEntry:
         *,
         hide_multi: bool = False,
         view: Any = None,
+        capacities: dict[int, tuple[Any, dict[str, CapacityInfo]]] | None = None,
     ) -> None:
-        """``view``: the device's CEL view when one is built already (not used where ``hide_multi`` changes it)."""
+        """``view``: the device's CEL view when one is built already (not used where ``hide_multi`` changes it).
+        ``capacities``: parsed capacities by the identity of a device's capacity map, kept by the caller: a fleet's
+        devices share one map, so it is parsed once and the parsed one shared (it is only read)."""
         spec = slice_.spec
         self.uid = uid
         self.id = DeviceID(spec.driver, spec.pool.name, device.name)
@@ -112,8 +116,8 @@ class DeviceEntry:
             blocking_taints(device.taints, rules, spec.driver, spec.pool.name, device.name)
             if device.taints or rules else ()
         )
-        where = f"ResourceSlice {slice_.metadata.name}, device {device.name}"
         consumptions = device.consumes_counters
+        where = f"ResourceSlice {slice_.metadata.name}, device {device.name}" if consumptions else ""
         self.consumes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = tuple(
             (
                 c.counter_set,
@@ -128,11 +132,20 @@ class DeviceEntry:
             (c.counter_set, frozenset(c.compatibility_groups)) for c in consumptions
         ) if consumptions else ()
         """Per counter consumption, the compatibility groups named (read only with DRADeviceCompatibilityGroups)."""
-        self.capacity: dict[str, CapacityInfo] = {
-            name: _plain_capacity(name, cap.value, where) if cap.request_policy is None
-            else capacity_info(name, cap, where)
-            for name, cap in device.capacity.items()
-        }
+        capacity = device.capacity
+        parsed = capacities.get(id(capacity)) if capacities is not None else None
+        if parsed is None or parsed[0] is not capacity:
+            where = where or f"ResourceSlice {slice_.metadata.name}, device {device.name}"
+            parsed = (capacity, {
+                name: _plain_capacity(name, cap.value, where) if cap.request_policy is None
+                else capacity_info(name, cap, where)
+                for name, cap in capacity.items()
+            })
+            if capacities is not None:
+                if len(capacities) >= MAX_CAPACITIES:
+                    capacities.clear()
+                capacities[id(capacity)] = parsed  # holds the map: its id stays unique
+        self.capacity: dict[str, CapacityInfo] = parsed[1]
         self.multi = bool(device.allow_multiple_allocations)
         self.has_binding_conditions = bool(device.binding_conditions)
         self.hide_multi = hide_multi

@@ -105,8 +105,10 @@ class DeviceView:
         if found is None:
             driver, device = self.driver, self.device
             read = kept_attributes(device.attributes, driver, reads)
+            # (a scalar always converts: ``_always_converts``'s first test, written out for a fleet's every device)
             risky = {name: value for name, value in device.attributes.items()
-                     if name not in read and not _always_converts(value)}
+                     if name not in read and value.string is None and value.int is None and value.bool is None
+                     and not _always_converts(value)}
             found = _KEY_ENCODER.encode((driver, read, device.capacity, bool(device.allow_multiple_allocations), risky))
             if kept is not None:
                 found = kept.setdefault(found, found)

@@ -12,12 +12,13 @@ The outcome is data (``outcome.py``); applying it is the caller's business.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.objects.model import AllocationResult, Node, ResourceClaim, ResourceClaimSpec
+from kubedra.objects.quantity import Quantity
 from kubedra.scheduler.attempt import Attempt, Feasible
 from kubedra.scheduler.candidates import NodeSets
 from kubedra.scheduler.claims import key_of
@@ -82,6 +83,8 @@ class Scheduler(FastPath):
         self._version = 0
         self._refusals: dict[tuple[object, ...], tuple[int, Unschedulable]] = {}
         self._refused_at = -1  # the version the last refusal was remembered at (none remembered since: no lookup)
+        # Whether a requests map names an extended resource, by its identity (held: the id stays unique)
+        self._names_extended: dict[int, tuple[Mapping[str, Quantity], bool]] = {}
         self._spec_keys: dict[int, tuple[ResourceClaimSpec, bytes]] = {}
         state.watchers.append(self._changed)
         state.devices.watchers.append(self._devices_changed)
@@ -254,9 +257,13 @@ class Scheduler(FastPath):
     def _extended_requests(self, record: PodRecord) -> list[ExtendedRequest]:
         """The pod's extended-resource requests. Every resource a container asks for with a positive amount is a key
         of the pod's total requests, so a pod whose totals name none (most) has none: no walk of its containers."""
-        if not any(is_extended_resource(name) for name in record.requests):
-            return []
-        return extended_requests(record.pod)
+        requests = record.requests
+        named = self._names_extended.get(id(requests))  # a template's pods share one requests map
+        if named is None or named[0] is not requests:
+            if len(self._names_extended) >= MAX_REFUSALS:
+                self._names_extended.clear()
+            named = self._names_extended[id(requests)] = (requests, any(is_extended_resource(n) for n in requests))
+        return extended_requests(record.pod) if named[1] else []
 
     def _walk(self, attempt: Attempt) -> Outcome:
         """Filter node by node from the rotating start, then Score (the reference the node sets reproduce)."""
