@@ -145,24 +145,20 @@ class KueueController:
 
     def hold(self, job: JobRun) -> None:
         """A Job naming a LocalQueue: its Workload is created when the Job is."""
-        queued = workload(job, len(self.jobs))
-        self.jobs[queued.key] = job
-        self.waiting.append(queued)
-        self._wake(job.arrive_at)
+        self._hold(workload(job, len(self.jobs)), job, job.arrive_at)
 
     def hold_jobset(self, run: JobSetRun) -> None:
         """A JobSet naming a LocalQueue (made suspended by Kueue's webhook): one Workload for all its Jobs."""
-        queued = jobset_workload(run, len(self.jobs))
-        self.jobs[queued.key] = run
-        self.waiting.append(queued)
-        self._wake(run.created_at)
+        self._hold(jobset_workload(run, len(self.jobs)), run, run.created_at)
 
     def hold_rayjob(self, run: RayJobRun) -> None:
         """A RayJob naming a LocalQueue (made suspended by Kueue's webhook): no cluster, no submitter until admitted."""
-        queued = rayjob_workload(run, len(self.jobs))
-        self.jobs[queued.key] = run
+        self._hold(rayjob_workload(run, len(self.jobs)), run, run.created_at)
+
+    def _hold(self, queued: Workload, owner: JobRun | JobSetRun | RayJobRun, created_at: float) -> None:
+        self.jobs[queued.key] = owner
         self.waiting.append(queued)
-        self._wake(run.created_at)
+        self._wake(created_at)
 
     def _wake(self, time: float) -> None:
         if self._woken_at == time:
