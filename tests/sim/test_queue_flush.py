@@ -82,3 +82,14 @@ def test_a_pod_moved_back_while_backing_off_waits_for_the_active_queue_to_empty(
     queue.pod_left([], False, pods.__getitem__, 2.4)
     assert queue.active == ["old"]
     assert queue.take_requeued(lambda key: (0, queue.queued[key][0], queue.queued[key][1]), 2.4) == ["recent", "twice"]
+
+
+def test_a_pod_added_under_a_deleted_pods_key_starts_with_no_back_off() -> None:
+    # A StatefulSet's replacement takes the victim's key; kube-scheduler makes it a new QueuedPodInfo (counts at 0).
+    queue = SchedulingQueue()
+    for at in (1.0, 2.0, 3.0):
+        queue.failed("web-0", at)
+    assert queue.backing_off("web-0", 4.0)
+    queue.unschedulable.pop("web-0")
+    queue.enqueue("web-0", 4.0)
+    assert not queue.backing_off("web-0", 4.0)

@@ -69,8 +69,12 @@ class SchedulingQueue:
     _seq: itertools.count[int] = field(default_factory=itertools.count)
 
     def enqueue(self, key: str, now: float) -> None:
+        """A pod added (or ungated): a new entry with no failed attempt yet, even where a replacement takes the key of
+        a deleted pod (a StatefulSet's)."""
         self.active.append(key)
         self.queued[key] = (now, next(self._seq))
+        self.failures.pop(key, None)
+        self.seen.pop(key, None)
 
     def failed(
         self, key: str, now: float, hinted_plugins: frozenset[str] = frozenset(),
