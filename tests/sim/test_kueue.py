@@ -235,3 +235,9 @@ def test_the_summary_says_how_long_workloads_waited_for_admission(capsys: pytest
     assert main(["simulate", "-f", str(EXAMPLE)]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Kueue admission wait")]
     assert lines and "(Job default/train-d)" in lines[0]
+
+
+def test_the_summary_names_no_longest_waiter_where_nothing_waited() -> None:
+    result = run(flavor("default"), cluster_queue(QUOTA_8), local_queue(), nodes(), job("a", 8))
+    wait = build_report(result).summary["kueueAdmission"]
+    assert (wait["admitted"], wait["max"], wait["longest"]) == (1, "0s", "")

@@ -198,6 +198,8 @@ def _kueue_wait(result: SimulationResult) -> dict[str, Any] | None:
         return None
     waits = sorted(admitted.values())
     longest = max(admitted, key=lambda w: (admitted[w], w), default="")
+    if not admitted or admitted[longest] == 0:
+        longest = ""  # nothing waited: no workload to name
     return {
         "queued": len(queued),
         "admitted": len(admitted),
