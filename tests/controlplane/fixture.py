@@ -16,6 +16,7 @@ namespace per test); the API below is what other suites build on, so keep it sta
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import secrets
@@ -334,8 +335,11 @@ class ControlPlane:
         request.add_header("Accept", "application/json")
         if data is not None:
             request.add_header("Content-Type", content_type)
-        with urllib.request.urlopen(request, context=self._tls(), timeout=30) as response:
-            payload = response.read()
+        try:
+            with urllib.request.urlopen(request, context=self._tls(), timeout=30) as response:
+                payload = response.read()
+        except urllib.error.HTTPError as error:
+            raise _detached(error) from None
         result: dict[str, Any] = json.loads(payload) if payload else {}
         return result
 
@@ -501,10 +505,22 @@ class ControlPlane:
                 with urllib.request.urlopen(request, context=insecure, timeout=5) as response:
                     if response.status == 200:
                         return
+            except urllib.error.HTTPError as exc:  # not ready yet (500): its socket is closed here, not by the GC
+                exc.close()
+                last = str(exc)
             except (urllib.error.URLError, OSError) as exc:
                 last = str(exc)
             time.sleep(0.1)
         raise ControlPlaneError(f"{name} not healthy after {READY_TIMEOUT}s ({last}):\n{component.log_tail()}")
+
+
+def _detached(error: urllib.error.HTTPError) -> urllib.error.HTTPError:
+    """The same error with its body read and its connection closed: callers catch it to look at the code and
+    ``read()`` the Status, and a connection left to the garbage collector is an unclosed-socket ResourceWarning
+    in whichever later test the collection happens to run (pytest makes that a failure)."""
+    with error:
+        body = error.read()
+    return urllib.error.HTTPError(error.url, error.code, error.msg, error.headers, io.BytesIO(body))
 
 
 _PLURALS = {

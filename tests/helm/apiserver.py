@@ -31,7 +31,8 @@ def call(plane: ControlPlane, token: str, method: str, path: str, body: Any = No
             # A watch answers with one event per line: the first one stands for the stream.
             return response.status, json.loads(payload.split(b"\n", 1)[0] or b"{}")
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
+        with error:
+            return error.code, json.loads(error.read() or b"{}")
 
 
 def helm_in(installed_plane: ControlPlane, helm: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -495,6 +495,9 @@ imports = []
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.kubelet_healthz_port}/healthz", timeout=5) as r:
                     return bool(r.status == 200)
+            except urllib.error.HTTPError as exc:
+                exc.close()
+                return False
             except (urllib.error.URLError, OSError):
                 return False
 

@@ -198,8 +198,9 @@ def test_the_server_serves_metrics_and_404s_the_rest() -> None:
             assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         assert "kubedra_simulation_time_seconds 0.0" in body
         assert sum(_of(_samples(body), "kube_resourceclaim_pending")) == 11
-        with pytest.raises(urllib.error.HTTPError, match="404"):
+        with pytest.raises(urllib.error.HTTPError, match="404") as missing:
             urllib.request.urlopen(f"http://{host}:{port}/nothing", timeout=10)
+        missing.value.close()
     finally:
         server.stop()
 

@@ -137,8 +137,9 @@ def test_methods_and_paths() -> None:
             assert response.read() == b""
         with urllib.request.urlopen(f"http://{host}:{port}/healthz", timeout=10) as response:
             assert response.read() == b"ok\n"
-        with pytest.raises(urllib.error.HTTPError, match="405"):
+        with pytest.raises(urllib.error.HTTPError, match="405") as refused:
             urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/metrics", data=b"x"), timeout=10)
+        refused.value.close()
         with socket.create_connection((host, port), timeout=5) as sock:
             sock.sendall(b"nonsense\r\n\r\n")
             assert sock.recv(100).startswith(b"HTTP/1.1 400 ")

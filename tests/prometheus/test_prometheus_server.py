@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -46,6 +47,8 @@ def _until(what: str, probe: Callable[[], Any], timeout: float = 90.0) -> Any:
         try:
             last = probe()
         except OSError as exc:  # not listening yet
+            if isinstance(exc, urllib.error.HTTPError):
+                exc.close()
             last = exc
         else:
             if last:
