@@ -1,5 +1,5 @@
 """Property tests of ``kubedra migrate plan`` on generated clusters (1-4 device-plugin NodePools, 0-2 MIG Nodes, 0-3
-Deployments or LeaderWorkerSets).
+Deployments, LeaderWorkerSets or JobSets).
 
 A MIG Node is labelled as GPU Feature Discovery labels it and advertises what the device plugin does
 (:mod:`kubedra.migrate.mig`): with ``nvidia.com/mig.strategy`` ``single`` every GPU holds as many devices of one
@@ -21,14 +21,15 @@ from pathlib import Path
 
 import msgspec
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from kubedra.allocator import Features
 from kubedra.cluster import catalogue
 from kubedra.migrate import waves
-from kubedra.migrate.rollout import Cluster, read_cluster
+from kubedra.migrate.rollout import Cluster, WaveOutcome, read_cluster
 from kubedra.objects.load import load_paths
+from kubedra.sim.jobsets import PREFIX as JOBSET_PREFIX
 from kubedra.sim.leaderworkersets import GROUP_INDEX_KEY as LWS_GROUP
 from kubedra.sim.leaderworkersets import NAME_KEY as LWS_NAME
 from kubedra.sim.scenario import build_scenario
@@ -37,6 +38,7 @@ from kubedra.sim.simulate import Options, simulate
 FEATURES = Features.for_release("1.37")
 MODELS = ("A100-40GB", "H100-80GB")
 GPU = "nvidia.com/gpu"
+JOBSET_NAME = JOBSET_PREFIX + "jobset-name"
 # The MIG-capable models' profiles (a "+me" one takes the GPU's only OFA engine: one a GPU).
 PROFILES = {m: catalogue.lookup(m).mig_profiles for m in MODELS}
 
@@ -104,8 +106,11 @@ def workload_st(draw: st.DrawFn, profiles: list[str]) -> Workload:
     """Whole GPUs, or one MIG device of a profile: mostly one the cluster's mixed nodes advertise (a single node's
     are ``nvidia.com/gpu``), where it has any."""
     replicas, budget = draw(st.integers(1, 3)), draw(st.sampled_from([None, 1, 2]))
-    if draw(st.integers(0, 3)) == 0:  # a LeaderWorkerSet: groups recreated whole when a pod of theirs is evicted
+    kind = draw(st.integers(0, 5))
+    if kind == 0:  # a LeaderWorkerSet: groups recreated whole when a pod of theirs is evicted
         return draw(st.integers(1, 2)), GPU, 1, None, "LeaderWorkerSet"
+    if kind in (1, 2):  # a JobSet: one evicted pod fails its Job (backoffLimit 0); no policy fails it, one restarts it
+        return draw(st.integers(1, 2)), GPU, 1, draw(st.sampled_from([None, 0, 1, 2])), "JobSet"
     if draw(st.sampled_from([True, False, False] if profiles else [True, False])):
         return replicas, GPU, draw(st.integers(1, 2)), budget, "Deployment"
     profile = draw(st.sampled_from(profiles or [p.name for m in MODELS for p in PROFILES[m][:2]]))
@@ -163,12 +168,26 @@ def _time_slicing(nodes: list[Pool]) -> list[object]:
              "data": {"shared": yaml.safe_dump(config)}}]
 
 
+def _jobset(name: str, replicas: int, resource: str, count: int, max_restarts: int | None) -> dict[str, object]:
+    """One replicated job of ``replicas`` Jobs of one pod each that runs until the end (no ``run-for``), its Jobs
+    failing at their first pod evicted."""
+    job = {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+           "template": {"spec": {"restartPolicy": "Never", "containers": [_container(resource, count)]}}}
+    spec: dict[str, object] = {"replicatedJobs": [{"name": "w", "replicas": replicas, "template": {"spec": job}}]}
+    if max_restarts is not None:
+        spec["failurePolicy"] = {"maxRestarts": max_restarts}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name}, "spec": spec}
+
+
 def _cluster_docs(nodes: list[Pool], mig_nodes: list[MigSpec], workloads: list[Workload]) -> list[object]:
     docs: list[object] = [_pool(f"n{i}", m, g, plugin=True, shared=s) for i, (m, g, s) in enumerate(nodes)]
     docs += [_mig_node(f"m{j}", spec) for j, spec in enumerate(mig_nodes)]
     docs += _time_slicing(nodes)
     for i, (replicas, resource, count, budget, kind) in enumerate(workloads):
         labels = {"app": f"w{i}"}
+        if kind == "JobSet":  # budget: the failure policy's maxRestarts (None: no policy)
+            docs.append(_jobset(f"w{i}", replicas, resource, count, budget))
+            continue
         if kind == "LeaderWorkerSet":
             template = {"metadata": {"labels": labels}, "spec": {"containers": [_container(resource, count)]}}
             docs.append({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": kind, "metadata": {"name": f"w{i}"},
@@ -242,9 +261,13 @@ def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, generated: tuple
     naive, smart, cluster, asks = _plans(tmp_path, nodes, mig_nodes, workloads, max_unavailable)
     groups = {f"default/{p.pod.metadata.name}": f"LeaderWorkerSet/default/{labels[LWS_NAME]} group {labels[LWS_GROUP]}"
               for p in cluster.pods if LWS_NAME in (labels := p.pod.metadata.labels)}
+    jobsets = {f"default/{p.pod.metadata.name}": f"JobSet/default/{labels[JOBSET_NAME]}"
+               for p in cluster.pods if JOBSET_NAME in (labels := p.pod.metadata.labels)}
+    max_restarts = {f"JobSet/default/w{i}": w[3] for i, w in enumerate(workloads) if w[4] == "JobSet"}
     assert set(cluster.gpu_nodes) == {f"n{i}-0" for i in range(len(nodes))} | {f"m{j}" for j in range(len(mig_nodes))}
     for plan in (naive, smart):
         switched: set[str] = set()
+        hits: dict[str, list[str]] = {}  # JobSet -> what each wave that evicted a pod of it did
         for wave in plan.waves:
             switched |= set(wave.switching)
             pending = _pending_from_scratch(tmp_path / "wave.yaml", nodes, mig_nodes, cluster, switched,
@@ -257,7 +280,34 @@ def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, generated: tuple
                 members = {k for k, g in groups.items() if g == group}
                 assert members <= set(wave.evicted) | set(wave.recreated), (wave.switching, group)
                 assert group in wave.workloads, (wave.switching, group)
+            _check_jobsets(wave, jobsets, hits)
+        # JobSet v0.12.0's executeFailurePolicy: each Job failed (backoffLimit 0: its pod evicted) fails a JobSet with
+        # no failurePolicy; with one, RestartJobSet restarts it maxRestarts times, then it fails (ReachedMaxRestarts)
+        for jobset, actions in hits.items():
+            limit = max_restarts[jobset]
+            expected = ["failed"] if limit is None else ["restarted"] * min(len(actions), limit) + ["failed"]
+            assert actions == expected[:len(actions)], (plan.order, jobset, actions)
         assert switched == set(cluster.gpu_nodes)
+
+
+def _check_jobsets(wave: WaveOutcome, jobsets: dict[str, str], hits: dict[str, list[str]]) -> None:
+    """A JobSet with a pod evicted restarts with every pod made again, or fails with none left placed; one failed
+    in an earlier wave has no pod placed."""
+    failed = {js for js, actions in hits.items() if "failed" in actions}
+    for jobset in sorted({jobsets[k] for k in wave.evicted if k in jobsets}):
+        assert jobset not in failed, (wave.switching, jobset)
+        members = {k for k, js in jobsets.items() if js == jobset}
+        action = wave.workloads[jobset].action
+        hits.setdefault(jobset, []).append(action)
+        event(f"a JobSet {action}")
+        if action == "restarted":
+            assert members <= set(wave.evicted) | set(wave.recreated), (wave.switching, jobset)
+            assert members <= set(wave.placement) | set(wave.waiting), (wave.switching, jobset)
+        else:
+            assert action == "failed", (wave.switching, jobset, action)
+    for jobset in failed | {js for js, actions in hits.items() if actions[-1] == "failed"}:
+        placed = sorted(k for k in wave.placement if jobsets.get(k) == jobset)
+        assert placed == [], (wave.switching, jobset, placed)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
