@@ -1,8 +1,8 @@
 """The rollout report (``kubedra migrate plan --html``): the chosen order compared with the other, wave by wave, in
 one HTML file that carries plotly.js itself. Two charts -- the pods each wave disrupts (evicted, preempted, lost,
-left waiting), one panel per order on a shared scale, and the pods pending after each wave, one line per order --
-after the totals side by side -- and, for the chosen order, each wave's nodes, moves, waiting pods and broken
-budgets as the table shows them."""
+deleted with a group or JobSet, left waiting), one panel per order on a shared scale, and the pods pending after each
+wave, one line per order -- after the totals side by side -- and, for the chosen order, each wave's nodes, moves,
+waiting pods, broken budgets, Jobs' failures and the groups and JobSets it restarts, as the table shows them."""
 
 from __future__ import annotations
 
@@ -15,14 +15,18 @@ from plotly.subplots import make_subplots
 
 from kubedra.report.page import CONFIG, STYLE
 
-# (count, legend, colour): a lost pod was evicted too, so "evicted" counts the recreated ones, and the bars add up
+# (count, legend, colour): each pod the wave disrupts in one bar (the first four add up to the wave's disrupted pods);
+# "left waiting" are those of them, or others, pending after it
 KINDS = (("evicted", "evicted, recreated", "#1f77b4"), ("preempted", "preempted", "#ff7f0e"),
-         ("lost", "lost (bare pods)", "#d62728"), ("waiting", "left waiting", "#9467bd"))
+         ("lost", "lost (bare pods, failed Jobs)", "#d62728"),
+         ("deleted", "deleted with its group or JobSet, recreated", "#8c564b"), ("waiting", "left waiting", "#9467bd"))
 
 
 def _counts(wave: Any) -> dict[str, int]:
-    return {"evicted": len(wave.evicted) - len(wave.lost), "preempted": len(wave.preempted), "lost": len(wave.lost),
-            "waiting": len(wave.waiting)}
+    """A lost pod may have been evicted (a bare pod) or not (its Job or JobSet failed and deleted it)."""
+    evicted, preempted, lost = set(wave.evicted), set(wave.preempted), set(wave.lost)
+    return {"evicted": len(evicted - lost), "preempted": len(preempted - evicted - lost), "lost": len(lost),
+            "deleted": len(set(wave.recreated) - evicted - preempted - lost), "waiting": len(wave.waiting)}
 
 
 def disruption_figure(plans: list[Any]) -> go.Figure:
@@ -78,7 +82,7 @@ def _totals(plans: list[Any], chosen: Any) -> str:
 
 
 def _wave(index: int, wave: Any) -> str:
-    from kubedra.migrate.waves import budget_line, wave_rows
+    from kubedra.migrate.waves import budget_line, group_line, job_line, wave_rows
 
     rows = [list(row) for row in wave_rows(wave)]
     parts = [f"<h2>Wave {index}: {html.escape(', '.join(wave.switching))}</h2>"]
@@ -88,6 +92,8 @@ def _wave(index: int, wave: Any) -> str:
     parts += [f'<p class="note">waiting {html.escape(pod)}: {html.escape(why)}</p>' for pod, why in
               sorted(wave.waiting.items())]
     parts += [f'<p class="note">{html.escape(budget_line(budget))}</p>' for budget in wave.budgets]
+    parts += [f'<p class="note">{html.escape(job_line(owner, job))}</p>' for owner, job in wave.jobs.items()]
+    parts += [f'<p class="note">{html.escape(group_line(name, group))}</p>' for name, group in wave.workloads.items()]
     return f'<section data-wave="{index}">{"".join(parts)}</section>'
 
 
@@ -101,6 +107,9 @@ def rollout_report(plan: Any, other: Any | None, notes: list[str]) -> str:
     plans = [plan, *([other] if other is not None else [])]
     nodes = sum(len(w.switching) for w in plan.waves)
     note_html = "".join(f'<p class="note">note: {html.escape(n)}</p>' for n in notes)
+    if any(p.restarted for p in plans):  # as the table says it
+        restarts = ", ".join(f"{p.order} {p.restarted}" for p in plans)
+        note_html = f'<p class="note">groups and JobSets restarted or failed: {restarts}</p>' + note_html
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kubedra rollout plan</title>'
         f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
