@@ -13,7 +13,10 @@ The real run: each controller's pods are decided (bound or Unschedulable) before
 pod deleted (a preemption victim, a failed Job's pod) is removed at once, as no kubelet runs, and is ``PREEMPTED``
 where the scheduler deleted it (its ``DisruptionTarget`` condition), else ``DELETED``, unless a pod of its name
 exists at the end (a StatefulSet's recreated one). ``settle`` in ``expect.yaml`` waits longer for
-the outcome to stop changing (a Job's replacement comes after its 10 s back-off).
+the outcome to stop changing (a Job's replacement comes after its 10 s back-off). With ``honour-grace: true`` a
+terminating pod is stopped and removed only once its ``deletionTimestamp`` (the deletion's time plus the pod's grace
+period, as the API server sets it) has passed, as kubedra's victim leaves at the end of its grace period: meanwhile
+it holds its node, terminating.
 
 The harness is the kubelet for start times (``Kubelet``): a pod seen bound without ``status.startTime`` gets one,
 and phase ``Running``, in bind order, one second after the pod bound before it. The scheduler reads a pod with no
@@ -78,9 +81,18 @@ class Kubelet:
     """Start times in bind order, one second apart, an hour in the past (the scheduler reads a pod not yet given one
     as started "now", after all of them, as kubedra's pod bound in the current instant is)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, honour_grace: bool = False) -> None:
         self.clock = int(time.time()) - 3600
         self.started: set[str] = set()  # uids given a start time
+        self.honour_grace = honour_grace
+
+    def stops_now(self, pod: Mapping[str, Any]) -> bool:
+        """Whether the terminating ``pod`` is stopped now: at once, or with ``honour_grace`` once its grace period
+        (to its ``deletionTimestamp``) is over."""
+        if not self.honour_grace:
+            return True
+        ends = datetime.datetime.strptime(pod["metadata"]["deletionTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+        return time.time() >= ends.replace(tzinfo=datetime.UTC).timestamp()
 
     def start(self, plane: ControlPlane, pods_path: str, pods: Sequence[Mapping[str, Any]]) -> None:
         """Every pod of ``pods`` (not terminating) bound and not started gets ``startTime`` and phase ``Running``,
@@ -129,7 +141,8 @@ def _owned_by(pod: Mapping[str, Any], uids: set[str]) -> bool:
     return any(ref.get("uid") in uids for ref in pod["metadata"].get("ownerReferences", []))
 
 
-def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str, settle: float) -> Outcome:
+def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str, settle: float, *,
+             honour_grace: bool = False) -> Outcome:
     """The scenario on the control plane: cluster objects in ``ORDER``, then the workloads (controllers and bare
     pods) in document order (the order of their ``kubedra.io/start-after``), each created once every pod so far is
     decided, every controller has its pods and nothing changed for ``BETWEEN_SECONDS`` (kubedra's workloads arrive
@@ -141,7 +154,7 @@ def run_real(plane: ControlPlane, docs: Sequence[dict[str, Any]], namespace: str
     created: list[dict[str, Any]] = []
     owners: list[tuple[str, str, int]] = []  # kind, uid, pods expected
     deleted: dict[str, bool] = {}  # name -> whether the scheduler preempted it
-    kubelet = Kubelet()
+    kubelet = Kubelet(honour_grace=honour_grace)
     try:
         for doc in sorted(docs, key=_rank):
             made = plane.request("POST", _path(doc), _for_api(doc, {}))
@@ -173,6 +186,8 @@ def _reaped(plane: ControlPlane, pods_path: str, deleted: dict[str, bool], kubel
             deleted[meta["name"]] = deleted.get(meta["name"], False) or any(
                 c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
                 for c in pod.get("status", {}).get("conditions", []))
+            if not kubelet.stops_now(pod):
+                continue
             kubelet.stop(plane, pods_path, pod)
             with contextlib.suppress(Exception):
                 plane.request("DELETE", f"{pods_path}/{meta['name']}",
@@ -283,8 +298,9 @@ def run_scenario(plane: ControlPlane, scenario: Scenario) -> Comparison:
     controllers = [d["metadata"]["name"] for d in docs if d["kind"] in CONTROLLER_KINDS]
     stateful = {d["metadata"]["name"] for d in docs if d["kind"] == "StatefulSet"}
     began = time.monotonic()
-    real, real_names = canonical(run_real(plane, docs, namespace, float(scenario.expect.get("settle", SETTLE_SECONDS))),
-                                 controllers)
+    settle = float(scenario.expect.get("settle", SETTLE_SECONDS))
+    real, real_names = canonical(run_real(plane, docs, namespace, settle,
+                                          honour_grace=bool(scenario.expect.get("honour-grace"))), controllers)
     sim, sim_names = canonical(run_kubedra(docs)[0], controllers)
     result = compare(scenario, real, sim)
     result.real_seconds = time.monotonic() - began

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+import msgspec
+
 from kubedra.cluster.devices import DeviceTable
 from kubedra.cluster.nodetree import tree_order
 from kubedra.cluster.usage import (
@@ -156,6 +158,9 @@ class ClusterState:
     watchers: list[Callable[[str], None]] = field(default_factory=list)
     # Called with the pod, its node and +1 (bound) or -1 (left), before ``watchers`` (the spreading counts listen).
     pod_watchers: list[Callable[[PodRecord, str, int], None]] = field(default_factory=list)
+    # Called with the pod and its node as a bound pod starts terminating, before ``watchers``: it keeps its node and
+    # devices until it leaves, but PodTopologySpread counts it no more (``countPodsMatchSelector``).
+    terminating_watchers: list[Callable[[PodRecord, str], None]] = field(default_factory=list)
     # Services and controllers, for the system-default spreading's selector (set before the scheduler is made).
     spread_sources: SpreadSources = field(default_factory=SpreadSources)
     # Node totals reached before (``usage``'s sums are shared where nodes reach the same ones).
@@ -220,6 +225,19 @@ class ClusterState:
         self.bound.setdefault(node, {})[record.key] = record
         for pod_watcher in self.pod_watchers:
             pod_watcher(record, node, +1)
+        for watcher in self.watchers:
+            watcher(node)
+
+    def terminate(self, record: PodRecord, node: str, stamp: str) -> None:
+        """The bound pod is being deleted (its ``deletionTimestamp`` is ``stamp``) and stays on ``node`` through its
+        grace period; :meth:`unbind` when it is gone."""
+        meta = record.pod.metadata
+        if meta.deletion_timestamp is not None:
+            return
+        terminating = msgspec.structs.replace(meta, deletion_timestamp=stamp)
+        record.pod = msgspec.structs.replace(record.pod, metadata=terminating)
+        for terminating_watcher in self.terminating_watchers:
+            terminating_watcher(record, node)
         for watcher in self.watchers:
             watcher(node)
 

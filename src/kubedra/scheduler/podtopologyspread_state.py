@@ -58,6 +58,7 @@ class SpreadIndex:
         self._keys: dict[str, int] = {}  # key -> bitset of the nodes carrying it
         self._positions: dict[str, int] = {}  # node -> its bit
         state.pod_watchers.append(self._moved)
+        state.terminating_watchers.append(lambda record, node: self._moved(record, node, -1))
 
     def _moved(self, record: PodRecord, node: str, sign: int) -> None:
         if not self._selectors:

@@ -194,6 +194,7 @@ class SpreadCounts:
             for record in pods.values():
                 self.changed(record, node, +1)
         state.pod_watchers.append(self.changed)
+        state.terminating_watchers.append(lambda record, node: self.changed(record, node, -1))
 
     def key_for(self, pod: Pod) -> SelectorKey | None:
         """The pod's default selector (None: no default spreading), its counts kept from now on."""

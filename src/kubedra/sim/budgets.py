@@ -95,7 +95,9 @@ def current_budgets(
         covers = partial(_covers, budget.spec.selector)
         expected = [r for r in state.pods.values() if (r.pod.metadata.namespace or DEFAULT_NAMESPACE) == namespace
                     and not r.deleted and r.finished_at is None and covers(r.pod.metadata.labels)]
-        healthy = sum(1 for r in expected if r.started_at is not None and r.key not in going)
+        # countHealthyPods: a pod being deleted (preempted, or deleted by its controller) is not healthy
+        healthy = sum(1 for r in expected if r.started_at is not None and r.key not in going
+                      and r.pod.metadata.deletion_timestamp is None)
         spec = budget.spec
         if spec.min_available is not None:
             desired = _scaled(spec.min_available, len(expected))

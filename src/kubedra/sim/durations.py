@@ -2,10 +2,12 @@
 
 ``1h30m``, ``90s``, ``250ms``, ``1.5h``, ``0``; units ns, us, µs, μs, ms, s, m, h. Error texts are Go's
 (``time: unknown unit "d" in duration "1d"``), with a hint for the usual slips: ISO 8601 (``PT10M``),
-days, spaces.
+days, spaces. Also a simulated instant written as an API timestamp (``deletion_stamp``).
 """
 
 from __future__ import annotations
+
+import datetime as dt
 
 from kubedra.objects.errors import KubedraError
 
@@ -145,3 +147,9 @@ def parse_duration_ns(text: str) -> int:
 def parse_duration(text: str) -> float:
     """Seconds in a Go duration string (``"1h30m"`` -> 5400.0)."""
     return parse_duration_ns(text) / SECOND
+
+
+def deletion_stamp(seconds: float) -> str:
+    """The ``deletionTimestamp`` of a pod deleted at simulated second ``seconds`` (RFC 3339, whole seconds as the API
+    server writes it; the run's start read as the Unix epoch). Only its presence is read."""
+    return dt.datetime.fromtimestamp(int(seconds), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -43,6 +43,7 @@ from kubedra.scheduler.outcome import Failed, Placement, Unschedulable
 from kubedra.scheduler.preemption import NEVER, NodeSizes, Preemption, without_victims
 from kubedra.scheduler.queueing_hints import ON_ANY_DELETE, bind_hinted_plugins, delete_hinted_plugins
 from kubedra.scheduler.scheduler import Scheduler
+from kubedra.sim.durations import deletion_stamp
 from kubedra.sim.evictions import Evictions
 from kubedra.sim.gang_cycle import GangQueue
 from kubedra.sim.gates import GATED_MESSAGE, GATED_REASON, ungate_after
@@ -566,7 +567,11 @@ class Simulation:
         return Unschedulable(f"{outcome.message} preemption: {message}", outcome.reasons) if message else outcome
 
     def evict_at(self, time: float, record: PodRecord) -> None:
-        """A preemption victim leaves at ``time`` (the end of its grace period)."""
+        """A bound pod being deleted (a preemption victim, one its controller deletes) leaves at ``time``, the end
+        of its grace period; terminating meanwhile (``ClusterState.terminate``)."""
+        node = record.pod.spec.node_name
+        if node:
+            self.state.terminate(record, node, deletion_stamp(self._now))
         self._push(time, EVICT, record.key)
 
     def _evict(self, record: PodRecord) -> bool:
