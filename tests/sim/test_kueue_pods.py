@@ -116,3 +116,14 @@ def test_what_kueues_pod_webhook_refuses_is_a_problem_naming_file_object_and_fie
     assert problem.message.startswith(message)
     assert main(["simulate", "-q", "-f", str(path)]) == 2
     assert f"{path}[4]: Pod/bad: {field}: {message}" in capsys.readouterr().err
+
+
+def test_a_group_pod_that_succeeds_frees_its_share_of_the_quota_at_once() -> None:
+    """Kueue's ``ReclaimablePods``: ``g1`` of the group (2 x 4) succeeds after an hour and its 4 GPUs go to ``s``
+    while ``g2`` still runs; a serving group's never do."""
+    members = [pod("g1", 4, group="grp", total="2"), pod("g2", 4, group="grp", total="2", run_for="10h")]
+    result = run(*queues(), *members, pod("s", 4, start_after="1m"))
+    assert times(result, "Admitted") == {"grp": 0.0, "s": 3600.0}
+    for member in members:
+        member["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-serving"] = "true"
+    assert times(run(*queues(), *members, pod("s", 4, start_after="1m")), "Admitted") == {"grp": 0.0}

@@ -276,19 +276,25 @@ class KueueController:
 
     def _start_pods(self, admission: Admission, queued: QueuedPods) -> None:
         """Each pod given its pod set's node labels and tolerations and ungated (``Run``); the quota freed when a
-        single pod ends, or when every pod of a group has succeeded (``Finished``)."""
+        single pod ends; a group's pod's share when it succeeds (``ReclaimablePods``), the rest when every pod has
+        (``Finished``); a serving group's never."""
+        sets = [ps.name for ps in admission.workload.pod_sets]
         given = {ps.name: (labels, tolerations) for ps, labels, tolerations
                  in zip(admission.workload.pod_sets, admission.node_selectors, admission.tolerations, strict=True)}
         succeeded: set[str] = set()
 
         def ended(record: PodRecord) -> None:
-            if len(queued.keys) == 1:
+            if not queued.group:
                 self._ended(admission)
                 return
-            if record.pod.status.phase == "Succeeded":
-                succeeded.add(record.key)
+            if record.pod.status.phase != "Succeeded" or queued.serving:
+                return
+            succeeded.add(record.key)
+            self.kueue.reclaim(admission, sets.index(queued.roles[queued.keys.index(record.key)]))
             if len(succeeded) == len(queued.keys):
                 self._ended(admission)
+            else:
+                self._wake(self.sim.now)
 
         for key, role in zip(queued.keys, queued.roles, strict=True):
             record = self.sim.state.pods[key]

@@ -21,7 +21,9 @@ Pure: which pods Kueue manages, what its webhook refuses, their Workloads and th
 - Admitted (``Run``, ``prepare``): each pod's gate removed and its pod set's flavors' node labels and tolerations
   merged into its spec (``podset.Merge``).
 - Finished: a single pod's Workload when the pod ends (succeeded or failed, or deleted); a group's when every one of
-  its ``total-count`` pods succeeded. Its quota is free again then.
+  its ``total-count`` pods succeeded. Its quota is free again then. A group's pod that succeeds frees its own share
+  at once (``ReclaimablePods``, on by default: the Workload's usage counts its pod sets less their succeeded pods).
+  A serving group (``kueue.x-k8s.io/pod-group-serving: "true"``) is never finished and reclaims nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ GATE = "kueue.x-k8s.io/admission"  # podconstants.SchedulingGateName
 GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
 GROUP_TOTAL = "kueue.x-k8s.io/pod-group-total-count"
 MANAGED = "kueue.x-k8s.io/managed"
+SERVING = "kueue.x-k8s.io/pod-group-serving"
 UNMANAGED_NAMESPACES = ("kube-system", "kueue-system")  # the default managedJobsNamespaceSelector's NotIn
 
 
@@ -107,6 +110,8 @@ class QueuedPods:
     workload: Workload
     keys: tuple[str, ...]
     roles: tuple[str, ...]
+    group: bool = False
+    serving: bool = False  # a group annotated kueue.x-k8s.io/pod-group-serving: never finished, nothing reclaimed
 
 
 def _role(pod: Pod) -> bytes:
@@ -140,19 +145,20 @@ def queued_pods(pods: list[tuple[Pod, float]], first_order: int) -> tuple[list[Q
             groups.setdefault((_namespace(pod), group), []).append((pod, at))
         else:
             singles.append((pod, at))
-    made: list[tuple[float, int, Workload, tuple[str, ...], tuple[str, ...]]] = []
+    made: list[tuple[float, int, QueuedPods]] = []
     for i, (pod, at) in enumerate(singles):
         key = f"{_namespace(pod)}/{pod.metadata.name}"
         workload = Workload(f"Pod {key}", _namespace(pod), pod.metadata.labels[QUEUE], pod.spec.priority or 0, at, 0,
                             (_pod_set("main", pod, 1),))
-        made.append((at, i, workload, (key,), ("main",)))
+        made.append((at, i, QueuedPods(workload, (key,), ("main",))))
     for (namespace, name), members in groups.items():
         one = _group(namespace, name, members, notes)
         if one is not None:
-            made.append((one.created_at, len(made), one, *_members(members, one)))
+            serving = members[0][0].metadata.annotations.get(SERVING) == "true"
+            made.append((one.created_at, len(made), QueuedPods(one, *_members(members, one), True, serving)))
     made.sort(key=lambda m: (m[0], m[1]))
-    for order, (_, _, workload, keys, roles) in enumerate(made, start=first_order):
-        out.append(QueuedPods(replace(workload, order=order), keys, roles))
+    for order, (_, _, queued) in enumerate(made, start=first_order):
+        out.append(replace(queued, workload=replace(queued.workload, order=order)))
     return out, notes
 
 
