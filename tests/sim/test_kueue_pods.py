@@ -127,3 +127,17 @@ def test_a_group_pod_that_succeeds_frees_its_share_of_the_quota_at_once() -> Non
     for member in members:
         member["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-serving"] = "true"
     assert times(run(*queues(), *members, pod("s", 4, start_after="1m")), "Admitted") == {"grp": 0.0}
+
+
+def test_the_example_holds_the_training_group_until_the_notebook_ends() -> None:
+    """``examples/workloads/kueue-pods.yaml`` does what its header says."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "workloads" / "kueue-pods.yaml"
+    assert "examples/workloads/kueue-pods.yaml" in example.read_text().splitlines()[0]
+    result = run(*yaml.safe_load_all(example.read_text()))
+    assert times(result, "SchedulingGated") == {"notebook": 0.0, "train-0": 60.0, "train-1": 120.0}
+    assert times(result, "Admitted") == {"notebook": 0.0, "train": 3600.0}
+    assert times(result, "Scheduled") == {"notebook": 0.0, "train-0": 3600.0, "train-1": 3600.0}
+    assert result.state.pods["default/train-1"].pod.spec.node_selector == {"cloud.example.com/gpu": "h100"}
+    wait = build_report(result).summary["kueueAdmission"]
+    assert (wait["queued"], wait["admitted"], wait["max"], wait["longest"]) == (2, 2, "58m", "Workload default/train")
+    assert main(["simulate", "-q", "-f", str(example)]) == 0
