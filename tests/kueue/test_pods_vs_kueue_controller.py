@@ -12,7 +12,9 @@ none ending but those the check finishes (an hour in, on nodes of every flavor's
 from __future__ import annotations
 
 import copy
+import json
 import time
+import urllib.error
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from tests.controlplane.fixture import ControlPlane
 from tests.kueue.queues import QUEUE, V1B2, queues
 from tests.sigs import harness
 
+from kubedra.objects.errors import InvalidInputError
 from kubedra.objects.load import load_text
 from kubedra.sim.kueue_pods import GATE, GROUP_NAME, GROUP_TOTAL
 from kubedra.sim.scenario import build_scenario
@@ -158,3 +161,37 @@ def test_a_pod_groups_succeeded_pods_free_their_share_of_the_quota(plane: Contro
     assert real(plane, docs) == kubedra(docs)
     assert finish(plane, namespace, "pair-0") == kubedra(docs, ("pair-0",))
     assert finish(plane, namespace, "pair-1") == kubedra(docs, ("pair-0", "pair-1"))
+
+
+REFUSED = {
+    "no-total-count": lambda doc: doc["metadata"]["annotations"].pop(GROUP_TOTAL),
+    "no-group-name": lambda doc: doc["metadata"]["labels"].pop(GROUP_NAME),
+    "zero": lambda doc: doc["metadata"]["annotations"].update({GROUP_TOTAL: "0"}),
+    "not-a-number": lambda doc: doc["metadata"]["annotations"].update({GROUP_TOTAL: "two"}),
+    # on a pod naming no queue: the mutating webhook sets a queued pod's to "true" before it is checked
+    "managed-label": lambda doc: doc["metadata"].update(labels={"kueue.x-k8s.io/managed": "yes"}, annotations={}),
+    "unqueued": lambda doc: doc["metadata"]["labels"].pop(QUEUE),  # the webhook checks a pod with no queue too
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_a_pod_kueues_webhook_refuses_is_kubedras_input_problem_in_its_words(plane: ControlPlane, name: str) -> None:
+    """The pod webhook's ``ValidateCreate`` refuses the pod; kubedra's problem names the same field with the same
+    message (its ``field: message`` is in the API server's answer)."""
+    namespace = plane.create_namespace("kueue-pods")
+    bad = pod("bad", namespace, 1, ("grp", 1))
+    REFUSED[name](bad)
+    if name == "unqueued":
+        bad["metadata"]["annotations"][GROUP_TOTAL] = "0"
+    with pytest.raises(InvalidInputError) as raised:
+        build_scenario(load_text(yaml.safe_dump_all([*queues(f"{namespace}-bad", namespace, [("default", "8")],
+                                                              "BestEffortFIFO"), bad])))
+    (problem,) = raised.value.problems
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        plane.request("POST", f"/api/v1/namespaces/{namespace}/pods", bad)
+    try:
+        answer = json.loads(refused.value.read())["message"]
+    finally:
+        refused.value.close()
+    assert 'admission webhook "vpod.kb.io" denied the request' in answer
+    assert f"{problem.location.field}: {problem.message}" in answer

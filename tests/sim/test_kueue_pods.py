@@ -99,9 +99,9 @@ def test_a_pod_in_an_unmanaged_namespace_or_without_the_label_is_not_gated() -> 
     (lambda p: p["metadata"]["annotations"].update({GROUP_TOTAL: "0"}), f"metadata.annotations[{GROUP_TOTAL}]",
      'Invalid value: "0"'),
     (lambda p: p["metadata"]["annotations"].update({GROUP_TOTAL: "two"}), f"metadata.annotations[{GROUP_TOTAL}]",
-     'Invalid value: "two"'),
-    (lambda p: p["metadata"]["labels"].update({"kueue.x-k8s.io/managed": "yes"}),
-     "metadata.labels[kueue.x-k8s.io/managed]", "Forbidden"),
+     'Invalid value: "two": strconv.Atoi: parsing "two": invalid syntax'),
+    (lambda p: p["metadata"].update(labels={"kueue.x-k8s.io/managed": "yes"}, annotations={}),
+     "metadata.labels[kueue.x-k8s.io/managed]", "Forbidden"),  # naming no queue (a queued pod's is set to true)
 ])
 def test_what_kueues_pod_webhook_refuses_is_a_problem_naming_file_object_and_field(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], change: Any, field: str, message: str) -> None:

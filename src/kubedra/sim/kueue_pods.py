@@ -10,7 +10,8 @@ Pure: which pods Kueue manages, what its webhook refuses, their Workloads and th
   never sees it until the gate is removed.
 - Refused by the webhook (``validatePodGroupMetadata``, ``validateManagedLabel``): a ``kueue.x-k8s.io/pod-group-name``
   label without the ``kueue.x-k8s.io/pod-group-total-count`` annotation or the other way round; a total count that is
-  not an integer of at least 1; a ``kueue.x-k8s.io/managed`` label other than ``true``.
+  not an integer of at least 1; a ``kueue.x-k8s.io/managed`` label other than ``true`` on a pod naming no queue (the
+  mutating webhook sets a queued pod's to ``true`` first). It checks any pod it sees, queued or not.
 - Workload: a single pod's has one pod set ``main`` of 1 pod of its spec, made when the pod is. The pods of a group
   (one ``pod-group-name`` in a namespace) form one Workload, named after the group, made once ``total-count`` of them
   exist (``validatePodGroupMetadata``: "group has fewer runnable pods than expected" until then): one pod set per role
@@ -67,24 +68,32 @@ def gated(pod: Pod) -> Pod:
 
 def total_count(text: str) -> int | None:
     """The group total count annotation as Kueue reads it (``strconv.Atoi``, at least 1); None where it refuses it."""
+    return None if _count_error(text) else int(text)
+
+
+def _count_error(text: str) -> str:
+    """Why Kueue's ``groupTotalCount`` refuses the annotation, in its words; empty where it takes it."""
     body = text[1:] if text[:1] in "+-" else text
     if not body.isascii() or not body.isdigit():
-        return None
-    value = int(text)
-    return value if value >= 1 else None
+        return f'strconv.Atoi: parsing "{text}": invalid syntax'
+    if int(text) < 1:
+        return (f"incorrect annotation value '{GROUP_TOTAL}={text}': group total count should be greater than "
+                "zero")
+    return ""
 
 
 def pod_problems(pods: Iterable[Pod], locate: Callable[[Pod], Location]) -> list[Problem]:
-    """What Kueue's pod webhook refuses of the managed pods (``ValidateCreate``), each at its file, pod and field."""
+    """What Kueue's pod webhook refuses (``ValidateCreate``: any pod it sees, queued or not, in a managed namespace and
+    not bound before the run), each at its file, pod and field, in the webhook's words."""
     problems: list[Problem] = []
     for pod in pods:
-        if not managed(pod):
+        if _namespace(pod) in UNMANAGED_NAMESPACES or pod.spec.node_name:
             continue
         found = locate(pod)
         where = Location(found.file, found.document, found.object or f"Pod/{pod.metadata.name}")
         labels, annotations = pod.metadata.labels, pod.metadata.annotations
         both = f"both the '{GROUP_TOTAL}' annotation and the '{GROUP_NAME}' label should be set"
-        if labels.get(MANAGED, "true") != "true":
+        if labels.get(MANAGED, "true") != "true" and QUEUE not in labels:  # a queued pod's is set to true first
             problems.append(Problem(_at(where, f"metadata.labels[{MANAGED}]"),
                                     "Forbidden: managed label value can only be 'true'"))
         if not labels.get(GROUP_NAME):
@@ -92,10 +101,9 @@ def pod_problems(pods: Iterable[Pod], locate: Callable[[Pod], Location]) -> list
                 problems.append(Problem(_at(where, f"metadata.labels[{GROUP_NAME}]"), f"Required value: {both}"))
         elif GROUP_TOTAL not in annotations:
             problems.append(Problem(_at(where, f"metadata.annotations[{GROUP_TOTAL}]"), f"Required value: {both}"))
-        elif total_count(annotations[GROUP_TOTAL]) is None:
+        elif error := _count_error(annotations[GROUP_TOTAL]):
             problems.append(Problem(_at(where, f"metadata.annotations[{GROUP_TOTAL}]"),
-                                    f'Invalid value: "{annotations[GROUP_TOTAL]}": must be an integer greater than '
-                                    "zero (Kueue's pod webhook)"))
+                                    f'Invalid value: "{annotations[GROUP_TOTAL]}": {error}'))
     return problems
 
 
