@@ -10,24 +10,20 @@ JobSets or RayJobs go to both; those
 the controller unsuspends (their Workloads' QuotaReserved) and the node selectors it writes into their templates (a
 JobSet's per replicated job, a RayJob's per pod set) must equal kubedra's admissions.
 
-Workloads are created 1.1 s apart (a Workload's creationTimestamp has whole seconds, and Kueue breaks a tie by UID);
+The controller manager is started once for the package (``conftest.py``); plain pods are checked in
+``test_pods_vs_kueue_controller.py``. Workloads are created 1.1 s apart (a Workload's creationTimestamp has whole seconds, and Kueue breaks a tie by UID);
 kubedra is given them a second apart, none ending."""
 
 from __future__ import annotations
 
-import base64
 import copy
-import os
-import shutil
-import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from tests.controlplane.fixture import Component, ControlPlane, free_port, running_control_plane
+from tests.controlplane.fixture import ControlPlane
+from tests.kueue.queues import QUEUE, V1B2, queues
 from tests.sigs import harness
 
 from kubedra.objects.load import load_text
@@ -36,118 +32,8 @@ from kubedra.sim.simulate import Options, simulate
 
 pytestmark = pytest.mark.controlplane
 
-HERE = Path(__file__).resolve().parent
-BINARY = HERE / "bin" / "kueue-controller"
-MODULE = "sigs.k8s.io/kueue"
-V1B2 = "kueue.x-k8s.io/v1beta2"
-QUEUE = "kueue.x-k8s.io/queue-name"
-METRICS_CERTS = Path("/etc/kueue/metrics/certs")
-HOOKS = ("batch-v1-job", "jobset-x-k8s-io", "kueue-x-k8s-io", "ray-io-v1-rayjob")  # the webhooks this check needs
-JOBSET_MODULE = "sigs.k8s.io/jobset"  # the version Kueue's go.mod requires: its CRD, for the jobset integration
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
-RAY_MODULE = "github.com/ray-project/kuberay/ray-operator"  # Kueue's version: its RayCluster and RayJob CRDs
 RAY_API = "ray.io/v1"
-
-
-def _webhooks(plane: ControlPlane, module: Path, port: int, ca: bytes) -> None:
-    bundle = base64.b64encode(ca).decode()
-    for doc in yaml.safe_load_all((module / "config/components/webhook/manifests.yaml").read_text()):
-        if not doc:
-            continue
-        doc["webhooks"] = [h for h in doc["webhooks"] if any(k in h["clientConfig"]["service"]["path"] for k in HOOKS)]
-        for hook in doc["webhooks"]:
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{hook['clientConfig']['service']['path']}",
-                                    "caBundle": bundle}
-        plural = "mutatingwebhookconfigurations" if doc["kind"].startswith("Mutating") else \
-            "validatingwebhookconfigurations"
-        plane.request("POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", doc)
-
-
-def _metrics_certs(certs: Path) -> Path | None:
-    """v0.17's manager reads its metrics server's certificate from a fixed path, ``/etc/kueue/metrics/certs``, when
-    its internal certificate management is off (``cmd/kueue/main.go``), and exits without one: the self-signed one is
-    put there (metrics are off, so it serves nothing). Returns the directory made (removed after), None if it was
-    there already; skips where it cannot be written."""
-    target = METRICS_CERTS
-    if (target / "tls.crt").is_file():
-        return None
-    top = next((p for p in [target, *target.parents] if p.exists()), None)
-    made = next((p for p in reversed([target, *target.parents]) if not p.exists()), None)
-    if top is None or not os.access(top, os.W_OK):
-        pytest.skip(f"{target} cannot be written: Kueue v0.17 reads its metrics certificate from there")
-    target.mkdir(parents=True, exist_ok=True)
-    for name in ("tls.crt", "tls.key"):
-        shutil.copyfile(certs / name, target / name)
-    return made
-
-
-@pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    if not BINARY.is_file():
-        reason = f"{BINARY.name} is not built ({BINARY}): run tests/kueue/build.sh (scripts/test does)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true: {reason}")
-        pytest.skip(reason)
-    harness.require(BINARY)  # go on PATH: the CRDs are read from Go's module cache
-    module, jobset, ray = (Path(subprocess.run(["go", "list", "-mod=readonly", "-m", "-f", "{{.Dir}}", name],
-                                               cwd=HERE, check=True, capture_output=True, text=True).stdout.strip())
-                           for name in (MODULE, JOBSET_MODULE, RAY_MODULE))
-    tmp = tmp_path_factory.mktemp("kueue")
-    with running_control_plane(tmp_path_factory.mktemp("kueue-cp"), only=("etcd", "kube-apiserver")) as cp:
-        crds = [*sorted((module / "config/components/crd/bases").glob("*.yaml")),
-                jobset / "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml",
-                *(ray / f"config/crd/bases/ray.io_{plural}.yaml" for plural in ("rayclusters", "rayjobs"))]
-        harness.install_crds(cp, crds)
-        certs = tmp / "certs"
-        ca = harness.serving_cert(certs)
-        made = _metrics_certs(certs)
-        port, probe = free_port(), free_port()
-        config = {
-            "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
-            "internalCertManagement": {"enable": False}, "leaderElection": {"leaderElect": False},
-            "webhook": {"port": port, "host": "127.0.0.1", "certDir": str(certs)},
-            "metrics": {"bindAddress": "0"}, "health": {"healthProbeBindAddress": f"127.0.0.1:{probe}"},
-            "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "ray.io/rayjob"]},
-        }
-        (tmp / "config.yaml").write_text(yaml.safe_dump(config))
-        args = [str(BINARY), f"--kubeconfig={cp.kubeconfig}", f"--config={tmp / 'config.yaml'}", "--zap-devel=false",
-                "--feature-gates=VisibilityOnDemand=false"]  # its API server reads certificates from /visibility
-        component = Component(BINARY.name, args, tmp / "kueue.log", f"http://127.0.0.1:{probe}/readyz")
-        os.environ.pop("ENABLE_WEBHOOKS", None)
-        component.start()
-        try:
-            harness.wait_ready(component, probe)
-            _webhooks(cp, module, port, ca)
-            yield cp
-        finally:
-            component.stop()
-            if made is not None:
-                shutil.rmtree(made)
-
-
-def flavor(name: str, labels: dict[str, str]) -> dict[str, Any]:
-    return {"apiVersion": V1B2, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": {"nodeLabels": labels}}
-
-
-def queues(prefix: str, namespace: str, flavors: list[tuple[str, str]], strategy: str, cohort: str | None = None,
-           queue: str = "lq", flavor_prefix: str | None = None) -> list[dict[str, Any]]:
-    """A ClusterQueue ``<prefix>`` (one group: cpu and nvidia.com/gpu; ``flavors``: (name, GPU quota)), in
-    ``cohort`` if given, and a LocalQueue ``queue`` for it in ``namespace``; the flavors are made unless
-    ``flavor_prefix`` names another ClusterQueue's."""
-    own = flavor_prefix is None
-    flavor_prefix = prefix if flavor_prefix is None else flavor_prefix
-    group = {"coveredResources": ["cpu", "nvidia.com/gpu"], "flavors": [
-        {"name": f"{flavor_prefix}-{name}", "resources": [{"name": "cpu", "nominalQuota": "64"},
-                                                          {"name": "nvidia.com/gpu", "nominalQuota": gpus}]}
-        for name, gpus in flavors]}
-    spec = {"namespaceSelector": {}, "queueingStrategy": strategy, "resourceGroups": [group]}
-    return [
-        *(flavor(f"{flavor_prefix}-{name}", {"pool": name}) for name, _ in flavors if own),
-        {"apiVersion": V1B2, "kind": "ClusterQueue", "metadata": {"name": prefix},
-         "spec": {**spec, **({"cohortName": cohort} if cohort else {})}},
-        {"apiVersion": V1B2, "kind": "LocalQueue", "metadata": {"name": queue, "namespace": namespace},
-         "spec": {"clusterQueue": prefix}},
-    ]
 
 
 def job_spec(gpus: int, parallelism: int) -> dict[str, Any]:

@@ -107,6 +107,17 @@ class Kueue:
             used[key] -= amount
         self.running[admission.cluster_queue].pop(admission.workload.key, None)
 
+    def reclaim(self, admission: Admission, pod_set: int) -> None:
+        """One pod of the admitted workload's ``pod_set``-th pod set succeeded and is reclaimable (Kueue's
+        ``ReclaimablePods``, a pod group's): its share of the quota is free again, the rest held until it finishes."""
+        ps, used = admission.workload.pod_sets[pod_set], self.used[admission.cluster_queue]
+        requests = {**ps.requests, **({PODS: 1} if PODS in admission.flavors[pod_set] else {})}
+        for resource, amount in requests.items():
+            flavor = admission.flavors[pod_set].get(resource)
+            if flavor is not None:
+                used[flavor, resource] -= amount
+                admission.usage[flavor, resource] -= amount
+
     def requeue(self, workload: Workload) -> None:
         """An evicted workload, its quota released, pending again under its creation time (Kueue's queue order
         timestamp for a workload preempted within its ClusterQueue)."""

@@ -29,11 +29,13 @@ from kubedra.objects.model import Pod, Toleration
 from kubedra.sim.jobsets import JobSetRun
 from kubedra.sim.kueue import Admission, Kueue, PodSet, Workload
 from kubedra.sim.kueue_objects import KueueSetup, units
+from kubedra.sim.kueue_pods import GATE, QueuedPods
 from kubedra.sim.kueue_preemption import preemption_message
 from kubedra.sim.kueue_rayjobs import admitted_rayjob, rayjob_workload
 from kubedra.sim.rayjobs import RayJobRun
 
 if TYPE_CHECKING:
+    from kubedra.cluster.state import PodRecord
     from kubedra.sim.run import JobProgress, Simulation
     from kubedra.sim.workloads import JobRun
 
@@ -135,7 +137,7 @@ class KueueController:
     def __init__(self, sim: Simulation, setup: KueueSetup) -> None:
         self.sim = sim
         self.kueue = Kueue(setup)
-        self.jobs: dict[str, JobRun | JobSetRun | RayJobRun] = {}  # held, by workload key
+        self.jobs: dict[str, JobRun | JobSetRun | RayJobRun | QueuedPods] = {}  # held, by workload key
         self.waiting: list[Workload] = []  # made later than now (start-after), by creation time
         self.made = 0  # pods of admitted Jobs
         self.admitted: dict[str, tuple[JobRun, JobProgress]] = {}  # admitted Jobs as started, by workload key
@@ -155,7 +157,12 @@ class KueueController:
         """A RayJob naming a LocalQueue (made suspended by Kueue's webhook): no cluster, no submitter until admitted."""
         self._hold(rayjob_workload(run, len(self.jobs)), run, run.created_at)
 
-    def _hold(self, queued: Workload, owner: JobRun | JobSetRun | RayJobRun, created_at: float) -> None:
+    def hold_pods(self, queued: QueuedPods) -> None:
+        """Plain pods naming a LocalQueue (``sim.kueue_pods``), made gated by Kueue's webhook: their Workload is made
+        with the pod, or a group's once all its pods exist."""
+        self._hold(queued.workload, queued, queued.workload.created_at)
+
+    def _hold(self, queued: Workload, owner: JobRun | JobSetRun | RayJobRun | QueuedPods, created_at: float) -> None:
         self.jobs[queued.key] = owner
         self.waiting.append(queued)
         self._wake(created_at)
@@ -203,6 +210,9 @@ class KueueController:
             return
         if isinstance(job, RayJobRun):
             self._start_rayjob(admission, job)
+            return
+        if isinstance(job, QueuedPods):
+            self._start_pods(admission, job)
             return
         started = replace(job, arrive_at=0.0, suspended=False, pods=admitted_pods(job.pods, admission))
         self.made += len(started.pods)
@@ -263,6 +273,33 @@ class KueueController:
         if started.submitter is not None:  # the other modes' Ray job ends where kubedra does not look: never freed
             controller.on_end = lambda: self._ended(admission)
         self.sim.add_controller(controller)
+
+    def _start_pods(self, admission: Admission, queued: QueuedPods) -> None:
+        """Each pod given its pod set's node labels and tolerations and ungated (``Run``); the quota freed when a
+        single pod ends; a group's pod's share when it succeeds (``ReclaimablePods``), the rest when every pod has
+        (``Finished``); a serving group's never."""
+        sets = [ps.name for ps in admission.workload.pod_sets]
+        given = {ps.name: (labels, tolerations) for ps, labels, tolerations
+                 in zip(admission.workload.pod_sets, admission.node_selectors, admission.tolerations, strict=True)}
+        succeeded: set[str] = set()
+
+        def ended(record: PodRecord) -> None:
+            if not queued.group:
+                self._ended(admission)
+                return
+            if record.pod.status.phase != "Succeeded" or queued.serving:
+                return
+            succeeded.add(record.key)
+            self.kueue.reclaim(admission, sets.index(queued.roles[queued.keys.index(record.key)]))
+            if len(succeeded) == len(queued.keys):
+                self._ended(admission)
+            else:
+                self._wake(self.sim.now)
+
+        for key, role in zip(queued.keys, queued.roles, strict=True):
+            record = self.sim.state.pods[key]
+            self.sim.remove_gate(record, GATE, merged((record.pod,), *given[role])[0])
+            self.sim.pod_watchers[key] = ended
 
     def _ended(self, admission: Admission) -> None:
         from kubedra.sim.run import Event

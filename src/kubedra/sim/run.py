@@ -162,6 +162,7 @@ class Simulation:
     _jobsets_made: int = 0  # pods of the Jobs InOrder JobSets made so far
     _wakers: dict[str, Callable[[], None]] = field(default_factory=dict)  # WAKE events' callbacks, by key
     made_elsewhere: Callable[[], int] | None = None  # pods a controller made during the run (Kueue's admitted Jobs)
+    pod_watchers: dict[str, Callable[[PodRecord], None]] = field(default_factory=dict)  # told once a pod ends (Kueue)
 
     @property
     def node_sizes(self) -> NodeSizes:
@@ -480,6 +481,17 @@ class Simulation:
         self.events.append(Event(self._now, "Ungated", f"Pod {record.key}", message="scheduling gates removed"))
         self._enqueue(record.key)
 
+    def remove_gate(self, record: PodRecord, gate: str, pod: Pod) -> None:
+        """A controller's update of the pod (``pod``: Kueue's admission merges its flavors in) that removes the gate
+        ``gate``: it enters the scheduling queue where no other gate is left."""
+        gates = [g for g in pod.spec.scheduling_gates if g.name != gate]
+        record.pod = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, scheduling_gates=gates))
+        if gates or record.deleted or record.finished_at is not None:
+            return
+        record.pending_reason = ""
+        self.events.append(Event(self._now, "Ungated", f"Pod {record.key}", message=f"{gate} removed"))
+        self._enqueue(record.key)
+
     def _adopt(self, pod: Pod, pod_claim: str) -> str | None:
         """The name of a claim the controller made for ``pod_claim`` before the run began and had not yet recorded in
         the pod's status (``findPodResourceClaim``, looked up before a claim is made from the template)."""
@@ -593,6 +605,8 @@ class Simulation:
         self._jobs.pop(record.key, None)
         if self.evictions is not None:
             self.evictions.replacements.gone(record, job)
+        if (watcher := self.pod_watchers.pop(record.key, None)) is not None:
+            watcher(record)
         return True
 
     def delete(self, record: PodRecord, reason: str, grace: float) -> None:
@@ -723,6 +737,8 @@ class Simulation:
         self._release_claims(record, node)
         if record.group and self._gangs is not None:
             self._gangs.member_gone(record)
+        if (watcher := self.pod_watchers.pop(record.key, None)) is not None:
+            watcher(record)
         job = self._jobs.pop(record.key, None)
         if job is not None:
             job.failed_since_success = 0

@@ -29,6 +29,7 @@ from kubedra.sim.budgets import PodDisruptionBudget, is_budget, read_budgets
 from kubedra.sim.gates import gate_problems
 from kubedra.sim.groups import Groups, is_scheduling_object, join_pods, read_groups
 from kubedra.sim.kueue_objects import KueueSetup, is_kueue_object, read_kueue
+from kubedra.sim.kueue_pods import managed, pod_problems, queued_pods
 from kubedra.sim.published import unpublished_requests, workload_pods
 from kubedra.sim.services import is_service, read_services
 from kubedra.sim.unmodelled import kueue_claims, kueue_queued, unmodelled_fields
@@ -150,6 +151,8 @@ def build_scenario(
     budgets = read_budgets([r for r in loaded.raw if is_budget(r.data)], problems)
     services = read_services([r for r in loaded.raw if is_service(r.data)], problems)
     kueue = read_kueue([r for r in loaded.raw if is_kueue_object(r.data)], problems)
+    if kueue:
+        problems.extend(pod_problems(loaded.of_kind(Pod), loaded.location_of))
     if problems:
         raise InvalidInputError(in_input_order(loaded, problems))
     workloads = join_pods(workloads, groups, notes)
@@ -165,6 +168,8 @@ def build_scenario(
     notes.extend(kueue.notes)
     if kueue:
         notes.extend(kueue_claims(workloads.jobs, workloads.jobsets))
+        notes.extend(queued_pods([(a.pod, a.arrive_at) for a in workloads.arrivals
+                                  if a.owner.startswith("Pod/") and managed(a.pod)], 0)[1])
     if not nodes and (workloads.arrivals or workloads.jobs or workloads.cronjobs):
         notes.append("the input has no Node and no NodePool: every pod stays pending (kube-scheduler: no nodes "
                      "available to schedule pods)")

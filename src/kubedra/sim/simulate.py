@@ -22,6 +22,7 @@ from kubedra.sim.fragmentation import Sampler
 from kubedra.sim.groups import group_key
 from kubedra.sim.jobset_controllers import start_job as start_jobset_job
 from kubedra.sim.kueue_controller import KueueController
+from kubedra.sim.kueue_pods import gated, managed, queued_pods
 from kubedra.sim.leaderworkersets import LeaderWorkerController
 from kubedra.sim.pytorchjobs import PyTorchJobController
 from kubedra.sim.queue import MAX_IN_UNSCHEDULABLE, SchedulingQueue
@@ -118,14 +119,11 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
         simulation.evictions = Evictions(simulation, scenario.budgets)
     specs = SpecCache()
     kueue = KueueController(simulation, scenario.kueue) if scenario.kueue else None
-    held = {key for run in scenario.workloads.rayjobs if kueue is not None and run.queue is not None
-            for key in run.cluster}  # a queued RayJob's cluster: made when Kueue admits it
-    for arrival in scenario.workloads.arrivals:
-        if held and f"{arrival.pod.metadata.namespace}/{arrival.pod.metadata.name}" in held:
-            continue
-        simulation.add(_record(arrival.pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs=gangs,
-                               specs=specs))
+    queued = _add_arrivals(simulation, scenario, specs, kueue)
     _add_jobs(simulation, scenario, specs, kueue)
+    if kueue is not None:
+        for pods in queued_pods(queued, len(scenario.workloads.jobs))[0]:
+            kueue.hold_pods(pods)
     for cron in scenario.workloads.cronjobs:
         simulation.add_cronjob(cron)
     _add_jobsets(simulation, scenario, specs, kueue)
@@ -141,6 +139,26 @@ def prepare(scenario: Scenario, options: Options) -> Simulation:
     if options.fragmentation_samples > 0:
         simulation.sampler = _sampler(scenario, state, backend, index, options.fragmentation_samples)
     return simulation
+
+
+def _add_arrivals(simulation: Simulation, scenario: Scenario, specs: SpecCache,
+                  kueue: KueueController | None) -> list[tuple[Pod, float]]:
+    """The pods that arrive on their own; a plain Pod naming a LocalQueue made with Kueue's scheduling gate where the
+    input has Kueue's queues (``sim.kueue_pods``): those returned with their arrival, for their Workloads. A queued
+    RayJob's cluster is left out: made when Kueue admits it."""
+    held = {key for run in scenario.workloads.rayjobs if kueue is not None and run.queue is not None
+            for key in run.cluster}
+    queued: list[tuple[Pod, float]] = []
+    for arrival in scenario.workloads.arrivals:
+        if held and f"{arrival.pod.metadata.namespace}/{arrival.pod.metadata.name}" in held:
+            continue
+        pod = arrival.pod
+        if kueue is not None and arrival.owner.startswith("Pod/") and managed(pod):
+            pod = gated(pod)
+            queued.append((pod, arrival.arrive_at))
+        simulation.add(_record(pod, arrival.arrive_at, arrival.run_for, arrival.owner, gangs=simulation.gangs_on,
+                               specs=specs))
+    return queued
 
 
 def _add_jobs(simulation: Simulation, scenario: Scenario, specs: SpecCache, kueue: KueueController | None) -> None:

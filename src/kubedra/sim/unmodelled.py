@@ -1,7 +1,7 @@
 """Fields kube-scheduler reads that kubedra does not model yet: said once per field, never silently ignored.
 
-Kueue's admission is modelled for batch/v1 Jobs, JobSets and RayJobs (``sim.kueue``); other workloads naming a
-LocalQueue are noted (``kueue_queued``).
+Kueue's admission is modelled for batch/v1 Jobs, JobSets, RayJobs and plain Pods (``sim.kueue``); other workloads
+naming a LocalQueue are noted (``kueue_queued``).
 
 One field at present: a pod's persistentVolumeClaim and generic ``ephemeral`` volumes (``spec.volumes``).
 kube-scheduler's
@@ -23,7 +23,7 @@ from typing import Any
 from kubedra.objects.model import Pod
 
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
-ADMITTED = ("Job", "JobSet", "RayJob")  # the kinds whose Kueue admission is modelled
+ADMITTED = ("Job", "JobSet", "RayJob", "Pod")  # the kinds whose Kueue admission is modelled
 
 VOLUME_PLUGINS = ("filters them with VolumeBinding, VolumeZone, VolumeRestrictions and NodeVolumeLimits (a bound "
                   "PersistentVolume's node affinity and zone, WaitForFirstConsumer binding, ReadWriteOncePod, CSI "
@@ -62,7 +62,7 @@ def kueue_queued(documents: Iterable[dict[str, Any]], queues: bool = False) -> l
     """One sentence where workloads name a Kueue LocalQueue (``kueue.x-k8s.io/queue-name``) and run as if admitted
     on arrival: all of them where the input has no Kueue queue (read as a cluster without Kueue, whose webhooks would
     hold them: a Job, JobSet, TrainJob, RayJob... made suspended, a plain pod gated by ``kueue.x-k8s.io/admission``);
-    where it has (``queues``), those of kinds other than batch/v1 Job, JobSet and RayJob, whose admission
+    where it has (``queues``), those of kinds other than batch/v1 Job, JobSet, RayJob and Pod, whose admission
     ``sim.kueue`` models."""
     keys = []
     for doc in documents:
@@ -78,8 +78,8 @@ def kueue_queued(documents: Iterable[dict[str, Any]], queues: bool = False) -> l
     named = (f"{len(keys)} workload{'s' if many else ''} (e.g. {keys[0]}) name{'' if many else 's'} a Kueue "
              f"LocalQueue with {KUEUE_QUEUE}")
     if queues:
-        return [f"{named}: kubedra models Kueue's admission for batch/v1 Jobs, JobSets and RayJobs only and runs "
-                f"{them} as if admitted on arrival"]
+        return [f"{named}: kubedra models Kueue's admission for batch/v1 Jobs, JobSets, RayJobs and plain Pods only "
+                f"and runs {them} as if admitted on arrival"]
     return [f"{named}, but the input has no Kueue ResourceFlavor, ClusterQueue or LocalQueue: kubedra runs {them} "
             f"as if Kueue were not installed (admitted on arrival); add the queues to model Kueue's admission"]
 
