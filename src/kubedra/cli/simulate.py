@@ -198,18 +198,27 @@ def pod_table(report: Any) -> Table:
             Column("REASON"),
         ]
     )
-    for line in sorted(report.pods, key=lambda line: (line.namespace, line.name)):
+    written: dict[float | None, str] = {}  # most pods share their times (arrived at 0s, waited 0s)
+
+    def when(seconds: float | None) -> str:
+        text = written.get(seconds)
+        if text is None:
+            text = written[seconds] = _time(seconds)
+        return text
+
+    for line in sorted(report.pods, key=lambda line: line.pod.split("/", 1)):  # by namespace, then name
+        namespace, name = line.pod.split("/", 1)
         table.add(
-            line.namespace,
-            line.name,
+            namespace,
+            name,
             line.phase,
             line.node,
             ",".join(line.device_names),
-            _time(line.waited),
+            when(line.waited),
             ",".join(line.claims),
-            _time(line.arrived),
-            _time(line.started),
-            _time(line.finished),
+            when(line.arrived),
+            when(line.started),
+            when(line.finished),
             line.reason,
         )
     return table
