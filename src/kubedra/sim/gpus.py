@@ -123,12 +123,12 @@ class Usage:
         gpu = self.inventory.gpu_of.get(device_id)
         if gpu is None:
             return  # a device no slice publishes (the allocator would not pick one; an input's stale allocation)
-        self.held[device_id] += sign
-        before = self.on_gpu[gpu] > 0
-        self.on_gpu[gpu] += sign
-        after = self.on_gpu[gpu] > 0
-        if before != after:
-            self.in_use[self.inventory.model[gpu]] += 1 if after else -1
+        held, on_gpu = self.held, self.on_gpu  # dict reads: a Counter's missing key costs a Python call each
+        held[device_id] = held.get(device_id, 0) + sign
+        before = on_gpu.get(gpu, 0)
+        on_gpu[gpu] = after = before + sign
+        if (before > 0) != (after > 0):
+            self.in_use[self.inventory.model[gpu]] += 1 if after > 0 else -1
 
     def plugin(self, node: str, count: int, sign: int) -> None:
         _, model, total = self.inventory.plugin[node]
@@ -159,7 +159,7 @@ def final_usage(state: ClusterState, inventory: Inventory) -> Usage:
         assert claim.status.allocation is not None
         for device_id in state.devices.held(claim.status.allocation):
             usage.device(device_id, +1)
-    for record in state.pods.values():
+    for record in state.pods.values() if inventory.plugin else ():  # no device-plugin GPUs: no pod to read
         node = record.pod.spec.node_name
         if node in inventory.plugin and record.started_at is not None and record.finished_at is None:
             usage.plugin(node, _plugin_count(record, inventory.plugin[node][0]), +1)
@@ -173,7 +173,7 @@ def _timeline(state: ClusterState, events: list[Event], inventory: Inventory) ->
         if event.type in ("Allocated", "Deallocated"):
             sign = 1 if event.type == "Allocated" else -1
             changes.extend((event.time, 0, device_id, sign) for device_id in event.devices)
-    for record in state.pods.values():
+    for record in state.pods.values() if inventory.plugin else ():
         node = record.pod.spec.node_name
         count = _plugin_count(record, inventory.plugin[node][0]) if node in inventory.plugin else 0
         if count and record.started_at is not None:
