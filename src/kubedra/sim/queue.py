@@ -35,15 +35,26 @@ INITIAL_BACKOFF = 1.0  # KubeSchedulerConfiguration podInitialBackoffSeconds (de
 MAX_BACKOFF = 10.0  # podMaxBackoffSeconds (default)
 
 
-def backoff_until(failed_at: float, failures: int) -> float:
-    """The back-off's end for a pod whose ``failures``-th failed attempt was at ``failed_at``: 1 s doubled per failure
-    after the first, at most 10 s, truncated to the second (the backoff queue's ordering window); the pod is backing
-    off while that is not before the current second (``calculateBackoffDuration``, ``isEntityBackingoff``)."""
+def backoff_duration(failures: int, size: int = 1) -> float:
+    """The back-off after an entity's ``failures``-th failed attempt, in seconds: 1 s doubled per failure after the
+    first, at most 10 s, a group's most multiplied by the square root of its ``size`` (its members queued when it
+    failed) where over 1 (``calculateBackoffDuration``, in whole nanoseconds as Go's ``time.Duration``)."""
+    if failures <= 0:
+        return 0.0
+    initial, most = int(INITIAL_BACKOFF * 1e9), int(MAX_BACKOFF * 1e9)
+    if size > 1:
+        most = int(float(most) * math.sqrt(size))  # Go's Duration(float64(max) * math.Sqrt(...)): truncated
+    shift = failures - 1
+    return (most if initial > most >> shift else initial << shift) / 1e9
+
+
+def backoff_until(failed_at: float, failures: int, size: int = 1) -> float:
+    """The back-off's end for an entity whose ``failures``-th failed attempt was at ``failed_at``
+    (``backoff_duration``), truncated to the second (the backoff queue's ordering window); the entity is backing off
+    while that is not before the current second (``getBackoffTime``, ``isEntityBackingoff``)."""
     if failures <= 0:
         return -math.inf
-    shift = failures - 1
-    duration = MAX_BACKOFF if shift >= 63 or INITIAL_BACKOFF * 2**shift > MAX_BACKOFF else INITIAL_BACKOFF * 2**shift
-    return float(math.floor(failed_at + duration))
+    return float(math.floor(failed_at + backoff_duration(failures, size)))
 
 
 def flush_tick(failed_at: float, max_in_unschedulable: float = MAX_IN_UNSCHEDULABLE) -> float:
@@ -124,6 +135,12 @@ class SchedulingQueue:
             self.on_delete.pop(key, None)
             self._move(key, tick)
         return bool(due)
+
+    def hold(self, key: str) -> None:
+        """Out of the pool, moved by no event nor flush: a failed group's member (its group backs off instead)."""
+        self.unschedulable.pop(key, None)
+        self.hinted.pop(key, None)
+        self.on_delete.pop(key, None)
 
     def backing_off(self, key: str, now: float) -> bool:
         return backoff_until(self.queued[key][0], self.failures.get(key, 0)) >= math.floor(now)
