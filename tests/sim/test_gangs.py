@@ -93,10 +93,12 @@ def test_a_late_member_completes_the_gang_which_then_starts_whole() -> None:
 
 
 def test_a_failed_gang_is_retried_and_starts_when_devices_free_up() -> None:
+    """The gang, failing at 0 s, is retried at the end of each back-off (2, 5, 10, 19, 36 s, then every 21 s: 20 s
+    for 4 members, to the second); the first retry after the blocker ends at 3600 s is at 57 + 169 * 21 s."""
     blocker = pod("blocker", template="one-gpu", run_for="1h", restartPolicy="Never")
     sim = run(nodepool("n", gpus=4), claim_template("one-gpu"), blocker, pod_group("train", 4), *gang(4))
     assert [sim.phase(f"w{i}") for i in range(4)] == ["Running"] * 4
-    assert {sim.times("Pod", "Scheduled")[f"w{i}"] for i in range(4)} == {3600.0}
+    assert {sim.times("Pod", "Scheduled")[f"w{i}"] for i in range(4)} == {3606.0}
 
 
 def test_a_basic_group_binds_whatever_fits() -> None:
@@ -255,7 +257,9 @@ def test_a_gang_preempts_as_a_group_and_reprieves_what_it_does_not_need() -> Non
     assert preempted == ["Pod default/low-0", "Pod default/low-1"]
     assert sim.phase("low-2") == "Running"
     assert {sim.node_of("m0"), sim.node_of("m1")} == {"n-0", "n-1"}
-    assert {sim.times("Pod", "Scheduled")[m] for m in ("m0", "m1")} == {31.0}  # once the victims' grace is over
+    # the group's first retry once the victims' grace is over (31 s): it failed at 1 s and retried at 3, 6, 11, 20 s,
+    # then backs off 16 s (under its cap of 10 * sqrt(2) s), to 35 s
+    assert {sim.times("Pod", "Scheduled")[m] for m in ("m0", "m1")} == {35.0}
     victim_events = [e["message"] for e in sim.events if e["type"] == "Preempted"]
     uid = sim.result.pod_groups["default/train"].metadata.uid
     assert victim_events == [f"Preempted by podgroup {uid} on node cluster"] * 2

@@ -2,9 +2,8 @@
 snapshot's assumptions made and undone for ``scheduler.gangs.schedule_group``, and the PodGroup's status.
 
 Only pods with a group come here (``PodRecord.group`` set, GenericWorkload on); every other pod keeps the plain
-per-pod path of ``Simulation._drain``. A failed group goes back to the queue as a whole and is tried again at the
-next event that frees something (kube-scheduler retries it from the backoff queue, which changes nothing until the
-cluster does).
+per-pod path of ``Simulation._drain``. A failed group goes back to the backoff queue as a whole, out of the
+unschedulable pool, and is tried again once its back-off is over, whatever happened meanwhile (``sim.gang_backoff``).
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from kubedra.scheduler.gangs import (
 from kubedra.scheduler.group_claims import claim_for_group, matching_claim, release_for_group, reserve_for_group
 from kubedra.scheduler.outcome import Placement
 from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
+from kubedra.sim.gang_backoff import GangBackoff
 from kubedra.sim.group_preemption import GroupPreemption, preempt_for_group
 
 if TYPE_CHECKING:
@@ -47,6 +47,26 @@ class GangQueue:
         self.last: dict[str, GroupOutcome] = {}  # group key -> its latest cycle (for ``explain``)
         self.claim_groups: dict[str, str] = {}  # claim key -> the PodGroup it was made for or is reserved for
         self._made: dict[tuple[str, str], str] = {}  # (group key, group claim name) -> the claim's name
+        self.backoff = GangBackoff()
+
+    def next_retry(self) -> float | None:
+        """When the next group's back-off ends (the backoff queue's flush that moves it); None: none backing off."""
+        return self.backoff.next_retry()
+
+    def stale(self, version: int) -> bool:
+        return self.backoff.stale(version)
+
+    def retry(self, tick: float, version: int | None) -> bool:
+        """The backoff queue's flush at ``tick`` (``GangBackoff.retry``): whether it moved a group's members to the
+        active queue."""
+        sim = self.sim
+        moved = False
+        for key in self.backoff.retry(tick, version):
+            for member in self.waiting.get(key, {}):
+                if not sim.state.pods[member].deleted:
+                    sim.queue.active.append(member)
+                    moved = True
+        return moved
 
     def add(self, record: PodRecord) -> None:
         self.members.setdefault(record.group, []).append(record)
@@ -122,6 +142,9 @@ class GangQueue:
         key = record.group
         waiting = self.waiting.setdefault(key, {})
         waiting[record.key] = None
+        if self.backoff.backing_off(key):  # a member made meanwhile joins the group in the backoff queue
+            self._done.add(record.key)
+            return 0
         group = sim.pod_groups.get(key)
         bound = self.bound(key)
         reason = pre_enqueue(group, key.split("/", 1)[1], len(waiting) + bound)
@@ -147,11 +170,23 @@ class GangQueue:
         for member, placement in outcome.placements:
             waiting.pop(member.key, None)
             sim._bind(member, placement)
+        self._requeue(key, waiting, outcome)
+        self._status(key, group, outcome)
+        return len(outcome.placements)
+
+    def _requeue(self, key: str, waiting: dict[str, None], outcome: GroupOutcome) -> None:
+        """The members the cycle did not bind back to the queue: a failed group, not its pods, waits in the backoff
+        queue, where no event moves it (``AddAttemptedPodGroupIfNeeded``)."""
+        sim = self.sim
         for member_key, failure in outcome.failures.items():
             if member_key in waiting:
                 sim._unschedulable_pod(sim.state.pods[member_key], failure)
-        self._status(key, group, outcome)
-        return len(outcome.placements)
+        if outcome.scheduled:
+            self.backoff.succeeded(key)
+            return
+        for member_key in waiting:
+            sim.queue.hold(member_key)
+        self.backoff.failed(key, sim.now, len(waiting), sim._version, error=outcome.reason == "SchedulerError")
 
     def _preempt(self, key: str, group: PodGroup, answer: GroupPreemption) -> None:
         """The victims leave after their grace period; the members are nominated on their proposed nodes."""

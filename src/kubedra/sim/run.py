@@ -316,7 +316,12 @@ class Simulation:
             progress(0, total)
             self._on_bound = lambda in_instant: progress(done + in_instant, total + self._replaced())
         pods = self.state.pods
-        while self._instants:
+        while True:
+            if not self._instants:  # events ran out: groups backing off that the last ones may let in, if any
+                if (retry := self._stale_retry()) is None:
+                    break
+                done = self._flush_until(retry + 1.0, progress, done, total)
+                continue
             done = self._flush_until(self._instants[0], progress, done, total)
             self._now = now = self._instants[0]
             self._deallocated = False
@@ -336,6 +341,8 @@ class Simulation:
                 self.queue.pod_left(gone, self._deallocated, lambda key: pods[key].pod, now)
             if self.queue.next_flush() == now:  # a flush at this instant: its pods tried with the others
                 self.queue.flush(now, None)
+            if self._gangs is not None and self._gangs.next_retry() == now:  # likewise a group's back-off ending
+                self._gangs.retry(now, None)
             done += self._drain()
             self._after_drain(progress, done, total)
         self._on_bound = None
@@ -359,15 +366,29 @@ class Simulation:
             progress(done, total + self._replaced())
 
     def _flush_until(self, until: float, progress: Callable[[int, int], None] | None, done: int, total: int) -> int:
-        """The scheduler's flushes of the unschedulable pool before the next event at ``until``: where the cluster
-        changed since a flushed pod's attempt, the tick is an instant of its own; else the pods keep failing as they
-        did, their queue timestamps moving with the ticks. Returns ``done`` plus the pods bound at the ticks."""
-        while (tick := self.queue.next_flush()) is not None and tick < until:
-            if self.queue.flush(tick, self._version):
+        """The scheduler's flushes of the unschedulable pool, and of the backoff queue for failed pod groups, before
+        the next event at ``until``: where the cluster changed since a flushed pod's (group's) attempt, the tick is an
+        instant of its own; else the pods keep failing as they did, their queue timestamps moving with the ticks.
+        Returns ``done`` plus the pods bound at the ticks."""
+        while True:
+            tick = self.queue.next_flush()
+            retry = self._gangs.next_retry() if self._gangs is not None else None
+            if retry is not None and retry < until and (tick is None or retry < tick):
+                assert self._gangs is not None
+                tick, moved = retry, self._gangs.retry(retry, self._version)
+            elif tick is not None and tick < until:
+                moved = self.queue.flush(tick, self._version)
+            else:
+                break
+            if moved:
                 self._now = tick
                 done += self._drain()
                 self._after_drain(progress, done, total)
         return done
+
+    def _stale_retry(self) -> float | None:
+        """The next group back-off's end where some group backing off was tried against an older state; else None."""
+        return self._gangs.next_retry() if self._gangs is not None and self._gangs.stale(self._version) else None
 
     def _event(self, kind: int, key: str) -> bool:
         """One event; whether it freed room (a pod finished or a victim left)."""
