@@ -85,6 +85,7 @@ class Kueue:
         # admitted workloads by ClusterQueue: key -> (admission, when admitted), the candidates for preemption
         self.running: dict[str, dict[str, tuple[Admission, float]]] = {name: {} for name in setup.cluster_queues}
         self.preempted: list[tuple[Admission, Workload]] = []  # (victim, preemptor) of the last ``admit``
+        self.evicted: set[str] = set()  # preempted workloads whose quota is not released yet (their pods leaving)
 
     def cluster_queue_of(self, workload: Workload) -> str | None:
         return self.setup.local_queues.get((workload.namespace, workload.queue))
@@ -106,6 +107,7 @@ class Kueue:
         for key, amount in admission.usage.items():
             used[key] -= amount
         self.running[admission.cluster_queue].pop(admission.workload.key, None)
+        self.evicted.discard(admission.workload.key)
 
     def reclaim(self, admission: Admission, pod_set: int) -> None:
         """One pod of the admitted workload's ``pod_set``-th pod set succeeded and is reclaimable (Kueue's
@@ -188,8 +190,10 @@ class Kueue:
         """Admits the entry if it still fits; an entry that needs preemption evicts its victims instead
         (``scheduler.go``: the preemptor waits for their quota) and blocks its ClusterQueue."""
         key, name = admission.workload.key, admission.cluster_queue
-        if chosen:
-            self.preempted.extend((self.running[name][v.key][0], admission.workload) for v in chosen)
+        if chosen:  # a victim evicted already is not preempted again (``IssuePreemptions``): its quota is awaited
+            fresh = [v.key for v in chosen if v.key not in self.evicted]
+            self.preempted.extend((self.running[name][v][0], admission.workload) for v in fresh)
+            self.evicted.update(fresh)
             self.reasons[key] += f". Pending the preemption of {len(chosen)} workload(s)"
             blocked.add(name)
             return False
@@ -312,9 +316,10 @@ class Kueue:
         if any(amount > _quota(cq, fr)[0] for fr, amount in usage.items()):
             return []
         used = self.used[cq.name]
-        running = [Running(a.workload.key, a.workload.priority, a.workload.created_at, a.workload.order, a.usage, at)
+        running = [Running(a.workload.key, a.workload.priority, a.workload.created_at, a.workload.order, a.usage, at,
+                           a.workload.key in self.evicted)
                    for a, at in self.running[cq.name].values()
-                   if a.workload.key.startswith("Job ")]  # a JobSet's or RayJob's suspension: not modelled
+                   if not a.workload.key.startswith("RayJob ")]  # a RayJob's suspension: not modelled
         return victims(cq.preemption, workload.priority, workload.created_at, running, needs=needs,
                        fits=lambda freed: all(amount <= _quota(cq, fr)[0] - used.get(fr, 0) + freed.get(fr, 0)
                                          for fr, amount in usage.items()))
