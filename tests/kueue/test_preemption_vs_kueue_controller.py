@@ -1,0 +1,183 @@
+"""kubedra's choice of Kueue preemption victims of every kind (``sim.kueue_preemption``, ``sim.kueue_victims``)
+against the released controller manager (``conftest.py``: sigs.k8s.io/kueue v0.17.0, its batch/job, jobset and pod
+integrations on). A ClusterQueue of 8 GPUs with ``withinClusterQueue: LowerPriority``: a low-priority JobSet, pod or
+pod group is admitted, a high-priority Job or pod created 1.1 s later needs its quota. No scheduler, kubelet,
+JobSet controller or garbage collector runs: the controller's decisions are what it writes (a JobSet's or Job's
+``spec.suspend``, a pod's admission gate and its deletion), and the victims never have an active pod, so their quota is
+released as soon as they are stopped. The workloads the controller leaves admitted and the pods it deletes must be
+kubedra's."""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import pytest
+import yaml
+from tests.controlplane.fixture import ControlPlane
+from tests.kueue import test_pods_vs_kueue_controller as pods_check
+from tests.kueue import test_vs_kueue_controller as jobs_check
+from tests.kueue.queues import V1B2, queues
+from tests.kueue.test_pods_vs_kueue_controller import group, pod
+from tests.kueue.test_vs_kueue_controller import _priority_classes, job, jobset
+from tests.sigs import harness
+
+from kubedra.objects.load import load_text
+from kubedra.sim.kueue_pods import GATE
+from kubedra.sim.scenario import build_scenario
+from kubedra.sim.simulate import Options, simulate
+
+pytestmark = pytest.mark.controlplane
+
+
+def _classed(doc: dict[str, Any], priority_class: str) -> dict[str, Any]:
+    """The Job's, JobSet's or Pod's pods given ``priority_class``."""
+    if doc["kind"] == "JobSet":
+        for rjob in doc["spec"]["replicatedJobs"]:
+            rjob["template"]["spec"]["template"]["spec"]["priorityClassName"] = priority_class
+    elif doc["kind"] == "Job":
+        doc["spec"]["template"]["spec"]["priorityClassName"] = priority_class
+    else:
+        doc["spec"]["priorityClassName"] = priority_class
+    return doc
+
+
+def _setup(plane: ControlPlane, name: str) -> tuple[str, str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """A namespace, the priority classes' prefix, the classes (for kubedra) and the preempting queues."""
+    namespace = plane.create_namespace("kueue-pre")
+    prefix = f"{namespace}-{name}"
+    classes = _priority_classes(plane, prefix)
+    cq_docs = queues(prefix, namespace, [("default", "8")], "BestEffortFIFO")
+    cq_docs[1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    return namespace, prefix, classes, cq_docs
+
+
+def kubedra(docs: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
+    """The workloads kubedra has admitted and not preempted since (by name: a Job's, JobSet's, pod's or group's),
+    and the pods it deleted; the workloads made a second apart, none ending, on nodes of the flavor's pool."""
+    docs = copy.deepcopy(docs)
+    for i, doc in enumerate(d for d in docs if d["kind"] in ("Job", "JobSet", "Pod")):
+        doc["metadata"].setdefault("annotations", {})["kubedra.io/start-after"] = f"{i}s"
+    pools = [{"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "pool"}, "spec": {
+        "count": 1, "labels": {"pool": "default"}, "allocatable": {"cpu": "64", "memory": "512Gi"},
+        "gpu": {"model": "H100-80GB", "count": 8}, "devicePlugin": True}}]
+    result = simulate(build_scenario(load_text(yaml.safe_dump_all([*docs, *pools]))), Options(fragmentation_samples=0))
+    last: dict[str, str] = {}
+    for event in result.events:
+        if event.type == "Admitted" or (event.type == "Preempted" and (event.message or "").startswith(
+                "Preempted to accommodate")):
+            last[event.object.rsplit("/", 1)[1]] = event.type
+    deleted = {r.pod.metadata.name for r in result.state.pods.values() if r.deleted}
+    return {name for name, kind in last.items() if kind == "Admitted"}, deleted
+
+
+def _pods_left(plane: ControlPlane, namespace: str) -> tuple[set[str], set[str]]:
+    """The pods the controller ungated and did not delete; those it deleted (gone, or terminating)."""
+    items = plane.get(f"/api/v1/namespaces/{namespace}/pods")["items"]
+    live = {p["metadata"]["name"] for p in items if not p["metadata"].get("deletionTimestamp")
+            and not any(g["name"] == GATE for g in p["spec"].get("schedulingGates") or [])}
+    return live, {p["metadata"]["name"] for p in items if p["metadata"].get("deletionTimestamp")}
+
+
+def _evicted(plane: ControlPlane, namespace: str) -> set[str]:
+    """The owners (a JobSet, a pod, a group's pods) of the Workloads the controller evicted by preemption
+    (``Evicted``, reason ``Preempted``)."""
+    out = set()
+    for w in plane.get(f"/apis/{V1B2}/namespaces/{namespace}/workloads")["items"]:
+        conditions = {c["type"]: c for c in w.get("status", {}).get("conditions", [])}
+        if conditions.get("Evicted", {}).get("reason") == "Preempted":
+            out |= {ref["name"] for ref in w["metadata"]["ownerReferences"]}
+    return out
+
+
+@pytest.mark.parametrize("low_class", ["low", "high"])
+def test_a_jobset_is_preempted_by_a_higher_priority_job_as_kueue_does(plane: ControlPlane, low_class: str) -> None:
+    """``low`` (a JobSet of 2 x 4 GPUs) is admitted; ``high`` (a Job of 8 GPUs) needs its quota: Kueue evicts the
+    JobSet's Workload and suspends the JobSet (``spec.suspend``), then admits the Job; where the JobSet is of high
+    priority too, nothing is preempted and the Job waits."""
+    namespace, prefix, classes, cq_docs = _setup(plane, f"js-{low_class}")
+    docs = [_classed(jobset("low", namespace, ("w", 2, 1, 4)), f"{prefix}-{low_class}"),
+            _classed(job("high", namespace, 8), f"{prefix}-high")]
+    expected = {"high"} if low_class == "low" else {"low"}
+    assert kubedra([*classes, *cq_docs, *docs])[0] == expected
+    assert set(jobs_check.real(plane, [*cq_docs, *docs])) == expected
+    assert _evicted(plane, namespace) == ({"low"} if low_class == "low" else set())
+
+
+SHAPES = {
+    # a single pod of 8 GPUs
+    "pod": lambda ns: [pod("low", ns, 8)],
+    # a group of two 4-GPU pods: both deleted
+    "group": lambda ns: group("low", ns, 2, 4),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_plain_pods_are_preempted_deleted_and_the_preemptor_ungated_as_kueue_does(plane: ControlPlane,
+                                                                                  shape: str) -> None:
+    """The low-priority pod or group is admitted (ungated); ``high`` (a pod of 8 GPUs) needs its quota: Kueue evicts
+    its Workload and deletes its pods (``Stop``), then ungates ``high``."""
+    namespace, prefix, classes, cq_docs = _setup(plane, shape)
+    docs = [*(_classed(d, f"{prefix}-low") for d in SHAPES[shape](namespace)),
+            _classed(pod("high", namespace, 8), f"{prefix}-high")]
+    admitted, deleted = kubedra([*classes, *cq_docs, *docs])
+    assert admitted == {"high"}
+    pods_check.real(plane, [*cq_docs, *docs])
+    live, terminating = _pods_left(plane, namespace)
+    gone = {d["metadata"]["name"] for d in docs} - live - terminating
+    assert live == {"high"}
+    assert terminating | gone == deleted
+    assert _evicted(plane, namespace) == deleted
+
+
+def _reserved(plane: ControlPlane, docs: list[dict[str, Any]]) -> set[str]:
+    """The queues, then the Jobs, JobSets and Pods of ``docs``, 1.1 s apart, made in the control plane; once every
+    Workload exists and one is decided, and 3 s more: the owners of the Workloads holding quota (QuotaReserved)."""
+    apis = {"Job": "/apis/batch/v1", "JobSet": f"/apis/{jobs_check.JOBSET_API}", "Pod": "/api/v1"}
+    queued = [d for d in docs if d["kind"] in apis]
+    for doc in docs:
+        if doc["kind"] not in apis:
+            ns = doc["metadata"].get("namespace")
+            plane.request("POST", f"/apis/{V1B2}/" + (f"namespaces/{ns}/" if ns else "") + doc["kind"].lower() + "s",
+                          doc)
+    time.sleep(1.0)
+    namespace = queued[0]["metadata"]["namespace"]
+    for doc in queued:
+        plane.request("POST", f"{apis[doc['kind']]}/namespaces/{namespace}/{doc['kind'].lower()}s", doc)
+        time.sleep(1.1)
+
+    def workloads() -> list[dict[str, Any]] | None:
+        items: list[dict[str, Any]] = plane.get(f"/apis/{V1B2}/namespaces/{namespace}/workloads")["items"]
+        return items if len(items) == len(queued) else None
+
+    plane.wait_for(workloads, timeout=harness.WAIT, interval=0.5, what="the Workloads")
+    time.sleep(3)
+    return {ref["name"] for w in plane.get(f"/apis/{V1B2}/namespaces/{namespace}/workloads")["items"]
+            if any(c["type"] == "QuotaReserved" and c["status"] == "True"
+                   for c in w.get("status", {}).get("conditions", []))
+            for ref in w["metadata"]["ownerReferences"]}
+
+
+def test_the_fewest_victims_of_any_kind_are_taken_lowest_priority_first(plane: ControlPlane) -> None:
+    """``classicalPreemptions`` across kinds: a JobSet (2 GPUs, priority 1), a pod (4 GPUs, priority 2) and a Job
+    (2 GPUs, priority 3) fill the 8 GPUs; a 4-GPU Job of priority 100 comes. Candidates lowest priority first: the
+    JobSet (2 free: not enough), then the pod (6 free); ``fillBackWorkloads`` adds the JobSet back (4 free without
+    it): only the pod is preempted, and deleted."""
+    namespace = plane.create_namespace("kueue-pre")
+    prefix = f"{namespace}-mix"
+    classes = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"{prefix}-{n}"},
+                "value": n} for n in (1, 2, 3, 100)]
+    for doc in classes:
+        plane.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", doc)
+    cq_docs = queues(prefix, namespace, [("default", "8")], "BestEffortFIFO")
+    cq_docs[1]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    docs = [_classed(jobset("js", namespace, ("w", 1, 1, 2)), f"{prefix}-1"),
+            _classed(pod("solo", namespace, 4), f"{prefix}-2"),
+            _classed(job("j", namespace, 2), f"{prefix}-3"),
+            _classed(job("high", namespace, 4), f"{prefix}-100")]
+    admitted, deleted = kubedra([*classes, *cq_docs, *docs])
+    assert (admitted, deleted) == ({"js", "j", "high"}, {"solo"})
+    assert _reserved(plane, [*cq_docs, *docs]) == admitted
+    assert _evicted(plane, namespace) == deleted
+    assert _pods_left(plane, namespace)[0] == set()
