@@ -16,15 +16,14 @@ from typing import Any
 import pytest
 import yaml
 from tests.controlplane.fixture import ControlPlane
-from tests.kueue import test_pods_vs_kueue_controller as pods_check
 from tests.kueue import test_vs_kueue_controller as jobs_check
 from tests.kueue.queues import V1B2, queues
 from tests.kueue.test_pods_vs_kueue_controller import group, pod
-from tests.kueue.test_vs_kueue_controller import _priority_classes, job, jobset
+from tests.kueue.test_vs_kueue_controller import RAY_API, _priority_classes, job, jobset, rayjob
 from tests.sigs import harness
 
 from kubedra.objects.load import load_text
-from kubedra.sim.kueue_pods import GATE
+from kubedra.sim.kueue_pods import GATE, GROUP_NAME
 from kubedra.sim.scenario import build_scenario
 from kubedra.sim.simulate import Options, simulate
 
@@ -32,8 +31,12 @@ pytestmark = pytest.mark.controlplane
 
 
 def _classed(doc: dict[str, Any], priority_class: str) -> dict[str, Any]:
-    """The Job's, JobSet's or Pod's pods given ``priority_class``."""
-    if doc["kind"] == "JobSet":
+    """The Job's, JobSet's, RayJob's (its cluster's) or Pod's pods given ``priority_class``."""
+    if doc["kind"] == "RayJob":
+        cluster = doc["spec"]["rayClusterSpec"]
+        for group in (cluster["headGroupSpec"], *cluster["workerGroupSpecs"]):
+            group["template"]["spec"]["priorityClassName"] = priority_class
+    elif doc["kind"] == "JobSet":
         for rjob in doc["spec"]["replicatedJobs"]:
             rjob["template"]["spec"]["template"]["spec"]["priorityClassName"] = priority_class
     elif doc["kind"] == "Job":
@@ -57,7 +60,7 @@ def kubedra(docs: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
     """The workloads kubedra has admitted and not preempted since (by name: a Job's, JobSet's, pod's or group's),
     and the pods it deleted; the workloads made a second apart, none ending, on nodes of the flavor's pool."""
     docs = copy.deepcopy(docs)
-    for i, doc in enumerate(d for d in docs if d["kind"] in ("Job", "JobSet", "Pod")):
+    for i, doc in enumerate(d for d in docs if d["kind"] in ("Job", "JobSet", "Pod", "RayJob")):
         doc["metadata"].setdefault("annotations", {})["kubedra.io/start-after"] = f"{i}s"
     pools = [{"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "pool"}, "spec": {
         "count": 1, "labels": {"pool": "default"}, "allocatable": {"cpu": "64", "memory": "512Gi"},
@@ -101,8 +104,22 @@ def test_a_jobset_is_preempted_by_a_higher_priority_job_as_kueue_does(plane: Con
             _classed(job("high", namespace, 8), f"{prefix}-high")]
     expected = {"high"} if low_class == "low" else {"low"}
     assert kubedra([*classes, *cq_docs, *docs])[0] == expected
-    assert set(jobs_check.real(plane, [*cq_docs, *docs])) == expected
+    assert _reserved(plane, [*cq_docs, *docs]) == expected
     assert _evicted(plane, namespace) == ({"low"} if low_class == "low" else set())
+
+
+def test_a_rayjob_is_preempted_and_suspended_as_kueue_does(plane: ControlPlane) -> None:
+    """``low`` (a RayJob with an 8-GPU worker) is admitted; ``high`` (a Job of 8 GPUs) needs its quota: Kueue evicts
+    the RayJob's Workload and suspends it (``spec.suspend``), and admits ``high`` once the RayJob is no longer active
+    (``IsActive``: its ``jobDeploymentStatus`` neither New nor Suspended; no ray-operator runs here, so it stays New,
+    ``""``: at once, as kubedra releases it)."""
+    namespace, prefix, classes, cq_docs = _setup(plane, "ray")
+    docs = [_classed(rayjob("low", namespace, 8), f"{prefix}-low"), _classed(job("high", namespace, 8),
+                                                                           f"{prefix}-high")]
+    assert kubedra([*classes, *cq_docs, *docs])[0] == {"high"}
+    assert _reserved(plane, [*cq_docs, *docs]) == {"high"}
+    assert _evicted(plane, namespace) == {"low"}
+    assert plane.get(f"/apis/{RAY_API}/namespaces/{namespace}/rayjobs/low")["spec"]["suspend"] is True
 
 
 SHAPES = {
@@ -123,7 +140,7 @@ def test_plain_pods_are_preempted_deleted_and_the_preemptor_ungated_as_kueue_doe
             _classed(pod("high", namespace, 8), f"{prefix}-high")]
     admitted, deleted = kubedra([*classes, *cq_docs, *docs])
     assert admitted == {"high"}
-    pods_check.real(plane, [*cq_docs, *docs])
+    assert _reserved(plane, [*cq_docs, *docs]) == {"high"}
     live, terminating = _pods_left(plane, namespace)
     gone = {d["metadata"]["name"] for d in docs} - live - terminating
     assert live == {"high"}
@@ -132,28 +149,47 @@ def test_plain_pods_are_preempted_deleted_and_the_preemptor_ungated_as_kueue_doe
 
 
 def _reserved(plane: ControlPlane, docs: list[dict[str, Any]]) -> set[str]:
-    """The queues, then the Jobs, JobSets and Pods of ``docs``, 1.1 s apart, made in the control plane; once every
-    Workload exists and one is decided, and 3 s more: the owners of the Workloads holding quota (QuotaReserved)."""
-    apis = {"Job": "/apis/batch/v1", "JobSet": f"/apis/{jobs_check.JOBSET_API}", "Pod": "/api/v1"}
+    """The queues, then the Jobs, JobSets, RayJobs and Pods of ``docs`` made in the control plane, each once the
+    Workload of the one before holds quota (the victims are admitted before their preemptor comes; kubedra has them a
+    second apart), at least 1.1 s apart; once the last one's Workload is decided, and 3 s more: the owners of the
+    Workloads holding quota (QuotaReserved)."""
+    apis = {"Job": "/apis/batch/v1", "JobSet": f"/apis/{jobs_check.JOBSET_API}", "RayJob": f"/apis/{RAY_API}",
+            "Pod": "/api/v1"}
     queued = [d for d in docs if d["kind"] in apis]
     for doc in docs:
         if doc["kind"] not in apis:
             ns = doc["metadata"].get("namespace")
             plane.request("POST", f"/apis/{V1B2}/" + (f"namespaces/{ns}/" if ns else "") + doc["kind"].lower() + "s",
                           doc)
-    time.sleep(1.0)
+    time.sleep(1.0)  # the controller's caches see the queues before the first Workload
     namespace = queued[0]["metadata"]["namespace"]
-    for doc in queued:
+
+    def workloads() -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = plane.get(f"/apis/{V1B2}/namespaces/{namespace}/workloads")["items"]
+        return items
+
+    def decided(made: int, admitted: bool) -> bool:
+        """The Workloads of the first ``made`` owners exist (a group's with its last pod), the last one decided
+        (with ``admitted``: holding quota)."""
+        names = {d["metadata"]["name"] for d in queued[:made]}
+        owned = [w for w in workloads() if {r["name"] for r in w["metadata"]["ownerReferences"]} & names]
+        last = queued[made - 1]["metadata"]["name"]
+        mine = [w for w in owned if last in {r["name"] for r in w["metadata"]["ownerReferences"]}]
+        return bool(mine) and any(c["type"] == "QuotaReserved" and (c["status"] == "True" or not admitted)
+                                  for c in mine[0].get("status", {}).get("conditions", []))
+
+    groups = {d["metadata"].get("labels", {}).get(GROUP_NAME) for d in queued} - {None}
+    for made, doc in enumerate(queued, start=1):
         plane.request("POST", f"{apis[doc['kind']]}/namespaces/{namespace}/{doc['kind'].lower()}s", doc)
         time.sleep(1.1)
-
-    def workloads() -> list[dict[str, Any]] | None:
-        items: list[dict[str, Any]] = plane.get(f"/apis/{V1B2}/namespaces/{namespace}/workloads")["items"]
-        return items if len(items) == len(queued) else None
-
-    plane.wait_for(workloads, timeout=harness.WAIT, interval=0.5, what="the Workloads")
+        group = doc["metadata"].get("labels", {}).get(GROUP_NAME)
+        if group in groups and made < len(queued) and queued[made]["metadata"].get("labels", {}).get(
+                GROUP_NAME) == group:
+            continue  # the group's Workload is made with its last pod
+        plane.wait_for(lambda m=made: decided(m, m < len(queued)), timeout=harness.WAIT, interval=0.5,
+                       what=f"the Workload of {doc['metadata']['name']} decided")
     time.sleep(3)
-    return {ref["name"] for w in plane.get(f"/apis/{V1B2}/namespaces/{namespace}/workloads")["items"]
+    return {ref["name"] for w in workloads()
             if any(c["type"] == "QuotaReserved" and c["status"] == "True"
                    for c in w.get("status", {}).get("conditions", []))
             for ref in w["metadata"]["ownerReferences"]}

@@ -190,11 +190,11 @@ def test_what_is_not_modelled_is_noted_once_each() -> None:
                                                             deployment])))
     kueue_notes = [n for n in scenario.notes if "Kueue" in n or "ClusterQueue" in n]
     assert any("spec.flavorFungibility" in n for n in kueue_notes)
-    assert any("spec.preemption.reclaimWithinCohort" in n for n in kueue_notes)  # withinClusterQueue is modelled,
-    assert any("withinClusterQueue for RayJobs" in n for n in kueue_notes)  # not for RayJobs
+    assert any("spec.preemption.reclaimWithinCohort" in n for n in kueue_notes)  # withinClusterQueue is modelled
+    assert not any("withinClusterQueue" in n for n in kueue_notes)
     assert any("Deployment default/d" in n and "batch/v1 Jobs, JobSets, RayJobs and plain Pods only" in n
                for n in kueue_notes)
-    assert len(kueue_notes) == len(set(kueue_notes)) == 4
+    assert len(kueue_notes) == len(set(kueue_notes)) == 3
 
 
 @pytest.mark.parametrize(("change", "field"), [

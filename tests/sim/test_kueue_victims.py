@@ -92,3 +92,28 @@ def test_a_succeeded_pod_of_a_group_is_not_deleted() -> None:
     assert events(result, "Preempted") == [(5.0, "Workload default/g")]
     assert result.state.pods["default/g-0"].pod.status.phase == "Succeeded"
     assert [e.object for e in result.events if e.type == "Deleted"] == ["Pod default/g-1"]
+
+
+def test_a_rayjob_is_preempted_its_cluster_and_submitter_deleted_and_resumed_with_a_new_cluster() -> None:
+    """``rayjob`` integration: the RayJob suspended; ray-operator deletes its RayCluster and submitter Job (their
+    pods with the 30 s grace period) and marks it Suspended, its quota released then (``IsActive``); re-admitted
+    when the preemptor ends, it makes a new cluster (new pod names) and its deadline counts from then."""
+    from tests.sim.test_kueue_rayjobs import QUOTA, rayjob
+
+    docs = [*queues(), job("high", 8, priority="high", start_after="100s", run_for="10m")]
+    docs[1] = cluster_queue(QUOTA, preemption={"withinClusterQueue": LOWER})
+    ray = rayjob("r", activeDeadlineSeconds=3000)
+    for template in (ray["spec"]["rayClusterSpec"]["headGroupSpec"]["template"],
+                     ray["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]):
+        template["spec"]["priorityClassName"] = "low"
+    result = run(*docs, ray)
+    assert events(result, "Preempted") == [(100.0, "RayJob default/r")]
+    assert events(result, "QuotaReleased")[0] == (100.0, "RayJob default/r")
+    assert events(result, "Admitted") == [(0.0, "RayJob default/r"), (100.0, "Job default/high"),
+                                          (730.0, "RayJob default/r")]
+    ray_pods = [r for r in result.state.pods.values() if r.pod.metadata.name.startswith("r-")]
+    first = [r for r in ray_pods if r.arrive_at == 0.0]
+    assert len(first) == 3 and all(r.deleted and r.finished_at == 130.0 for r in first)  # head, worker, submitter
+    assert len({r.key for r in ray_pods if r.arrive_at == 730.0} - {r.key for r in first}) == 3
+    (failed,) = [e for e in result.events if e.type == "Failed" and e.object == "RayJob default/r"]
+    assert failed.time == 730.0 + 3000

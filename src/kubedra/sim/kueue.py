@@ -317,9 +317,7 @@ class Kueue:
             return []
         used = self.used[cq.name]
         running = [Running(a.workload.key, a.workload.priority, a.workload.created_at, a.workload.order, a.usage, at,
-                           a.workload.key in self.evicted)
-                   for a, at in self.running[cq.name].values()
-                   if not a.workload.key.startswith("RayJob ")]  # a RayJob's suspension: not modelled
+                           a.workload.key in self.evicted) for a, at in self.running[cq.name].values()]
         return victims(cq.preemption, workload.priority, workload.created_at, running, needs=needs,
                        fits=lambda freed: all(amount <= _quota(cq, fr)[0] - used.get(fr, 0) + freed.get(fr, 0)
                                          for fr, amount in usage.items()))

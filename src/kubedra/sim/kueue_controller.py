@@ -11,11 +11,12 @@ cluster's head and workers and its submitter; its cluster's pods are made then, 
 ready (``sim.rayjobs``), and its quota is free again when it finishes (its submitter Job ended, or its deadline, counted
 from the admission, failed it).
 
-Preemption within a ClusterQueue (``sim.kueue_preemption``): a victim Job, JobSet or group of plain pods is stopped
-as Kueue's jobframework stops its kind (``sim.kueue_victims``): a Job or JobSet suspended, its pods deleted with their
-grace period, its quota released at once and its Workload requeued under its creation time; plain pods deleted, their
-quota released once the last has left, their Workload gone with them. The preemptor is admitted in the next admission
-pass that finds the quota free (its pods wait in the scheduler's queue for the victims' to leave)."""
+Preemption within a ClusterQueue (``sim.kueue_preemption``): a victim Job, JobSet, RayJob or group of plain pods is
+stopped as Kueue's jobframework stops its kind (``sim.kueue_victims``): a Job, JobSet or RayJob suspended, its pods
+deleted with their grace period, its quota released at once and its Workload requeued under its creation time; plain
+pods deleted, their quota released once the last has left, their Workload gone with them. The preemptor is admitted
+in the next admission pass that finds the quota free (its pods wait in the scheduler's queue for the victims' to
+leave)."""
 
 from __future__ import annotations
 
@@ -31,8 +32,16 @@ from kubedra.sim.kueue_objects import KueueSetup, units
 from kubedra.sim.kueue_pods import GATE, QueuedPods
 from kubedra.sim.kueue_preemption import preemption_message
 from kubedra.sim.kueue_rayjobs import admitted_rayjob, rayjob_workload
-from kubedra.sim.kueue_victims import requeued, requeued_jobset, stop_job, stop_jobset, stop_pods
-from kubedra.sim.rayjobs import RayJobRun
+from kubedra.sim.kueue_victims import (
+    requeued,
+    requeued_jobset,
+    requeued_rayjob,
+    stop_job,
+    stop_jobset,
+    stop_pods,
+    stop_rayjob,
+)
+from kubedra.sim.rayjobs import RayJobController, RayJobRun
 
 if TYPE_CHECKING:
     from kubedra.cluster.state import PodRecord
@@ -127,6 +136,7 @@ class KueueController:
         self.admitted: dict[str, tuple[JobRun, JobProgress]] = {}
         self.admitted_jobsets: dict[str, tuple[JobSetRun, JobSetController]] = {}
         self.admitted_pods: dict[str, QueuedPods] = {}
+        self.admitted_rayjobs: dict[str, tuple[RayJobRun, RayJobController]] = {}
         self.evictions = 0  # preempted Jobs and JobSets so far: their new pods' names
         self._woken_at: float | None = None
         sim.made_elsewhere = lambda: self.made
@@ -230,6 +240,10 @@ class KueueController:
             run, controller = self.admitted_jobsets.pop(key)
             stop_jobset(sim, controller, reason)
             self.jobs[key] = requeued_jobset(run, self.evictions)
+        elif key in self.admitted_rayjobs:
+            held, ray = self.admitted_rayjobs.pop(key)
+            stop_rayjob(sim, ray, reason)
+            self.jobs[key] = requeued_rayjob(held, self.evictions)
         else:
             job, progress = self.admitted.pop(key)
             stop_job(sim, progress, reason)
@@ -255,7 +269,6 @@ class KueueController:
 
     def _start_rayjob(self, admission: Admission, run: RayJobRun) -> None:
         """Its cluster's pods made now, its submitter Job by its controller; its quota freed when it finishes."""
-        from kubedra.sim.rayjobs import RayJobController
         from kubedra.sim.run import job_record
 
         pods, started = admitted_rayjob(run, admission, self.sim.now)
@@ -265,6 +278,7 @@ class KueueController:
                                     self.sim.gangs_on))
         self.made += len(pods)
         controller = RayJobController(self.sim, started)
+        self.admitted_rayjobs[admission.workload.key] = run, controller
         if started.submitter is not None:  # the other modes' Ray job ends where kubedra does not look: never freed
             controller.on_end = lambda: self._ended(admission)
         self.sim.add_controller(controller)
@@ -304,6 +318,7 @@ class KueueController:
         self.admitted.pop(key, None)
         self.admitted_jobsets.pop(key, None)
         self.admitted_pods.pop(key, None)
+        self.admitted_rayjobs.pop(key, None)
         self.kueue.release(admission)
         self.sim.events.append(Event(self.sim.now, "QuotaReleased", key,
                                      message=f"ClusterQueue {admission.cluster_queue}"))

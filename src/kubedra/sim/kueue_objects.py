@@ -203,9 +203,6 @@ def _unmodelled(name: str, spec: ClusterQueueSpec) -> list[str]:
     if preemption is not None and cohort and preemption.within_cluster_queue != NEVER:
         out.append("spec.preemption.withinClusterQueue in a cohort (preemption is modelled in a ClusterQueue "
                    "without one: here a workload that does not fit waits)")
-    if preemption is not None and not cohort and preemption.within_cluster_queue != NEVER:
-        out.append("spec.preemption.withinClusterQueue for RayJobs (Jobs, JobSets and plain pods are preempted: "
-                   "an admitted RayJob is never a victim)")
     if preemption is not None and (preemption.reclaim_within_cohort != NEVER or preemption.borrow_within_cohort):
         out.append("spec.preemption.reclaimWithinCohort/borrowWithinCohort (reclaiming lent quota and preempting "
                    "while borrowing)")

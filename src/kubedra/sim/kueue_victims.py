@@ -15,7 +15,12 @@
   yet past its grace period (``FastQuotaReleaseInPodIntegration`` is off by default): the quota is released when the
   last one has left. The deleted pods are gone for good, and with them (the garbage collector: the pods are its
   owners) the Workload: it is never admitted again.
-- A RayJob is never a victim here (its RayCluster's deletion is not modelled).
+- RayJob (``Suspend``, ``pkg/controller/jobs/rayjob``): the RayJob suspended; ray-operator (v1.5.0,
+  ``Suspending``) deletes its RayCluster and its submitter Job (background propagation: their pods deleted with their
+  grace period) and, both objects gone, marks it ``Suspended``: ``IsActive`` is false then, and kubedra releases its
+  quota at once (the operator's next sync, a few seconds on, is not counted). Re-admitted, it makes a new cluster
+  (``requeued_rayjob``: its pods renamed), its submitter Job once the cluster is ready, and its
+  ``activeDeadlineSeconds`` counts from the new admission (the suspension cleared its start time).
 
 Pure of I/O: these act on the simulation ``sim.kueue_controller`` hands them.
 """
@@ -30,10 +35,12 @@ import msgspec
 
 from kubedra.objects.model import Pod
 from kubedra.sim.jobsets import JobSetRun
+from kubedra.sim.rayjobs import RayJobRun
 
 if TYPE_CHECKING:
     from kubedra.cluster.state import PodRecord
     from kubedra.sim.jobset_controllers import JobSetController
+    from kubedra.sim.rayjobs import RayJobController
     from kubedra.sim.run import JobProgress, Simulation
     from kubedra.sim.workloads import JobRun
 
@@ -65,6 +72,19 @@ def stop_jobset(sim: Simulation, controller: JobSetController, reason: str) -> N
                 or not sim.job_active(progress):
             continue
         stop_job(sim, progress, reason)
+
+
+def stop_rayjob(sim: Simulation, controller: RayJobController, reason: str) -> None:
+    """The RayJob suspended: its controller stops (no submitter made, its deadline ignored, not told when it ends),
+    its submitter Job's pods and its cluster's deleted with their grace period."""
+    controller.failed = True
+    controller.on_end = None
+    if controller.job is not None:
+        stop_job(sim, controller.job, reason)
+    for key in controller.run.cluster:
+        record = sim.state.pods.get(key)
+        if record is not None and not record.deleted and record.finished_at is None:
+            _delete(sim, record, reason)
 
 
 def stop_pods(sim: Simulation, keys: tuple[str, ...], reason: str, gone: Callable[[], None]) -> None:
@@ -118,3 +138,18 @@ def requeued_jobset(run: JobSetRun, eviction: int) -> JobSetRun:
     """The suspended JobSet as it is resumed later: every Job again, its pods under new names."""
     return replace(run, first=tuple(_renamed(job, eviction) for job in run.first),
                    stages=tuple(tuple(_renamed(job, eviction) for job in stage) for stage in run.stages))
+
+
+def requeued_rayjob(run: RayJobRun, eviction: int) -> RayJobRun:
+    """The suspended RayJob as it is resumed later: a new cluster (its pods under new names) and submitter Job."""
+    from kubedra.cluster.gpuslices import name_suffix, stable_uid
+    from kubedra.sim.jobset_restarts import SUFFIX
+
+    pods = []
+    for index, pod in enumerate(run.pods):
+        name = pod.metadata.name[:-SUFFIX] + name_suffix("kueue-requeue", f"RayJob/{run.namespace}/{run.name}",
+                                                         str(eviction), str(index))
+        pods.append(msgspec.structs.replace(pod, metadata=msgspec.structs.replace(
+            pod.metadata, name=name, uid=stable_uid("Pod", run.namespace, name))))
+    return replace(run, pods=tuple(pods), cluster=tuple(f"{run.namespace}/{p.metadata.name}" for p in pods),
+                   submitter=None if run.submitter is None else _renamed(run.submitter, eviction))
