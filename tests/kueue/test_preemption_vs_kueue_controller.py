@@ -149,9 +149,9 @@ def test_plain_pods_are_preempted_deleted_and_the_preemptor_ungated_as_kueue_doe
 
 
 def _reserved(plane: ControlPlane, docs: list[dict[str, Any]]) -> set[str]:
-    """The queues, then the Jobs, JobSets, RayJobs and Pods of ``docs`` made in the control plane, each once the
-    Workload of the one before holds quota (the victims are admitted before their preemptor comes; kubedra has them a
-    second apart), at least 1.1 s apart; once the last one's Workload is decided, and 3 s more: the owners of the
+    """The queues, then the Jobs, JobSets, RayJobs and Pods of ``docs`` made in the control plane, each 1.1 s after
+    the Workload of the one before holds quota (the victims are admitted before their preemptor comes, a second
+    apart at least, as kubedra has them); once the last one's Workload is decided, and 3 s more: the owners of the
     Workloads holding quota (QuotaReserved)."""
     apis = {"Job": "/apis/batch/v1", "JobSet": f"/apis/{jobs_check.JOBSET_API}", "RayJob": f"/apis/{RAY_API}",
             "Pod": "/api/v1"}
@@ -181,13 +181,12 @@ def _reserved(plane: ControlPlane, docs: list[dict[str, Any]]) -> set[str]:
     groups = {d["metadata"].get("labels", {}).get(GROUP_NAME) for d in queued} - {None}
     for made, doc in enumerate(queued, start=1):
         plane.request("POST", f"{apis[doc['kind']]}/namespaces/{namespace}/{doc['kind'].lower()}s", doc)
-        time.sleep(1.1)
         group = doc["metadata"].get("labels", {}).get(GROUP_NAME)
-        if group in groups and made < len(queued) and queued[made]["metadata"].get("labels", {}).get(
-                GROUP_NAME) == group:
-            continue  # the group's Workload is made with its last pod
-        plane.wait_for(lambda m=made: decided(m, m < len(queued)), timeout=harness.WAIT, interval=0.5,
-                       what=f"the Workload of {doc['metadata']['name']} decided")
+        if group not in groups or made == len(queued) or queued[made]["metadata"].get("labels", {}).get(
+                GROUP_NAME) != group:  # a group's Workload is made with its last pod
+            plane.wait_for(lambda m=made: decided(m, m < len(queued)), timeout=harness.WAIT, interval=0.5,
+                           what=f"the Workload of {doc['metadata']['name']} decided")
+        time.sleep(1.1)  # a condition's time has whole seconds: admissions (Kueue's candidate order) a second apart
     time.sleep(3)
     return {ref["name"] for w in workloads()
             if any(c["type"] == "QuotaReserved" and c["status"] == "True"
@@ -217,3 +216,51 @@ def test_the_fewest_victims_of_any_kind_are_taken_lowest_priority_first(plane: C
     assert _reserved(plane, [*cq_docs, *docs]) == admitted
     assert _evicted(plane, namespace) == deleted
     assert _pods_left(plane, namespace)[0] == set()
+
+
+def _cohort(plane: ControlPlane, name: str, preemption: dict[str, str]) -> tuple[str, str, list[dict[str, Any]],
+                                                                                 list[dict[str, Any]]]:
+    """ClusterQueues ``<prefix>-a`` (``preemption``) and ``<prefix>-b`` of 4 GPUs each in one cohort, LocalQueues
+    ``lq`` and ``lqb``; the priority classes."""
+    namespace = plane.create_namespace("kueue-pre")
+    prefix = f"{namespace}-{name}"
+    classes = _priority_classes(plane, prefix)
+    cq_docs = [*queues(f"{prefix}-a", namespace, [("default", "4")], "BestEffortFIFO", f"{prefix}-org"),
+               *queues(f"{prefix}-b", namespace, [("default", "4")], "BestEffortFIFO", f"{prefix}-org", "lqb",
+                       f"{prefix}-a")]
+    cq_docs[1]["spec"]["preemption"] = preemption
+    return namespace, prefix, classes, cq_docs
+
+
+@pytest.mark.parametrize(("policy", "b2_class", "reclaimed"), [("Any", None, True), ("Never", None, False),
+                                                               ("LowerPriority", None, False),
+                                                               ("LowerPriority", "low", True)])
+def test_a_cluster_queue_reclaims_its_lent_quota_as_kueue_does(plane: ControlPlane, policy: str,
+                                                               b2_class: str | None, reclaimed: bool) -> None:
+    """``b`` runs ``b1`` (4) and ``b2`` (2, borrowing 2 of ``a``'s); ``a1`` (4, ``a``'s nominal quota, high
+    priority) comes. With ``reclaimWithinCohort`` allowing it (``Any``; ``LowerPriority`` where ``b2`` is of lower
+    priority) Kueue evicts ``b2`` and admits ``a1``; else ``a1`` waits."""
+    namespace, prefix, classes, cq_docs = _cohort(plane, f"rc-{policy.lower()}-{b2_class or 'eq'}",
+                                                  {"reclaimWithinCohort": policy})
+    b2 = job("b2", namespace, 2, queue="lqb")
+    docs = [_classed(job("b1", namespace, 4, queue="lqb"), f"{prefix}-high"),
+            _classed(b2, f"{prefix}-{b2_class}") if b2_class else _classed(b2, f"{prefix}-high"),
+            _classed(job("a1", namespace, 4), f"{prefix}-high")]
+    expected = {"b1", "a1"} if reclaimed else {"b1", "b2"}
+    assert kubedra([*classes, *cq_docs, *docs])[0] == expected
+    assert _reserved(plane, [*cq_docs, *docs]) == expected
+    assert _evicted(plane, namespace) == ({"b2"} if reclaimed else set())
+
+
+def test_priority_candidates_in_the_cohort_go_before_the_cluster_queues_own(plane: ControlPlane) -> None:
+    """``a`` runs ``a1`` (2, low); ``b`` runs ``b1`` and ``b2`` (4 + 2, borrowing 2); ``a2`` (4, high) would take
+    ``a`` beyond its nominal quota: ``b2`` goes first (``b`` is then within its own), then ``a1``; ``b1`` stays."""
+    namespace, prefix, classes, cq_docs = _cohort(plane, "mix", {"reclaimWithinCohort": "Any",
+                                                                 "withinClusterQueue": "LowerPriority"})
+    docs = [_classed(job("a1", namespace, 2), f"{prefix}-low"),
+            _classed(job("b1", namespace, 4, queue="lqb"), f"{prefix}-high"),
+            _classed(job("b2", namespace, 2, queue="lqb"), f"{prefix}-high"),
+            _classed(job("a2", namespace, 4), f"{prefix}-high")]
+    assert kubedra([*classes, *cq_docs, *docs])[0] == {"b1", "a2"}
+    assert _reserved(plane, [*cq_docs, *docs]) == {"b1", "a2"}
+    assert _evicted(plane, namespace) == {"a1", "b2"}

@@ -30,7 +30,6 @@ from kubedra.sim.jobsets import JobSetRun
 from kubedra.sim.kueue import Admission, Kueue, PodSet, Workload
 from kubedra.sim.kueue_objects import KueueSetup, units
 from kubedra.sim.kueue_pods import GATE, QueuedPods
-from kubedra.sim.kueue_preemption import preemption_message
 from kubedra.sim.kueue_rayjobs import admitted_rayjob, rayjob_workload
 from kubedra.sim.kueue_victims import (
     requeued,
@@ -184,8 +183,8 @@ class KueueController:
                                          + (f" (ClusterQueue {cq})" if cq else "")))
         for admission in self.kueue.admit(now):
             self._start(admission)
-        for victim, preemptor in self.kueue.preempted:
-            self._preempted(victim, preemptor)
+        for victim, message in self.kueue.preempted:
+            self._preempted(victim, message)
         for queued in arrived:
             reason = self.kueue.reasons.get(queued.key)
             if reason:
@@ -219,14 +218,13 @@ class KueueController:
         self.admitted[key] = job, progress
         progress.on_end = lambda _job: self._ended(admission)
 
-    def _preempted(self, victim: Admission, preemptor: Workload) -> None:
+    def _preempted(self, victim: Admission, message: str) -> None:
         """The victim evicted (``Preempted``) and its owner stopped (``sim.kueue_victims``): a Job's or JobSet's
         quota released and its Workload requeued now, plain pods' once they have left; the next admission pass runs
         then."""
         from kubedra.sim.run import Event
 
         sim, key = self.sim, victim.workload.key
-        message = preemption_message(preemptor.key, victim.cluster_queue)
         sim.events.append(Event(sim.now, "Preempted", key, message=message))
         if key in self.admitted_pods:
             sim.events.append(Event(sim.now, "Stopped", key, message=f"Kueue deleted the pods: {message}"))
