@@ -181,7 +181,8 @@ def test_without_kueue_objects_a_queued_job_runs_on_arrival_with_a_note() -> Non
 
 def test_what_is_not_modelled_is_noted_once_each() -> None:
     cq = cluster_queue(QUOTA_8, flavorFungibility={"whenCanBorrow": "TryNextFlavor"},
-                       preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"})
+                       preemption={"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any",
+                                   "borrowWithinCohort": {"policy": "LowerPriority"}})
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "labels": {QUEUE: "lq"}},
                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": {
                       "metadata": {"labels": {"app": "d"}}, "spec": job("x", 1)["spec"]["template"]["spec"]}}}
@@ -190,11 +191,11 @@ def test_what_is_not_modelled_is_noted_once_each() -> None:
                                                             deployment])))
     kueue_notes = [n for n in scenario.notes if "Kueue" in n or "ClusterQueue" in n]
     assert any("spec.flavorFungibility" in n for n in kueue_notes)
-    assert any("spec.preemption.reclaimWithinCohort" in n for n in kueue_notes)  # withinClusterQueue is modelled,
-    assert any("withinClusterQueue for JobSets, RayJobs and Pods" in n for n in kueue_notes)  # for Jobs only
+    assert any("spec.preemption.borrowWithinCohort" in n for n in kueue_notes)  # the others are modelled
+    assert not any("withinClusterQueue" in n or "reclaimWithinCohort" in n for n in kueue_notes)
     assert any("Deployment default/d" in n and "batch/v1 Jobs, JobSets, RayJobs and plain Pods only" in n
                for n in kueue_notes)
-    assert len(kueue_notes) == len(set(kueue_notes)) == 4
+    assert len(kueue_notes) == len(set(kueue_notes)) == 3
 
 
 @pytest.mark.parametrize(("change", "field"), [

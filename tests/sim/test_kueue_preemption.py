@@ -133,9 +133,10 @@ def test_an_unknown_policy_is_refused() -> None:
         run("Sometimes", job("a", 1))
 
 
-def test_preemption_in_a_cohort_is_noted_not_modelled() -> None:
-    cq = cluster_queue(QUOTA_8, cohortName="org", preemption={"withinClusterQueue": LOWER})
+def test_borrow_within_cohort_is_noted_not_modelled() -> None:
+    cq = cluster_queue(QUOTA_8, cohortName="org", preemption={"withinClusterQueue": LOWER,
+                                                              "borrowWithinCohort": {"policy": "LowerPriority"}})
     scenario = build_scenario(load_text(yaml.safe_dump_all([flavor("default"), cq, local_queue(), nodes(1),
                                                             job("a", 1)])))
-    assert any("withinClusterQueue in a cohort" in n for n in scenario.notes)
-
+    assert any("spec.preemption.borrowWithinCohort" in n for n in scenario.notes)
+    assert not any("withinClusterQueue" in n or "reclaimWithinCohort" in n for n in scenario.notes)

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from kubedra.objects.model import NodeSelector, NodeSelectorTerm, Toleration
 from kubedra.objects.selection import term_matches, toleration_tolerates
 from kubedra.sim.kueue_objects import ClusterQueue, Flavor, KueueSetup, ResourceGroup
-from kubedra.sim.kueue_preemption import NEVER, Running, victims
+from kubedra.sim.kueue_preemption import NEVER, preemption_message
+from kubedra.sim.kueue_reclaim import Candidate, path, targets
 from kubedra.sim.manifests import selector_matches
 
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
@@ -84,7 +85,8 @@ class Kueue:
         self.reasons: dict[str, str] = {}  # a pending workload's key -> why it is not admitted (Kueue's message)
         # admitted workloads by ClusterQueue: key -> (admission, when admitted), the candidates for preemption
         self.running: dict[str, dict[str, tuple[Admission, float]]] = {name: {} for name in setup.cluster_queues}
-        self.preempted: list[tuple[Admission, Workload]] = []  # (victim, preemptor) of the last ``admit``
+        self.preempted: list[tuple[Admission, str]] = []  # (victim, Kueue's message) of the last ``admit``
+        self.evicted: set[str] = set()  # preempted workloads whose quota is not released yet (their pods leaving)
 
     def cluster_queue_of(self, workload: Workload) -> str | None:
         return self.setup.local_queues.get((workload.namespace, workload.queue))
@@ -106,6 +108,7 @@ class Kueue:
         for key, amount in admission.usage.items():
             used[key] -= amount
         self.running[admission.cluster_queue].pop(admission.workload.key, None)
+        self.evicted.discard(admission.workload.key)
 
     def reclaim(self, admission: Admission, pod_set: int) -> None:
         """One pod of the admitted workload's ``pod_set``-th pod set succeeded and is reclaimable (Kueue's
@@ -133,7 +136,7 @@ class Kueue:
         its ClusterQueue admits nothing more now (Kueue requeues the preemptor at its head, ``PendingPreemption``)."""
         out: list[Admission] = []
         self.preempted = []
-        targets: dict[str, list[Running]] = {}
+        chosen: dict[str, list[Candidate]] = {}
         aside: set[str] = set()  # heads that did not fit this instant (BestEffortFIFO moves them aside)
         blocked: set[str] = set()  # ClusterQueues whose head blocks the rest (StrictFIFO) or that are inactive
         for queue in self.pending.values():
@@ -153,27 +156,33 @@ class Kueue:
                         self.reasons[workload.key] = inactive
                     blocked.add(name)
                     continue
-                admission = self._nominate(cq, head, aside, blocked, targets)
+                admission = self._nominate(cq, head, aside, blocked, chosen)
                 if admission is None:
                     progressed = True
                     continue
                 entries.append(admission)
             entries.sort(key=lambda a: (a.borrows, -a.workload.priority, a.workload.created_at, a.workload.order))
+            cycle: dict[str, Candidate] = {}  # this cycle's preemption targets (``preemptedWorkloads``)
+            reserved: list[tuple[str, dict[FR, int]]] = []  # the preemptors' usage, for the rest of the cycle
             for admission in entries:
-                if self._take(admission, targets.pop(admission.workload.key, []), blocked, now):
+                if self._take(admission, chosen.pop(admission.workload.key, []), blocked, now, cycle=cycle,
+                              reserved=reserved):
                     out.append(admission)
                     progressed = True
+            for name, usage in reserved:
+                for fr, amount in usage.items():
+                    self.used[name][fr] -= amount
         return out
 
     def _nominate(self, cq: ClusterQueue, head: Workload, aside: set[str], blocked: set[str],
-                  targets: dict[str, list[Running]]) -> Admission | None:
+                  chosen: dict[str, list[Candidate]]) -> Admission | None:
         """A head's assignment, with its victims in ``targets`` where it needs preemption; None where it cannot be
         admitted now (the ClusterQueue blocked, or the head moved aside)."""
         admission, reason, needs = (None, NOT_SELECTED, set()) if not _namespace_selected(cq, head.namespace) \
             else self._assign(cq, head)
         if admission is not None and needs:
-            targets[head.key] = self._targets(cq, head, admission.usage, needs)
-            if not targets[head.key]:
+            chosen[head.key] = self._targets(cq, head, admission.usage, needs)
+            if not chosen[head.key]:
                 admission = None
         if admission is None:
             if cq.strict_fifo and reason != NOT_SELECTED:
@@ -184,16 +193,37 @@ class Kueue:
             self.reasons[head.key] = reason
         return admission
 
-    def _take(self, admission: Admission, chosen: list[Running], blocked: set[str], now: float) -> bool:
-        """Admits the entry if it still fits; an entry that needs preemption evicts its victims instead
-        (``scheduler.go``: the preemptor waits for their quota) and blocks its ClusterQueue."""
+    def _take(self, admission: Admission, chosen: list[Candidate], blocked: set[str], now: float, *,
+              cycle: dict[str, Candidate], reserved: list[tuple[str, dict[FR, int]]]) -> bool:
+        """Admits the entry if it still fits, this cycle's preemption targets taken away; an entry that needs
+        preemption evicts its victims instead (``scheduler.go``: unless one is another entry's target already; it
+        holds its usage for the rest of the cycle and waits for their quota) and blocks its ClusterQueue."""
         key, name = admission.workload.key, admission.cluster_queue
-        if chosen:
-            self.preempted.extend((self.running[name][v.key][0], admission.workload) for v in chosen)
+        if any(c.running.key in cycle for c in chosen):
+            self.reasons[key] = "Workload has overlapping preemption targets with another workload"
+            return False
+        gone = [*cycle.values(), *chosen]
+        for c in gone:
+            for fr, amount in c.running.usage.items():
+                self.used[c.queue][fr] -= amount
+        fits = all(q <= self.available(name, fr) for fr, q in admission.usage.items())
+        for c in gone:
+            for fr, amount in c.running.usage.items():
+                self.used[c.queue][fr] += amount
+        if chosen and fits:  # a victim evicted already is not preempted again (``IssuePreemptions``)
+            for c in chosen:
+                cycle[c.running.key] = c
+                if c.running.key not in self.evicted:
+                    self.evicted.add(c.running.key)
+                    self.preempted.append((self.running[c.queue][c.running.key][0], preemption_message(
+                        key, c.reason, path(self, name), path(self, c.queue))))
+            for fr, amount in admission.usage.items():
+                self.used[name][fr] = self.used[name].get(fr, 0) + amount
+            reserved.append((name, admission.usage))
             self.reasons[key] += f". Pending the preemption of {len(chosen)} workload(s)"
             blocked.add(name)
             return False
-        if not all(q <= self.available(name, fr) for fr, q in admission.usage.items()):
+        if not fits:
             self.reasons[key] = "Workload no longer fits after processing another workload"
             return False
         used = self.used[name]
@@ -299,25 +329,20 @@ class Kueue:
             reasons.extend(f"insufficient unused quota for {r} in flavor {name}, "
                            f"{taken.get((name, r), 0) + wanted[r] - self.available(cq.name, (name, r))} more needed"
                            for r in short)
-            if best is None and cq.preemption != NEVER and all(
+            if best is None and (cq.preemption != NEVER or cq.reclaim != NEVER) and all(
                     self._targets(cq, workload, {(name, r): taken.get((name, r), 0) + wanted[r]}, {(name, r)})
                     for r in short):
                 best = name, {(name, r) for r in short}
         reason = "couldn't assign flavors to pod set " + f"{pod_set.name}: " + ", ".join(reasons)
         return (best[0], reason, best[1]) if best else (None, reason, set())
 
-    def _targets(self, cq: ClusterQueue, workload: Workload, usage: dict[FR, int], needs: set[FR]) -> list[Running]:
-        """The victims that let ``usage`` fit (``sim.kueue_preemption``); none beyond the nominal quota (without a
-        cohort, ``PotentialAvailable``: more never fits)."""
+    def _targets(self, cq: ClusterQueue, workload: Workload, usage: dict[FR, int],
+                 needs: set[FR]) -> list[Candidate]:
+        """The victims that let ``usage`` fit (``sim.kueue_reclaim``); none beyond the nominal quota (a flavor needs
+        preemption only within it, ``fitsResourceQuota``)."""
         if any(amount > _quota(cq, fr)[0] for fr, amount in usage.items()):
             return []
-        used = self.used[cq.name]
-        running = [Running(a.workload.key, a.workload.priority, a.workload.created_at, a.workload.order, a.usage, at)
-                   for a, at in self.running[cq.name].values()
-                   if a.workload.key.startswith("Job ")]  # a JobSet's or RayJob's suspension: not modelled
-        return victims(cq.preemption, workload.priority, workload.created_at, running, needs=needs,
-                       fits=lambda freed: all(amount <= _quota(cq, fr)[0] - used.get(fr, 0) + freed.get(fr, 0)
-                                         for fr, amount in usage.items()))
+        return targets(self, cq, workload, usage, needs)
 
 
 def _quota(cq: ClusterQueue, fr: tuple[str, str]) -> tuple[int, int | None, int]:

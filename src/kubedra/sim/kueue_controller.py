@@ -11,12 +11,12 @@ cluster's head and workers and its submitter; its cluster's pods are made then, 
 ready (``sim.rayjobs``), and its quota is free again when it finishes (its submitter Job ended, or its deadline, counted
 from the admission, failed it).
 
-Preemption within a ClusterQueue (``sim.kueue_preemption``): a victim Job is suspended at once (the jobframework
-reconciler's ``stopJob``) and the Job controller deletes its pods, each leaving after its grace period; its quota is
-released then and there, as Kueue releases it once the Job's ``status.active`` is 0, which counts no terminating pod;
-the Workload is requeued under its creation time and, re-admitted, makes pods again for the completions not yet
-reached. The preemptor is admitted in the next admission pass of the same instant (its pods wait in the scheduler's
-queue for the victims' to leave)."""
+Preemption within a ClusterQueue (``sim.kueue_preemption``): a victim Job, JobSet, RayJob or group of plain pods is
+stopped as Kueue's jobframework stops its kind (``sim.kueue_victims``): a Job, JobSet or RayJob suspended, its pods
+deleted with their grace period, its quota released at once and its Workload requeued under its creation time; plain
+pods deleted, their quota released once the last has left, their Workload gone with them. The preemptor is admitted
+in the next admission pass that finds the quota free (its pods wait in the scheduler's queue for the victims' to
+leave)."""
 
 from __future__ import annotations
 
@@ -30,12 +30,21 @@ from kubedra.sim.jobsets import JobSetRun
 from kubedra.sim.kueue import Admission, Kueue, PodSet, Workload
 from kubedra.sim.kueue_objects import KueueSetup, units
 from kubedra.sim.kueue_pods import GATE, QueuedPods
-from kubedra.sim.kueue_preemption import preemption_message
 from kubedra.sim.kueue_rayjobs import admitted_rayjob, rayjob_workload
-from kubedra.sim.rayjobs import RayJobRun
+from kubedra.sim.kueue_victims import (
+    requeued,
+    requeued_jobset,
+    requeued_rayjob,
+    stop_job,
+    stop_jobset,
+    stop_pods,
+    stop_rayjob,
+)
+from kubedra.sim.rayjobs import RayJobController, RayJobRun
 
 if TYPE_CHECKING:
     from kubedra.cluster.state import PodRecord
+    from kubedra.sim.jobset_controllers import JobSetController
     from kubedra.sim.run import JobProgress, Simulation
     from kubedra.sim.workloads import JobRun
 
@@ -113,24 +122,6 @@ def admitted_jobset(run: JobSetRun, admission: Admission) -> JobSetRun:
                    stages=tuple(tuple(job(j, False) for j in stage) for stage in run.stages))
 
 
-def requeued(sim: Simulation, job: JobRun, eviction: int) -> JobRun:
-    """The suspended Job as it is resumed later: pods, under new names, for the completions its succeeded pods have
-    not reached (a work queue Job: its parallelism again)."""
-    from kubedra.cluster.gpuslices import name_suffix, stable_uid
-    from kubedra.sim.jobset_restarts import SUFFIX
-
-    done = sum(1 for pod in job.pods if (record := sim.state.pods.get(f"{job.namespace}/{pod.metadata.name}"))
-               is not None and record.pod.status.phase == "Succeeded")
-    left = job.pods[:len(job.pods) - done] if job.completions is not None else job.pods
-    pods = []
-    for index, pod in enumerate(left):
-        name = pod.metadata.name[:-SUFFIX] + name_suffix("kueue-requeue", job.owner, str(eviction), str(index))
-        meta = msgspec.structs.replace(pod.metadata, name=name, uid=stable_uid("Pod", job.namespace, name))
-        pods.append(msgspec.structs.replace(pod, metadata=meta))
-    return replace(job, pods=tuple(pods), completions=None if job.completions is None else len(pods),
-                   arrive_at=0.0, suspended=True)
-
-
 class KueueController:
     """Holds the queued Jobs of a run and starts them as they are admitted."""
 
@@ -140,8 +131,12 @@ class KueueController:
         self.jobs: dict[str, JobRun | JobSetRun | RayJobRun | QueuedPods] = {}  # held, by workload key
         self.waiting: list[Workload] = []  # made later than now (start-after), by creation time
         self.made = 0  # pods of admitted Jobs
-        self.admitted: dict[str, tuple[JobRun, JobProgress]] = {}  # admitted Jobs as started, by workload key
-        self.evictions = 0  # preempted Jobs so far: their new pods' names
+        # admitted Jobs, JobSets and plain pods as started, by workload key: the preemption victims
+        self.admitted: dict[str, tuple[JobRun, JobProgress]] = {}
+        self.admitted_jobsets: dict[str, tuple[JobSetRun, JobSetController]] = {}
+        self.admitted_pods: dict[str, QueuedPods] = {}
+        self.admitted_rayjobs: dict[str, tuple[RayJobRun, RayJobController]] = {}
+        self.evictions = 0  # preempted Jobs and JobSets so far: their new pods' names
         self._woken_at: float | None = None
         sim.made_elsewhere = lambda: self.made
 
@@ -188,8 +183,8 @@ class KueueController:
                                          + (f" (ClusterQueue {cq})" if cq else "")))
         for admission in self.kueue.admit(now):
             self._start(admission)
-        for victim, preemptor in self.kueue.preempted:
-            self._preempted(victim, preemptor)
+        for victim, message in self.kueue.preempted:
+            self._preempted(victim, message)
         for queued in arrived:
             reason = self.kueue.reasons.get(queued.key)
             if reason:
@@ -206,7 +201,7 @@ class KueueController:
         self.sim.events.append(Event(self.sim.now, "Admitted", key, message=f"ClusterQueue "
                                      f"{admission.cluster_queue}" + (f" ({flavors})" if flavors else "")))
         if isinstance(job, JobSetRun):
-            self._start_jobset(admission, admitted_jobset(job, admission))
+            self._start_jobset(admission, job)
             return
         if isinstance(job, RayJobRun):
             self._start_rayjob(admission, job)
@@ -223,44 +218,55 @@ class KueueController:
         self.admitted[key] = job, progress
         progress.on_end = lambda _job: self._ended(admission)
 
-    def _preempted(self, victim: Admission, preemptor: Workload) -> None:
-        """The victim evicted (``Preempted``), its Job suspended and its pods deleted with their grace period, its
-        quota released, its Workload requeued; the next admission pass runs at this instant."""
-        from kubedra.sim.evictions import DEFAULT_GRACE_SECONDS
+    def _preempted(self, victim: Admission, message: str) -> None:
+        """The victim evicted (``Preempted``) and its owner stopped (``sim.kueue_victims``): a Job's or JobSet's
+        quota released and its Workload requeued now, plain pods' once they have left; the next admission pass runs
+        then."""
         from kubedra.sim.run import Event
 
         sim, key = self.sim, victim.workload.key
-        message = preemption_message(preemptor.key, victim.cluster_queue)
         sim.events.append(Event(sim.now, "Preempted", key, message=message))
-        job, progress = self.admitted.pop(key)
-        progress.on_end = None
-        progress.done = True
-        progress.waiting.clear()
-        sim.events.append(Event(sim.now, "Suspended", key, message=f"Kueue stopped the Job: {message}"))
-        for record in sim.job_pods(progress):
-            grace = record.pod.spec.termination_grace_period_seconds
-            sim.delete(record, f"{key} suspended by Kueue (Preempted)",
-                       DEFAULT_GRACE_SECONDS if grace is None else float(grace))
+        if key in self.admitted_pods:
+            sim.events.append(Event(sim.now, "Stopped", key, message=f"Kueue deleted the pods: {message}"))
+            stop_pods(sim, self.admitted_pods.pop(key).keys, f"{key} stopped by Kueue (Preempted)",
+                      lambda: self._ended(victim))
+            return
+        kind = key.split(" ", 1)[0]
+        sim.events.append(Event(sim.now, "Suspended", key, message=f"Kueue stopped the {kind}: {message}"))
+        reason = f"{key} suspended by Kueue (Preempted)"
+        if key in self.admitted_jobsets:
+            run, controller = self.admitted_jobsets.pop(key)
+            stop_jobset(sim, controller, reason)
+            self.jobs[key] = requeued_jobset(run, self.evictions)
+        elif key in self.admitted_rayjobs:
+            held, ray = self.admitted_rayjobs.pop(key)
+            stop_rayjob(sim, ray, reason)
+            self.jobs[key] = requeued_rayjob(held, self.evictions)
+        else:
+            job, progress = self.admitted.pop(key)
+            stop_job(sim, progress, reason)
+            self.jobs[key] = requeued(sim, job, self.evictions)
+        self.evictions += 1
         self.kueue.release(victim)
         sim.events.append(Event(sim.now, "QuotaReleased", key, message=f"ClusterQueue {victim.cluster_queue}"))
-        self.jobs[key] = requeued(sim, job, self.evictions)
-        self.evictions += 1
         self.kueue.requeue(victim.workload)
         sim.events.append(Event(sim.now, "Requeued", key, message=f"Preempted: {message}"))
         self._wake(sim.now)
 
-    def _start_jobset(self, admission: Admission, run: JobSetRun) -> None:
+    def _start_jobset(self, admission: Admission, held: JobSetRun) -> None:
         """Its first Jobs made now, the rest by its controller; its quota freed when it completes or fails."""
         from kubedra.sim.jobset_controllers import start_job
 
+        run = admitted_jobset(held, admission)
         for job in run.first:
             self.made += len(job.pods)
             start_job(self.sim, job)
-        self.sim.add_jobset(run).on_end = lambda: self._ended(admission)
+        controller = self.sim.add_jobset(run)
+        self.admitted_jobsets[admission.workload.key] = held, controller
+        controller.on_end = lambda: self._ended(admission)
 
     def _start_rayjob(self, admission: Admission, run: RayJobRun) -> None:
         """Its cluster's pods made now, its submitter Job by its controller; its quota freed when it finishes."""
-        from kubedra.sim.rayjobs import RayJobController
         from kubedra.sim.run import job_record
 
         pods, started = admitted_rayjob(run, admission, self.sim.now)
@@ -270,6 +276,7 @@ class KueueController:
                                     self.sim.gangs_on))
         self.made += len(pods)
         controller = RayJobController(self.sim, started)
+        self.admitted_rayjobs[admission.workload.key] = run, controller
         if started.submitter is not None:  # the other modes' Ray job ends where kubedra does not look: never freed
             controller.on_end = lambda: self._ended(admission)
         self.sim.add_controller(controller)
@@ -296,6 +303,7 @@ class KueueController:
             else:
                 self._wake(self.sim.now)
 
+        self.admitted_pods[admission.workload.key] = queued
         for key, role in zip(queued.keys, queued.roles, strict=True):
             record = self.sim.state.pods[key]
             self.sim.remove_gate(record, GATE, merged((record.pod,), *given[role])[0])
@@ -304,7 +312,12 @@ class KueueController:
     def _ended(self, admission: Admission) -> None:
         from kubedra.sim.run import Event
 
+        key = admission.workload.key
+        self.admitted.pop(key, None)
+        self.admitted_jobsets.pop(key, None)
+        self.admitted_pods.pop(key, None)
+        self.admitted_rayjobs.pop(key, None)
         self.kueue.release(admission)
-        self.sim.events.append(Event(self.sim.now, "QuotaReleased", admission.workload.key,
+        self.sim.events.append(Event(self.sim.now, "QuotaReleased", key,
                                      message=f"ClusterQueue {admission.cluster_queue}"))
         self._wake(self.sim.now)

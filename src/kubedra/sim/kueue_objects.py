@@ -3,9 +3,10 @@
 
 Read strictly: an unknown field is a problem naming the file, the object and the field. Fields of features the
 admission model (``sim.kueue``) does not have are read and named in a note instead of silently changing nothing:
-preemption in a cohort (reclaiming, borrowing), fair sharing, admission checks, flavor fungibility, topologies.
+preemption while borrowing (``borrowWithinCohort``), fair sharing, admission checks, flavor fungibility, topologies.
 Cohorts (``spec.cohortName``, an implicit Cohort: no Cohort object is read) with borrowing and lending limits are
-modelled, and ``spec.preemption.withinClusterQueue`` in a ClusterQueue without a cohort (``sim.kueue_preemption``).
+modelled, and ``spec.preemption.withinClusterQueue`` and ``reclaimWithinCohort`` (``sim.kueue_preemption``,
+``sim.kueue_reclaim``).
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ class ClusterQueue:
     namespace_selector: LabelSelector | None  # None: no namespace (Kueue's nil selector is labels.Nothing)
     stopped: bool = False
     cohort: str | None = None  # spec.cohortName: the ClusterQueues naming it lend and borrow unused quota
-    preemption: str = "Never"  # spec.preemption.withinClusterQueue, where modelled (no cohort)
+    preemption: str = "Never"  # spec.preemption.withinClusterQueue
+    reclaim: str = "Never"  # spec.preemption.reclaimWithinCohort (in a cohort)
 
 
 @dataclass
@@ -199,16 +201,8 @@ def _unmodelled(name: str, spec: ClusterQueueSpec) -> list[str]:
     """The ClusterQueue's fields that need what the model does not have, by name."""
     out = []
     preemption = spec.preemption
-    cohort = spec.cohort_name or spec.cohort
-    if preemption is not None and cohort and preemption.within_cluster_queue != NEVER:
-        out.append("spec.preemption.withinClusterQueue in a cohort (preemption is modelled in a ClusterQueue "
-                   "without one: here a workload that does not fit waits)")
-    if preemption is not None and not cohort and preemption.within_cluster_queue != NEVER:
-        out.append("spec.preemption.withinClusterQueue for JobSets, RayJobs and Pods (only Jobs are preempted: "
-                   "an admitted JobSet, RayJob or Pod is never a victim)")
-    if preemption is not None and (preemption.reclaim_within_cohort != NEVER or preemption.borrow_within_cohort):
-        out.append("spec.preemption.reclaimWithinCohort/borrowWithinCohort (reclaiming lent quota and preempting "
-                   "while borrowing)")
+    if preemption is not None and preemption.borrow_within_cohort:
+        out.append("spec.preemption.borrowWithinCohort (preempting while borrowing: taken as Never)")
     if spec.fair_sharing is not None or spec.admission_scope is not None:
         out.append("spec.fairSharing/admissionScope (fair sharing)")
     if spec.admission_checks is not None or spec.admission_checks_strategy is not None:
@@ -290,4 +284,5 @@ def _cluster_queue(doc: ClusterQueueDoc, where: Any, setup: KueueSetup, problems
     stopped = spec.stop_policy not in (None, "None")
     setup.cluster_queues[name] = ClusterQueue(name, tuple(groups), spec.queueing_strategy == "StrictFIFO",
                                               spec.namespace_selector, stopped, cohort,
-                                              NEVER if cohort else preemption.within_cluster_queue)
+                                              preemption.within_cluster_queue,
+                                              preemption.reclaim_within_cohort if cohort else NEVER)

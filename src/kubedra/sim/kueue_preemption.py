@@ -1,10 +1,13 @@
-"""Kueue's preemption within a ClusterQueue (``spec.preemption.withinClusterQueue``), as v0.17.0 chooses victims.
+"""Kueue's preemption policies and, within one ClusterQueue (``spec.preemption.withinClusterQueue``), its choice of
+victims, as v0.17.0 makes it; ``sim.kueue_reclaim`` runs the same algorithm across a cohort (``reclaimWithinCohort``),
+which is what ``sim.kueue`` asks, and ``sim.kueue_victims`` stops the victims.
 
-Pure: ``sim.kueue`` asks it, ``sim.kueue_controller`` acts on the victims. Rules from ``pkg/scheduler/preemption``:
+Pure. Rules from ``pkg/scheduler/preemption``:
 
-- Policy (``SatisfiesPreemptionPolicy``, ``common/preemption_policy.go``): ``LowerPriority`` takes admitted
-  workloads of lower priority; ``LowerOrNewerEqualPriority`` also those of equal priority created after the
-  preemptor (the ``SchedulerTimestampPreemptionBuffer`` gate is off by default); ``Never`` none.
+- Policy (``SatisfiesPreemptionPolicy``, ``common/preemption_policy.go``): ``Any`` (``reclaimWithinCohort`` only)
+  takes every admitted workload; ``LowerPriority`` those of lower priority; ``LowerOrNewerEqualPriority`` also
+  those of equal priority created after the preemptor (the ``SchedulerTimestampPreemptionBuffer`` gate is off by
+  default); ``Never`` none.
 - Candidates (``classifyPreemptionVariant``, ``classical/hierarchical_preemption.go``): the ClusterQueue's admitted
   workloads the policy allows that use a flavor's resource needing preemption, in ``CandidatesOrdering``
   (``common/ordering.go``): already evicted first, then lower priority, then the most recently admitted; Kueue breaks
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 NEVER = "Never"
 LOWER = "LowerPriority"
 LOWER_OR_NEWER = "LowerOrNewerEqualPriority"
+ANY = "Any"
 POLICIES = (NEVER, LOWER, LOWER_OR_NEWER)
 
 FlavorResource = tuple[str, str]
@@ -43,6 +47,8 @@ class Running:
 
 def satisfies(policy: str, priority: int, created_at: float, candidate: Running) -> bool:
     """``SatisfiesPreemptionPolicy``: may a preemptor of ``priority`` created at ``created_at`` take ``candidate``."""
+    if policy == ANY:  # reclaimWithinCohort only
+        return True
     if policy == LOWER:
         return priority > candidate.priority
     if policy == LOWER_OR_NEWER:
@@ -84,7 +90,7 @@ def victims(policy: str, priority: int, created_at: float, running: Sequence[Run
     return []
 
 
-def preemption_message(preemptor: str, cluster_queue: str) -> str:
+def preemption_message(preemptor: str, reason: str, preemptor_path: str, preemptee_path: str) -> str:
     """``preemptionMessage``: Kueue's wording, the preemptor named instead of its UIDs (kubedra has none)."""
-    return (f"Preempted to accommodate a workload ({preemptor}) due to prioritization in the ClusterQueue; "
-            f"preemptor path: /{cluster_queue}; preemptee path: /{cluster_queue}")
+    return (f"Preempted to accommodate a workload ({preemptor}) due to {reason}; preemptor path: {preemptor_path}; "
+            f"preemptee path: {preemptee_path}")

@@ -248,8 +248,8 @@ class RayJobController:
         self.failed = False
         self.on_end: Callable[[], None] | None = None  # Kueue's: the RayJob finished (Complete or Failed)
         self._key = f"RayJob/{run.namespace}/{run.name}"
-        if run.deadline is not None:
-            sim.wake(run.deadline, f"{self._key}/deadline", self._deadline)
+        if run.deadline is not None:  # keyed by its time: a RayJob resumed by Kueue has a later one
+            sim.wake(run.deadline, f"{self._key}/deadline@{run.deadline}", self._deadline)
 
     def step(self) -> bool:
         """Advance; whether there is more to do."""
@@ -279,8 +279,8 @@ class RayJobController:
         from kubedra.sim.run import Event
 
         sim, run = self.sim, self.run
-        if self.job is not None and not sim.job_active(self.job):
-            return  # Complete already
+        if self.failed or (self.job is not None and not sim.job_active(self.job)):
+            return  # Complete already, or stopped (suspended by Kueue)
         self.failed = True
         sim.events.append(Event(sim.now, "Failed", f"RayJob {run.namespace}/{run.name}", message=(
             "DeadlineExceeded: the RayJob has passed its activeDeadlineSeconds"
