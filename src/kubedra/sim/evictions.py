@@ -118,8 +118,9 @@ class Evictions:
         from kubedra.sim.run import Event
 
         for victim in answer.victims:
-            if victim.key in self.terminating:
-                continue  # already being deleted: upstream's executor sends no second deletion (nor event)
+            if victim.key in self.terminating or victim.pod.metadata.deletion_timestamp is not None:
+                continue  # already being deleted (preempted, or by its controller): upstream's executor sends no
+                # second deletion (nor event)
             self.terminating[victim.key] = record.key
             victim.end_reason = f"Preempted by pod {record.key} on node {answer.node}"
             sim.events.append(Event(sim.now, "Preempted", f"Pod {victim.key}", node=answer.node,

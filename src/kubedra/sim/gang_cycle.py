@@ -196,8 +196,9 @@ class GangQueue:
         from kubedra.sim.run import Event
 
         for victim in answer.victims:
-            if victim.key in evictions.terminating:
-                continue  # already being deleted: upstream's executor sends no second deletion (nor event)
+            if victim.key in evictions.terminating or victim.pod.metadata.deletion_timestamp is not None:
+                continue  # already being deleted (preempted, or by its controller): upstream's executor sends no
+                # second deletion (nor event)
             evictions.terminating[victim.key] = key
             victim.end_reason = f"Preempted by podgroup {group.metadata.uid} on node cluster"
             sim.events.append(Event(sim.now, "Preempted", f"Pod {victim.key}", node=victim.pod.spec.node_name,
