@@ -160,3 +160,20 @@ def test_a_preempted_job_pod_is_made_again_after_the_back_off(tmp_path: Path, ca
     drain.simulate_wave(cluster, features, set(), ("a",), placement, held=held)
     name = victim.split("/", 1)[1]
     assert [at for pod, at in arrivals if pod == name] == [0.0, rollout.RECREATED_AT + backoff(1)]
+
+
+def test_a_preemption_past_the_backoff_limit_fails_the_job_in_the_wave(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """As above with backoffLimit 0: the preempted pod is the Job's first failure, past its limit: the Job fails
+    (BackoffLimitExceeded) in that wave, makes no new pod, and the victim is lost with it."""
+    from tests.migrate.test_rollout import _two_nodes
+
+    (tmp_path / "cluster.yaml").write_text(_two_nodes(BATCH_JOB.replace("completions: 1", "completions: 1\n  backoffLimit: 0")))
+    capsys.readouterr()
+    assert main(["migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json"]) == 0
+    first = json.loads(capsys.readouterr().out)["waves"][0]
+    [victim] = first["preempted"]
+    assert first["jobs"]["Job/default/batch"] == {
+        "evicted": 0, "preempted": 1, "failures": 1, "backoffLimit": 0, "backoffSeconds": 0.0,
+        "failed": "BackoffLimitExceeded: Job has reached the specified backoff limit"}
+    assert first["lost"] == [victim] and victim not in first["waiting"]

@@ -1,5 +1,6 @@
 """Property tests of ``kubedra migrate plan`` on generated clusters (1-4 device-plugin NodePools, 0-2 MIG Nodes, 0-3
-Deployments, LeaderWorkerSets or JobSets).
+Deployments, LeaderWorkerSets or JobSets, with PriorityClasses, and mostly a high-priority Deployment filling the
+NodePools' GPUs left: its pods evicted preempt lower-priority ones, the gangs' likeliest).
 
 A MIG Node is labelled as GPU Feature Discovery labels it and advertises what the device plugin does
 (:mod:`kubedra.migrate.mig`): with ``nvidia.com/mig.strategy`` ``single`` every GPU holds as many devices of one
@@ -11,8 +12,10 @@ them. Deployments ask whole GPUs or one MIG device of a profile.
 Every wave's placement is checked independently: the wave's mixed cluster is written out as manifests from scratch
 (NodePools on the device plugin or on DRA, MIG Nodes as the device plugin advertises them or, switched, without its
 resources and with the MIG devices the plan says they publish, each running pod a bare Pod pinned to the node the
-plan names) and simulated with ``kubedra.sim`` alone; no pod the plan says runs may be left pending. And ``smart`` is
-never worse than ``naive``: fewer broken budgets, or as many and no more evictions.
+plan names) and simulated with ``kubedra.sim`` alone; no pod the plan says runs may be left pending. A LeaderWorkerSet
+group or JobSet with a pod evicted or preempted in a wave is in the wave's ``workloads``, every pod of it made again
+(or, a JobSet failed, lost). And ``smart`` is never worse than ``naive``: fewer broken budgets, or as many and no more
+evictions.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import msgspec
 import yaml
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from kubedra.allocator import Features
@@ -44,8 +47,10 @@ PROFILES = {m: catalogue.lookup(m).mig_profiles for m in MODELS}
 
 Pool = tuple[str, int, bool]  # model, GPUs, time-sliced
 MigSpec = tuple[str, str, int, tuple[tuple[str, int], ...], int]  # strategy, model, MIG GPUs, devices, whole GPUs
-# replicas (a LeaderWorkerSet's: groups of a leader and one worker), resource, count per pod, PDB minAvailable, kind
-Workload = tuple[int, str, int, int | None, str]
+# replicas (a LeaderWorkerSet's: groups of a leader and one worker), resource, count per pod, PDB minAvailable, kind,
+# PriorityClass (None: none, priority 0)
+Workload = tuple[int, str, int, int | None, str, str | None]
+PRIORITIES = {"low": 100, "high": 1000}
 
 
 ENGINES = ("multiprocessors", "copy_engines", "decoders", "encoders", "jpeg_engines", "ofa_engines")
@@ -107,14 +112,18 @@ def workload_st(draw: st.DrawFn, profiles: list[str]) -> Workload:
     are ``nvidia.com/gpu``), where it has any."""
     replicas, budget = draw(st.integers(1, 3)), draw(st.sampled_from([None, 1, 2]))
     kind = draw(st.integers(0, 5))
-    if kind == 0:  # a LeaderWorkerSet: groups recreated whole when a pod of theirs is evicted
-        return draw(st.integers(1, 2)), GPU, 1, None, "LeaderWorkerSet"
-    if kind in (1, 2):  # a JobSet: one evicted pod fails its Job (backoffLimit 0); no policy fails it, one restarts it
-        return draw(st.integers(1, 2)), GPU, 1, draw(st.sampled_from([None, 0, 1, 2])), "JobSet"
+    # priorities: a recreated pod preempts lower-priority ones where it finds no room: the gangs' pods are the
+    # likelier victims (none or low), the Deployments' the likelier preemptors
+    priority = draw(st.sampled_from([None, None, "low"] if kind < 3 else [None, "low", "high"]))
+    if kind == 0:  # a LeaderWorkerSet: groups recreated whole when a pod of theirs is evicted or preempted
+        return draw(st.integers(1, 2)), GPU, 1, None, "LeaderWorkerSet", priority
+    if kind in (1, 2):  # a JobSet: one evicted or preempted pod fails its Job (backoffLimit 0); no policy fails the
+        # JobSet, one restarts it
+        return draw(st.integers(1, 2)), GPU, 1, draw(st.sampled_from([None, 0, 1, 2])), "JobSet", priority
     if draw(st.sampled_from([True, False, False] if profiles else [True, False])):
-        return replicas, GPU, draw(st.integers(1, 2)), budget, "Deployment"
+        return replicas, GPU, draw(st.integers(1, 2)), budget, "Deployment", priority
     profile = draw(st.sampled_from(profiles or [p.name for m in MODELS for p in PROFILES[m][:2]]))
-    return replicas, f"nvidia.com/mig-{profile}", 1, budget, "Deployment"
+    return replicas, f"nvidia.com/mig-{profile}", 1, budget, "Deployment", priority
 
 
 @st.composite
@@ -123,7 +132,15 @@ def cluster_st(draw: st.DrawFn) -> tuple[list[Pool], list[MigSpec], list[Workloa
                           max_size=4))
     mig_nodes = draw(st.lists(mig_node_st(), min_size=0, max_size=2))
     profiles = sorted({p for strategy, _, _, counts, _ in mig_nodes if strategy == "mixed" for p, _ in counts})
-    return nodes, mig_nodes, draw(st.lists(workload_st(profiles), min_size=0, max_size=3))
+    workloads = draw(st.lists(workload_st(profiles), min_size=0, max_size=3))
+    # mostly, high-priority pods filling the NodePools' GPUs the workloads leave: no room to spare in a drain, and the
+    # fillers evicted preempt the lower-priority pods elsewhere (the gangs' likeliest)
+    if draw(st.sampled_from([True, True, False])):
+        gpus = sum(g * (2 if shared else 1) for _, g, shared in nodes)
+        asked = sum(r * c * (2 if kind == "LeaderWorkerSet" else 1) for r, res, c, _, kind, _ in workloads if res == GPU)
+        if gpus > asked:
+            workloads.append((gpus - asked, GPU, 1, None, "Deployment", "high"))
+    return nodes, mig_nodes, workloads
 
 
 def _pool(name: str, model: str, gpus: int, *, plugin: bool, shared: bool) -> dict[str, object]:
@@ -160,6 +177,13 @@ def _container(resource: str, count: int) -> dict[str, object]:
     return {"name": "c", "image": "busybox", "resources": {"limits": {resource: count}}}
 
 
+def _pod_spec(resource: str, count: int, priority: str | None, **more: object) -> dict[str, object]:
+    spec: dict[str, object] = {**more, "containers": [_container(resource, count)]}
+    if priority is not None:
+        spec["priorityClassName"] = priority
+    return spec
+
+
 def _time_slicing(nodes: list[Pool]) -> list[object]:
     if not any(s for _, _, s in nodes):
         return []
@@ -168,11 +192,12 @@ def _time_slicing(nodes: list[Pool]) -> list[object]:
              "data": {"shared": yaml.safe_dump(config)}}]
 
 
-def _jobset(name: str, replicas: int, resource: str, count: int, max_restarts: int | None) -> dict[str, object]:
+def _jobset(name: str, replicas: int, resource: str, count: int, max_restarts: int | None,
+            priority: str | None) -> dict[str, object]:
     """One replicated job of ``replicas`` Jobs of one pod each that runs until the end (no ``run-for``), its Jobs
-    failing at their first pod evicted."""
+    failing at their first pod evicted or preempted."""
     job = {"parallelism": 1, "completions": 1, "backoffLimit": 0,
-           "template": {"spec": {"restartPolicy": "Never", "containers": [_container(resource, count)]}}}
+           "template": {"spec": _pod_spec(resource, count, priority, restartPolicy="Never")}}
     spec: dict[str, object] = {"replicatedJobs": [{"name": "w", "replicas": replicas, "template": {"spec": job}}]}
     if max_restarts is not None:
         spec["failurePolicy"] = {"maxRestarts": max_restarts}
@@ -183,13 +208,15 @@ def _cluster_docs(nodes: list[Pool], mig_nodes: list[MigSpec], workloads: list[W
     docs: list[object] = [_pool(f"n{i}", m, g, plugin=True, shared=s) for i, (m, g, s) in enumerate(nodes)]
     docs += [_mig_node(f"m{j}", spec) for j, spec in enumerate(mig_nodes)]
     docs += _time_slicing(nodes)
-    for i, (replicas, resource, count, budget, kind) in enumerate(workloads):
+    docs += [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+              "value": value} for name, value in PRIORITIES.items()]
+    for i, (replicas, resource, count, budget, kind, priority) in enumerate(workloads):
         labels = {"app": f"w{i}"}
         if kind == "JobSet":  # budget: the failure policy's maxRestarts (None: no policy)
-            docs.append(_jobset(f"w{i}", replicas, resource, count, budget))
+            docs.append(_jobset(f"w{i}", replicas, resource, count, budget, priority))
             continue
         if kind == "LeaderWorkerSet":
-            template = {"metadata": {"labels": labels}, "spec": {"containers": [_container(resource, count)]}}
+            template = {"metadata": {"labels": labels}, "spec": _pod_spec(resource, count, priority)}
             docs.append({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": kind, "metadata": {"name": f"w{i}"},
                          "spec": {"replicas": replicas, "leaderWorkerTemplate": {"size": 2,
                                                                                  "workerTemplate": template}}})
@@ -197,7 +224,7 @@ def _cluster_docs(nodes: list[Pool], mig_nodes: list[MigSpec], workloads: list[W
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"w{i}"},
                      "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                               "template": {"metadata": {"labels": labels},
-                                           "spec": {"containers": [_container(resource, count)]}}}})
+                                           "spec": _pod_spec(resource, count, priority)}}})
         if budget is not None:
             docs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": f"w{i}"},
                          "spec": {"minAvailable": budget, "selector": {"matchLabels": labels}}})
@@ -252,8 +279,15 @@ def _plans(tmp: Path, nodes: list[Pool], mig_nodes: list[MigSpec], workloads: li
     return naive, waves.smart(cluster, FEATURES, max_unavailable, naive), cluster, asks
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Three 2-GPU nodes, four high-priority pods and a gang: draining n0-0, the pods evicted preempt the gang's
+EVEN = [("H100-80GB", 2, False)] * 3
+FILLER: Workload = (4, GPU, 1, None, "Deployment", "high")
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(generated=cluster_st(), max_unavailable=st.integers(1, 2))
+@example(generated=(EVEN, [], [(1, GPU, 1, None, "LeaderWorkerSet", None), FILLER]), max_unavailable=1)
+@example(generated=(EVEN, [], [(2, GPU, 1, 1, "JobSet", None), FILLER]), max_unavailable=1)
 def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, generated: tuple[list[Pool], list[MigSpec],
                                                                                   list[Workload]],
                                                  max_unavailable: int) -> None:
@@ -274,15 +308,13 @@ def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, generated: tuple
                                             wave.placement, asks)
             assert pending == [], (plan.order, wave.switching, pending)
             assert set(wave.placement).isdisjoint(wave.waiting)
-            # LWS v0.9.0's default RecreateGroupOnPodRestart (and the leader owning its workers): a group with a pod
-            # evicted has every pod evicted or deleted and made again
-            for group in {groups[k] for k in wave.evicted if k in groups}:
-                members = {k for k, g in groups.items() if g == group}
-                assert members <= set(wave.evicted) | set(wave.recreated), (wave.switching, group)
-                assert group in wave.workloads, (wave.switching, group)
+            if wave.preempted:
+                event("a pod preempted")
+            _check_groups(wave, groups)
             _check_jobsets(wave, jobsets, hits)
-        # JobSet v0.12.0's executeFailurePolicy: each Job failed (backoffLimit 0: its pod evicted) fails a JobSet with
-        # no failurePolicy; with one, RestartJobSet restarts it maxRestarts times, then it fails (ReachedMaxRestarts)
+        # JobSet v0.12.0's executeFailurePolicy: each Job failed (backoffLimit 0: its pod evicted or preempted) fails a
+        # JobSet with no failurePolicy; with one, RestartJobSet restarts it maxRestarts times, then it fails
+        # (ReachedMaxRestarts)
         for jobset, actions in hits.items():
             limit = max_restarts[jobset]
             expected = ["failed"] if limit is None else ["restarted"] * min(len(actions), limit) + ["failed"]
@@ -290,21 +322,44 @@ def test_no_wave_that_fits_leaves_a_pod_pending(tmp_path: Path, generated: tuple
         assert switched == set(cluster.gpu_nodes)
 
 
+def _check_groups(wave: WaveOutcome, groups: dict[str, str]) -> None:
+    """LWS v0.9.0's default RecreateGroupOnPodRestart (and the leader owning its workers): a group with a pod evicted
+    or preempted (a deleted pod either way) has every pod evicted, preempted or deleted, and made again."""
+    hit = set(wave.evicted) | set(wave.preempted)
+    for group in sorted({groups[k] for k in hit if k in groups}):
+        members = {k for k, g in groups.items() if g == group}
+        assert members <= hit | set(wave.recreated), (wave.switching, group)
+        assert members <= set(wave.placement) | set(wave.waiting), (wave.switching, group)
+        assert group in wave.workloads and wave.workloads[group].action == "recreated", (wave.switching, group)
+        preempted = sum(1 for k in members if k in wave.preempted)
+        assert (wave.workloads[group].preempted > 0) == (preempted > 0), (wave.switching, group)
+        if preempted:
+            event("a LeaderWorkerSet group recreated for a pod preempted")
+    assert {g for g in wave.workloads if g.startswith("LeaderWorkerSet/")} <= {groups[k] for k in hit if k in groups}
+
+
 def _check_jobsets(wave: WaveOutcome, jobsets: dict[str, str], hits: dict[str, list[str]]) -> None:
-    """A JobSet with a pod evicted restarts with every pod made again, or fails with none left placed; one failed
-    in an earlier wave has no pod placed."""
+    """A JobSet with a pod evicted or preempted restarts with every pod made again, or fails with none left placed
+    and every pod lost; one failed in an earlier wave has no pod placed. ``hits``: each restart and failure, in
+    order (a wave's preemptions may restart a JobSet more than once)."""
     failed = {js for js, actions in hits.items() if "failed" in actions}
-    for jobset in sorted({jobsets[k] for k in wave.evicted if k in jobsets}):
+    hit = set(wave.evicted) | set(wave.preempted)
+    touched = sorted({jobsets[k] for k in hit if k in jobsets})
+    assert touched == sorted(js for js in wave.workloads if js.startswith("JobSet/")), (wave.switching, touched)
+    for jobset in touched:
         assert jobset not in failed, (wave.switching, jobset)
         members = {k for k, js in jobsets.items() if js == jobset}
-        action = wave.workloads[jobset].action
-        hits.setdefault(jobset, []).append(action)
-        event(f"a JobSet {action}")
-        if action == "restarted":
-            assert members <= set(wave.evicted) | set(wave.recreated), (wave.switching, jobset)
+        group = wave.workloads[jobset]
+        restarts = group.why.count("RestartJobSet: ")
+        hits.setdefault(jobset, []).extend(["restarted"] * restarts + (["failed"] if group.action == "failed" else []))
+        event(f"a JobSet {group.action}" + (" for a pod preempted" if group.preempted else ""))
+        assert (group.preempted > 0) == any(k in wave.preempted for k in members), (wave.switching, jobset)
+        if group.action == "restarted":
+            assert members <= hit | set(wave.recreated), (wave.switching, jobset)
             assert members <= set(wave.placement) | set(wave.waiting), (wave.switching, jobset)
         else:
-            assert action == "failed", (wave.switching, jobset, action)
+            assert group.action == "failed", (wave.switching, jobset, group.action)
+            assert members <= set(wave.lost), (wave.switching, jobset)
     for jobset in failed | {js for js, actions in hits.items() if actions[-1] == "failed"}:
         placed = sorted(k for k in wave.placement if jobsets.get(k) == jobset)
         assert placed == [], (wave.switching, jobset, placed)

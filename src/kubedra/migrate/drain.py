@@ -9,27 +9,22 @@ pods evicted are lost.
 The recreated pods keep their priority and ``preemptionPolicy``: one that finds no room preempts lower-priority
 running pods (kept or landed) as kube-scheduler would, PodDisruptionBudgets weighed only as its preference. A
 victim's controller recreates it in the same run (Deployments, ReplicaSets, StatefulSets); a Job's preempted pod is
-made again in the next run (the simulator replaces only the pods of Jobs it runs), after its Job's back-off
-(``job_failures.preemption_delays``); a bare pod preempted is lost. A Job's evicted pods are failures to it
-(``job_failures``; ``failures``: its count before the wave): they are made again after its back-off, or, past its
-limit, the Job fails and all its pods are lost.
+made again in the next run (the simulator replaces only the pods of Jobs it runs), after its Job's back-off; a bare
+pod preempted is lost. A Job's evicted pods are failures to it (``job_failures``; ``failures``: its count before the
+wave): they are made again after its back-off, or, past its limit, the Job fails and all its pods are lost. The
+LeaderWorkerSet groups and JobSets the evictions restart are made again with them (``group_restarts``); those a
+run's preemptions restart (``wave_victims``: a preempted pod is deleted as an evicted one is) in the next run, and a
+Job or JobSet a preemption fails loses its pods there and then.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from kubedra.migrate.group_restarts import Restarts, jobset_restarts, lws_restarts
-from kubedra.migrate.job_failures import (
-    JobCount,
-    jobs_in_wave,
-    preemption_delays,
-    with_preempted,
-    with_preempted_jobs,
-)
+from kubedra.migrate.job_failures import JobCount, jobs_in_wave, with_preempted_jobs
 from kubedra.migrate.rollout import (
     RECREATED_AT,
     Cluster,
@@ -42,9 +37,12 @@ from kubedra.migrate.rollout import (
     pod_key,
     simulated,
 )
+from kubedra.migrate.wave_victims import Victims
 from kubedra.sim.workloads import PodArrival
 
-MAX_ROUNDS = 3  # runs after the uncordon: more only while a Job's preempted pod waits for its controller's new pod
+MAX_ROUNDS = 3  # runs after the uncordon: more only while a Job's preempted pod waits for its controller's new pod,
+# or a group or JobSet a preemption restarted waits to be made again
+LATE = "deleted with its group or JobSet after the wave's last run: made again after the wave"
 
 
 def _bare(arrival: PodArrival) -> bool:
@@ -55,10 +53,12 @@ class _Wave:
     """The runs of one wave: the pods running (carried bound), those lost and those preempted so far."""
 
     def __init__(self, cluster: Cluster, features: Any, by_key: dict[str, PodArrival], placement: dict[str, str],
-                 *, running: dict[str, Held | None], lost: list[str]) -> None:
+                 *, running: dict[str, Held | None], lost: list[str], victims: Victims) -> None:
         self.cluster, self.features, self.by_key, self.placement = cluster, features, by_key, placement
-        self.running, self.lost = running, lost
+        self.running, self.lost, self.victims = running, lost, victims
         self.preempted: dict[str, str] = {}
+        self.deleted: set[str] = set()  # the pods the last run's victims' controllers deleted, to make again
+        self.again = False  # whether a pod waits for the next run to be made again
 
     def once(self, on: set[str], cordoned: set[str], pending: list[str], delays: Mapping[str, float]) -> Ran:
         """One run: ``on`` switched, ``cordoned`` left out, the running pods bound, ``pending`` arriving after
@@ -77,14 +77,17 @@ class _Wave:
         return ran
 
     def carry(self, ran: Ran) -> list[str]:
-        """The pods running after ``ran`` carried as bound; the others (not lost) to schedule again."""
+        """The pods running after ``ran`` carried as bound, less those its victims' controllers delete or lose
+        (``wave_victims``); the others (not lost) to schedule again."""
+        self.deleted, lost = self.victims.answer(ran.preempted, ran.held)
+        self.lost.extend(k for k in self.by_key if k in lost and k not in self.lost)
         self.running.clear()
-        self.running.update({k: ran.held[k] for k in self.by_key if k in ran.held})
-        return [k for k in self.by_key if k not in ran.held and k not in self.lost]
-
-    def unreplaced(self, ran: Ran) -> bool:
-        """Whether a controller's victim in ``ran`` waits for the next run to be made again (a Job's)."""
-        return any(not _bare(self.by_key[k]) for k in ran.unreplaced)
+        self.running.update({k: ran.held[k] for k in self.by_key
+                             if k in ran.held and k not in self.deleted and k not in self.lost})
+        # a Job's victim waits for the next run to be made again, as do the pods deleted with their group or JobSet
+        self.again = bool(self.deleted) or any(not _bare(self.by_key[k]) and k not in self.lost
+                                               for k in ran.unreplaced)
+        return [k for k in self.by_key if k not in self.running and k not in self.lost]
 
 
 def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching: tuple[str, ...],
@@ -123,29 +126,31 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     lost.extend(job_lost)
     jobs = replace(jobs, counts={**jobs.counts, **restarts.counts},
                    delays={k: d for k, d in jobs.delays.items() if k not in restarts.fresh})
-    wave = _Wave(cluster, features, by_key, placement, running=running, lost=lost)
-
-    def backoff() -> dict[str, float]:
-        """The Job pods preempted so far wait their Job's back-off before their replacements are made."""
-        return preemption_delays(jobs.rules, jobs.counts, {k: owners[k] for k in wave.preempted if k in owners})
+    victims = Victims(workloads, by_key, cluster.lws_policies, jobs, restarts=restarts, evicted=evicted)
+    wave = _Wave(cluster, features, by_key, placement, running=running, lost=lost, victims=victims)
 
     # The controllers recreate an evicted pod at once, while its node is still cordoned: where the replacement binds
     # during the drain it stays (kube-scheduler never moves a bound pod); only the pods that found no node then
-    # land after the switch and the uncordon. A Job's evicted pods are made again after its back-off.
+    # land after the switch and the uncordon. A Job's evicted pods are made again after its back-off, its pods
+    # preempted after the back-off their Job's failures give (``victims.delays``).
     drain = wave.once(switched, going, again, jobs.delays)
     during = {k for k, (node, _) in drain.status.items() if node}
-    result = wave.once(switched | going, set(), wave.carry(drain), backoff())
+    result = wave.once(switched | going, set(), wave.carry(drain), victims.delays)
     for _ in range(MAX_ROUNDS - 1):
-        if not wave.unreplaced(result):
+        pending = wave.carry(result)
+        if not wave.again:
             break
-        result = wave.once(switched | going, set(), wave.carry(result), backoff())
-    after = {k: node for k, (node, _) in result.status.items() if node and k in by_key}
+        result = wave.once(switched | going, set(), pending, victims.delays)
+    else:
+        wave.carry(result)
+    job_lost += victims.lost
+    after = {k: node for k, (node, _) in result.status.items()
+             if node and k in by_key and k not in lost and k not in wave.deleted}
     waiting = {k: why for k, (node, why) in result.status.items() if not node and k in by_key and k not in lost}
+    waiting |= dict.fromkeys(wave.deleted, LATE)
     budgets = budget_findings(cluster, set(placement), during, set(after))
     moved = {k: after[k] for k in evicted if k in after}
-    by_owner = Counter(owners[k] for k in wave.preempted if k in owners)
-    counts = with_preempted(jobs.rules, jobs.counts, by_owner)
-    touched = with_preempted_jobs(jobs.jobs, counts, by_owner, jobs.rules)
+    touched = with_preempted_jobs(victims.jobs, victims.counts, victims.preempted, jobs.rules)
     return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets, wave.preempted,
-                       {k: h for k, h in result.held.items() if k in after}, touched, counts, job_lost,
-                       restarts.workloads, [k for k in restarts.recreated if k not in job_lost])
+                       {k: h for k, h in result.held.items() if k in after}, touched, victims.counts, job_lost,
+                       victims.workloads, [k for k in victims.recreated if k not in job_lost])

@@ -19,9 +19,9 @@ pod of the JobSet made again at once (new Jobs: no back-off, their failures coun
 wave after wave (kept among the Jobs' counts under the JobSet's owner: ``counted`` toward ``maxRestarts``,
 ``failures`` all of them).
 
-Not modelled: a group or JobSet pod preempted during the wave (its own controller replaces it alone); LWS groups
-whose workers wait on their leader (``LeaderReady``, exclusive placement) and JobSets queued by Kueue are noted, not
-moved.
+A group's or JobSet's pod preempted during the wave is a deleted pod too: ``wave_victims`` has the same controllers
+answer it. Not modelled: LWS groups whose workers wait on their leader (``LeaderReady``, exclusive placement) and
+JobSets queued by Kueue are noted, not moved.
 """
 
 from __future__ import annotations
@@ -43,15 +43,26 @@ AFTER_START_KEY = "leaderworkerset.sigs.k8s.io/experimental-recreate-group-after
 @dataclass(frozen=True)
 class GroupWave:
     """What a wave did to one LeaderWorkerSet group or JobSet: its pods evicted, those deleted with it, and what
-    its controller did (``recreated``, ``restarted`` or ``failed``) and why."""
+    its controller did (``recreated``, ``restarted`` or ``failed``) and why; ``preempted``: its pods preempted
+    during the wave that made it act (``wave_victims``)."""
 
     evicted: int
     deleted: int
     action: str
     why: str
+    preempted: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"evicted": self.evicted, "deleted": self.deleted, "action": self.action, "why": self.why}
+        out: dict[str, Any] = {"evicted": self.evicted, "deleted": self.deleted, "action": self.action,
+                               "why": self.why}
+        if self.preempted:
+            out["preempted"] = self.preempted
+        return out
+
+    def again(self, preempted: int, deleted: int, action: str, why: str) -> GroupWave:
+        """This group or JobSet acting once more in the wave, for ``preempted`` pods of it."""
+        return GroupWave(self.evicted, self.deleted + deleted, action, f"{self.why}; then {why}",
+                         self.preempted + preempted)
 
 
 def lws_policies(loaded: Loaded) -> dict[str, str]:
@@ -70,7 +81,7 @@ def lws_policies(loaded: Loaded) -> dict[str, str]:
     return out
 
 
-def _lws_group(pod: PodArrival) -> tuple[str, bool] | None:
+def lws_group(pod: PodArrival) -> tuple[str, bool] | None:
     """``LeaderWorkerSet/<namespace>/<lws> group <index>`` and whether the pod is its leader; None for other pods."""
     labels = pod.pod.metadata.labels
     if NAME_KEY not in labels or GROUP_INDEX_KEY not in labels:
@@ -93,36 +104,49 @@ class Restarts:
     workloads: dict[str, GroupWave] = field(default_factory=dict)
 
 
+def lws_members(by_key: Mapping[str, PodArrival]) -> dict[str, list[str]]:
+    """Each LeaderWorkerSet group's pods."""
+    members: dict[str, list[str]] = {}
+    for key, arrival in by_key.items():
+        found = lws_group(arrival)
+        if found is not None:
+            members.setdefault(found[0], []).append(key)
+    return members
+
+
+def lws_why(policy: str, *, leader: bool, pending: bool, done: str) -> str | None:
+    """Why a group with a pod deleted (``done``: ``evicted``, ``preempted``) is recreated whole; None where its
+    worker is made again alone (the module's doc says when)."""
+    if leader:
+        return f"its leader {done}: the workers' StatefulSet, owned by the leader pod, goes with it"
+    if policy == "RecreateGroupOnPodRestart" or (policy == "RecreateGroupAfterStart" and not pending):
+        return f"a worker {done}: restartPolicy {policy} deletes the leader"
+    return None
+
+
 def lws_restarts(by_key: Mapping[str, PodArrival], policies: Mapping[str, str], evicted: list[str],
                  placement: Mapping[str, str], out: Restarts) -> None:
     """The LeaderWorkerSet groups ``evicted`` recreates whole (the module's doc says when)."""
-    members: dict[str, list[str]] = {}
-    for key, arrival in by_key.items():
-        found = _lws_group(arrival)
-        if found is not None:
-            members.setdefault(found[0], []).append(key)
+    members = lws_members(by_key)
     hit: dict[str, list[str]] = {}
     for key in evicted:
-        found = _lws_group(by_key[key])
+        found = lws_group(by_key[key])
         if found is not None:
             hit.setdefault(found[0], []).append(key)
     for group, keys in sorted(hit.items()):
         lws = group.split(" group ", 1)[0].removeprefix("LeaderWorkerSet/")
         policy = policies.get(lws, "RecreateGroupOnPodRestart")
-        leader = any(_lws_group(by_key[k]) == (group, True) for k in keys)
+        leader = any(lws_group(by_key[k]) == (group, True) for k in keys)
         pending = any(k not in placement for k in members[group])
-        if leader:
-            why = "its leader evicted: the workers' StatefulSet, owned by the leader pod, goes with it"
-        elif policy == "RecreateGroupOnPodRestart" or (policy == "RecreateGroupAfterStart" and not pending):
-            why = f"a worker evicted: restartPolicy {policy} deletes the leader"
-        else:
+        why = lws_why(policy, leader=leader, pending=pending, done="evicted")
+        if why is None:
             continue
         deleted = [k for k in members[group] if k not in keys]
         out.recreated += deleted
         out.workloads[group] = GroupWave(len(keys), len(deleted), "recreated", why)
 
 
-def _jobset_of(workloads: Workloads) -> dict[str, str]:
+def jobset_of(workloads: Workloads) -> dict[str, str]:
     """Each JobSet's Job's owner -> the JobSet's (``JobSet/<namespace>/<name>``)."""
     out = {}
     for job in workloads.all_jobs():
@@ -133,8 +157,16 @@ def _jobset_of(workloads: Workloads) -> dict[str, str]:
     return out
 
 
-def _action(failure: tuple[int, tuple[dict[str, Any], ...]] | None, failed: Mapping[str, tuple[str, str, str]],
-            count: JobCount) -> tuple[str, str]:
+def failed_job(spec: Any, failed: str) -> tuple[str, str, str]:
+    """A JobSet's failed Job as its failure policy's rules read it: (replicated job, reason, message); ``failed``:
+    ``<reason>: <message>`` (``JobWave.failed``)."""
+    reason, _, message = failed.partition(": ")
+    rjob = spec.template.metadata.labels.get(JOBSET_PREFIX + "replicatedjob-name", "") if spec else ""
+    return rjob, reason, message
+
+
+def jobset_action(failure: tuple[int, tuple[dict[str, Any], ...]] | None,
+                  failed: Mapping[str, tuple[str, str, str]], count: JobCount) -> tuple[str, str]:
     """``executeFailurePolicy``'s action on the failed Jobs (owner -> (replicated job, reason, message)): restart
     (``RestartJobSet``, ``RestartJobSetAndIgnoreMaxRestarts``) or fail, and the reason."""
     if failure is None:
@@ -156,20 +188,17 @@ def _action(failure: tuple[int, tuple[dict[str, Any], ...]] | None, failed: Mapp
 def jobset_restarts(workloads: Workloads, owners: Mapping[str, str], evicted: list[str], jobs: JobsInWave, *,
                     before: Mapping[str, JobCount], out: Restarts) -> None:
     """What each JobSet one of whose Jobs the wave fails does (the module's doc says what)."""
-    of = _jobset_of(workloads)
+    of = jobset_of(workloads)
     runs = {run.owner: run for run in workloads.jobsets}
     specs = {j.owner: j.spec for j in workloads.all_jobs()}
     failed: dict[str, dict[str, tuple[str, str, str]]] = {}
     for owner, job in jobs.jobs.items():
         if job.failed and owner in of:
-            reason, _, message = job.failed.partition(": ")
-            spec = specs[owner]
-            rjob = spec.template.metadata.labels.get(JOBSET_PREFIX + "replicatedjob-name", "") if spec else ""
-            failed.setdefault(of[owner], {})[owner] = (rjob, reason, message)
+            failed.setdefault(of[owner], {})[owner] = failed_job(specs[owner], job.failed)
     for jobset, failures in sorted(failed.items()):
         run = runs.get(jobset)
         count = before.get(jobset, JobCount())
-        action, why = _action(run.failure if run is not None else None, failures, count)
+        action, why = jobset_action(run.failure if run is not None else None, failures, count)
         pods = [k for k, owner in owners.items() if of.get(owner) == jobset]
         hit = sum(1 for k in evicted if k in pods)
         if action.startswith("Restart"):

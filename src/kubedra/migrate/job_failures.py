@@ -10,9 +10,9 @@ of the failed count, ``FailJob`` fails the Job at once, ``Count`` (or no rule) c
 ``backoffLimit`` (6 unless set) the Job fails (``BackoffLimitExceeded``): it makes no more pods and deletes the ones
 it has. A Job's pod preempted during the wave is a failure too (the scheduler sets ``DisruptionTarget`` on it as the
 eviction API does): its replacement, too, comes only after the back-off its Job's failures give, the preemptions so
-far in the wave counted (``preemption_delays``); it counts for the waves after it (the wave does not fail the Job for
-it). ``backoffLimitPerIndex``'s per-index limits are not modelled (such a Job's ``backoffLimit``
-defaults to MaxInt32: it does not fail here).
+far in the wave counted; past the limit it fails the Job in the wave (``wave_victims`` answers each run's victims),
+and it counts for the waves after it. ``backoffLimitPerIndex``'s per-index limits are not modelled (such a Job's
+``backoffLimit`` defaults to MaxInt32: it does not fail here).
 """
 
 from __future__ import annotations
@@ -65,6 +65,15 @@ def rules_by_owner(workloads: Workloads) -> dict[str, JobRules]:
     return {job.owner: job_rules(job.spec) if job.spec is not None else JobRules() for job in workloads.all_jobs()}
 
 
+def failure(rule: JobRules, now: JobCount) -> str:
+    """Why a Job with pods failed on DisruptionTarget and ``now`` counted fails ("" where it does not)."""
+    if rule.disruption_action == "FailJob":
+        return "PodFailurePolicy: Pod matched a FailJob rule of the podFailurePolicy"
+    if now.counted > rule.backoff_limit:
+        return "BackoffLimitExceeded: Job has reached the specified backoff limit"
+    return ""
+
+
 def job_costs(rules: Mapping[str, JobRules], evicted: Counter[str], before: Mapping[str, JobCount]
               ) -> tuple[dict[str, JobCount], dict[str, JobWave]]:
     """The Jobs' counts after a wave that evicts ``evicted`` (pods per owner; owners that are no Job are left out),
@@ -76,34 +85,10 @@ def job_costs(rules: Mapping[str, JobRules], evicted: Counter[str], before: Mapp
         if rule is None:
             continue
         now = after[owner] = before.get(owner, JobCount()).plus(rule, n)
-        failed = ""
-        if rule.disruption_action == "FailJob":
-            failed = "PodFailurePolicy: Pod matched a FailJob rule of the podFailurePolicy"
-        elif now.counted > rule.backoff_limit:
-            failed = "BackoffLimitExceeded: Job has reached the specified backoff limit"
+        failed = failure(rule, now)
         touched[owner] = JobWave(n, now.counted, rule.backoff_limit, 0.0 if failed else job_backoff(now.failures),
                                  failed)
     return after, touched
-
-
-def with_preempted(rules: Mapping[str, JobRules], counts: Mapping[str, JobCount], preempted: Counter[str]
-                   ) -> dict[str, JobCount]:
-    """``counts`` with the Jobs' pods preempted in the wave added (the scheduler sets DisruptionTarget on them too)."""
-    out = dict(counts)
-    for owner, n in preempted.items():
-        rule = rules.get(owner)
-        if rule is not None:
-            out[owner] = out.get(owner, JobCount()).plus(rule, n)
-    return out
-
-
-def preemption_delays(rules: Mapping[str, JobRules], counts: Mapping[str, JobCount], preempted: Mapping[str, str]
-                      ) -> dict[str, float]:
-    """How long the replacement of each Job pod preempted so far in the wave (``preempted``: pod -> owner) waits:
-    the back-off of its Job's failures, ``counts`` (the wave's evictions counted) with these preemptions added. The
-    Job controller makes a preempted pod's replacement as it makes an evicted one's."""
-    after = with_preempted(rules, counts, Counter(preempted.values()))
-    return {k: job_backoff(after[owner].failures) for k, owner in preempted.items() if owner in rules}
 
 
 def with_preempted_jobs(jobs: Mapping[str, JobWave], counts: Mapping[str, JobCount], preempted: Counter[str],

@@ -185,7 +185,8 @@ def wave_rows(wave: WaveOutcome) -> list[tuple[str, str, str]]:
         if key in wave.recreated and key not in wave.evicted:
             evicted += ", with its group"
         rows.append((key, evicted, now))
-    rows += [(key, "no", "waiting") for key in sorted(set(wave.waiting) - set(wave.evicted) - set(wave.preempted))]
+    shown = {key for key, _, _ in rows}
+    rows += [(key, "no", "waiting") for key in sorted(set(wave.waiting) - shown)]
     return rows
 
 
@@ -205,7 +206,9 @@ def job_line(owner: str, job: JobWave) -> str:
 def group_line(name: str, group: GroupWave) -> str:
     """A LeaderWorkerSet group or JobSet the wave restarts or fails, as the table prints it."""
     kind, rest = name.split("/", 1)
-    pods = f"{group.evicted} pod{'s' if group.evicted != 1 else ''} evicted, {group.deleted} more deleted"
+    hit = [f"{n} pod{'s' if n != 1 else ''} {done}" for n, done in ((group.evicted, "evicted"),
+                                                                 (group.preempted, "preempted")) if n]
+    pods = f"{', '.join(hit or ['0 pods evicted'])}, {group.deleted} more deleted"
     return f"{kind} {rest} {group.action} ({pods}): {group.why}"
 
 
