@@ -21,6 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 NEVER = "Never"
 LOWER = "LowerPriority"
@@ -79,15 +82,22 @@ def victims(policy: str, priority: int, created_at: float, running: Sequence[Run
         move(candidate, 1)
         targets.append(candidate)
         if fits(freed):
-            for i in range(len(targets) - 2, -1, -1):  # fillBackWorkloads
-                move(targets[i], -1)
-                if fits(freed):
-                    targets[i] = targets[-1]
-                    targets.pop()
-                else:
-                    move(targets[i], 1)
+            fill_back(targets, move, lambda: fits(freed))
             return targets
     return []
+
+
+def fill_back(targets: list[T], move: Callable[[T, int], None], fits: Callable[[], bool]) -> None:
+    """``fillBackWorkloads``: every target but the last, latest first, put back (``move(t, -1)``) where the
+    preemptor still fits without it; a kept one stays removed (``move(t, 1)`` again). ``targets`` is edited in
+    place as Kueue edits its slice (the last target takes a put-back one's place)."""
+    for i in range(len(targets) - 2, -1, -1):
+        move(targets[i], -1)
+        if fits():
+            targets[i] = targets[-1]
+            targets.pop()
+        else:
+            move(targets[i], 1)
 
 
 def preemption_message(preemptor: str, reason: str, preemptor_path: str, preemptee_path: str) -> str:

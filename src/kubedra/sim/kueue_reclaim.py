@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kubedra.sim.kueue_preemption import NEVER, Running, satisfies
+from kubedra.sim.kueue_preemption import NEVER, Running, fill_back, satisfies
 
 if TYPE_CHECKING:
     from kubedra.sim.kueue import Kueue, Workload
@@ -125,13 +125,7 @@ def targets(kueue: Kueue, cq: ClusterQueue, workload: Workload, usage: dict[FR, 
             move(candidate, 1)
             removed.append(candidate)
             if fits(borrowing):
-                for i in range(len(removed) - 2, -1, -1):  # fillBackWorkloads
-                    move(removed[i], -1)
-                    if fits(borrowing):
-                        removed[i] = removed[-1]
-                        removed.pop()
-                    else:
-                        move(removed[i], 1)
+                fill_back(removed, move, lambda: fits(borrowing))  # noqa: B023 - called before the loop moves on
                 for chosen in removed:
                     move(chosen, -1)
                 return removed
