@@ -325,6 +325,18 @@ class ControlPlane:
                 raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
             time.sleep(interval)
 
+    def scheduler_metrics(self, prefix: str, *labels: str) -> float:
+        """The sum of kube-scheduler's samples whose line starts with ``prefix`` (a metric name and the start of
+        its labels) and holds each of ``labels`` (``'result="unschedulable"'``), read from its /metrics."""
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        url = f"https://127.0.0.1:{self.scheduler_port}/metrics"
+        with urllib.request.urlopen(url, context=context, timeout=10) as response:
+            text = response.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(prefix) and all(label in line for label in labels))
+
     def request(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
     ) -> dict[str, Any]:

@@ -15,9 +15,7 @@ kubedra simulates the same timeline: the members arrive at 5 s and its T5 follow
 
 from __future__ import annotations
 
-import ssl
 import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,14 +53,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
 
 def _failed_cycles(plane: ControlPlane) -> float:
     """The pod-group cycles the scheduler found unschedulable so far (its metric, over every profile)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    url = f"https://127.0.0.1:{plane.scheduler_port}/metrics"
-    with urllib.request.urlopen(url, context=context, timeout=10) as response:
-        text = response.read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(FAILED_CYCLES) and 'result="unschedulable"' in line)
+    return plane.scheduler_metrics(FAILED_CYCLES, 'result="unschedulable"')
 
 
 def _pod(name: str, node: str, namespace: str, group: str | None = None) -> dict[str, Any]:

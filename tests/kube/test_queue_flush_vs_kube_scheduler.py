@@ -18,9 +18,7 @@ once every back-off is over (``settle`` 12 s). With ``settle`` 3 s ``a``, retrie
 
 from __future__ import annotations
 
-import ssl
 import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,13 +51,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
 
 def _flushed(plane: ControlPlane) -> float:
     """How many pods the scheduler's flush has moved so far (its metric, over every queue)."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    url = f"https://127.0.0.1:{plane.scheduler_port}/metrics"
-    with urllib.request.urlopen(url, context=context, timeout=10) as response:
-        text = response.read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(FLUSHED))
+    return plane.scheduler_metrics(FLUSHED)
 
 
 def _next_tick(plane: ControlPlane) -> float:
