@@ -9,24 +9,25 @@ from collections.abc import Iterator
 import pytest
 from tests.controlplane.fixture import ControlPlane, running_control_plane
 from tests.kube.random_scenarios import random_preemption_scenario
-from tests.kube.vs_controllers import CONTROLLER_SCENARIOS, CONTROLLERS, canonical, run_scenario
+from tests.kube.vs_controllers import CONTROLLER_SCENARIOS, CONTROLLERS, canonical, run_scenario, turns_on_bind_order
 from tests.kube.vs_kube_scheduler import PREEMPTED, Placed, load_scenarios, run_kubedra, table
 
 SCENARIOS = {s.name: s for s in load_scenarios(CONTROLLER_SCENARIOS)}
-# random_preemption_scenario's seeds that preempt and agreed with the real run twice in a row, the harness acting as
+# random_preemption_scenario's seeds that preempt and agreed with the real run twice or more, the harness acting as
 # the kubelet for start times and stopped pods (``vs_controllers.Kubelet``): 0 (the latest-start rule: the node
-# whose victim came a workload later), 5 and 12 (four preemptions, StatefulSet victims compared by name), 15 and 42
-# (a Job's GPU pods refused for devices on every node keep that message when a later preemption's victim, holding no
-# claim, leaves: DynamicResources has no queueing hint for a pod's deletion, see ``scheduler.queueing_hints``). Of seeds
-# 0..11 the others that preempt are not held out: 1 and 4 turn on selectHost's choice among equally scored nodes
-# (the parallel Filter's order); 10 on the order two pods of one Job finished binding (their DRA PreBind runs
-# concurrently: the later scheduled may bind, and be started, first); 8 disagrees every time: the Deployment's
+# whose victim came a workload later), 15 and 42 (a Job's GPU pods refused for devices on every node keep that
+# message when a later preemption's victim, holding no claim, leaves: DynamicResources has no queueing hint for a
+# pod's deletion, see ``scheduler.queueing_hints``), 51 and 65 (Deployment and Job victims, four in one run).
+# Each is first shown not to turn on the order pods of one instant finished binding (``turns_on_bind_order``): the
+# real scheduler binds concurrently, so that order is a coin toss there. Seeds 5, 10 and 12 do turn on it (12 once
+# disagreed in CI: two StatefulSet pods scheduled to n1 then n0 finished binding the other way round, the harness
+# started the n1 pod later, and a later preemptor chose n1's victims); StatefulSet victims are compared in
+# scenarios-controllers/statefulset-victim-recreated instead. Held out as well: 1, 4, 60 and 64 turn on selectHost's
+# choice among equally scored nodes (the parallel Filter's order); 8 disagrees every time: the Deployment's
 # replacement of one victim is made and scheduled within ~25 ms, while the other victims (grace 0) still hold their
 # nodes and their preemptors are nominated there, whereas kubedra removes grace-0 victims and binds their
 # preemptors in the same instant, before the replacement is scheduled.
-# Of seeds 43..69 (hunted once, stop 48) those that preempt agreed (47, 51, 56, 57, 62-65) but 60, where the real
-# placement of train5-#1 differed from run to run (n0, n0, n2): selectHost among equally scored nodes again.
-PREEMPTION_SEEDS = (0, 5, 12, 15, 42)
+PREEMPTION_SEEDS = (0, 15, 42, 51, 65)
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,7 @@ def test_kubedra_replaces_victims_as_the_real_controllers_do(plane: ControlPlane
 def test_kubedra_preempts_as_the_real_scheduler_does_in_random_clusters(plane: ControlPlane, seed: int) -> None:
     scenario = random_preemption_scenario(seed)
     assert any(p.node == PREEMPTED for p in run_kubedra(scenario.docs)[0].values())
+    assert not turns_on_bind_order(scenario.docs)
     result = run_scenario(plane, scenario)
     print("\n" + table([result]))
     assert result.problems == []
