@@ -58,8 +58,8 @@ class Plan:
 
     @property
     def restarted(self) -> int:
-        """LeaderWorkerSet groups and JobSets recreated, restarted or failed, wave by wave."""
-        return sum(len(w.workloads) for w in self.waves)
+        """LeaderWorkerSet groups, JobSets and RayJobs recreated, restarted or failed, wave by wave."""
+        return sum(w.restarts for w in self.waves)
 
     def cost(self) -> tuple[int, int, int, int]:
         """Budgets broken, groups and JobSets that lose their progress, pods disrupted (evicted, preempted, deleted by
@@ -68,7 +68,7 @@ class Plan:
 
 
 def _cost(outcome: WaveOutcome) -> tuple[int, int, int, int]:
-    return (outcome.breaks, len(outcome.workloads), outcome.disrupted, len(outcome.waiting))
+    return (outcome.breaks, outcome.restarts, outcome.disrupted, len(outcome.waiting))
 
 
 def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str, str], dict[str, Held]]:
@@ -181,6 +181,7 @@ def wave_rows(wave: WaveOutcome) -> list[tuple[str, str, str]]:
         now = wave.placement.get(key) or "waiting"
         if key in wave.lost:
             now = "lost (its Job failed)" if key in wave.job_lost else "lost (bare pod)"
+            now = f"lost ({wave.lost_why[key]})" if key in wave.lost_why else now
         evicted = ("yes" if key in wave.evicted else "no") + (", preempted" if key in wave.preempted else "")
         if key in wave.recreated and key not in wave.evicted:
             evicted += ", with its group"
