@@ -50,8 +50,6 @@ def _rayjob(head: str, workers: str, submitter: str, **spec: Any) -> dict[str, A
             "headGroupSpec": {"template": {"spec": _pinned(head, 1)}},
             "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "template": {"spec": _pinned(workers, 4)}}]},
         **spec}
-    if body.get("submissionMode") == "SidecarMode":
-        body.pop("submitterPodTemplate")
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rj"}, "spec": body}
 
 
@@ -128,13 +126,21 @@ def test_a_failed_rayjob_with_shutdown_loses_its_whole_cluster(
     assert first["workloads"][RAYJOB]["why"].endswith("Failed; shutdownAfterJobFinishes deletes its RayCluster")
 
 
-def test_a_sidecar_rayjob_fails_when_its_head_is_evicted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """SidecarMode: no submitter Job; checkSubmitterAndUpdateStatusIfNeeded finds no head pod: AppFailed."""
-    first = _plan(tmp_path, capsys, _rayjob(head="n-0", workers="n-1", submitter="n-2",
-                                            submissionMode="SidecarMode"))["waves"][0]
+@pytest.mark.parametrize(("mode", "action", "why"), [
+    ("SidecarMode", "failed", "AppFailed: Ray head pod not found."),
+    ("HTTPMode", "stalled", "its head evicted: reconcilePods does not make it again; in HTTPMode GetJobInfo fails")])
+def test_a_rayjob_without_a_submitter_job_when_its_head_is_evicted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str, action: str, why: str) -> None:
+    """No submitter Job in either mode. SidecarMode: checkSubmitterAndUpdateStatusIfNeeded finds no head pod and
+    fails the RayJob (AppFailed). HTTPMode: the Running RayJob's GetJobInfo fails and Reconcile requeues: it stays
+    Running without its Ray job. Either way the head is lost and the workers keep running."""
+    rayjob = _rayjob(head="n-0", workers="n-1", submitter="n-2", submissionMode=mode)
+    rayjob["spec"].pop("submitterPodTemplate", None)
+    first = _plan(tmp_path, capsys, rayjob)["waves"][0]
     (head,) = first["evicted"]
-    assert first["lost"] == [head]
-    assert first["workloads"][RAYJOB]["why"].startswith("AppFailed: Ray head pod not found.")
+    assert "-head-" in head and first["lost"] == [head] and first["recreated"] == []
+    line = first["workloads"][RAYJOB]
+    assert (line["action"], line["deleted"]) == (action, 0) and line["why"].startswith(why)
 
 
 def test_the_submitter_evicted_is_made_again_after_its_back_off(
