@@ -88,8 +88,8 @@ class WaveOutcome:
     jobs: dict[str, JobWave] = field(default_factory=dict)  # Job owner -> what the wave's evictions cost it
     failures: dict[str, JobCount] = field(default_factory=dict, repr=False)  # every Job's count, for the next wave
     job_lost: list[str] = field(default_factory=list)  # pods lost with their failed Job (evicted or not)
-    # LeaderWorkerSet groups and JobSets the wave restarts or fails (``group_restarts``), and the pods not evicted
-    # that they delete and make again
+    # LeaderWorkerSet groups, JobSets and RayJobs the wave restarts or fails (``group_restarts``, ``ray_restarts``;
+    # a RayJob that keeps running too), and the pods not evicted that they delete and make again
     workloads: dict[str, GroupWave] = field(default_factory=dict)
     recreated: list[str] = field(default_factory=list)
     lost_why: dict[str, str] = field(default_factory=dict)  # a lost pod -> why, where it is no bare pod's or Job's
