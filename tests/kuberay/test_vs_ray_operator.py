@@ -14,6 +14,7 @@ import copy
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -333,3 +334,47 @@ def test_a_rayjob_past_its_deadline_fails_as_ray_operator_fails_it(control_plane
     control_plane.wait_for(lambda: cluster() is None, timeout=WAIT, interval=0.5, what="the RayCluster's deletion")
     job = get_or_none(control_plane, f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
     assert (status["reason"], True, job is not None) == _kubedra_deadline(docs, ready)
+
+
+def test_a_rayjob_s_deleted_pods_are_answered_as_migrate_plan_models(control_plane: ControlPlane,
+                                                                     operator: str) -> None:
+    # migrate.ray_restarts' premise, on the real operator: once the RayJob's cluster is provisioned (every pod Ready,
+    # its submitter Job made), reconcilePods makes a deleted worker again, and makes no head for a deleted head
+    # ("skipping head creation to let RayJob controller handle the failure").
+    namespace, name = operator, "evict"
+    rayjob = copy.deepcopy(RAYJOB)
+    rayjob["metadata"]["name"] = name
+    apply(control_plane, documents(namespace, rayjob))
+
+    def cluster() -> dict[str, Any] | None:
+        items: list[dict[str, Any]] = control_plane.get(f"/apis/ray.io/v1/namespaces/{namespace}/rayclusters")["items"]
+        return next((c for c in items if c["metadata"]["name"].startswith(f"{name}-")), None)
+
+    cluster_name = control_plane.wait_for(cluster, timeout=WAIT, interval=0.5, what="the RayCluster")["metadata"]["name"]
+    pods = real_pods(control_plane, namespace, cluster_name, 3)
+    for pod in pods:
+        make_ready(control_plane, pod)
+    control_plane.wait_for(lambda: get_or_none(control_plane, f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"),
+                           timeout=WAIT, interval=0.5, what="the submitter Job")
+
+    def provisioned() -> bool:
+        found = cluster()
+        return found is not None and any(c["type"] == "RayClusterProvisioned" and c["status"] == "True"
+                                         for c in (found.get("status") or {}).get("conditions", []))
+
+    control_plane.wait_for(provisioned, timeout=WAIT, interval=0.5, what="RayClusterProvisioned")
+    path = f"/api/v1/namespaces/{namespace}/pods?labelSelector=ray.io/cluster%3D{cluster_name}"
+
+    def names(node_type: str) -> set[str]:
+        return {p["metadata"]["name"] for p in control_plane.get(path)["items"]
+                if p["metadata"]["labels"]["ray.io/node-type"] == node_type}
+
+    worker = sorted(names("worker"))[0]
+    control_plane.delete_pod(worker, namespace)
+    control_plane.wait_for(lambda: len(names("worker")) == 2 and worker not in names("worker"), timeout=WAIT,
+                           interval=0.5, what="the deleted worker made again")
+    (head,) = names("head")
+    control_plane.delete_pod(head, namespace)
+    control_plane.wait_for(lambda: not names("head"), timeout=WAIT, interval=0.5, what="the head pod gone")
+    time.sleep(10)  # reconcilePods requeues every few seconds: a head made again would be there by now
+    assert names("head") == set() and len(names("worker")) == 2

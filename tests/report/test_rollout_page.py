@@ -53,7 +53,7 @@ def test_the_page_says_what_each_wave_does_to_jobs_groups_and_jobsets(
     assert sum(len(v) for v in lines.values()) >= 4
     for index, body in sections:
         assert re.findall(r'<p class="note">((?:LeaderWorkerSet|JobSet|Job) [^<]+)</p>', body) == lines[index]
-    restarts = re.search(r"^groups and JobSets restarted or failed: .+$", table, re.M)
+    restarts = re.search(r"^groups, JobSets and RayJobs restarted or failed: .+$", table, re.M)
     assert restarts is not None and f'<p class="note">{restarts.group(0)}</p>' in page
 
 

@@ -138,7 +138,8 @@ def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
     for line in table.lines():
         say(line)
     if plan.restarted or other.restarted:
-        say(f"groups and JobSets restarted or failed: {plan.order} {plan.restarted}, {other.order} {other.restarted}")
+        say(f"groups, JobSets and RayJobs restarted or failed: {plan.order} {plan.restarted}, {other.order} "
+            f"{other.restarted}")
     for note in [*notes, *plan.notes]:
         say(f"note: {note}")
 

@@ -12,7 +12,8 @@ victim's controller recreates it in the same run (Deployments, ReplicaSets, Stat
 made again in the next run (the simulator replaces only the pods of Jobs it runs), after its Job's back-off; a bare
 pod preempted is lost. A Job's evicted pods are failures to it (``job_failures``; ``failures``: its count before the
 wave): they are made again after its back-off, or, past its limit, the Job fails and all its pods are lost. The
-LeaderWorkerSet groups and JobSets the evictions restart are made again with them (``group_restarts``); those a
+LeaderWorkerSet groups, JobSets and RayJobs the evictions restart are made again with them (``group_restarts``,
+``ray_restarts``: a RayJob's head is not made again); those a
 run's preemptions restart (``wave_victims``: a preempted pod is deleted as an evicted one is) in the next run, and a
 Job or JobSet a preemption fails loses its pods there and then.
 """
@@ -25,6 +26,7 @@ from typing import Any
 
 from kubedra.migrate.group_restarts import Restarts, jobset_restarts, lws_restarts
 from kubedra.migrate.job_failures import JobCount, jobs_in_wave, with_preempted_jobs
+from kubedra.migrate.ray_restarts import ray_restarts
 from kubedra.migrate.rollout import (
     RECREATED_AT,
     Cluster,
@@ -119,6 +121,7 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     restarts = Restarts()
     lws_restarts(by_key, cluster.lws_policies, evicted, placement, restarts)
     jobset_restarts(workloads, owners, evicted, jobs, before=failures or {}, out=restarts)
+    ray_restarts(cluster.rayjobs, by_key, evicted, jobs, before=failures or {}, out=restarts)
     job_lost = [*(k for k in jobs.lost if k not in restarts.fresh), *restarts.lost]
     again = [k for k in by_key if (k in again or k in restarts.recreated or k in restarts.fresh)
              and k not in job_lost and k not in lost]
@@ -153,4 +156,4 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     touched = with_preempted_jobs(victims.jobs, victims.counts, victims.preempted, jobs.rules)
     return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets, wave.preempted,
                        {k: h for k, h in result.held.items() if k in after}, touched, victims.counts, job_lost,
-                       victims.workloads, [k for k in victims.recreated if k not in job_lost])
+                       victims.workloads, [k for k in victims.recreated if k not in job_lost], restarts.lost_why)

@@ -102,6 +102,7 @@ class Restarts:
     fresh: set[str] = field(default_factory=set)  # a restarted JobSet's pods: made again at once, none lost
     counts: dict[str, JobCount] = field(default_factory=dict)
     workloads: dict[str, GroupWave] = field(default_factory=dict)
+    lost_why: dict[str, str] = field(default_factory=dict)  # a lost pod -> why, where no failed Job says it
 
 
 def lws_members(by_key: Mapping[str, PodArrival]) -> dict[str, list[str]]:

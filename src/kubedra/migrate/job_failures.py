@@ -61,8 +61,11 @@ class JobWave:
 
 
 def rules_by_owner(workloads: Workloads) -> dict[str, JobRules]:
-    """Each Job's rules, by the owner its pods carry in the plan (``Job/<namespace>/<name>``)."""
-    return {job.owner: job_rules(job.spec) if job.spec is not None else JobRules() for job in workloads.all_jobs()}
+    """Each Job's rules, by the owner its pods carry in the plan (``Job/<namespace>/<name>``); RayJobs' submitter
+    Jobs too."""
+    submitters = [run.submitter for run in workloads.rayjobs if run.submitter is not None]
+    return {job.owner: job_rules(job.spec) if job.spec is not None else JobRules()
+            for job in [*workloads.all_jobs(), *submitters]}
 
 
 def failure(rule: JobRules, now: JobCount) -> str:

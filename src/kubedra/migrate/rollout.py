@@ -39,6 +39,7 @@ from kubedra.migrate.gpunodes import GpuNode, labelled_gpu_node, plugin_replicas
 from kubedra.migrate.group_restarts import GroupWave, lws_policies
 from kubedra.migrate.job_failures import JobCount, JobWave
 from kubedra.migrate.mig import mig_classes
+from kubedra.migrate.ray_restarts import RayJobPods, running_rayjobs
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import Node, Pod, ResourceClaim
@@ -68,6 +69,7 @@ class Cluster:
     notes: list[str] = field(default_factory=list)
     observed: dict[str, str] | None = None  # pod key -> node where it runs (a live cluster); None: simulate the start
     lws_policies: dict[str, str] = field(default_factory=dict)  # LeaderWorkerSet -> its restartPolicy
+    rayjobs: dict[str, RayJobPods] = field(default_factory=dict)  # the RayJobs running (``ray_restarts``)
 
 
 @dataclass
@@ -86,10 +88,17 @@ class WaveOutcome:
     jobs: dict[str, JobWave] = field(default_factory=dict)  # Job owner -> what the wave's evictions cost it
     failures: dict[str, JobCount] = field(default_factory=dict, repr=False)  # every Job's count, for the next wave
     job_lost: list[str] = field(default_factory=list)  # pods lost with their failed Job (evicted or not)
-    # LeaderWorkerSet groups and JobSets the wave restarts or fails (``group_restarts``), and the pods not evicted
-    # that they delete and make again
+    # LeaderWorkerSet groups, JobSets and RayJobs the wave restarts or fails (``group_restarts``, ``ray_restarts``;
+    # a RayJob that keeps running too), and the pods not evicted that they delete and make again
     workloads: dict[str, GroupWave] = field(default_factory=dict)
     recreated: list[str] = field(default_factory=list)
+    lost_why: dict[str, str] = field(default_factory=dict)  # a lost pod -> why, where it is no bare pod's or Job's
+
+    @property
+    def restarts(self) -> int:
+        """The workloads that lose their progress in the wave: not a RayJob that keeps running, nor one failed in an
+        earlier wave that loses more pods (``ray_restarts``)."""
+        return sum(1 for g in self.workloads.values() if g.action not in ("running", "lost"))
 
     @property
     def breaks(self) -> int:
@@ -143,14 +152,16 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
     for job in [*workloads.jobs, *started]:  # a running JobSet has made its later replicated jobs' Jobs too
         if not job.suspended:  # the Job's running pods: as many as its parallelism
             pods.extend(PodArrival(p, 0.0, None, job.owner) for p in job.pods[: job.parallelism])
+    rayjobs, submitters = running_rayjobs(loaded, workloads)
+    pods.extend(submitters)  # a running RayJob's submitter Job runs its pod (its cluster's pods are arrivals)
     skipped = [kind for kind, items in (
         ("CronJobs", workloads.cronjobs), ("JobSets queued by Kueue", [r for r in workloads.jobsets if r.queue]),
         ("LeaderWorkerSets whose workers wait on their leader", workloads.leaderworkersets),
-        ("RayJobs", workloads.rayjobs)) if items]
+        ("RayJobs queued by Kueue", [r for r in workloads.rayjobs if r.queue])) if items]
     if skipped:
         notes.append(f"{', '.join(skipped)}: not planned yet (noted, not moved in a wave)")
     others = [n for n in scenario.nodes if n.metadata.name not in gpu_nodes]
-    return Cluster(scenario, gpu_nodes, others, pods, notes, lws_policies=lws_policies(loaded))
+    return Cluster(scenario, gpu_nodes, others, pods, notes, lws_policies=lws_policies(loaded), rayjobs=rayjobs)
 
 
 def pod_key(pod: Pod) -> str:

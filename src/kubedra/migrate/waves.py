@@ -1,15 +1,15 @@
 """The order of a rollout: which device-plugin nodes each wave switches to DRA, and the runbook that carries it out.
 
 ``naive`` takes the nodes in name order. ``smart`` builds each wave greedily: of the nodes left, the one whose wave
-(with the nodes already chosen for it) breaks the fewest PodDisruptionBudgets, restarts the fewest LeaderWorkerSet
-groups and JobSets (``group_restarts``), evicts or preempts the fewest pods and leaves the fewest waiting — each
-candidate proven by simulating its wave — until the wave has ``--max-unavailable`` nodes; on clusters of up to
-``LOOKAHEAD_UP_TO`` nodes a second greedy order scores each candidate with the rest of the rollout in name order after
-it (a node drained last may have nowhere to send a budget's pods); beyond ``GREEDY_UP_TO`` nodes the greedy search is
-left out (name order, with a note), so that a large cluster's plan takes seconds. The best order is then compared with
-the naive one over the whole rollout, and where naive is no worse (budgets broken, then groups and JobSets restarted,
-then pods evicted or preempted, then waiting pods) smart keeps naive's order and says so: smart is never worse than
-naive.
+(with the nodes already chosen for it) breaks the fewest PodDisruptionBudgets, restarts or fails the fewest
+LeaderWorkerSet groups, JobSets and RayJobs (``group_restarts``, ``ray_restarts``), evicts or preempts the fewest pods
+and leaves the fewest waiting — each candidate proven by simulating its wave — until the wave has ``--max-unavailable``
+nodes; on clusters of up to ``LOOKAHEAD_UP_TO`` nodes a second greedy order scores each candidate with the rest of the
+rollout in name order after it (a node drained last may have nowhere to send a budget's pods); beyond ``GREEDY_UP_TO``
+nodes the greedy search is left out (name order, with a note), so that a large cluster's plan takes seconds. The best
+order is then compared with the naive one over the whole rollout, and where naive is no worse (budgets broken, then
+groups and JobSets restarted, then pods evicted or preempted, then waiting pods) smart keeps naive's order and says so:
+smart is never worse than naive.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ class Plan:
 
     @property
     def restarted(self) -> int:
-        """LeaderWorkerSet groups and JobSets recreated, restarted or failed, wave by wave."""
-        return sum(len(w.workloads) for w in self.waves)
+        """LeaderWorkerSet groups, JobSets and RayJobs recreated, restarted or failed, wave by wave."""
+        return sum(w.restarts for w in self.waves)
 
     def cost(self) -> tuple[int, int, int, int]:
         """Budgets broken, groups and JobSets that lose their progress, pods disrupted (evicted, preempted, deleted by
@@ -68,7 +68,7 @@ class Plan:
 
 
 def _cost(outcome: WaveOutcome) -> tuple[int, int, int, int]:
-    return (outcome.breaks, len(outcome.workloads), outcome.disrupted, len(outcome.waiting))
+    return (outcome.breaks, outcome.restarts, outcome.disrupted, len(outcome.waiting))
 
 
 def _initial(cluster: Cluster, features: Any) -> tuple[dict[str, str], dict[str, str], dict[str, Held]]:
@@ -181,6 +181,7 @@ def wave_rows(wave: WaveOutcome) -> list[tuple[str, str, str]]:
         now = wave.placement.get(key) or "waiting"
         if key in wave.lost:
             now = "lost (its Job failed)" if key in wave.job_lost else "lost (bare pod)"
+            now = f"lost ({wave.lost_why[key]})" if key in wave.lost_why else now
         evicted = ("yes" if key in wave.evicted else "no") + (", preempted" if key in wave.preempted else "")
         if key in wave.recreated and key not in wave.evicted:
             evicted += ", with its group"

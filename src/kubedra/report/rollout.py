@@ -109,7 +109,7 @@ def rollout_report(plan: Any, other: Any | None, notes: list[str]) -> str:
     note_html = "".join(f'<p class="note">note: {html.escape(n)}</p>' for n in notes)
     if any(p.restarted for p in plans):  # as the table says it
         restarts = ", ".join(f"{p.order} {p.restarted}" for p in plans)
-        note_html = f'<p class="note">groups and JobSets restarted or failed: {restarts}</p>' + note_html
+        note_html = f'<p class="note">groups, JobSets and RayJobs restarted or failed: {restarts}</p>' + note_html
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>kubedra rollout plan</title>'
         f"<style>{STYLE}</style><script>{get_plotlyjs()}</script></head><body>"
