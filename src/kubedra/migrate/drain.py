@@ -26,6 +26,7 @@ from typing import Any
 
 from kubedra.migrate.group_restarts import Restarts, jobset_restarts, lws_restarts
 from kubedra.migrate.job_failures import JobCount, jobs_in_wave, with_preempted_jobs
+from kubedra.migrate.lws_waves import split
 from kubedra.migrate.ray_restarts import ray_restarts
 from kubedra.migrate.rollout import (
     RECREATED_AT,
@@ -72,8 +73,11 @@ class _Wave:
             known[pod_key(kept.pod)] = key
             if carried is not None:
                 claims.append(carried)
-        arrivals.extend(replace(self.by_key[k], arrive_at=RECREATED_AT + delays.get(k, 0.0)) for k in pending)
-        ran = simulated(mixed(self.cluster, on, arrivals, cordoned, claims), self.features, known)
+        made, groups = split(self.cluster.scenario.workloads.leaderworkersets, pending, self.running)
+        arrivals.extend(replace(self.by_key[k], arrive_at=RECREATED_AT + delays.get(k, 0.0))
+                        for k in pending if k not in made)
+        ran = simulated(mixed(self.cluster, on, arrivals, cordoned, claims, leaderworkersets=groups), self.features,
+                        known)
         self.preempted.update(ran.preempted)
         self.lost.extend(k for k in ran.unreplaced if _bare(self.by_key[k]) and k not in self.lost)
         return ran

@@ -20,8 +20,8 @@ wave after wave (kept among the Jobs' counts under the JobSet's owner: ``counted
 ``failures`` all of them).
 
 A group's or JobSet's pod preempted during the wave is a deleted pod too: ``wave_victims`` has the same controllers
-answer it. Not modelled: LWS groups whose workers wait on their leader (``LeaderReady``, exclusive placement) and
-JobSets queued by Kueue are noted, not moved.
+answer it. A recreated group whose workers wait on their leader (``LeaderReady``, exclusive placement) has them
+made after it (``lws_waves``). JobSets queued by Kueue are noted, not moved.
 """
 
 from __future__ import annotations

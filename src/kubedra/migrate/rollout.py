@@ -38,12 +38,14 @@ from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
 from kubedra.migrate.gpunodes import GpuNode, labelled_gpu_node, plugin_replicas, plugin_resource, replicas_for, scaled
 from kubedra.migrate.group_restarts import GroupWave, lws_policies
 from kubedra.migrate.job_failures import JobCount, JobWave
+from kubedra.migrate.lws_waves import split, unmade, worker_arrivals
 from kubedra.migrate.mig import mig_classes
 from kubedra.migrate.ray_restarts import RayJobPods, running_rayjobs
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import Node, Pod, ResourceClaim
 from kubedra.sim.budgets import PodDisruptionBudget
+from kubedra.sim.leaderworkersets import LeaderWorkerSetRun
 from kubedra.sim.manifests import selector_matches
 from kubedra.sim.scenario import Scenario
 from kubedra.sim.workloads import DEFAULT_NAMESPACE, PodArrival, Workloads
@@ -148,6 +150,7 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
     scenario = mig_classes(scenario, gpu_nodes, notes)
     workloads = scenario.workloads
     pods = [replace(a, arrive_at=0.0, run_for=None) for a in workloads.arrivals]
+    pods.extend(worker_arrivals(workloads.leaderworkersets))  # made by their pod controller in each run (``lws_waves``)
     started = [job for run in workloads.jobsets if run.queue is None for stage in run.stages for job in stage]
     for job in [*workloads.jobs, *started]:  # a running JobSet has made its later replicated jobs' Jobs too
         if not job.suspended:  # the Job's running pods: as many as its parallelism
@@ -156,7 +159,6 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
     pods.extend(submitters)  # a running RayJob's submitter Job runs its pod (its cluster's pods are arrivals)
     skipped = [kind for kind, items in (
         ("CronJobs", workloads.cronjobs), ("JobSets queued by Kueue", [r for r in workloads.jobsets if r.queue]),
-        ("LeaderWorkerSets whose workers wait on their leader", workloads.leaderworkersets),
         ("RayJobs queued by Kueue", [r for r in workloads.rayjobs if r.queue])) if items]
     if skipped:
         notes.append(f"{', '.join(skipped)}: not planned yet (noted, not moved in a wave)")
@@ -213,11 +215,12 @@ def kept_arrival(arrival: PodArrival, node: str, held: Held | None) -> PodArriva
 
 
 def mixed(cluster: Cluster, switched: set[str], arrivals: list[PodArrival], cordoned: set[str] | None = None,
-          held: Sequence[Held] = ()) -> Scenario:
+          held: Sequence[Held] = (), *, leaderworkersets: Sequence[LeaderWorkerSetRun] = ()) -> Scenario:
     """The cluster with ``switched`` on DRA and every other device-plugin node as it is, running ``arrivals``;
     ``cordoned`` nodes are left out (being drained: nothing lands there); ``held``: the claims the bound pods hold,
     allocated (in place of the scenario's claims of those names), reserved for those pods only. Each pod keeps its
-    own ``preemptionPolicy``: a recreated pod preempts lower-priority running pods as kube-scheduler has it do."""
+    own ``preemptionPolicy``: a recreated pod preempts lower-priority running pods as kube-scheduler has it do;
+    ``leaderworkersets``: the groups whose workers the LWS pod controller makes in the run (``lws_waves``)."""
     nodes = [*cluster.other_nodes]
     slices = list(cluster.scenario.slices)
     for name, gpu in cluster.gpu_nodes.items():
@@ -234,13 +237,14 @@ def mixed(cluster: Cluster, switched: set[str], arrivals: list[PodArrival], cord
             status = msgspec.structs.replace(claim.status, reserved_for=reserved)
             claims[(claim.metadata.namespace, claim.metadata.name)] = msgspec.structs.replace(claim, status=status)
     return replace(cluster.scenario, nodes=nodes, slices=slices, claims=list(claims.values()), workloads=Workloads(
-        arrivals=arrivals, controllers=cluster.scenario.workloads.controllers))
+        arrivals=arrivals, controllers=cluster.scenario.workloads.controllers, leaderworkersets=list(leaderworkersets)))
 
 
 def simulated(scenario: Scenario, features: Any, known: dict[str, str]) -> Ran:
     """Simulate ``scenario``; ``known``: the key each arrival has -> the plan's pod it is. A controller's
     replacement for a victim is the victim's pod (the ``Created`` event names the victim it replaces); a victim's
-    preemptor is the pod nominated right after it."""
+    preemptor is the pod nominated right after it. A LeaderWorkerSet's worker the run was to make and did not (its
+    leader never ran) waits for it (``lws_waves``)."""
     from kubedra.sim.replacements import REPLACING
     from kubedra.sim.simulate import Options, simulate
 
@@ -277,6 +281,7 @@ def simulated(scenario: Scenario, features: Any, known: dict[str, str]) -> Ran:
                 ended.add(pod)
             else:
                 ended.discard(pod)
+    status.update({k: ("", why) for k, why in unmade(scenario.workloads.leaderworkersets).items() if k not in status})
     return Ran(status, held, preempted, ended & set(preempted))
 
 
@@ -329,7 +334,9 @@ def begin(cluster: Cluster, features: Any) -> Ran:
     (a live cluster), the running pods stay on their nodes (bound there) and only the others (pending, or added from
     files) are scheduled."""
     if cluster.observed is None:
-        return simulated(mixed(cluster, set(), list(cluster.pods)), features, {})
+        made, groups = split(cluster.scenario.workloads.leaderworkersets, {pod_key(a.pod) for a in cluster.pods}, {})
+        arrivals = [a for a in cluster.pods if pod_key(a.pod) not in made]
+        return simulated(mixed(cluster, set(), arrivals, leaderworkersets=groups), features, {})
     arrivals, known = [], {}
     for arrival in cluster.pods:
         key = pod_key(arrival.pod)
