@@ -78,7 +78,7 @@ def _live(kubeconfig: str | None, context: str | None, paths: list[str], limits:
 def _plan(paths: list[str], max_unavailable: int, order: Order, limits: Any,
           live: tuple[str | None, str | None] | None = None) -> tuple[Any, Any, list[str]]:
     from kubedra.allocator import Features
-    from kubedra.migrate import waves
+    from kubedra.migrate import cronjob_probe, waves
     from kubedra.migrate.rollout import read_cluster
     from kubedra.objects.errors import InvalidInputError
     from kubedra.objects.load import load_paths
@@ -100,19 +100,25 @@ def _plan(paths: list[str], max_unavailable: int, order: Order, limits: Any,
              f"{-(-nodes // MAX_WAVES)} or more")
     features = Features.for_release("1.37")
     baseline = waves.naive(cluster, features, max_unavailable)
-    if order is Order.naive:
-        return baseline, waves.smart(cluster, features, max_unavailable, baseline), cluster.notes
-    return waves.smart(cluster, features, max_unavailable, baseline), baseline, cluster.notes
+    other = waves.smart(cluster, features, max_unavailable, baseline)
+    chosen, other = (baseline, other) if order is Order.naive else (other, baseline)
+    chosen.cronjobs = cronjob_probe.for_plan(cluster, features, chosen)
+    return chosen, other, cluster.notes
 
 
 def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
-    from kubedra.migrate.waves import budget_line, group_line, job_line, totals_row, wave_rows
+    from kubedra.migrate.waves import detail_lines, totals_row, wave_rows
 
     console = stdout_console()
 
     def say(line: str) -> None:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
 
+    if plan.cronjobs:
+        say("BEFORE THE FIRST WAVE")
+        for name, cron in plan.cronjobs[0].items():
+            say(f"  {cron.line(name)}")
+        say("")
     for i, wave in enumerate(plan.waves, start=1):
         say(f"WAVE {i}: {', '.join(wave.switching)}")
         table = Table([Column("POD"), Column("EVICTED"), Column("NOW")])
@@ -120,16 +126,8 @@ def _print_tables(plan: Any, other: Any, notes: list[str]) -> None:
             table.add(*row)
         for line in table.lines() if table.rows else ["  no pod evicted or waiting"]:
             say(line)
-        for key, by in sorted(wave.preempted.items()):
-            say(f"  preempted {key}: {by}")
-        for key, why in sorted(wave.waiting.items()):
-            say(f"  waiting {key}: {why}")
-        for b in wave.budgets:
-            say(f"  {budget_line(b)}")
-        for owner, job in wave.jobs.items():
-            say(f"  {job_line(owner, job)}")
-        for name, group in wave.workloads.items():
-            say(f"  {group_line(name, group)}")
+        for line in detail_lines(wave, plan.cronjobs[i] if plan.cronjobs else {}):
+            say(f"  {line}")
         say("")
     table = Table([Column("ORDER"), Column("WAVES"), Column("EVICTIONS"), Column("PREEMPTED"), Column("LOST"),
                    Column("WAITING"), Column("BUDGETS BROKEN")])

@@ -158,7 +158,7 @@ def read_cluster(loaded: Loaded, scenario: Scenario) -> Cluster:
     rayjobs, submitters = running_rayjobs(loaded, workloads)
     pods.extend(submitters)  # a running RayJob's submitter Job runs its pod (its cluster's pods are arrivals)
     skipped = [kind for kind, items in (
-        ("CronJobs", workloads.cronjobs), ("JobSets queued by Kueue", [r for r in workloads.jobsets if r.queue]),
+        ("JobSets queued by Kueue", [r for r in workloads.jobsets if r.queue]),
         ("RayJobs queued by Kueue", [r for r in workloads.rayjobs if r.queue])) if items]
     if skipped:
         notes.append(f"{', '.join(skipped)}: not planned yet (noted, not moved in a wave)")

@@ -34,6 +34,8 @@ class Plan:
     waiting_at_start: dict[str, str]
     notes: list[str] = field(default_factory=list)
     held: dict[str, Held] = field(default_factory=dict, repr=False)  # the start's running pods, bound
+    # each CronJob's next Job tried before the first wave, then after each (``cronjob_probe``): CronProbes by name
+    cronjobs: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def preempted(self) -> int:
@@ -220,6 +222,17 @@ def budget_line(budget: dict[str, Any]) -> str:
             f"while draining, {budget['after']} after")
 
 
+def detail_lines(wave: WaveOutcome, cronjobs: dict[str, Any]) -> list[str]:
+    """What the table prints under a wave's pods: preemptions, waiting pods, budgets, Jobs, groups and the
+    CronJobs' next Jobs (``cronjob_probe``), one line each."""
+    return [*(f"preempted {key}: {by}" for key, by in sorted(wave.preempted.items())),
+            *(f"waiting {key}: {why}" for key, why in sorted(wave.waiting.items())),
+            *(budget_line(b) for b in wave.budgets),
+            *(job_line(owner, job) for owner, job in wave.jobs.items()),
+            *(group_line(name, group) for name, group in wave.workloads.items()),
+            *(cron.line(name) for name, cron in cronjobs.items())]
+
+
 def totals_row(plan: Plan, chosen: Plan) -> list[str]:
     """The order's totals, as the comparison table shows them."""
     return [plan.order + (" (chosen)" if plan is chosen else ""), str(len(plan.waves)), str(plan.evictions),
@@ -258,10 +271,13 @@ def document(plan: Plan, other: Plan | None) -> dict[str, Any]:
             "budgets": w.budgets, **({"jobs": {o: j.as_dict() for o, j in w.jobs.items()}} if w.jobs else {}),
             **({"workloads": {o: g.as_dict() for o, g in w.workloads.items()}, "recreated": w.recreated}
                if w.workloads else {}),
+            **({"cronjobs": {n: c.as_dict() for n, c in plan.cronjobs[i].items()}} if plan.cronjobs else {}),
             "commands": commands(w)})
     doc: dict[str, Any] = {
         "apiVersion": "kubedra.io/v1alpha1", "kind": "RolloutPlan", "order": plan.order,
         "summary": _summary(plan), "prepare": PREPARE, "waves": waves, "notes": plan.notes}
+    if plan.cronjobs:
+        doc["cronjobsAtStart"] = {n: c.as_dict() for n, c in plan.cronjobs[0].items()}
     if other is not None:
         doc["compare"] = {other.order: _summary(other)}
     return doc

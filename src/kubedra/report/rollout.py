@@ -81,20 +81,20 @@ def _totals(plans: list[Any], chosen: Any) -> str:
                   [totals_row(p, chosen) for p in plans])
 
 
-def _wave(index: int, wave: Any) -> str:
-    from kubedra.migrate.waves import budget_line, group_line, job_line, wave_rows
+def _wave(index: int, wave: Any, cronjobs: dict[str, Any]) -> str:
+    from kubedra.migrate.waves import detail_lines, wave_rows
 
     rows = [list(row) for row in wave_rows(wave)]
     parts = [f"<h2>Wave {index}: {html.escape(', '.join(wave.switching))}</h2>"]
     parts.append(_table(["pod", "evicted", "now"], rows) if rows else '<p class="note">no pod evicted or waiting</p>')
-    parts += [f'<p class="note">preempted {html.escape(pod)}: {html.escape(by)}</p>' for pod, by in
-              sorted(wave.preempted.items())]
-    parts += [f'<p class="note">waiting {html.escape(pod)}: {html.escape(why)}</p>' for pod, why in
-              sorted(wave.waiting.items())]
-    parts += [f'<p class="note">{html.escape(budget_line(budget))}</p>' for budget in wave.budgets]
-    parts += [f'<p class="note">{html.escape(job_line(owner, job))}</p>' for owner, job in wave.jobs.items()]
-    parts += [f'<p class="note">{html.escape(group_line(name, group))}</p>' for name, group in wave.workloads.items()]
+    parts += [f'<p class="note">{html.escape(line)}</p>' for line in detail_lines(wave, cronjobs)]
     return f'<section data-wave="{index}">{"".join(parts)}</section>'
+
+
+def _start(cronjobs: dict[str, Any]) -> str:
+    """The CronJobs' next Jobs before the first wave (``cronjob_probe``)."""
+    lines = "".join(f'<p class="note">{html.escape(c.line(name))}</p>' for name, c in cronjobs.items())
+    return f'<section data-start="cronjobs"><h2>Before the first wave</h2>{lines}</section>'
 
 
 def _div(figure: go.Figure, chart: str) -> str:
@@ -118,6 +118,7 @@ def rollout_report(plan: Any, other: Any | None, notes: list[str]) -> str:
         f'<section data-chart="totals">{_totals(plans, plan)}{note_html}</section>'
         + _div(disruption_figure(plans), "disruption")
         + _div(waiting_figure(plans), "waiting")
-        + "".join(_wave(i, w) for i, w in enumerate(plan.waves, start=1))
+        + (_start(plan.cronjobs[0]) if plan.cronjobs else "")
+        + "".join(_wave(i, w, plan.cronjobs[i] if plan.cronjobs else {}) for i, w in enumerate(plan.waves, start=1))
         + "</body></html>\n"
     )
