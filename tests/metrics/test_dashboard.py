@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from kubedra.metrics.embedded import SIM_TIME
+from kubedra.metrics.families import FAMILIES
 from kubedra.metrics.live import LAST_SYNC, SERVED_AGE, SYNCED, UNDECODABLE, WATCH_UP
-from kubedra.metrics.model import FAMILIES
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "kubedra-dra.json"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kubedra.metrics.model import Family
+from kubedra.metrics.families import Family
 from kubedra.metrics.serve import MetricsServer
 
 ROOT = Path(__file__).resolve().parents[2]

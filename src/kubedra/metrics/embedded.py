@@ -14,7 +14,8 @@ from typing import Any
 
 from kubedra.allocator import Features
 from kubedra.cluster.state import ClusterState
-from kubedra.metrics.model import DraMetrics, Family, FamilySpec, render_families
+from kubedra.metrics.families import Family, FamilySpec, render_families
+from kubedra.metrics.model import DraMetrics
 from kubedra.sim.run import Simulation, SimulationResult
 
 SIM_TIME = FamilySpec(

@@ -24,7 +24,8 @@ from kubedra.cluster.state import ClusterState, PodRecord
 from kubedra.cluster.usage import NodeUsage
 from kubedra.kube.mirror import Backoff, Changes, NotSyncedError
 from kubedra.kube.read import ClusterDocuments, Decoded, Undecodable
-from kubedra.metrics.model import Changed, DraMetrics, Family, FamilySpec, render_families
+from kubedra.metrics.families import Family, FamilySpec, render_families
+from kubedra.metrics.model import Changed, DraMetrics
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import (
     DeviceClass,

@@ -23,7 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
-from kubedra.metrics.model import Family
+from kubedra.metrics.families import Family
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
