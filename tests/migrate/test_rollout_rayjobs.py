@@ -184,3 +184,84 @@ def test_a_failed_submitter_job_fails_the_rayjob(limit: int, before: int, action
         assert out.counts["Job/default/rj"] == JobCount() and out.lost == []
     else:
         assert line.why.endswith("Failed; its RayCluster keeps running") and out.lost == [] and out.fresh == set()
+
+
+def _serving(gpus: int) -> list[dict[str, Any]]:
+    """A serving Deployment (priority 1000) that prefers n-0 and may run only on n-0 or n-1: draining n-0, its pod
+    finds no room and preempts the RayJob's pods on n-1 (priority 0)."""
+    hostname = "kubernetes.io/hostname"
+    spec = {"containers": [{"name": "c", "image": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
+            "priorityClassName": "serving", "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": hostname, "operator": "In", "values": ["n-0", "n-1"]}]}]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
+                    "matchExpressions": [{"key": hostname, "operator": "In", "values": ["n-0"]}]}}]}}}
+    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "serving"},
+             "value": 1000},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "serve"}, "spec": {
+                "replicas": 1, "selector": {"matchLabels": {"app": "serve"}},
+                "template": {"metadata": {"labels": {"app": "serve"}}, "spec": spec}}}]
+
+
+def _preempting(tmp_path: Path, capsys: pytest.CaptureFixture[str], gpus: int, rayjob: dict[str, Any]
+                ) -> dict[str, Any]:
+    """The plan's first wave (n-0): the serving pod evicted lands on n-1, preempting there."""
+    pool = {"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "n"},
+            "spec": {"count": 3, "gpu": {"model": "H100-80GB", "count": 8}, "devicePlugin": True}}
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([pool, *_serving(gpus), rayjob]))
+    capsys.readouterr()
+    assert main(["migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json"]) == 0
+    first: dict[str, Any] = json.loads(capsys.readouterr().out)["waves"][0]
+    (serve,) = first["evicted"]
+    assert serve.startswith("default/serve-") and first["landed"] == {serve: "n-1"}
+    return first
+
+
+
+def test_a_head_preempted_is_not_made_again_and_the_rayjob_fails(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The serving pod (8 GPUs) preempts the head on n-1: reconcilePods makes no head for the provisioned cluster,
+    the submitter's Job fails (K8sJobMode) and, backoffLimit 0, checkBackoffLimitAndUpdateStatusIfNeeded leaves the
+    RayJob Failed: head and submitter lost, the workers on n-2 keep running, headless."""
+    first = _preempting(tmp_path, capsys, 8, _rayjob(head="n-1", workers="n-2", submitter="n-2"))
+    (head,) = first["preempted"]
+    assert "-head-" in head and first["waiting"] == {} and first["recreated"] == []
+    (submitter,) = [k for k in first["lost"] if k != head]
+    assert sorted(first["lost"]) == sorted([head, submitter]) and submitter.startswith("default/rj-")
+    line = first["workloads"][RAYJOB]
+    assert (line["action"], line["evicted"], line["preempted"], line["deleted"]) == ("failed", 0, 1, 1)
+    assert "(its head preempted: reconcilePods does not make it again)" in line["why"]
+    assert line["why"].endswith("failure 1 of backoffLimit 0: Failed; its workers keep running, headless")
+
+
+def test_a_head_preempted_within_backoff_limit_retries_and_the_submitter_waits_for_the_cluster(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """backoffLimit 1: Retrying deletes the cluster and the submitter Job; in the next run the workers are made again
+    on n-2 and the head, pinned to n-1 where the serving pod now runs, waits. The RayJob's Initializing step makes
+    the submitter Job only once RayCluster.Status.State is Ready (calculateStatus: head and every worker running):
+    the new submitter is not made."""
+    first = _preempting(tmp_path, capsys, 8, _rayjob(head="n-1", workers="n-2", submitter="n-2", backoffLimit=1))
+    (head,) = first["preempted"]
+    workers = _pods(first, "-worker-")
+    (submitter,) = [k for k in first["recreated"] if k not in workers]
+    assert len(workers) == 2 and first["lost"] == [] and head not in first["recreated"]
+    assert first["waiting"][submitter] == ("not made yet: RayJob default/rj makes its submitter Job once its "
+                                           "RayCluster is Ready (head and workers running)")
+    assert first["waiting"][head].startswith("0/3 nodes are available: 1 Insufficient nvidia.com/gpu")
+    assert not set(workers) & set(first["waiting"])
+    line = first["workloads"][RAYJOB]
+    assert (line["action"], line["preempted"], line["deleted"]) == ("restarted", 1, 3)
+    assert "failure 1 of backoffLimit 1: Retrying deletes its RayCluster and submitter Job" in line["why"]
+
+
+def test_a_worker_preempted_is_made_again_and_the_rayjob_keeps_running(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The serving pod (4 GPUs) preempts one worker on n-1: reconcilePods makes it again (diff > 0); pinned to n-1,
+    now full, it waits. The head and the submitter keep running: no failure counted."""
+    first = _preempting(tmp_path, capsys, 4, _rayjob(head="n-2", workers="n-1", submitter="n-2"))
+    (worker,) = first["preempted"]
+    assert "-worker-" in worker and first["lost"] == [] and list(first["waiting"]) == [worker]
+    line = first["workloads"][RAYJOB]
+    assert (line["action"], line["preempted"], line["deleted"]) == ("running", 1, 0)
+    assert line["why"] == ("1 worker preempted: reconcilePods makes the missing workers again; the Ray job keeps "
+                           "running")

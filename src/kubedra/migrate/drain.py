@@ -28,6 +28,7 @@ from kubedra.migrate.group_restarts import Restarts, jobset_restarts, lws_restar
 from kubedra.migrate.job_failures import JobCount, jobs_in_wave, with_preempted_jobs
 from kubedra.migrate.lws_waves import split
 from kubedra.migrate.ray_restarts import ray_restarts
+from kubedra.migrate.ray_waves import split as ray_split
 from kubedra.migrate.rollout import (
     RECREATED_AT,
     Cluster,
@@ -74,17 +75,21 @@ class _Wave:
             if carried is not None:
                 claims.append(carried)
         made, groups = split(self.cluster.scenario.workloads.leaderworkersets, pending, self.running)
+        submitted, rayjobs = ray_split(self.cluster.scenario.workloads.rayjobs, self.victims.retried, pending)
         arrivals.extend(replace(self.by_key[k], arrive_at=RECREATED_AT + delays.get(k, 0.0))
-                        for k in pending if k not in made)
-        ran = simulated(mixed(self.cluster, on, arrivals, cordoned, claims, leaderworkersets=groups), self.features,
-                        known)
+                        for k in pending if k not in made and k not in submitted)
+        ran = simulated(mixed(self.cluster, on, arrivals, cordoned, claims, leaderworkersets=groups, rayjobs=rayjobs),
+                        self.features, known)
         self.preempted.update(ran.preempted)
         self.lost.extend(k for k in ran.unreplaced if _bare(self.by_key[k]) and k not in self.lost)
         return ran
 
     def carry(self, ran: Ran) -> list[str]:
         """The pods running after ``ran`` carried as bound, less those its victims' controllers delete or lose
-        (``wave_victims``); the others (not lost) to schedule again."""
+        (``wave_victims``); the others (not lost) to schedule again. A retried RayJob whose new submitter ran no
+        longer waits for its cluster (``ray_waves``)."""
+        owners = {self.by_key[k].owner for k in ran.held if k in self.by_key}
+        self.victims.retried -= {n for n in self.victims.retried if self.cluster.rayjobs[n].submitter in owners}
         self.deleted, lost = self.victims.answer(ran.preempted, ran.held)
         self.lost.extend(k for k in self.by_key if k in lost and k not in self.lost)
         self.running.clear()
@@ -133,7 +138,8 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     lost.extend(job_lost)
     jobs = replace(jobs, counts={**jobs.counts, **restarts.counts},
                    delays={k: d for k, d in jobs.delays.items() if k not in restarts.fresh})
-    victims = Victims(workloads, by_key, cluster.lws_policies, jobs, restarts=restarts, evicted=evicted)
+    victims = Victims(workloads, by_key, cluster.lws_policies, jobs, restarts=restarts, evicted=evicted,
+                      rayjobs=cluster.rayjobs)
     wave = _Wave(cluster, features, by_key, placement, running=running, lost=lost, victims=victims)
 
     # The controllers recreate an evicted pod at once, while its node is still cordoned: where the replacement binds
@@ -150,7 +156,7 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
         result = wave.once(switched | going, set(), pending, victims.delays)
     else:
         wave.carry(result)
-    job_lost += victims.lost
+    job_lost += [k for k in victims.lost if k not in job_lost]
     after = {k: node for k, (node, _) in result.status.items()
              if node and k in by_key and k not in lost and k not in wave.deleted}
     waiting = {k: why for k, (node, why) in result.status.items() if not node and k in by_key and k not in lost}
@@ -160,4 +166,4 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     touched = with_preempted_jobs(victims.jobs, victims.counts, victims.preempted, jobs.rules)
     return WaveOutcome(tuple(switching), evicted, lost, after, moved, waiting, budgets, wave.preempted,
                        {k: h for k, h in result.held.items() if k in after}, touched, victims.counts, job_lost,
-                       victims.workloads, [k for k in victims.recreated if k not in job_lost], restarts.lost_why)
+                       victims.workloads, [k for k in victims.recreated if k not in job_lost], victims.lost_why)

@@ -103,6 +103,7 @@ class Restarts:
     counts: dict[str, JobCount] = field(default_factory=dict)
     workloads: dict[str, GroupWave] = field(default_factory=dict)
     lost_why: dict[str, str] = field(default_factory=dict)  # a lost pod -> why, where no failed Job says it
+    retried: set[str] = field(default_factory=set)  # RayJobs retried: their new submitter waits for the new cluster
 
 
 def lws_members(by_key: Mapping[str, PodArrival]) -> dict[str, list[str]]:

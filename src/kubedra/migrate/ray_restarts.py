@@ -85,15 +85,15 @@ def running_rayjobs(loaded: Loaded, workloads: Workloads) -> tuple[dict[str, Ray
     return out, pods
 
 
-def _running_why(job: RayJobPods, workers: int, jobs: JobsInWave) -> str:
-    """Why a RayJob whose workers or submitter were evicted keeps running."""
+def _running_why(job: RayJobPods, workers: int, jobs: JobsInWave, done: str) -> str:
+    """Why a RayJob whose workers or submitter were evicted (or preempted: ``done``) keeps running."""
     parts = []
     if workers:
-        parts.append(f"{workers} worker{'s' if workers != 1 else ''} evicted: reconcilePods makes the missing "
+        parts.append(f"{workers} worker{'s' if workers != 1 else ''} {done}: reconcilePods makes the missing "
                      "workers again")
     submitter = jobs.jobs.get(job.submitter or "")
     if submitter is not None:
-        parts.append(f"its submitter evicted: its Job makes the pod again after a {submitter.backoff:g} s back-off "
+        parts.append(f"its submitter {done}: its Job makes the pod again after a {submitter.backoff:g} s back-off "
                      f"(failures {submitter.counted} of backoffLimit {submitter.limit}); the new pod's ray job "
                      "status finds the Ray job and follows its logs (BuildJobSubmitCommand)")
     return "; ".join(parts) + "; the Ray job keeps running"
@@ -107,8 +107,9 @@ def _lost(out: Restarts, keys: list[str], why: str, jobs: JobsInWave) -> None:
 
 
 def ray_restarts(rayjobs: Mapping[str, RayJobPods], by_key: Mapping[str, PodArrival], evicted: list[str],
-                 jobs: JobsInWave, *, before: Mapping[str, JobCount], out: Restarts) -> None:
-    """What each RayJob the wave evicts pods of does (the module's doc says what)."""
+                 jobs: JobsInWave, *, before: Mapping[str, JobCount], out: Restarts, done: str = "evicted") -> None:
+    """What each RayJob the wave evicts pods of does (the module's doc says what); ``by_key``: the pods not lost.
+    ``wave_victims`` calls it for a run's preemptions (``done``: "preempted"): a deleted pod is a deleted pod."""
     for name, job in sorted(rayjobs.items()):
         submitted = [k for k, a in by_key.items() if job.submitter is not None and a.owner == job.submitter]
         cluster = [k for k in (job.head, *job.workers) if k in by_key]
@@ -117,26 +118,26 @@ def ray_restarts(rayjobs: Mapping[str, RayJobPods], by_key: Mapping[str, PodArri
         workers = [k for k in hit if k in job.workers]
         if not hit:
             continue
-        if job.head not in by_key:  # lost in an earlier wave: reconcilePods returns before the workers
+        if job.head not in by_key:  # lost already: reconcilePods returns before the workers
             _lost(out, workers, "its RayJob's head is gone: not made again", jobs)
-            out.workloads[name] = GroupWave(len(hit), 0, "lost", "its head is gone since an earlier wave: "
-                                            "reconcilePods makes no head for a RayJob's provisioned cluster and "
-                                            "returns before its workers: the evicted ones are not made again")
+            out.workloads[name] = GroupWave(len(hit), 0, "lost", "its head is gone already: reconcilePods makes no "
+                                            "head for a RayJob's provisioned cluster and returns before its "
+                                            f"workers: the {done} ones are not made again")
             continue
         head = job.head in hit
         submitter = jobs.jobs.get(job.submitter or "")
         if head and job.mode not in HEAD_GONE:
             _lost(out, [job.head, *workers], "its RayJob's head is gone: not made again", jobs)
-            out.workloads[name] = GroupWave(len(hit), 0, "stalled", f"its head evicted: reconcilePods does not make "
+            out.workloads[name] = GroupWave(len(hit), 0, "stalled", f"its head {done}: reconcilePods does not make "
                                             f"it again; in {job.mode} GetJobInfo fails and the RayJob stays "
                                             "Running, its Ray job gone with the head")
             continue
         if head:
-            reason = f"{HEAD_GONE[job.mode]} (its head evicted: reconcilePods does not make it again)"
+            reason = f"{HEAD_GONE[job.mode]} (its head {done}: reconcilePods does not make it again)"
         elif submitter is not None and submitter.failed:
             reason = f"SubmissionFailed: Job submission has failed ({submitter.failed})"
         else:
-            out.workloads[name] = GroupWave(len(hit), 0, "running", _running_why(job, len(workers), jobs))
+            out.workloads[name] = GroupWave(len(hit), 0, "running", _running_why(job, len(workers), jobs, done))
             continue
         count = before.get(name, JobCount())
         failed = count.counted + 1
@@ -144,6 +145,7 @@ def ray_restarts(rayjobs: Mapping[str, RayJobPods], by_key: Mapping[str, PodArri
         tally = f"failure {failed} of backoffLimit {job.backoff_limit}"
         if failed <= job.backoff_limit:
             out.fresh |= set(pods)
+            out.retried.add(name)
             out.recreated += [k for k in pods if k not in evicted]
             if job.submitter is not None:
                 out.counts[job.submitter] = JobCount()

@@ -41,12 +41,14 @@ from kubedra.migrate.job_failures import JobCount, JobWave
 from kubedra.migrate.lws_waves import split, unmade, worker_arrivals
 from kubedra.migrate.mig import mig_classes
 from kubedra.migrate.ray_restarts import RayJobPods, running_rayjobs
+from kubedra.migrate.ray_waves import unsubmitted
 from kubedra.objects.errors import InvalidInputError, Location, Problem
 from kubedra.objects.load import Loaded
 from kubedra.objects.model import Node, Pod, ResourceClaim
 from kubedra.sim.budgets import PodDisruptionBudget
 from kubedra.sim.leaderworkersets import LeaderWorkerSetRun
 from kubedra.sim.manifests import selector_matches
+from kubedra.sim.rayjobs import RayJobRun
 from kubedra.sim.scenario import Scenario
 from kubedra.sim.workloads import DEFAULT_NAMESPACE, PodArrival, Workloads
 
@@ -215,12 +217,14 @@ def kept_arrival(arrival: PodArrival, node: str, held: Held | None) -> PodArriva
 
 
 def mixed(cluster: Cluster, switched: set[str], arrivals: list[PodArrival], cordoned: set[str] | None = None,
-          held: Sequence[Held] = (), *, leaderworkersets: Sequence[LeaderWorkerSetRun] = ()) -> Scenario:
+          held: Sequence[Held] = (), *, leaderworkersets: Sequence[LeaderWorkerSetRun] = (),
+          rayjobs: Sequence[RayJobRun] = ()) -> Scenario:
     """The cluster with ``switched`` on DRA and every other device-plugin node as it is, running ``arrivals``;
     ``cordoned`` nodes are left out (being drained: nothing lands there); ``held``: the claims the bound pods hold,
     allocated (in place of the scenario's claims of those names), reserved for those pods only. Each pod keeps its
     own ``preemptionPolicy``: a recreated pod preempts lower-priority running pods as kube-scheduler has it do;
-    ``leaderworkersets``: the groups whose workers the LWS pod controller makes in the run (``lws_waves``)."""
+    ``leaderworkersets``: the groups whose workers the LWS pod controller makes in the run (``lws_waves``);
+    ``rayjobs``: the retried RayJobs whose submitter Job the RayJob controller makes in the run (``ray_waves``)."""
     nodes = [*cluster.other_nodes]
     slices = list(cluster.scenario.slices)
     for name, gpu in cluster.gpu_nodes.items():
@@ -237,14 +241,15 @@ def mixed(cluster: Cluster, switched: set[str], arrivals: list[PodArrival], cord
             status = msgspec.structs.replace(claim.status, reserved_for=reserved)
             claims[(claim.metadata.namespace, claim.metadata.name)] = msgspec.structs.replace(claim, status=status)
     return replace(cluster.scenario, nodes=nodes, slices=slices, claims=list(claims.values()), workloads=Workloads(
-        arrivals=arrivals, controllers=cluster.scenario.workloads.controllers, leaderworkersets=list(leaderworkersets)))
+        arrivals=arrivals, controllers=cluster.scenario.workloads.controllers, leaderworkersets=list(leaderworkersets),
+        rayjobs=list(rayjobs)))
 
 
 def simulated(scenario: Scenario, features: Any, known: dict[str, str]) -> Ran:
     """Simulate ``scenario``; ``known``: the key each arrival has -> the plan's pod it is. A controller's
     replacement for a victim is the victim's pod (the ``Created`` event names the victim it replaces); a victim's
     preemptor is the pod nominated right after it. A LeaderWorkerSet's worker the run was to make and did not (its
-    leader never ran) waits for it (``lws_waves``)."""
+    leader never ran) waits for it (``lws_waves``), as does a retried RayJob's submitter its cluster (``ray_waves``)."""
     from kubedra.sim.replacements import REPLACING
     from kubedra.sim.simulate import Options, simulate
 
@@ -281,7 +286,8 @@ def simulated(scenario: Scenario, features: Any, known: dict[str, str]) -> Ran:
                 ended.add(pod)
             else:
                 ended.discard(pod)
-    status.update({k: ("", why) for k, why in unmade(scenario.workloads.leaderworkersets).items() if k not in status})
+    waits = {**unmade(scenario.workloads.leaderworkersets), **unsubmitted(scenario.workloads.rayjobs)}
+    status.update({k: ("", why) for k, why in waits.items() if k not in status})
     return Ran(status, held, preempted, ended & set(preempted))
 
 

@@ -14,6 +14,10 @@ API does: a deleted pod is a deleted pod, and each controller answers it as it a
   Job fails and deletes every pod it has (lost).
 * **JobSet** (v0.12.0, ``executeFailurePolicy``): a Job of it failing so restarts the JobSet (every pod deleted and
   made again at once: new Jobs, counted from zero) or fails it (every pod lost), as an eviction's failure does.
+* **RayJob** (ray-operator v1.5.0, ``ray_restarts``' rules): a worker preempted is made again; its head is not
+  (``reconcilePods``), and the RayJob fails, retried within ``spec.backoffLimit`` (every pod deleted and made again,
+  its new submitter once the new cluster runs: ``ray_waves``) or Failed (head and submitter lost); its submitter's
+  pod is a failure to its Job, whose failing fails the RayJob (``SubmissionFailed``) the same way.
 
 The simulator replaces a StatefulSet's victim within its run, not a Job's (``rollout.simulated``); each run's
 victims are answered after it, and the pods deleted are made again in the wave's next run (``drain``).
@@ -34,7 +38,8 @@ from kubedra.migrate.group_restarts import (
     lws_members,
     lws_why,
 )
-from kubedra.migrate.job_failures import JobCount, JobsInWave, JobWave, failure
+from kubedra.migrate.job_failures import JobCount, JobsInWave, JobWave, failure, with_preempted_jobs
+from kubedra.migrate.ray_restarts import RayJobPods, ray_restarts
 from kubedra.sim.replacements import job_backoff
 from kubedra.sim.workloads import PodArrival, Workloads
 
@@ -44,8 +49,9 @@ class Victims:
     workloads that restart or fail, and the pods they delete or lose."""
 
     def __init__(self, workloads: Workloads, by_key: Mapping[str, PodArrival], policies: Mapping[str, str],
-                 jobs: JobsInWave, *, restarts: Restarts, evicted: Collection[str]) -> None:
-        self.by_key, self.policies, self.evicted = by_key, policies, evicted
+                 jobs: JobsInWave, *, restarts: Restarts, evicted: Collection[str],
+                 rayjobs: Mapping[str, RayJobPods]) -> None:
+        self.by_key, self.policies, self.evicted, self.rayjobs = by_key, policies, evicted, rayjobs
         self.owners = {k: a.owner for k, a in by_key.items()}
         self.members = lws_members(by_key)
         self.of = jobset_of(workloads)
@@ -58,7 +64,10 @@ class Victims:
         self.delays: dict[str, float] = {}  # a Job's victim -> its replacement's back-off
         self.workloads = dict(restarts.workloads)
         self.recreated = list(restarts.recreated)
-        self.lost: list[str] = []  # pods lost with a Job or JobSet a preemption failed
+        self.lost: list[str] = []  # pods lost with a Job, JobSet or RayJob a preemption failed
+        self.lost_why = dict(restarts.lost_why)  # a lost pod -> why, where no failed Job says it
+        self.gone = {*restarts.lost, *(k for k in jobs.lost if k not in restarts.fresh)}  # lost so far in the wave
+        self.retried = set(restarts.retried)  # RayJobs retried whose new submitter has not run yet (``ray_waves``)
 
     def answer(self, preempted: Iterable[str], running: Collection[str]) -> tuple[set[str], set[str]]:
         """One run's victims (``preempted``; ``running``: the pods running after it) answered: the pods deleted to
@@ -81,6 +90,10 @@ class Victims:
             else:
                 lost |= set(pods)
         fresh |= self._groups(victims, running)
+        ray = self._rayjobs(victims, lost)
+        lost = (lost - ray.fresh) | set(ray.lost)
+        fresh |= ray.fresh
+        self.gone |= lost
         self.lost += [k for k in self.by_key if k in lost and k not in self.lost]
         for key in fresh:
             self.delays.pop(key, None)
@@ -105,6 +118,27 @@ class Victims:
             if owner in by_owner and owner not in failed:
                 self.delays[key] = job_backoff(self.counts[owner].failures)
         return failed
+
+    def _rayjobs(self, victims: list[str], lost: set[str]) -> Restarts:
+        """The RayJobs whose pods the victims are, answered by ``ray_restarts`` (``lost``: the pods a Job the victims
+        failed loses, a RayJob's submitter among them); -> its answer, counts and lines taken in."""
+        out = Restarts()
+        by_key = {k: a for k, a in self.by_key.items() if k not in self.gone and k not in lost}
+        by_key.update({k: self.by_key[k] for k in victims if k in lost})  # a failed submitter's pod: hit, not gone
+        hit = {self.owners.get(k) for k in victims}  # a submitter Job the run did not touch says nothing now
+        now = with_preempted_jobs(self.jobs, self.counts, self.preempted, self.rules)
+        jobs = JobsInWave(self.rules, self.counts, {o: w for o, w in now.items() if o in hit}, [*self.gone, *lost],
+                          {})
+        ray_restarts(self.rayjobs, by_key, victims, jobs, before=self.counts, out=out, done="preempted")
+        self.counts.update(out.counts)
+        self.retried |= out.retried
+        self.lost_why.update(out.lost_why)
+        for name, line in out.workloads.items():
+            was = self.workloads.get(name)
+            self.workloads[name] = GroupWave(0, line.deleted, line.action, line.why, line.evicted) if was is None \
+                else was.again(line.evicted, line.deleted, line.action, line.why)
+        self.recreated += [k for k in out.recreated if k not in self.evicted and k not in self.recreated]
+        return out
 
     def _jobset(self, jobset: str, failures: Mapping[str, tuple[str, str, str]], pods: list[str],
                 victims: list[str]) -> bool:
