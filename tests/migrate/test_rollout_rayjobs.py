@@ -1,4 +1,5 @@
-"""A running RayJob's pods evicted by a wave, as KubeRay ray-operator v1.5.0 answers it (``migrate.ray_restarts``).
+"""A running RayJob's pods evicted by a wave, or preempted during its runs, as KubeRay ray-operator v1.5.0 answers
+it (``migrate.ray_restarts``, ``migrate.wave_victims``, ``migrate.ray_waves``).
 
 ``raycluster_controller.go`` ``reconcilePods``: a worker group short of ``GetWorkerGroupDesiredReplicas`` has the
 missing workers made again (``diff > 0``); with 0 head pods in a cluster a RayJob made and ``RayClusterProvisioned``
@@ -10,7 +11,9 @@ in SidecarMode, when its head pod is gone (``AppFailed``, "Ray head pod not foun
 ``deleteSubmitterJob``, made again from ``New``) while ``status.failed`` is at most ``spec.backoffLimit``; a Failed
 RayJob with ``shutdownAfterJobFinishes`` has its cluster deleted (``handleShutdownAfterJobFinishes``).
 ``common/job.go`` ``BuildJobSubmitCommand``: a submitter pod made again runs ``ray job status`` and follows the logs
-of the Ray job already submitted.
+of the Ray job already submitted. ``JobDeploymentStatusInitializing`` makes the submitter Job (``createK8sJobIfNeed``)
+only once ``RayCluster.Status.State`` is ``Ready`` (``calculateStatus``: the head and every desired worker,
+``CheckAllPodsRunning``). A pod preempted is deleted as an evicted one is: the same rules answer it.
 
 Every cluster: three device-plugin nodes of 8 GPUs switched one a wave in name order; one RayJob whose head (1 GPU),
 two workers (4 GPUs each) and submitter pod are pinned to nodes the test picks."""
@@ -28,9 +31,10 @@ from kubedra.cli import main
 from kubedra.migrate.group_restarts import Restarts
 from kubedra.migrate.job_failures import JobCount, JobsInWave, JobWave
 from kubedra.migrate.ray_restarts import RayJobPods, ray_restarts
+from kubedra.migrate.wave_victims import Victims
 from kubedra.objects.model import ObjectMeta, Pod, PodSpec
 from kubedra.sim.replacements import JobRules
-from kubedra.sim.workloads import PodArrival
+from kubedra.sim.workloads import PodArrival, Workloads
 
 RAYJOB = "RayJob/default/rj"
 
@@ -53,10 +57,12 @@ def _rayjob(head: str, workers: str, submitter: str, **spec: Any) -> dict[str, A
     return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "rj"}, "spec": body}
 
 
-def _plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], rayjob: dict[str, Any]) -> dict[str, Any]:
+def _plan(tmp_path: Path, capsys: pytest.CaptureFixture[str], rayjob: dict[str, Any] | list[dict[str, Any]]
+          ) -> dict[str, Any]:
     pool = {"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "n"},
             "spec": {"count": 3, "gpu": {"model": "H100-80GB", "count": 8}, "devicePlugin": True}}
-    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([pool, rayjob]))
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([pool, *(rayjob if isinstance(rayjob, list)
+                                                                        else [rayjob])]))
     capsys.readouterr()
     assert main(["migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json"]) == 0
     plan: dict[str, Any] = json.loads(capsys.readouterr().out)
@@ -114,6 +120,25 @@ def test_a_head_evicted_within_backoff_limit_retries_the_rayjob(
     assert (line["action"], line["evicted"], line["deleted"]) == ("restarted", 1, 3)
     assert "failure 1 of backoffLimit 1: Retrying deletes its RayCluster and submitter Job" in line["why"]
     assert plan["summary"]["workloadsRestarted"] == 1 and plan["summary"]["lost"] == 0
+
+
+def test_a_retried_rayjobs_new_submitter_waits_for_its_cluster_while_the_node_drains(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """backoffLimit 1, the head on n-0: Retrying makes the cluster and submitter Job again, and the RayJob's
+    Initializing step makes the submitter Job only once RayCluster.Status.State is Ready (calculateStatus: head and
+    every worker running). While n-0 drains, cordoned, the new head waits for it: no submitter, so a budget of one
+    on the submitter pod is broken during the drain; once n-0 is uncordoned the head lands and the submitter is
+    made."""
+    rayjob = _rayjob(head="n-0", workers="n-1", submitter="n-2", backoffLimit=1)
+    rayjob["spec"]["submitterPodTemplate"]["metadata"] = {"labels": {"app": "submitter"}}
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "submitter"},
+              "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "submitter"}}}}
+    first = _plan(tmp_path, capsys, [rayjob, budget])["waves"][0]
+    (head,) = first["evicted"]
+    assert first["landed"] == {head: "n-0"} and first["waiting"] == {} and first["lost"] == []
+    assert first["workloads"][RAYJOB]["action"] == "restarted"
+    assert first["budgets"] == [{"budget": "default/submitter", "desired": 1, "healthy": 1, "duringDrain": 0,
+                                 "after": 1, "losesQuorum": True}]
 
 
 def test_a_failed_rayjob_with_shutdown_loses_its_whole_cluster(
@@ -265,3 +290,37 @@ def test_a_worker_preempted_is_made_again_and_the_rayjob_keeps_running(
     assert (line["action"], line["preempted"], line["deleted"]) == ("running", 1, 0)
     assert line["why"] == ("1 worker preempted: reconcilePods makes the missing workers again; the Ray job keeps "
                            "running")
+
+
+@pytest.mark.parametrize(("limit", "before", "action"), [(0, 0, "running"), (1, 2, "restarted"), (0, 2, "failed")])
+def test_a_submitter_preempted_counts_against_its_job(limit: int, before: int, action: str) -> None:
+    """The submitter's pod preempted is a failure to its Job (createNewK8sJob: backoffLimit 2). Within the limit the
+    Job makes it again after its back-off and the RayJob runs on; past it the Job fails, and
+    checkSubmitterAndUpdateStatusIfNeeded fails the RayJob (SubmissionFailed): Retrying within spec.backoffLimit
+    deletes and makes again every pod (the submitter too, with a Job counted from zero), else Failed, the submitter
+    lost with its Job and the cluster left running."""
+    owner = "RayCluster/default/rj-abcde"
+    by_key = {"default/h": _arrival("h", owner), "default/w": _arrival("w", owner),
+              "default/s": _arrival("s", "Job/default/rj")}
+    job = RayJobPods(RAYJOB, "K8sJobMode", "default/h", ("default/w",), "Job/default/rj", limit, False)
+    jobs = JobsInWave({"Job/default/rj": JobRules(backoff_limit=2)}, {"Job/default/rj": JobCount(before, before)},
+                      {}, [], {})
+    victims = Victims(Workloads(arrivals=[]), by_key, {}, jobs, restarts=Restarts(), evicted=[],
+                      rayjobs={RAYJOB: job})
+    fresh, lost = victims.answer(["default/s"], {"default/h", "default/w"})
+    line = victims.workloads[RAYJOB]
+    assert (line.action, line.evicted, line.preempted) == (action, 0, 1)
+    if action == "running":
+        assert (fresh, lost, victims.delays) == (set(), set(), {"default/s": 10.0})
+        assert "its submitter preempted: its Job makes the pod again after a 10 s back-off (failures 1 of " \
+            "backoffLimit 2)" in line.why
+        return
+    assert line.why.startswith("SubmissionFailed: Job submission has failed (BackoffLimitExceeded")
+    assert victims.counts[RAYJOB] == JobCount(1, 1)
+    if action == "restarted":
+        assert (fresh, lost, line.deleted) == ({"default/h", "default/w", "default/s"}, set(), 2)
+        assert victims.retried == {RAYJOB} and victims.recreated == ["default/h", "default/w"]
+        assert victims.counts["Job/default/rj"] == JobCount()
+    else:
+        assert (fresh, lost, line.deleted, victims.retried) == (set(), {"default/s"}, 0, set())
+        assert line.why.endswith("Failed; its RayCluster keeps running")

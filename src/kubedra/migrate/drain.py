@@ -13,9 +13,9 @@ made again in the next run (the simulator replaces only the pods of Jobs it runs
 pod preempted is lost. A Job's evicted pods are failures to it (``job_failures``; ``failures``: its count before the
 wave): they are made again after its back-off, or, past its limit, the Job fails and all its pods are lost. The
 LeaderWorkerSet groups, JobSets and RayJobs the evictions restart are made again with them (``group_restarts``,
-``ray_restarts``: a RayJob's head is not made again); those a
-run's preemptions restart (``wave_victims``: a preempted pod is deleted as an evicted one is) in the next run, and a
-Job or JobSet a preemption fails loses its pods there and then.
+``ray_restarts``: a RayJob's head is not made again; a retried RayJob's new submitter comes once its new cluster runs,
+``ray_waves``); those a run's preemptions restart (``wave_victims``: a preempted pod is deleted as an evicted one is)
+in the next run, and a Job, JobSet or RayJob a preemption fails loses its pods there and then.
 """
 
 from __future__ import annotations

@@ -27,9 +27,12 @@ zero; the plan keeps each pod's key). Otherwise it is ``Failed``: its head and s
 running (nobody deletes the headless cluster) unless ``shutdownAfterJobFinishes`` deletes the cluster
 (``handleShutdownAfterJobFinishes``, after ``ttlSecondsAfterFinished``: lost in the wave).
 
-**Not modelled.** A RayJob's pod preempted during a wave is made again as any controller's (its head too); the
-submitter Job is made in the same run as the cluster's pods, not once the new cluster is Ready; Ray's own task
-retries on a lost worker; ``submitterConfig.backoffLimit`` (2 is taken); RayJobs queued by Kueue (noted).
+A pod preempted during a wave's runs is answered by the same rules (``wave_victims`` calls :func:`ray_restarts`); a
+retried RayJob's new submitter Job comes once its new cluster runs (``ray_waves``).
+
+**Not modelled.** A RayJob already Failed (by its submitter Job, its cluster headed) is counted again if its head
+goes later; Ray's own task retries on a lost worker; ``submitterConfig.backoffLimit`` (2 is taken); RayJobs queued
+by Kueue (noted).
 """
 
 from __future__ import annotations
