@@ -324,3 +324,22 @@ def test_a_submitter_preempted_counts_against_its_job(limit: int, before: int, a
     else:
         assert (fresh, lost, line.deleted, victims.retried) == (set(), {"default/s"}, 0, set())
         assert line.why.endswith("Failed; its RayCluster keeps running")
+
+
+@pytest.mark.parametrize(("hit", "action", "lost"), [(["default/h"], "lost", ["default/h"]),
+                                                     (["default/w"], "running", [])])
+def test_a_rayjob_failed_already_is_not_counted_nor_retried_again(hit: list[str], action: str,
+                                                                  lost: list[str]) -> None:
+    """A RayJob Failed in an earlier wave (its submitter Job failed: status.failed 1 past backoffLimit 0) is terminal
+    (IsJobDeploymentTerminal: checkBackoffLimitAndUpdateStatusIfNeeded never sees it again); its RayCluster, headed,
+    runs on. reconcilePods makes an evicted worker again; its head evicted, it makes no head for the provisioned
+    cluster: the head is lost."""
+    owner = "RayCluster/default/rj-abcde"
+    by_key = {"default/h": _arrival("h", owner), "default/w": _arrival("w", owner)}
+    job = RayJobPods(RAYJOB, "K8sJobMode", "default/h", ("default/w",), "Job/default/rj", 0, False)
+    out = Restarts()
+    ray_restarts({RAYJOB: job}, by_key, hit, JobsInWave({}, {}, {}, [], {}), before={RAYJOB: JobCount(1, 1)},
+                 out=out)
+    line = out.workloads[RAYJOB]
+    assert (line.action, line.evicted, line.deleted) == (action, 1, 0) and line.why.startswith("Failed already; ")
+    assert (out.lost, out.counts, out.fresh, out.retried) == (lost, {}, set(), set())

@@ -30,9 +30,12 @@ running (nobody deletes the headless cluster) unless ``shutdownAfterJobFinishes`
 A pod preempted during a wave's runs is answered by the same rules (``wave_victims`` calls :func:`ray_restarts`); a
 retried RayJob's new submitter Job comes once its new cluster runs (``ray_waves``).
 
-**Not modelled.** A RayJob already Failed (by its submitter Job, its cluster headed) is counted again if its head
-goes later; Ray's own task retries on a lost worker; ``submitterConfig.backoffLimit`` (2 is taken); RayJobs queued
-by Kueue (noted).
+A RayJob Failed in an earlier wave or run (its failures past ``spec.backoffLimit``) is terminal: its cluster, headed
+(its submitter Job failed), makes an evicted worker again, not its head (``reconcilePods``); it is neither counted
+nor retried again.
+
+**Not modelled.** Ray's own task retries on a lost worker; ``submitterConfig.backoffLimit`` (2 is taken); RayJobs
+queued by Kueue (noted).
 """
 
 from __future__ import annotations
@@ -128,6 +131,16 @@ def ray_restarts(rayjobs: Mapping[str, RayJobPods], by_key: Mapping[str, PodArri
                                             f"workers: the {done} ones are not made again")
             continue
         head = job.head in hit
+        count = before.get(name, JobCount())
+        if count.counted > job.backoff_limit:  # Failed already, its cluster headed: terminal, never retried again
+            if head:
+                _lost(out, [job.head, *workers], "its RayJob's head is gone: not made again", jobs)
+            out.workloads[name] = GroupWave(len(hit), 0, "lost" if head else "running", (
+                f"Failed already; its head {done}: reconcilePods makes no head for its provisioned cluster and "
+                f"returns before its workers" if head else f"Failed already; {len(workers)} worker"
+                f"{'s' if len(workers) != 1 else ''} {done}: its RayCluster, headed, makes the missing workers "
+                "again (reconcilePods)"))
+            continue
         submitter = jobs.jobs.get(job.submitter or "")
         if head and job.mode not in HEAD_GONE:
             _lost(out, [job.head, *workers], "its RayJob's head is gone: not made again", jobs)
@@ -142,7 +155,6 @@ def ray_restarts(rayjobs: Mapping[str, RayJobPods], by_key: Mapping[str, PodArri
         else:
             out.workloads[name] = GroupWave(len(hit), 0, "running", _running_why(job, len(workers), jobs, done))
             continue
-        count = before.get(name, JobCount())
         failed = count.counted + 1
         out.counts[name] = JobCount(failed, failed)
         tally = f"failure {failed} of backoffLimit {job.backoff_limit}"
