@@ -11,8 +11,9 @@ import pytest
 import yaml
 from _samples import V1_DOCUMENTS, v1_slice
 
+from kubedra.objects.builder import Loaded, RawObject
 from kubedra.objects.errors import InvalidInputError
-from kubedra.objects.load import Loaded, RawObject, load_paths, load_text
+from kubedra.objects.load import load_paths, load_text
 from kubedra.objects.model import DeviceClass, Node, Pod, ResourceSlice
 from kubedra.objects.parse import ParseLimits
 

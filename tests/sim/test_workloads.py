@@ -11,8 +11,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from kubedra.objects.builder import RawObject
 from kubedra.objects.errors import InvalidInputError, Location
-from kubedra.objects.load import RawObject, load_text
+from kubedra.objects.load import load_text
 from kubedra.objects.model import Container, ObjectMeta, Pod, PodSpec
 from kubedra.sim.manifests import LabelSelector, PodTemplate, selector_matches, template_hash
 from kubedra.sim.workloads import expand_workloads, is_workload

@@ -25,9 +25,10 @@ from kubedra.kube.api import DEFAULT_PAGE_SIZE, READ_ERRORS, KubeError, describe
 from kubedra.kube.kinds import DOCUMENT_KINDS, KINDS, SPREAD_CONTROLLERS, SPREAD_KINDS, Kind
 from kubedra.objects import beta
 from kubedra.objects import model as m
+from kubedra.objects.builder import Loaded
 from kubedra.objects.decode import prune
 from kubedra.objects.errors import InvalidInputError, Problem
-from kubedra.objects.load import Loaded, load_paths
+from kubedra.objects.load import load_paths
 
 SOURCE = "cluster"
 # Bookkeeping of the API server that says nothing about the cluster's state.

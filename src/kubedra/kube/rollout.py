@@ -36,7 +36,8 @@ from kubedra.kube.kinds import (
 from kubedra.kube.read import SOURCE, read_cluster
 from kubedra.migrate.rollout import Cluster, pod_key
 from kubedra.migrate.rollout import read_cluster as rollout_cluster
-from kubedra.objects.load import Loaded, load_paths
+from kubedra.objects.builder import Loaded
+from kubedra.objects.load import load_paths
 from kubedra.sim.scenario import Scenario, build_scenario
 from kubedra.sim.workloads import PodArrival
 

@@ -26,7 +26,7 @@ from kubedra.kube.mirror import Backoff, Changes, NotSyncedError
 from kubedra.kube.read import ClusterDocuments, Decoded, Undecodable
 from kubedra.metrics.families import Family, FamilySpec, render_families
 from kubedra.metrics.model import Changed, DraMetrics
-from kubedra.objects.load import Loaded
+from kubedra.objects.builder import Loaded
 from kubedra.objects.model import (
     DeviceClass,
     DeviceTaintRule,

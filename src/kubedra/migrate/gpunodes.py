@@ -26,8 +26,8 @@ from kubedra.migrate import mig
 from kubedra.migrate.mig import COUNT_LABEL, GPU, MEMORY_LABEL, PRODUCT_LABEL, SHARED_SUFFIX
 from kubedra.migrate.mig import STRATEGY_LABEL as MIG_STRATEGY_LABEL
 from kubedra.migrate.workloads import mig_profile
+from kubedra.objects.builder import Loaded
 from kubedra.objects.errors import Location, Problem
-from kubedra.objects.load import Loaded
 from kubedra.objects.model import Node, ResourceSlice
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"

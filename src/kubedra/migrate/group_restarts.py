@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubedra.migrate.job_failures import JobCount, JobsInWave
-from kubedra.objects.load import Loaded
+from kubedra.objects.builder import Loaded
 from kubedra.sim.jobset_controllers import FAILED_MESSAGES, rule_applies
 from kubedra.sim.jobsets import PREFIX as JOBSET_PREFIX
 from kubedra.sim.leaderworkersets import GROUP_INDEX_KEY, NAME_KEY, WORKER_INDEX_KEY

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from kubedra.migrate.group_restarts import GroupWave, Restarts
 from kubedra.migrate.job_failures import JobCount, JobsInWave
-from kubedra.objects.load import Loaded
+from kubedra.objects.builder import Loaded
 from kubedra.sim.workloads import DEFAULT_NAMESPACE, PodArrival, Workloads
 
 HEAD_GONE = {

@@ -42,8 +42,8 @@ from kubedra.migrate.lws_waves import split, unmade, worker_arrivals
 from kubedra.migrate.mig import mig_classes
 from kubedra.migrate.ray_restarts import RayJobPods, running_rayjobs
 from kubedra.migrate.ray_waves import unsubmitted
+from kubedra.objects.builder import Loaded
 from kubedra.objects.errors import InvalidInputError, Location, Problem
-from kubedra.objects.load import Loaded
 from kubedra.objects.model import Node, Pod, ResourceClaim
 from kubedra.sim.budgets import PodDisruptionBudget
 from kubedra.sim.leaderworkersets import LeaderWorkerSetRun

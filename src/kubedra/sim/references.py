@@ -21,8 +21,8 @@ from typing import Any
 
 from kubedra.allocator import Features
 from kubedra.cluster.deviceclasses import INSTALLED_CLASSES
+from kubedra.objects.builder import Loaded
 from kubedra.objects.errors import Location, Problem
-from kubedra.objects.load import Loaded
 from kubedra.objects.model import DeviceClass, Pod, ResourceClaim, ResourceClaimTemplate, to_dict
 
 _POD_SPECS = {"Deployment": ("spec", "template", "spec"), "StatefulSet": ("spec", "template", "spec"),

@@ -14,8 +14,8 @@ import msgspec
 from kubedra.cluster.deviceclasses import default_device_classes, merge_device_classes
 from kubedra.cluster.nodepool import RawLike, expand_nodepools, is_nodepool
 from kubedra.cluster.state import Requirement
+from kubedra.objects.builder import Loaded
 from kubedra.objects.errors import InvalidInputError, Location, Problem
-from kubedra.objects.load import Loaded
 from kubedra.objects.model import (
     DeviceClass,
     DeviceTaintRule,

@@ -28,8 +28,8 @@ from kubedra.cel import CelCompileError, CelOptions, CompileCache
 from kubedra.cluster.deviceclasses import default_device_classes, merge_device_classes
 from kubedra.cluster.nodepool import expand_nodepools, is_nodepool
 from kubedra.objects import formats
+from kubedra.objects.builder import Loaded, RawObject
 from kubedra.objects.errors import InvalidInputError, Location, Problem
-from kubedra.objects.load import Loaded, RawObject
 from kubedra.objects.model import DeviceClass, DeviceTaintRule, Node, Pod, ResourceClaim, ResourceClaimTemplate
 from kubedra.objects.validate import SelectorCheck, validate, validate_with_notes
 from kubedra.sim.published import unpublished_requests, workload_pods
