@@ -77,7 +77,7 @@ def test_a_gpu_held_whole_in_a_shared_pool_is_whole_and_shares_are_counted() -> 
 
 
 def test_the_table_marks_only_real_shares() -> None:
-    from kubedra.cli.simulate import pod_table
+    from kubedra.cli.simulate_report import pod_table
     from kubedra.sim.report import build_report
 
     sim = run(
