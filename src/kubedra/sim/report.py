@@ -302,10 +302,12 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
     shared: dict[str, set[str]] = {}
     shares = 0
     claims_by_class: Counter[str] = Counter()
+    allocated_claims = 0
     for claim in state.claims.values():
         allocation = claim.status.allocation
         if allocation is None:
             continue
+        allocated_claims += 1
         for request in claim.spec.devices.requests:
             name = request.exactly.device_class_name if request.exactly else "firstAvailable"
             claims_by_class[name] += 1
@@ -321,7 +323,6 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
             else:
                 dedicated[model] += 1  # a device, or a share holding all of one
     phases = Counter(line.phase for line in lines)
-    allocated_claims = sum(1 for c in state.claims.values() if c.status.allocation is not None)
     return {
         "simulatedTime": format_duration(end_time),
         "pods": {
