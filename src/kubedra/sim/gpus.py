@@ -152,18 +152,42 @@ def _plugin_count(record: PodRecord, resource: str) -> int:
     return int(quantity.as_int64()) if quantity is not None else 0
 
 
-def final_usage(state: ClusterState, inventory: Inventory) -> Usage:
-    """Usage at the end of the run: claims' allocations and running pods' device-plugin GPUs."""
+@dataclass
+class HeldAs:
+    """The GPUs the claims hold at the end, by how: whole, MIG-partitioned, shared (a GPU can be in several)."""
+
+    whole: set[str] = field(default_factory=set)
+    mig: set[str] = field(default_factory=set)
+    shared: set[str] = field(default_factory=set)
+
+
+def final_usage(state: ClusterState, inventory: Inventory) -> tuple[Usage, HeldAs]:
+    """Usage at the end of the run (claims' allocations and running pods' device-plugin GPUs), and how the claims
+    hold their GPUs: one pass over the allocations."""
     usage = Usage(inventory)
+    held_as = HeldAs()
+    gpu_of, mig = inventory.gpu_of, inventory.mig
     for claim in state.allocated_claims():
         assert claim.status.allocation is not None
-        for device_id in state.devices.held(claim.status.allocation):
+        for r in claim.status.allocation.devices.results:
+            if r.admin_access:
+                continue  # occupies no device
+            device_id = f"{r.driver}/{r.pool}/{r.device}"
             usage.device(device_id, +1)
+            gpu = gpu_of.get(device_id)
+            if gpu is None:
+                continue
+            if device_id in mig:
+                held_as.mig.add(gpu)
+            elif r.share_id and not held_whole(state, r):
+                held_as.shared.add(gpu)
+            else:
+                held_as.whole.add(gpu)
     for record in state.pods.values() if inventory.plugin else ():  # no device-plugin GPUs: no pod to read
         node = record.pod.spec.node_name
         if node in inventory.plugin and record.started_at is not None and record.finished_at is None:
             usage.plugin(node, _plugin_count(record, inventory.plugin[node][0]), +1)
-    return usage
+    return usage, held_as
 
 
 def _timeline(state: ClusterState, events: list[Event], inventory: Inventory) -> list[tuple[float, int, str, int]]:

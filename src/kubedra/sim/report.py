@@ -222,26 +222,10 @@ def _gpus(result: SimulationResult) -> dict[str, Any]:
     """Physical GPUs per model: how many, in use at the end and how (whole, MIG, shares), and the run's peak."""
     state = result.state
     inventory = _inventory(result)
-    final = final_usage(state, inventory)
+    final, held_as = final_usage(state, inventory)
     peak = peak_usage(state, result.events, inventory, final, result.end_time)
-    whole: Counter[str] = Counter()
-    mig: set[str] = set()
-    shared: set[str] = set()
-    for claim in state.allocated_claims():
-        assert claim.status.allocation is not None
-        for r in claim.status.allocation.devices.results:
-            device_id = f"{r.driver}/{r.pool}/{r.device}"
-            gpu = inventory.gpu_of.get(device_id)
-            if gpu is None or r.admin_access:
-                continue
-            if device_id in inventory.mig:
-                mig.add(gpu)
-            elif r.share_id and not held_whole(state, r):
-                shared.add(gpu)
-            else:
-                whole[gpu] += 1
-    shared -= mig
-    shared -= set(whole)
+    whole, mig = held_as.whole, held_as.mig
+    shared = held_as.shared - mig - whole
     capacity = capacity_in_use(state, inventory)
     totals = inventory.totals()
     plugin_total: Counter[str] = Counter()
@@ -318,10 +302,12 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
     shared: dict[str, set[str]] = {}
     shares = 0
     claims_by_class: Counter[str] = Counter()
+    allocated_claims = 0
     for claim in state.claims.values():
         allocation = claim.status.allocation
         if allocation is None:
             continue
+        allocated_claims += 1
         for request in claim.spec.devices.requests:
             name = request.exactly.device_class_name if request.exactly else "firstAvailable"
             claims_by_class[name] += 1
@@ -337,7 +323,6 @@ def _summary(state: ClusterState, lines: list[PodLine], end_time: float) -> dict
             else:
                 dedicated[model] += 1  # a device, or a share holding all of one
     phases = Counter(line.phase for line in lines)
-    allocated_claims = sum(1 for c in state.claims.values() if c.status.allocation is not None)
     return {
         "simulatedTime": format_duration(end_time),
         "pods": {
