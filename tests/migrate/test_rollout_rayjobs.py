@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
+from tests.migrate.plans import first_serving_wave
 
 from kubedra.cli import main
 from kubedra.migrate.group_restarts import Restarts
@@ -231,15 +232,7 @@ def _serving(gpus: int) -> list[dict[str, Any]]:
 def _preempting(tmp_path: Path, capsys: pytest.CaptureFixture[str], gpus: int, rayjob: dict[str, Any]
                 ) -> dict[str, Any]:
     """The plan's first wave (n-0): the serving pod evicted lands on n-1, preempting there."""
-    pool = {"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "n"},
-            "spec": {"count": 3, "gpu": {"model": "H100-80GB", "count": 8}, "devicePlugin": True}}
-    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([pool, *_serving(gpus), rayjob]))
-    capsys.readouterr()
-    assert main(["migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json"]) == 0
-    first: dict[str, Any] = json.loads(capsys.readouterr().out)["waves"][0]
-    (serve,) = first["evicted"]
-    assert serve.startswith("default/serve-") and first["landed"] == {serve: "n-1"}
-    return first
+    return first_serving_wave(tmp_path, capsys, 8, [*_serving(gpus), rayjob], "n-1")
 
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from tests.migrate.plans import first_serving_wave
 
 from kubedra.cli import main
 
@@ -71,16 +71,7 @@ def _jobset(max_restarts: int | None) -> dict[str, Any]:
 
 def _first_wave(tmp_path: Path, capsys: pytest.CaptureFixture[str], on: str, workload: dict[str, Any]
                 ) -> dict[str, Any]:
-    pool = {"apiVersion": "kubedra.io/v1alpha1", "kind": "NodePool", "metadata": {"name": "n"},
-            "spec": {"count": 3, "gpu": {"model": "H100-80GB", "count": 2}, "devicePlugin": True}}
-    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all([pool, *_serving(on), workload]))
-    capsys.readouterr()
-    assert main(["migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json"]) == 0
-    first: dict[str, Any] = json.loads(capsys.readouterr().out)["waves"][0]
-    assert first["nodes"] == ["n-0"] and [k.split("-")[0] for k in first["evicted"]] == ["default/serve"]
-    (serve,) = first["evicted"]
-    assert first["landed"] == {serve: on}
-    return first
+    return first_serving_wave(tmp_path, capsys, 2, [*_serving(on), workload], on)
 
 
 @pytest.mark.parametrize("policy", [None, "RecreateGroupOnPodRestart", "RecreateGroupAfterStart"])
