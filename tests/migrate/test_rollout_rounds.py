@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from kubedra.cli import main
+from kubedra.migrate import drain
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -112,3 +113,25 @@ def test_a_chain_of_preemptions_runs_until_the_wave_settles(tmp_path: Path,
     rows = {_short(line.split()[0]): line.split()[-1] for line in wave.splitlines() if line.startswith("default/")}
     assert rows == {"serve": "n-1", "high": "n-2", "job": "n-3", "mid": "n-4", "low": "n-5", "filler": "waiting"}
     assert "made again after the wave" not in out and "preempted default/" not in rest
+
+
+def test_the_bound_is_the_guard_when_hit(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bound for this cluster: the run after the uncordon and one per distinct priority (six classes). Were it
+    three runs (the old fixed count), the low JobSet's pod, deleted in the last run, waits "made again after the
+    wave", and nothing preempts the filler in the wave."""
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(_cluster()))
+    calls: list[int] = []
+    bound = drain.runs
+
+    def three(pods: Any) -> int:
+        calls.append(bound(pods))
+        return 3
+
+    monkeypatch.setattr(drain, "runs", three)
+    capsys.readouterr()
+    assert main(["migrate", "plan", str(tmp_path), "--order", "naive", "-o", "json"]) == 0
+    first = json.loads(capsys.readouterr().out)["waves"][0]
+    assert calls and set(calls) == {7}
+    assert sorted(_short(k) for k in first["preempted"]) == ["high", "job", "low", "mid"]
+    assert {_short(k): why for k, why in first["waiting"].items()} == {"low": drain.LATE}
