@@ -16,11 +16,20 @@ LeaderWorkerSet groups, JobSets and RayJobs the evictions restart are made again
 ``ray_restarts``: a RayJob's head is not made again; a retried RayJob's new submitter comes once its new cluster runs,
 ``ray_waves``); those a run's preemptions restart (``wave_victims``: a preempted pod is deleted as an evicted one is)
 in the next run, and a Job, JobSet or RayJob a preemption fails loses its pods there and then.
+
+The wave runs until it settles: while a run's victims leave a pod for the next run to make again (a Job's victim, or
+a group's or JobSet's pods deleted with it), another run. A chain of them is bounded: a victim always has a strictly
+lower priority than its preemptor, and the pods made again in a run are the last run's victims (with their groups and
+JobSets), so each run's victims have a lower priority than the last run's, and the runs after the uncordon that the
+chain adds are fewer than the pods' distinct priorities (:func:`runs`). A Job's back-off adds no run: its pod arrives
+later within the next run (``delays``). A group or JobSet whose pods have different priorities can break that descent
+(its higher pod, made again, preempts again); the bound is then the guard, and the pods still deleted after the
+wave's last run are shown waiting (``LATE``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -44,9 +53,14 @@ from kubedra.migrate.rollout import (
 from kubedra.migrate.wave_victims import Victims
 from kubedra.sim.workloads import PodArrival
 
-MAX_ROUNDS = 3  # runs after the uncordon: more only while a Job's preempted pod waits for its controller's new pod,
-# or a group or JobSet a preemption restarted waits to be made again
 LATE = "deleted with its group or JobSet after the wave's last run: made again after the wave"
+
+
+def runs(pods: Iterable[PodArrival]) -> int:
+    """The most runs after the uncordon a wave needs (the module's doc says why): the run after the uncordon, and one
+    per distinct priority the pods may have (a priority set, else its class's: each pair counts, so never fewer than
+    the priorities' values)."""
+    return 1 + len({(a.pod.spec.priority, a.pod.spec.priority_class_name) for a in pods})
 
 
 def _bare(arrival: PodArrival) -> bool:
@@ -149,7 +163,7 @@ def simulate_wave(cluster: Cluster, features: Any, switched: set[str], switching
     drain = wave.once(switched, going, again, jobs.delays)
     during = {k for k, (node, _) in drain.status.items() if node}
     result = wave.once(switched | going, set(), wave.carry(drain), victims.delays)
-    for _ in range(MAX_ROUNDS - 1):
+    for _ in range(runs(by_key.values()) - 1):
         pending = wave.carry(result)
         if not wave.again:
             break
