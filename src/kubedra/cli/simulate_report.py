@@ -36,8 +36,16 @@ def duration(seconds: float | None) -> str:
     return "" if seconds is None else format_duration(seconds)
 
 
-def pod_table(report: Any) -> Table:
-    """One row per pod, by namespace and name; DEVICES are the device names (``gpu-0``, ``gpu-0(share)``)."""
+def _by_namespace(line: Any) -> str:
+    key: str = line.pod.replace("/", "\0", 1)
+    return key
+
+
+def pod_table(report: Any, *, wide: bool = True) -> Table:
+    """One row per pod, by namespace and name; DEVICES are the device names (``gpu-0``, ``gpu-0(share)``).
+
+    ``wide`` false leaves the wide-only cells (CLAIMS, ARRIVED, STARTED, FINISHED) empty: ``-o table`` never prints
+    them, and working them out for every pod is a noticeable part of a large run's table."""
     table = Table(
         [
             Column("NAMESPACE"),
@@ -54,20 +62,31 @@ def pod_table(report: Any) -> Table:
         ]
     )
     when = functools.lru_cache(maxsize=None)(duration)  # most pods share their times (arrived at 0s, waited 0s)
-    for line in sorted(report.pods, key=lambda line: line.pod.split("/", 1)):  # by namespace, then name
-        namespace, name = line.pod.split("/", 1)
-        table.add(
-            namespace,
-            name,
-            line.phase,
-            line.node,
-            ",".join(line.device_names),
-            when(line.waited),
-            ",".join(line.claims),
-            when(line.arrived),
-            when(line.started),
-            when(line.finished),
-            line.reason,
+    # By namespace, then name: "namespace\0name" orders as the pair does (no name holds a NUL, which sorts first),
+    # and one string compares faster than a pair.
+    keyed = [(line.pod.split("/", 1), line) for line in sorted(report.pods, key=_by_namespace)]
+    if wide:
+        table.rows.extend(
+            (
+                namespace,
+                name,
+                line.phase,
+                line.node,
+                ",".join(line.device_names),
+                when(line.waited),
+                ",".join(line.claims),
+                when(line.arrived),
+                when(line.started),
+                when(line.finished),
+                line.reason,
+            )
+            for (namespace, name), line in keyed
+        )
+    else:
+        table.rows.extend(
+            (namespace, name, line.phase, line.node, ",".join(line.device_names), when(line.waited), "", "", "", "",
+             line.reason)
+            for (namespace, name), line in keyed
         )
     return table
 
@@ -143,7 +162,7 @@ def print_report(report: Any, fmt: OutputFormat, headers: bool) -> None:
         pods = sorted(report.pods, key=lambda line: (line.namespace, line.name))
         print_names(resource_name("Pod", line.name) for line in pods)
     elif fmt in TABLE_FORMATS:
-        print_table(pod_table(report), fmt, headers=headers)
+        print_table(pod_table(report, wide=fmt is OutputFormat.wide), fmt, headers=headers)
         if headers:  # --no-headers: the pod rows alone, for scripts
             print_lines(["", *gpu_table(report.summary["gpus"]).lines(wide=fmt is OutputFormat.wide), ""])
             print_lines(summary_lines(report.summary))
