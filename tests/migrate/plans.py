@@ -13,6 +13,23 @@ import yaml
 from kubedra.cli import main
 
 
+def serving(gpus: int, on: str) -> list[dict[str, Any]]:
+    """A serving Deployment of one pod asking ``gpus`` (priority 1000) that prefers n-0 and may run only on n-0 or
+    ``on``: draining n-0, its pod lands on ``on``, preempting there where it finds no room."""
+    hostname = "kubernetes.io/hostname"
+    spec = {"containers": [{"name": "c", "image": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
+            "priorityClassName": "serving", "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": hostname, "operator": "In", "values": ["n-0", on]}]}]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
+                    "matchExpressions": [{"key": hostname, "operator": "In", "values": ["n-0"]}]}}]}}}
+    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "serving"},
+             "value": 1000},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "serve"}, "spec": {
+                "replicas": 1, "selector": {"matchLabels": {"app": "serve"}},
+                "template": {"metadata": {"labels": {"app": "serve"}}, "spec": spec}}}]
+
+
 def first_serving_wave(tmp_path: Path, capsys: pytest.CaptureFixture[str], gpus_per_node: int,
                        docs: list[dict[str, Any]], landed_on: str) -> dict[str, Any]:
     """The first wave (n-0) of three nodes of ``gpus_per_node`` H100s running ``docs``: the one serving pod it

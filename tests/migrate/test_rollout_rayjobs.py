@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.migrate.plans import first_serving_wave
+from tests.migrate.plans import first_serving_wave, serving
 
 from kubedra.cli import main
 from kubedra.migrate.group_restarts import Restarts
@@ -212,27 +212,10 @@ def test_a_failed_submitter_job_fails_the_rayjob(limit: int, before: int, action
         assert line.why.endswith("Failed; its RayCluster keeps running") and out.lost == [] and out.fresh == set()
 
 
-def _serving(gpus: int) -> list[dict[str, Any]]:
-    """A serving Deployment (priority 1000) that prefers n-0 and may run only on n-0 or n-1: draining n-0, its pod
-    finds no room and preempts the RayJob's pods on n-1 (priority 0)."""
-    hostname = "kubernetes.io/hostname"
-    spec = {"containers": [{"name": "c", "image": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}],
-            "priorityClassName": "serving", "affinity": {"nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": hostname, "operator": "In", "values": ["n-0", "n-1"]}]}]},
-                "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
-                    "matchExpressions": [{"key": hostname, "operator": "In", "values": ["n-0"]}]}}]}}}
-    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "serving"},
-             "value": 1000},
-            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "serve"}, "spec": {
-                "replicas": 1, "selector": {"matchLabels": {"app": "serve"}},
-                "template": {"metadata": {"labels": {"app": "serve"}}, "spec": spec}}}]
-
-
 def _preempting(tmp_path: Path, capsys: pytest.CaptureFixture[str], gpus: int, rayjob: dict[str, Any]
                 ) -> dict[str, Any]:
     """The plan's first wave (n-0): the serving pod evicted lands on n-1, preempting there."""
-    return first_serving_wave(tmp_path, capsys, 8, [*_serving(gpus), rayjob], "n-1")
+    return first_serving_wave(tmp_path, capsys, 8, [*serving(gpus, "n-1"), rayjob], "n-1")
 
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.migrate.plans import first_serving_wave
+from tests.migrate.plans import first_serving_wave, serving
 
 from kubedra.cli import main
 
@@ -34,20 +34,6 @@ def _spec(node: str | None = None) -> dict[str, Any]:
     if node is not None:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
     return spec
-
-
-def _serving(on: str) -> list[dict[str, Any]]:
-    hostname = "kubernetes.io/hostname"
-    spec = {**_spec(), "priorityClassName": "serving", "affinity": {"nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": hostname, "operator": "In", "values": ["n-0", on]}]}]},
-        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {
-            "matchExpressions": [{"key": hostname, "operator": "In", "values": ["n-0"]}]}}]}}}
-    return [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "serving"},
-             "value": 1000},
-            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "serve"}, "spec": {
-                "replicas": 1, "selector": {"matchLabels": {"app": "serve"}},
-                "template": {"metadata": {"labels": {"app": "serve"}}, "spec": spec}}}]
 
 
 def _lws(policy: str | None) -> dict[str, Any]:
@@ -71,7 +57,7 @@ def _jobset(max_restarts: int | None) -> dict[str, Any]:
 
 def _first_wave(tmp_path: Path, capsys: pytest.CaptureFixture[str], on: str, workload: dict[str, Any]
                 ) -> dict[str, Any]:
-    return first_serving_wave(tmp_path, capsys, 2, [*_serving(on), workload], on)
+    return first_serving_wave(tmp_path, capsys, 2, [*serving(2, on), workload], on)
 
 
 @pytest.mark.parametrize("policy", [None, "RecreateGroupOnPodRestart", "RecreateGroupAfterStart"])

@@ -57,8 +57,9 @@ def probe(cluster: Cluster, features: Any, switched: set[str], placement: Mappin
     """Each CronJob's next Job on ``switched`` (on DRA) with the pods of ``placement`` running there (``held``:
     as the last run left them), by ``CronJob/<namespace>/<name>``."""
     by_key = {pod_key(a.pod): a for a in cluster.pods}
-    kept = [kept_arrival(by_key[k], node, held.get(k)) for k, node in placement.items() if k in by_key]
-    known = {pod_key(a.pod): k for a, k in zip(kept, (k for k in placement if k in by_key), strict=True)}
+    keys = [k for k in placement if k in by_key]
+    kept = [kept_arrival(by_key[k], placement[k], held.get(k)) for k in keys]
+    known = {pod_key(a.pod): k for a, k in zip(kept, keys, strict=True)}
     claims = [h for k, h in held.items() if k in placement]
     out: dict[str, CronProbe] = {}
     for cron in cluster.scenario.workloads.cronjobs:
